@@ -1,0 +1,3 @@
+module github.com/gnnplan/gnnplan
+
+go 1.26.8

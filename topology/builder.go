@@ -1,0 +1,174 @@
+package topology
+
+import (
+	"fmt"
+	"sort"
+)
+
+// idPrefix is the id stem of each kind: "gpu0", "sw1", "slot3".
+var idPrefix = map[Kind]string{
+	KindSocket: "socket", KindRootPort: "rp", KindSwitch: "sw", KindBridge: "br",
+	KindSlot: "slot", KindGPU: "gpu", KindAccelerator: "acc", KindNVSwitch: "nvsw",
+	KindNVMe: "nvme", KindStorage: "disk", KindNIC: "nic", KindOther: "dev",
+}
+
+// Builder assembles a Machine node by node. Importers, discovery and the
+// profiles package use it so every machine gets the same id scheme and the
+// same derived links.
+type Builder struct {
+	m    *Machine
+	next map[Kind]int
+	idx  map[string]int
+}
+
+// NewBuilder starts an empty machine.
+func NewBuilder(name, source string) *Builder {
+	return &Builder{
+		m:    &Machine{SchemaVersion: SchemaVersion, Name: name, Source: source, Nodes: []Node{}, Links: []Link{}},
+		next: map[Kind]int{},
+		idx:  map[string]int{},
+	}
+}
+
+// Add appends a node and returns its id. An empty n.ID gets the next id of
+// its kind ("gpu0", "gpu1", ...); a given id must be unused.
+func (b *Builder) Add(n Node) string {
+	if n.ID == "" {
+		for {
+			n.ID = fmt.Sprintf("%s%d", idPrefix[n.Kind], b.next[n.Kind])
+			b.next[n.Kind]++
+			if _, used := b.idx[n.ID]; !used {
+				break
+			}
+		}
+	}
+	b.idx[n.ID] = len(b.m.Nodes)
+	b.m.Nodes = append(b.m.Nodes, n)
+	return n.ID
+}
+
+// Node returns the node with the given id for in-place edits, or nil.
+func (b *Builder) Node(id string) *Node {
+	i, ok := b.idx[id]
+	if !ok {
+		return nil
+	}
+	return &b.m.Nodes[i]
+}
+
+// Link appends a link.
+func (b *Builder) Link(l Link) { b.m.Links = append(b.m.Links, l) }
+
+// PCIeLink links parent to child with a PCIe link of the given generation
+// and width. When either is unknown the capacity is assumed (Gen3 x16,
+// 12 GB/s, the most common server slot) and the link's source says so.
+func (b *Builder) PCIeLink(parent, child string, gen, lanes int, source string) {
+	l := Link{From: parent, To: child, Kind: LinkPCIe, PCIeGen: gen, Lanes: lanes, Source: source}
+	l.GBps = PCIeGBps(gen, lanes)
+	if l.GBps == 0 {
+		l.GBps = PCIeGBps(3, 16)
+		l.Source = SourceAssumed
+	}
+	b.Link(l)
+}
+
+// Note records an assumption or a caveat the user should read.
+func (b *Builder) Note(format string, args ...any) {
+	b.m.Notes = append(b.m.Notes, fmt.Sprintf(format, args...))
+}
+
+// Machine returns the machine under construction without finishing it.
+func (b *Builder) Machine() *Machine { return b.m }
+
+// Finish derives what the parts imply and validates the result:
+//   - every node with a parent and no link from it gets one: an on-die link
+//     for a root port under a socket (capacity: the sum of the root port's
+//     downstream links, so the root complex itself never binds), a PCIe
+//     link otherwise (capacity from the child's lanes and generation, or
+//     assumed);
+//   - sockets get an inter-socket link to each other socket, at the CPU
+//     family's rate, unless one was added already.
+func (b *Builder) Finish(sockets CPUArch) (*Machine, error) {
+	m := b.m
+	hasUplink := map[string]bool{}
+	for _, l := range m.Links {
+		if n := b.Node(l.To); n != nil && n.Parent == l.From {
+			hasUplink[l.To] = true
+		}
+	}
+	// PCIe links first: the on-die capacities below sum them.
+	for i := range m.Nodes {
+		n := m.Nodes[i]
+		if n.Parent == "" || hasUplink[n.ID] {
+			continue
+		}
+		p := b.Node(n.Parent)
+		if p.Kind == KindSocket {
+			continue
+		}
+		gen, lanes := n.PCIeGen, n.Lanes
+		if p.Kind == KindSlot {
+			// A card runs at the lesser of its own and its slot's link.
+			gen, lanes = minKnown(gen, p.PCIeGen), minKnown(lanes, p.Lanes)
+		}
+		b.PCIeLink(n.Parent, n.ID, gen, lanes, SourceProfile)
+		hasUplink[n.ID] = true
+	}
+	for i := range m.Nodes {
+		n := m.Nodes[i]
+		if n.Parent == "" || hasUplink[n.ID] {
+			continue
+		}
+		sum := 0.0
+		for _, l := range m.Links {
+			if l.From == n.ID && l.Kind == LinkPCIe {
+				sum += l.GBps
+			}
+		}
+		src := SourceSum
+		if sum == 0 {
+			sum, src = PCIeGBps(3, 16), SourceAssumed
+		}
+		b.Link(Link{From: n.Parent, To: n.ID, Kind: LinkOnDie, GBps: sum, Source: src})
+	}
+	var socks []string
+	for _, n := range m.Nodes {
+		if n.Kind == KindSocket {
+			socks = append(socks, n.ID)
+		}
+	}
+	linked := map[[2]string]bool{}
+	for _, l := range m.Links {
+		if l.Kind == LinkInterSocket {
+			linked[[2]string{l.From, l.To}] = true
+			linked[[2]string{l.To, l.From}] = true
+		}
+	}
+	sort.Strings(socks)
+	if sockets.GBps > 0 {
+		for i := 0; i < len(socks); i++ {
+			for j := i + 1; j < len(socks); j++ {
+				if linked[[2]string{socks[i], socks[j]}] {
+					continue
+				}
+				b.Link(Link{From: socks[i], To: socks[j], Kind: LinkInterSocket, GBps: sockets.GBps,
+					Source: SourceNominal, Label: sockets.Link + " (" + sockets.Name + ")"})
+			}
+		}
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// minKnown is the smaller of two values where 0 means unknown.
+func minKnown(a, b int) int {
+	switch {
+	case a == 0:
+		return b
+	case b == 0 || a < b:
+		return a
+	}
+	return b
+}

@@ -1,0 +1,19 @@
+// Package topology models a training server as the planner sees it: CPU
+// sockets with their memory, root ports, PCIe switches, slots (occupied or
+// empty), GPUs, NVMe SSDs, NICs and the links between them, each link with a
+// per-direction capacity in GB/s (decimal, 1 GB = 1e9 bytes).
+//
+// It implements the "communication topology" input of Moment (SC'25,
+// section 3.1-3.2): storage, interconnect and compute nodes joined by links
+// whose capacities come from PCIe generation x lane width, the CPU family's
+// inter-socket link, or NVLink/xGMI link counts x per-link rate.
+//
+// A Machine is built by discovery from sysfs (ghw plus direct sysfs reads and
+// SMBIOS type 9 slot records), by import from NCCL/RCCL topology XML or hwloc
+// XML, by loading a saved JSON file, or from an embedded profile (package
+// profiles). It renders as JSON (schema versioned, round trip exact), a tree,
+// a table and Graphviz DOT.
+//
+// Units: link capacities in GBps (decimal GB/s per direction), memory in GiB,
+// sizes in files in bytes.
+package topology
