@@ -50,6 +50,9 @@ func KindForPCI(class uint32, vendorID string) Kind {
 	case base == 0x02, sub == 0x0c06: // network controllers, InfiniBand
 		return KindNIC
 	case sub == classDisplayVGA, sub == classDisplay3D, sub == classDisplayOther:
+		if consoleGraphics(vendor) {
+			return KindOther
+		}
 		return KindGPU
 	case sub == classAccelerator, sub == classCoprocessor:
 		return KindAccelerator
@@ -136,4 +139,15 @@ func gpuMemoryGiB(vendorID, deviceID string) float64 {
 		return 48
 	}
 	return 0
+}
+
+// consoleGraphics reports whether a display controller's vendor makes only
+// BMC or virtual console graphics (ASPEED, Matrox G200, QEMU, Red Hat QXL,
+// VMware, Hyper-V, virtio-gpu), which no one trains on.
+func consoleGraphics(vendor string) bool {
+	switch vendor {
+	case "1a03", "102b", "1234", "1b36", "15ad", "1414", "1013", "1af4":
+		return true
+	}
+	return false
 }

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gnnplan/gnnplan/profiles"
+	"github.com/gnnplan/gnnplan/topology"
+)
+
+// discoverOptions holds the discover command's flags and what it reads
+// machines from, so tests can swap the sources.
+type discoverOptions struct {
+	IO        *deps
+	SysfsRoot string
+	From      string
+	Profile   string
+	Output    string
+	Save      string
+	Dmidecode bool
+
+	Discover func(context.Context, topology.DiscoverOptions) (*topology.Machine, error)
+	Import   func(path string) (*topology.Machine, error)
+	Profiles func(name string) (*topology.Machine, error)
+}
+
+var outputFormats = []string{"table", "tree", "json", "dot"}
+
+func newDiscoverCmd(d *deps, runF func(context.Context, *discoverOptions) error) *cobra.Command {
+	opts := &discoverOptions{IO: d, Discover: topology.Discover, Import: topology.Import, Profiles: profiles.Machine}
+	cmd := &cobra.Command{
+		Use:   "discover",
+		Short: "Describe a server's sockets, PCIe tree, slots, GPUs, SSDs, NICs and link bandwidths",
+		Long: `Describe a server as the planner sees it: CPU sockets (NUMA nodes) with their
+memory, root ports, PCIe switches, slots (occupied or empty, lane width),
+GPUs, NVMe SSDs, NICs, NVLink/xGMI, and every link's capacity in GB/s per
+direction (decimal).
+
+With no flags it reads this machine's sysfs. --sysfs-root reads an unpacked
+sysfs snapshot, --from imports an NCCL/RCCL topology XML, an hwloc XML
+(lstopo --of xml) or a machine JSON saved with --save, and --profile loads an
+embedded machine (` + strings.Join(profiles.MachineNames(), ", ") + `).`,
+		Example: `  gnnplan discover
+  gnnplan discover --profile moment-b -o tree
+  gnnplan discover --from nccl-topo.xml -o json
+  gnnplan discover --sysfs-root ./snapshot --save machine.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := opts.validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runDiscover(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.SysfsRoot, "sysfs-root", "", "read an unpacked sysfs snapshot (the directory holding sys/) instead of this machine")
+	f.StringVar(&opts.From, "from", "", "import a topology file: NCCL/RCCL XML, hwloc XML, or gnnplan machine JSON")
+	f.StringVar(&opts.Profile, "profile", "", "load an embedded machine profile ("+strings.Join(profiles.MachineNames(), ", ")+")")
+	f.StringVarP(&opts.Output, "output", "o", "table", "output format: "+strings.Join(outputFormats, ", "))
+	f.StringVar(&opts.Save, "save", "", "also write the machine as JSON to this file")
+	f.BoolVar(&opts.Dmidecode, "dmidecode", true, "run `dmidecode -t slot` for slot records when the SMBIOS table is unreadable")
+	return cmd
+}
+
+func (o *discoverOptions) validate() error {
+	n := 0
+	for _, s := range []string{o.SysfsRoot, o.From, o.Profile} {
+		if s != "" {
+			n++
+		}
+	}
+	if n > 1 {
+		return usageErrorf("--sysfs-root, --from and --profile: give at most one")
+	}
+	for _, f := range outputFormats {
+		if o.Output == f {
+			return nil
+		}
+	}
+	return usageErrorf("-o/--output: %q is not a format (valid: %s)", o.Output, strings.Join(outputFormats, ", "))
+}
+
+// loadMachine returns the machine the flags name.
+func (o *discoverOptions) loadMachine(ctx context.Context) (*topology.Machine, error) {
+	switch {
+	case o.Profile != "":
+		return o.Profiles(o.Profile)
+	case o.From != "":
+		return o.Import(o.From)
+	default:
+		root := o.SysfsRoot
+		if root == "" {
+			root = "/"
+		}
+		return o.Discover(ctx, topology.DiscoverOptions{Root: root, UseDmidecode: o.Dmidecode})
+	}
+}
+
+func runDiscover(ctx context.Context, o *discoverOptions) error {
+	m, err := o.loadMachine(ctx)
+	if err != nil {
+		return err
+	}
+	if o.Save != "" {
+		if err := topology.Save(o.Save, m); err != nil {
+			return fmt.Errorf("--save: %w", err)
+		}
+	}
+	out := o.IO.Out
+	switch o.Output {
+	case "json":
+		return topology.Encode(out, m)
+	case "dot":
+		return topology.WriteDOT(out, m)
+	case "tree":
+		if err := topology.WriteTree(out, m); err != nil {
+			return err
+		}
+	default:
+		if _, err := fmt.Fprintf(out, "%s  (%s)\n", m.Name, m.Source); err != nil {
+			return err
+		}
+		if err := topology.WriteTable(out, m); err != nil {
+			return err
+		}
+	}
+	return topology.WriteSummary(out, m)
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// deps are what commands use from the outside world, injected so tests can
+// run commands in-process and read what they print.
+type deps struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+}
+
+// usageError is a flag or argument problem (exit code 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+func isUsageError(err error) bool {
+	var u *usageError
+	return errors.As(err, &u)
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+func newRootCmd(d *deps) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "gnnplan",
+		Short: "Plan, place and train out-of-core GNNs on multi-GPU, multi-SSD servers",
+		Long: `gnnplan answers the questions asked before buying or re-cabling a GNN training
+server: what is in this machine and how is it wired, which GPUs and how many
+NVMe SSDs to buy, which slots to put them in, and where each vertex's
+embedding should live. Then it trains on the plan and reports how close the
+prediction was.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &usageError{msg: err.Error()}
+	})
+	root.AddCommand(newVersionCmd(d), newDiscoverCmd(d, nil))
+	return root
+}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at link time (-ldflags "-X main.version=v1.2.3"); builds
+// without it report the module version or the VCS revision.
+var version = ""
+
+func versionString() string {
+	v := version
+	info, ok := debug.ReadBuildInfo()
+	if v == "" && ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		v = info.Main.Version
+	}
+	rev := ""
+	if ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				rev = s.Value[:12]
+			}
+		}
+	}
+	if v == "" {
+		v = "dev"
+	}
+	if rev != "" {
+		v += " (" + rev + ")"
+	}
+	return v + " " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH
+}
+
+func newVersionCmd(d *deps) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print gnnplan's version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintf(d.Out, "gnnplan %s\n", versionString())
+			return err
+		},
+	}
+}

@@ -1,0 +1,828 @@
+package topology
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/jaypipes/ghw"
+	"github.com/jaypipes/ghw/pkg/pci"
+)
+
+// DiscoverOptions says where discovery reads from.
+type DiscoverOptions struct {
+	// Root is the directory holding sys/ (and proc/): "/" for the running
+	// machine, or an unpacked sysfs snapshot.
+	Root string
+	// UseDmidecode runs `dmidecode -t slot` for slot records when the raw
+	// SMBIOS table cannot be read and dmidecode is on PATH (only for Root "/").
+	UseDmidecode bool
+}
+
+// pciFunc is one PCI function as discovery sees it, before it becomes a Node.
+type pciFunc struct {
+	addr, parent     string // parent is "" for functions on a root bus
+	rootBus          string // "pci0000:00"
+	vendor, device   string // 4 hex digits
+	class            uint32
+	vendorName, name string
+	driver           string
+	numa             int // -1 unknown
+	localCPUs        string
+	gen, lanes       int // current link, 0 unknown
+	maxGen, maxLanes int
+	secondaryBus     int // -1 unknown
+	children         []string
+}
+
+var pciAddrRE = regexp.MustCompile(`^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$`)
+
+// ResolveSysfsRoot finds the directory that holds sys/ under dir: dir itself,
+// or its single subdirectory (snapshot tarballs often unpack into one).
+func ResolveSysfsRoot(dir string) (string, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return "", &InputError{Path: dir, Field: "--sysfs-root", Msg: "cannot read directory", Err: err}
+	}
+	if !st.IsDir() {
+		return "", inputErrorf(dir, "--sysfs-root", "not a directory (want the directory that holds sys/, e.g. an unpacked snapshot)")
+	}
+	if isSysfsRoot(dir) {
+		return dir, nil
+	}
+	if filepath.Base(dir) == "sys" && isSysfsRoot(filepath.Dir(dir)) {
+		return filepath.Dir(dir), nil
+	}
+	ents, _ := os.ReadDir(dir)
+	var cands []string
+	for _, e := range ents {
+		if e.IsDir() && isSysfsRoot(filepath.Join(dir, e.Name())) {
+			cands = append(cands, filepath.Join(dir, e.Name()))
+		}
+	}
+	if len(cands) == 1 {
+		return cands[0], nil
+	}
+	return "", inputErrorf(dir, "--sysfs-root", "not a sysfs tree: no sys/bus/pci/devices or sys/devices/system below it (want / or an unpacked snapshot holding sys/)")
+}
+
+func isSysfsRoot(dir string) bool {
+	for _, p := range []string{"sys/bus/pci/devices", "sys/devices/system/node", "sys/devices/system/cpu"} {
+		if st, err := os.Stat(filepath.Join(dir, p)); err == nil && st.IsDir() {
+			return true
+		}
+	}
+	return false
+}
+
+// Discover describes the machine whose sysfs is at opts.Root: NUMA nodes and
+// CPUs, memory, the PCI tree with link widths and speeds, NVMe and other
+// disks, NICs, GPUs and accelerators, and physical slots (SMBIOS type 9,
+// /sys/bus/pci/slots). It never fails on missing optional files; it fails
+// only when Root is not a sysfs tree. Context cancellation stops it.
+func Discover(ctx context.Context, opts DiscoverOptions) (*Machine, error) {
+	root := opts.Root
+	if root == "" {
+		root = "/"
+	}
+	root, err := ResolveSysfsRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	d := &discoverer{root: root, opts: opts}
+	name, _ := os.Hostname()
+	source := "sysfs:" + root
+	if root != "/" {
+		name = filepath.Base(root)
+	}
+	if n := d.readTrim("sys/class/dmi/id/product_name"); n != "" && root != "/" {
+		name = n
+	}
+	d.b = NewBuilder(name, source)
+	steps := []func() error{d.loadSockets, d.loadPCI, d.buildTree, d.attachBlock, d.attachSlots}
+	for _, step := range steps {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	m, err := d.b.Finish(d.arch)
+	if err == nil {
+		if s := m.Summarize(); s.UnknownLinkBW > 0 {
+			m.Notes = append(m.Notes, fmt.Sprintf("%d PCIe link(s) report no speed or width (a VM, or an old kernel): assumed Gen3 x16, 12 GB/s", s.UnknownLinkBW))
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("discover %s: %w", root, err)
+	}
+	return m, nil
+}
+
+type discoverer struct {
+	root       string
+	opts       DiscoverOptions
+	b          *Builder
+	arch       CPUArch
+	funcs      map[string]*pciFunc
+	order      []string       // pci addresses sorted
+	numaSocket map[int]string // NUMA node -> socket id
+	socketCPUs map[string][]int
+	nodeOf     map[string]string // pci address -> node id
+	hostBridge map[string]string // root bus -> host bridge node id
+}
+
+func (d *discoverer) path(rel string) string { return filepath.Join(d.root, rel) }
+
+func (d *discoverer) readTrim(rel string) string {
+	b, err := os.ReadFile(d.path(rel))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func (d *discoverer) ghwOpts() []any {
+	return []any{ghw.WithChroot(d.root), ghw.WithDisableWarnings(), ghw.WithDisableTools(),
+		ghw.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
+}
+
+// loadSockets makes one socket node per NUMA node (a NUMA node is the unit
+// whose memory is a storage tier), with its CPUs, model and memory.
+func (d *discoverer) loadSockets() error {
+	cpuinfo := parseCPUInfo(d.readTrim("proc/cpuinfo"))
+	model := strings.Join(strings.Fields(cpuinfo["model name"]), " ")
+	vendor := cpuinfo["vendor_id"]
+	fam, _ := strconv.Atoi(cpuinfo["cpu family"])
+	mod, _ := strconv.Atoi(cpuinfo["model"])
+	if model == "" || vendor == "" {
+		if ci, err := ghw.CPU(d.ghwOpts()...); err == nil && len(ci.Processors) > 0 {
+			if model == "" {
+				model = ci.Processors[0].Model
+			}
+			if vendor == "" {
+				vendor = ci.Processors[0].Vendor
+			}
+		}
+	}
+	arch, ok := InterSocketLink(vendor, fam, mod)
+	if !ok {
+		if a2, ok2 := InterSocketLinkByName(model); ok2 {
+			arch, ok = a2, true
+		}
+	}
+	d.arch = arch
+	d.numaSocket = map[int]string{}
+	d.socketCPUs = map[string][]int{}
+
+	nodes := d.numaNodes()
+	totalMem := d.totalMemoryGiB()
+	if len(nodes) == 0 {
+		nodes = []int{0}
+		d.b.Note("no NUMA information in sysfs: one socket holds all CPUs and memory")
+	}
+	for _, id := range nodes {
+		n := Node{Kind: KindSocket, CPUModel: model}
+		idc := id
+		n.NUMANode = &idc
+		cpus := d.readTrim(fmt.Sprintf("sys/devices/system/node/node%d/cpulist", id))
+		if cpus == "" && len(nodes) == 1 {
+			cpus = d.readTrim("sys/devices/system/cpu/online")
+		}
+		n.CPUList = cpus
+		list := parseCPUList(cpus)
+		n.Threads = len(list)
+		n.Cores = d.countCores(list)
+		if mem := d.nodeMemGiB(id); mem > 0 {
+			n.MemoryGiB = mem
+		} else if len(nodes) == 1 {
+			n.MemoryGiB = totalMem
+		}
+		sid := d.b.Add(n)
+		d.numaSocket[id] = sid
+		d.socketCPUs[sid] = list
+	}
+	if len(nodes) > 1 && !ok {
+		d.b.Note("CPU %q not recognised: inter-socket links assumed %s GB/s per direction", model, fmtNum(arch.GBps))
+	}
+	return nil
+}
+
+func (d *discoverer) numaNodes() []int {
+	ents, err := os.ReadDir(d.path("sys/devices/system/node"))
+	if err != nil {
+		return nil
+	}
+	var ids []int
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), "node") {
+			continue
+		}
+		if id, err := strconv.Atoi(strings.TrimPrefix(e.Name(), "node")); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	sort.Ints(ids)
+	return ids
+}
+
+// nodeMemGiB reads MemTotal from a NUMA node's meminfo ("Node 0 MemTotal: 131072 kB").
+func (d *discoverer) nodeMemGiB(id int) float64 {
+	for _, line := range strings.Split(d.readTrim(fmt.Sprintf("sys/devices/system/node/node%d/meminfo", id)), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 4 && f[2] == "MemTotal:" {
+			kb, err := strconv.ParseFloat(f[3], 64)
+			if err == nil {
+				return roundGiB(kb * 1024)
+			}
+		}
+	}
+	return 0
+}
+
+func (d *discoverer) totalMemoryGiB() float64 {
+	if mi, err := ghw.Memory(d.ghwOpts()...); err == nil && mi.TotalPhysicalBytes > 0 {
+		return roundGiB(float64(mi.TotalPhysicalBytes))
+	}
+	for _, line := range strings.Split(d.readTrim("proc/meminfo"), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "MemTotal:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return roundGiB(kb * 1024)
+		}
+	}
+	return 0
+}
+
+func roundGiB(bytes float64) float64 {
+	return float64(int64(bytes/(1<<30)*100+0.5)) / 100
+}
+
+func (d *discoverer) countCores(cpus []int) int {
+	seen := map[string]bool{}
+	for _, c := range cpus {
+		base := fmt.Sprintf("sys/devices/system/cpu/cpu%d/topology/", c)
+		core := d.readTrim(base + "core_id")
+		pkg := d.readTrim(base + "physical_package_id")
+		if core == "" {
+			return 0
+		}
+		seen[pkg+"/"+core] = true
+	}
+	return len(seen)
+}
+
+// loadPCI lists PCI functions with ghw (names from pci.ids) and falls back
+// to reading sysfs directly when ghw cannot (no pci.ids file); then it reads
+// what ghw does not give: link speed and width, raw numa_node, local CPUs.
+func (d *discoverer) loadPCI() error {
+	d.funcs = map[string]*pciFunc{}
+	pi, err := ghw.PCI(d.ghwOpts()...)
+	if err == nil && len(pi.Devices) > 0 {
+		for _, dev := range pi.Devices {
+			d.funcs[dev.Address] = fromGhw(dev)
+		}
+	} else {
+		if err != nil {
+			d.b.Note("PCI names unavailable (%v): devices are named vendor:device in hex; install the pci.ids package for names", shortErr(err))
+		}
+		ents, _ := os.ReadDir(d.path("sys/bus/pci/devices"))
+		for _, e := range ents {
+			if pciAddrRE.MatchString(e.Name()) {
+				d.funcs[e.Name()] = &pciFunc{addr: e.Name()}
+			}
+		}
+	}
+	for addr, f := range d.funcs {
+		d.order = append(d.order, addr)
+		d.enrich(f)
+	}
+	sort.Strings(d.order)
+	for _, addr := range d.order {
+		f := d.funcs[addr]
+		if p, ok := d.funcs[f.parent]; ok {
+			p.children = append(p.children, addr)
+		} else {
+			f.parent = ""
+		}
+	}
+	return nil
+}
+
+func shortErr(err error) string {
+	s := err.Error()
+	if i := strings.Index(s, "\n"); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+func fromGhw(dev *pci.Device) *pciFunc {
+	f := &pciFunc{addr: dev.Address, parent: dev.ParentAddress, driver: dev.Driver}
+	if dev.Vendor != nil && dev.Vendor.Name != "unknown" {
+		f.vendorName = dev.Vendor.Name
+	}
+	if dev.Product != nil && dev.Product.Name != "unknown" {
+		f.name = dev.Product.Name
+	}
+	return f
+}
+
+// enrich reads a function's identity and link from sysfs.
+func (d *discoverer) enrich(f *pciFunc) {
+	base := "sys/bus/pci/devices/" + f.addr + "/"
+	f.vendor = normHex(d.readTrim(base + "vendor"))
+	f.device = normHex(d.readTrim(base + "device"))
+	if c, err := ParseClass(d.readTrim(base + "class")); err == nil {
+		f.class = c
+	}
+	f.numa = -1
+	if v, err := strconv.Atoi(d.readTrim(base + "numa_node")); err == nil {
+		f.numa = v
+	}
+	f.localCPUs = d.readTrim(base + "local_cpulist")
+	f.gen, _ = ParseLinkSpeed(d.readTrim(base + "current_link_speed"))
+	f.lanes, _ = ParseLinkWidth(d.readTrim(base + "current_link_width"))
+	f.maxGen, _ = ParseLinkSpeed(d.readTrim(base + "max_link_speed"))
+	f.maxLanes, _ = ParseLinkWidth(d.readTrim(base + "max_link_width"))
+	f.secondaryBus = -1
+	if v, err := strconv.Atoi(d.readTrim(base + "secondary_bus_number")); err == nil {
+		f.secondaryBus = v
+	}
+	if f.driver == "" {
+		if t, err := os.Readlink(d.path(base + "driver")); err == nil {
+			f.driver = filepath.Base(t)
+		}
+	}
+	target, err := os.Readlink(d.path("sys/bus/pci/devices/" + f.addr))
+	if err == nil {
+		parts := strings.Split(filepath.ToSlash(target), "/")
+		for i, p := range parts {
+			if strings.HasPrefix(p, "pci") && len(p) > 3 && f.rootBus == "" {
+				f.rootBus = p
+			}
+			if p == f.addr && i > 0 && pciAddrRE.MatchString(parts[i-1]) {
+				f.parent = parts[i-1]
+			}
+		}
+	}
+	if f.rootBus == "" {
+		f.rootBus = "pci" + f.addr[:7]
+	}
+}
+
+func (f *pciFunc) isBridge() bool { return f.class>>8 == classBridgePCI || f.class>>8 == 0x0609 }
+
+// kind classifies a function; chipset functions on a root bus that are not
+// devices a planner cares about come back as KindOther.
+func (f *pciFunc) kind() Kind { return KindForPCI(f.class, f.vendor) }
+
+func (f *pciFunc) displayName() string {
+	if f.name != "" {
+		if f.vendorName != "" && !strings.Contains(f.name, f.vendorName) {
+			return f.vendorName + " " + f.name
+		}
+		return f.name
+	}
+	return DeviceName(f.vendor, f.device)
+}
+
+// socketFor picks the socket a root bus belongs to: the NUMA node of its
+// functions, else the node whose CPUs match their local_cpulist, else the
+// only socket.
+func (d *discoverer) socketFor(rootBus string) (string, bool) {
+	votes := map[int]int{}
+	for _, addr := range d.order {
+		f := d.funcs[addr]
+		if f.rootBus != rootBus {
+			continue
+		}
+		if f.numa >= 0 {
+			votes[f.numa]++
+		} else if f.localCPUs != "" {
+			lc := parseCPUList(f.localCPUs)
+			for node, sid := range d.numaSocket {
+				if len(lc) > 0 && sameInts(lc, d.socketCPUs[sid]) {
+					votes[node]++
+				}
+			}
+		}
+	}
+	best, bestN := -1, 0
+	for node, n := range votes {
+		if n > bestN || (n == bestN && node < best) {
+			best, bestN = node, n
+		}
+	}
+	if sid, ok := d.numaSocket[best]; ok {
+		return sid, true
+	}
+	ids := make([]int, 0, len(d.numaSocket))
+	for k := range d.numaSocket {
+		ids = append(ids, k)
+	}
+	sort.Ints(ids)
+	return d.numaSocket[ids[0]], len(ids) == 1
+}
+
+// buildTree turns PCI functions into nodes: a host bridge per root bus under
+// its socket, root ports, switches (an upstream port whose children are all
+// bridges, with its downstream ports folded in), bridges and devices.
+func (d *discoverer) buildTree() error {
+	d.nodeOf = map[string]string{}
+	d.hostBridge = map[string]string{}
+	skipped := 0
+	var unknownNUMA []string
+	for _, addr := range d.order {
+		f := d.funcs[addr]
+		if f.parent != "" {
+			continue
+		}
+		k := f.kind()
+		if !f.isBridge() && (k == KindOther || k == KindRootPort) {
+			skipped++
+			continue
+		}
+		hb, ok := d.hostBridge[f.rootBus]
+		if !ok {
+			sock, sure := d.socketFor(f.rootBus)
+			if !sure {
+				unknownNUMA = append(unknownNUMA, f.rootBus)
+			}
+			hb = d.b.Add(Node{Kind: KindRootPort, Parent: sock, Name: "host bridge " + f.rootBus, NUMANode: d.b.Node(sock).NUMANode})
+			d.hostBridge[f.rootBus] = hb
+		}
+		if f.isBridge() {
+			id := d.b.Add(d.nodeFor(f, KindRootPort, hb))
+			d.nodeOf[addr] = id
+			d.linkTo(hb, id, f, nil)
+			d.addBelow(f, id)
+			continue
+		}
+		id := d.b.Add(d.nodeFor(f, k, hb))
+		d.nodeOf[addr] = id
+		d.linkTo(hb, id, f, nil)
+	}
+	if skipped > 0 {
+		d.b.Note("%d chipset function(s) on root buses (host bridges, memory controllers, USB, SMBus, ...) are not shown", skipped)
+	}
+	if len(unknownNUMA) > 0 && len(d.numaSocket) > 1 {
+		d.b.Note("NUMA locality unknown for %s (numa_node = -1): placed under socket 0", strings.Join(unknownNUMA, ", "))
+	}
+	return nil
+}
+
+// addBelow adds the functions below port p (a root port, switch downstream
+// port or bridge) as children of node id.
+func (d *discoverer) addBelow(p *pciFunc, id string) {
+	for _, caddr := range p.children {
+		d.addOne(d.funcs[caddr], id, p)
+	}
+}
+
+// addOne adds function c below node parent; port is the PCI function whose
+// downstream link c sits on. A bridge whose children are all bridges is a
+// switch upstream port: it becomes one switch node, and its downstream
+// ports fold into it, each giving the link to what sits below it.
+func (d *discoverer) addOne(c *pciFunc, parent string, port *pciFunc) {
+	if c.isBridge() && len(c.children) > 0 && allBridges(d, c.children) {
+		sw := d.b.Add(d.nodeFor(c, KindSwitch, parent))
+		d.nodeOf[c.addr] = sw
+		d.linkTo(parent, sw, c, port)
+		for _, daddr := range c.children {
+			dp := d.funcs[daddr]
+			d.nodeOf[daddr] = sw
+			for _, eaddr := range dp.children {
+				d.addOne(d.funcs[eaddr], sw, dp)
+			}
+		}
+		return
+	}
+	k := c.kind()
+	if c.isBridge() {
+		k = KindBridge
+	}
+	id := d.b.Add(d.nodeFor(c, k, parent))
+	d.nodeOf[c.addr] = id
+	d.linkTo(parent, id, c, port)
+	if c.isBridge() {
+		d.addBelow(c, id)
+	}
+}
+
+func allBridges(d *discoverer, addrs []string) bool {
+	for _, a := range addrs {
+		if !d.funcs[a].isBridge() {
+			return false
+		}
+	}
+	return true
+}
+
+func (d *discoverer) nodeFor(f *pciFunc, k Kind, parent string) Node {
+	n := Node{Kind: k, Parent: parent, PCIAddress: f.addr, VendorID: f.vendor, DeviceID: f.device,
+		Class: fmt.Sprintf("0x%06x", f.class), Driver: f.driver, Name: f.displayName()}
+	if f.numa >= 0 {
+		v := f.numa
+		n.NUMANode = &v
+	}
+	if k == KindGPU {
+		n.MemoryGiB = gpuMemoryGiB(f.vendor, f.device)
+	}
+	if k == KindRootPort && f.isBridge() {
+		n.Name = "root port"
+		if f.name != "" {
+			n.Name += " (" + f.displayName() + ")"
+		}
+	}
+	n.Lanes, n.PCIeGen = f.maxLanes, f.maxGen
+	return n
+}
+
+// linkTo links parent to child with the negotiated link of child (both ends
+// of a PCIe link report the same current speed and width), falling back to
+// the port above, then to the maximum the function supports.
+func (d *discoverer) linkTo(parent, child string, f, port *pciFunc) {
+	gen, lanes, src := f.gen, f.lanes, SourceSysfs
+	if (gen == 0 || lanes == 0) && port != nil && port.gen > 0 && port.lanes > 0 {
+		gen, lanes = port.gen, port.lanes
+	}
+	if gen == 0 || lanes == 0 {
+		gen, lanes, src = f.maxGen, f.maxLanes, SourceSysfsMax
+	}
+	d.b.PCIeLink(parent, child, gen, lanes, src)
+}
+
+// attachBlock hangs each disk under the PCI function that controls it,
+// found by resolving /sys/block/NAME to its device path.
+func (d *discoverer) attachBlock() error {
+	sizes := map[string]BlockDevice{}
+	if bi, err := ghw.Block(d.ghwOpts()...); err == nil {
+		for _, disk := range bi.Disks {
+			sizes[disk.Name] = BlockDevice{Name: disk.Name, SizeBytes: disk.SizeBytes, Model: cleanModel(disk.Model)}
+		}
+	}
+	// Old kernels list disks only in /sys/class/block; partitions there
+	// resolve below their disk and are skipped.
+	seen := map[string]bool{}
+	var names, targets, dirs []string
+	for _, dir := range []string{"sys/block", "sys/class/block"} {
+		ents, _ := os.ReadDir(d.path(dir))
+		for _, e := range ents {
+			target, err := os.Readlink(d.path(dir + "/" + e.Name()))
+			if err != nil || seen[e.Name()] {
+				continue
+			}
+			parts := strings.Split(filepath.ToSlash(target), "/")
+			if len(parts) >= 3 && parts[len(parts)-3] == "block" {
+				continue // a partition: .../block/DISK/PART
+			}
+			seen[e.Name()] = true
+			names = append(names, e.Name())
+			targets = append(targets, target)
+			dirs = append(dirs, dir)
+		}
+	}
+	for i, name := range names {
+		target := targets[i]
+		ctrl := ""
+		for _, p := range strings.Split(filepath.ToSlash(target), "/") {
+			if pciAddrRE.MatchString(p) {
+				ctrl = p
+			}
+		}
+		id, ok := d.nodeOf[ctrl]
+		if !ok {
+			continue
+		}
+		bd, ok := sizes[name]
+		if !ok {
+			bd = BlockDevice{Name: name}
+			if s, err := strconv.ParseUint(d.readTrim(dirs[i]+"/"+name+"/size"), 10, 64); err == nil {
+				bd.SizeBytes = s * 512
+			}
+			bd.Model = cleanModel(d.readTrim(dirs[i] + "/" + name + "/device/model"))
+		}
+		n := d.b.Node(id)
+		n.BlockDevices = append(n.BlockDevices, bd)
+	}
+	// NVMe controllers by their class device, whatever their PCI class says.
+	ctrls, _ := os.ReadDir(d.path("sys/class/nvme"))
+	for _, c := range ctrls {
+		if t, err := os.Readlink(d.path("sys/class/nvme/" + c.Name() + "/device")); err == nil {
+			if id, ok := d.nodeOf[filepath.Base(t)]; ok && d.b.Node(id).Kind.IsDevice() {
+				d.b.Node(id).Kind = KindNVMe
+			}
+		}
+	}
+	return nil
+}
+
+func cleanModel(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "unknown" {
+		return ""
+	}
+	return s
+}
+
+// attachSlots inserts slot nodes from SMBIOS type 9 records (raw table, or
+// dmidecode on the live machine), else from /sys/bus/pci/slots. A record
+// whose bus address matches a device puts a slot between the device and its
+// parent; one that matches a port's secondary bus hangs an empty slot below
+// the port; others are listed at the top level with a note.
+func (d *discoverer) attachSlots() error {
+	recs, src := d.slotRecords()
+	if len(recs) == 0 {
+		return nil
+	}
+	var unplaced []string
+	for _, r := range recs {
+		addr := r.Address()
+		slot := Node{Kind: KindSlot, Label: r.Designation, Lanes: r.DataWidth, PCIeGen: r.PCIeGen,
+			DoubleWidth: r.DoubleWidthLikely(), Occupied: r.InUse}
+		devID, ok := d.nodeOf[addr]
+		if ok && addr != "" {
+			dev := d.b.Node(devID)
+			if dev.Kind == KindRootPort || (dev.Kind == KindSwitch && dev.PCIAddress != addr) {
+				// The record names the port: the slot sits below it and
+				// holds what is below the port.
+				slot.Parent = devID
+				sid := d.b.Add(slot)
+				d.reparentChildren(devID, sid)
+				continue
+			}
+			slot.Parent = dev.Parent
+			slot.Occupied = true
+			if slot.Lanes == 0 {
+				slot.Lanes = dev.Lanes
+			}
+			sid := d.b.Add(slot)
+			d.reparent(devID, sid)
+			continue
+		}
+		if port := d.portWithSecondaryBus(r); port != "" {
+			slot.Parent = port
+			d.b.Add(slot)
+			continue
+		}
+		d.b.Add(slot)
+		unplaced = append(unplaced, r.Designation)
+	}
+	if len(unplaced) > 0 {
+		d.b.Note("%d slot(s) from %s could not be placed in the PCIe tree (no device or port at their bus address): %s", len(unplaced), src, strings.Join(unplaced, ", "))
+	}
+	return nil
+}
+
+func (d *discoverer) slotRecords() ([]SlotRecord, string) {
+	dmiPath := d.path("sys/firmware/dmi/tables/DMI")
+	if data, err := os.ReadFile(dmiPath); err == nil {
+		if recs, err := ParseSMBIOSSlots(dmiPath, data); err == nil && len(recs) > 0 {
+			return recs, "SMBIOS"
+		} else if err != nil {
+			d.b.Note("SMBIOS table %s unreadable: %v", dmiPath, err)
+		}
+	}
+	if d.root == "/" && d.opts.UseDmidecode {
+		if bin, err := exec.LookPath("dmidecode"); err == nil {
+			out, err := exec.Command(bin, "-t", "slot").Output()
+			if err == nil {
+				if recs, err := ParseDmidecodeSlots("dmidecode -t slot", out); err == nil && len(recs) > 0 {
+					return recs, "dmidecode"
+				}
+			}
+		}
+	}
+	// Hotplug/ACPI slots: /sys/bus/pci/slots/N/address is "dddd:bb:dd".
+	ents, err := os.ReadDir(d.path("sys/bus/pci/slots"))
+	if err != nil {
+		return nil, ""
+	}
+	var recs []SlotRecord
+	for _, e := range ents {
+		a := d.readTrim("sys/bus/pci/slots/" + e.Name() + "/address")
+		var seg, bus, dev int
+		if _, err := fmt.Sscanf(a, "%x:%x:%x", &seg, &bus, &dev); err != nil {
+			continue
+		}
+		r := SlotRecord{Designation: "slot " + e.Name(), SegmentGroup: seg, Bus: bus, Device: dev, HasAddress: true}
+		if _, ok := d.nodeOf[r.Address()]; ok {
+			r.InUse = true
+		}
+		if f, ok := d.funcs[r.Address()]; ok {
+			r.DataWidth = f.maxLanes
+			r.PCIeGen = f.maxGen
+		}
+		recs = append(recs, r)
+	}
+	return recs, "/sys/bus/pci/slots"
+}
+
+func (d *discoverer) portWithSecondaryBus(r SlotRecord) string {
+	if !r.HasAddress {
+		return ""
+	}
+	for _, addr := range d.order {
+		f := d.funcs[addr]
+		if f.isBridge() && f.secondaryBus == r.Bus && len(f.children) == 0 {
+			if id, ok := d.nodeOf[addr]; ok {
+				return id
+			}
+		}
+	}
+	return ""
+}
+
+// reparent moves node id (and its uplink) under newParent; the uplink keeps
+// its capacity and a slot link of the same capacity joins the old parent.
+func (d *discoverer) reparent(id, newParent string) {
+	m := d.b.m
+	n := d.b.Node(id)
+	old := n.Parent
+	for i := range m.Links {
+		l := &m.Links[i]
+		if l.From == old && l.To == id {
+			cp := *l
+			cp.To = newParent
+			l.From = newParent
+			m.Links = append(m.Links, cp)
+			break
+		}
+	}
+	n.Parent = newParent
+}
+
+func (d *discoverer) reparentChildren(portID, slotID string) {
+	m := d.b.m
+	for i := range m.Nodes {
+		if m.Nodes[i].Parent == portID && m.Nodes[i].ID != slotID {
+			d.reparent(m.Nodes[i].ID, slotID)
+		}
+	}
+	d.b.Node(slotID).Occupied = len(m.Children(slotID)) > 0 || d.b.Node(slotID).Occupied
+}
+
+func parseCPUInfo(s string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(s, "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			if strings.TrimSpace(line) == "" && len(out) > 0 {
+				break // first processor block is enough
+			}
+			continue
+		}
+		k = strings.TrimSpace(k)
+		if _, seen := out[k]; !seen {
+			out[k] = strings.TrimSpace(v)
+		}
+	}
+	return out
+}
+
+// parseCPUList reads a Linux cpulist ("0-3,8,10-11").
+func parseCPUList(s string) []int {
+	var out []int
+	for _, part := range strings.Split(strings.TrimSpace(s), ",") {
+		if part == "" {
+			continue
+		}
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return nil
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a || b-a > 1<<16 {
+				return nil
+			}
+		}
+		for c := a; c <= b; c++ {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func sameInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

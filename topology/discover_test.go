@@ -1,0 +1,252 @@
+package topology
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func discoverAt(t testing.TB, root string) *Machine {
+	t.Helper()
+	m, err := Discover(context.Background(), DiscoverOptions{Root: root})
+	if err != nil {
+		t.Fatalf("Discover(%s): %v", root, err)
+	}
+	if err := m.Validate(); err != nil {
+		t.Fatalf("discovered machine invalid: %v", err)
+	}
+	return m
+}
+
+func ancestorKinds(m *Machine, id string) []Kind {
+	var ks []Kind
+	for n := m.Node(m.Node(id).Parent); n != nil; n = m.Node(n.Parent) {
+		ks = append(ks, n.Kind)
+	}
+	return ks
+}
+
+func TestDiscoverSnapshots(t *testing.T) {
+	cases := []struct {
+		name    string
+		archive string
+		sockets int
+		gpus    int
+		nvme    int
+		check   func(t *testing.T, m *Machine)
+	}{
+		{
+			name: "QEMU VM with a P100 on a root port", archive: "ghw-sysfs-linux-amd64-accel-nvidia.tar.gz",
+			sockets: 1, gpus: 1, nvme: 0,
+			check: func(t *testing.T, m *Machine) {
+				gpus := m.NodesOfKind(KindGPU)
+				if gpus[0].DeviceID != "15f8" || gpus[0].VendorID != "10de" {
+					t.Errorf("GPU is %s:%s, want the P100 10de:15f8", gpus[0].VendorID, gpus[0].DeviceID)
+				}
+				p := m.Node(gpus[0].Parent)
+				if p.Kind != KindRootPort || p.PCIAddress != "0000:00:01.5" {
+					t.Errorf("P100's parent is %s %s, want root port 0000:00:01.5", p.Kind, p.PCIAddress)
+				}
+				if m.UplinkOf(gpus[0].ID) == nil {
+					t.Error("P100 has no uplink")
+				}
+			},
+		},
+		{
+			name: "Dell 2-socket with an NVMe on socket 0", archive: "hwloc-sysfs-32em64t-2n8c+dax+nvme+mic+dimms.tar.bz2",
+			sockets: 2, gpus: 0, nvme: 1,
+			check: func(t *testing.T, m *Machine) {
+				nv := m.NodesOfKind(KindNVMe)[0]
+				if nv.DeviceID != "0953" {
+					t.Errorf("NVMe is %s, want the P3700 8086:0953", nv.DeviceID)
+				}
+				if s := m.Socket(nv.ID); s == nil || s.NUMANode == nil || *s.NUMANode != 0 {
+					t.Errorf("NVMe not under NUMA node 0's socket")
+				}
+				if len(nv.BlockDevices) != 1 || nv.BlockDevices[0].Name != "nvme0n1" {
+					t.Errorf("NVMe block devices %+v, want nvme0n1", nv.BlockDevices)
+				}
+				if m.Count(KindAccelerator) != 1 {
+					t.Errorf("want the Xeon Phi as 1 accelerator, got %d", m.Count(KindAccelerator))
+				}
+				if m.Count(KindSlot) != 2 {
+					t.Errorf("want the 2 hotplug slots from /sys/bus/pci/slots, got %d", m.Count(KindSlot))
+				}
+				if m.CountLinks(LinkInterSocket) != 1 {
+					t.Errorf("want 1 inter-socket link, got %d", m.CountLinks(LinkInterSocket))
+				}
+			},
+		},
+		{
+			name: "laptop with one Samsung NVMe", archive: "ghw-sysfs-i7-1270P-nvme.tar.gz",
+			sockets: 1, gpus: 1, nvme: 1,
+			check: func(t *testing.T, m *Machine) {
+				nv := m.NodesOfKind(KindNVMe)[0]
+				if m.Node(nv.Parent).Kind != KindRootPort {
+					t.Errorf("NVMe parent is %s, want a root port", m.Node(nv.Parent).Kind)
+				}
+			},
+		},
+		{
+			name: "Dell R610 2 NUMA nodes, no NVMe or GPU", archive: "ghw-sysfs-xeon-L5640-2numa.tar.gz",
+			sockets: 2, gpus: 0, nvme: 0,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := unpackSnapshot(t, fixture(t, tc.archive))
+			m := discoverAt(t, root)
+			if got := m.Count(KindSocket); got != tc.sockets {
+				t.Errorf("sockets = %d, want %d", got, tc.sockets)
+			}
+			if got := m.Count(KindGPU); got != tc.gpus {
+				t.Errorf("GPUs = %d, want %d", got, tc.gpus)
+			}
+			if got := m.Count(KindNVMe); got != tc.nvme {
+				t.Errorf("NVMe = %d, want %d", got, tc.nvme)
+			}
+			for _, l := range m.Links {
+				if l.GBps <= 0 {
+					t.Errorf("link %s->%s has capacity %v", l.From, l.To, l.GBps)
+				}
+			}
+			if tc.check != nil {
+				tc.check(t, m)
+			}
+		})
+	}
+}
+
+func TestDiscoverSwitchesAndLinkWidths(t *testing.T) {
+	m := discoverAt(t, serverSysfs(4).write(t))
+	if got := m.Count(KindSwitch); got != 2 {
+		t.Fatalf("switches = %d, want 2 (one cascaded below the other)", got)
+	}
+	sws := m.NodesOfKind(KindSwitch)
+	inner, outer := sws[1], sws[0]
+	if inner.Parent != outer.ID {
+		t.Errorf("switch %s parent = %s, want %s (cascaded)", inner.ID, inner.Parent, outer.ID)
+	}
+	if got := ancestorKinds(m, outer.ID); len(got) < 2 || got[0] != KindRootPort {
+		t.Errorf("outer switch ancestors %v, want a root port first", got)
+	}
+	if got := m.Count(KindGPU); got != 4 {
+		t.Errorf("GPUs = %d, want 4", got)
+	}
+	for _, g := range m.NodesOfKind(KindGPU) {
+		up := m.UplinkOf(g.ID)
+		if up.GBps != 24 || up.Lanes != 16 || up.PCIeGen != 4 || up.Source != SourceSysfs {
+			t.Errorf("GPU %s uplink %+v, want x16 Gen4 24 GB/s from sysfs", g.ID, *up)
+		}
+	}
+	for _, n := range m.NodesOfKind(KindNVMe) {
+		up := m.UplinkOf(n.ID)
+		if up.GBps != 6 || up.Lanes != 4 {
+			t.Errorf("NVMe %s uplink %+v, want x4 Gen4 6 GB/s", n.ID, *up)
+		}
+		if len(n.BlockDevices) != 1 {
+			t.Errorf("NVMe %s has %d block devices, want 1", n.ID, len(n.BlockDevices))
+		}
+	}
+	nv := m.NodesOfKind(KindNVMe)
+	if s := m.Socket(nv[len(nv)-1].ID); s == nil || *s.NUMANode != 1 {
+		t.Errorf("socket-1 NVMe not under socket 1")
+	}
+	il := m.NodesOfKind(KindSocket)
+	if len(il) != 2 || il[0].MemoryGiB != 128 || il[0].Threads != 4 || il[0].Cores != 4 {
+		t.Errorf("sockets %+v, want 2 with 128 GiB and 4 threads", il)
+	}
+	var upi *Link
+	for i := range m.Links {
+		if m.Links[i].Kind == LinkInterSocket {
+			upi = &m.Links[i]
+		}
+	}
+	if upi == nil || upi.GBps != 22 {
+		t.Errorf("inter-socket link %+v, want Sapphire Rapids UPI 22 GB/s", upi)
+	}
+}
+
+func TestDiscoverVMWithoutNUMA(t *testing.T) {
+	// Like the CI machine: virtio devices on the root bus, numa_node -1,
+	// no link speeds, no bridges.
+	fs := fakeSysfs{numaNodes: 1, cpuModel: "AMD EPYC", funcs: []fakeFunc{
+		{addr: "0000:00:00.0", class: "0x060000", vendor: "8086", device: "0d57", numa: -1},
+		{addr: "0000:00:02.0", class: "0x018000", vendor: "1af4", device: "1042", numa: -1, block: "vda"},
+		{addr: "0000:00:03.0", class: "0x020000", vendor: "1af4", device: "1041", numa: -1},
+	}}
+	m := discoverAt(t, fs.write(t))
+	if m.Count(KindGPU) != 0 || m.Count(KindNVMe) != 0 {
+		t.Fatalf("found GPU/NVMe in a VM without them")
+	}
+	disk := m.NodesOfKind(KindStorage)
+	if len(disk) != 1 || len(disk[0].BlockDevices) != 1 || disk[0].BlockDevices[0].Name != "vda" {
+		t.Fatalf("virtio disk not reported with /dev/vda: %+v", disk)
+	}
+	var sb strings.Builder
+	if err := WriteSummary(&sb, m); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sb.String(), "no GPU or NVMe SSD found") {
+		t.Errorf("summary does not say plainly that no GPU or NVMe was found:\n%s", sb.String())
+	}
+	notes := strings.Join(m.Notes, "\n")
+	if !strings.Contains(notes, "assumed") {
+		t.Errorf("notes do not say link capacities were assumed: %q", notes)
+	}
+}
+
+func TestDiscoverLiveMachine(t *testing.T) {
+	if _, err := os.Stat("/sys/bus/pci/devices"); err != nil {
+		t.Skip("no /sys/bus/pci on this machine")
+	}
+	m := discoverAt(t, "/")
+	if m.Count(KindSocket) < 1 {
+		t.Errorf("this machine has no socket in its description")
+	}
+}
+
+func TestDiscoverRejectsNonSysfs(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "README"), []byte("hello"), 0o644)
+	cases := []struct{ name, root string }{
+		{"directory without sys/", dir},
+		{"missing directory", filepath.Join(dir, "nope")},
+		{"a file", filepath.Join(dir, "README")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Discover(context.Background(), DiscoverOptions{Root: tc.root})
+			if err == nil || !IsBadInput(err) || !strings.Contains(err.Error(), tc.root) {
+				t.Fatalf("err = %v, want a bad-input error naming %s", err, tc.root)
+			}
+		})
+	}
+}
+
+func TestDiscoverStopsOnCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := Discover(ctx, DiscoverOptions{Root: serverSysfs(0).write(t)})
+	if err == nil {
+		t.Fatal("Discover ignored a cancelled context")
+	}
+}
+
+// BenchmarkDiscover100Devices discovers a synthetic server of about 100
+// PCI devices (2 switches, 4 GPUs, 94 NVMe SSDs on their own root ports).
+func BenchmarkDiscover100Devices(b *testing.B) {
+	root := serverSysfs(94).write(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		m, err := Discover(context.Background(), DiscoverOptions{Root: root})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if m.Count(KindNVMe) != 96 {
+			b.Fatalf("NVMe = %d, want 96", m.Count(KindNVMe))
+		}
+	}
+}

@@ -1,0 +1,326 @@
+package topology
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+)
+
+// Describe returns a short description of a node for people: its kind and
+// the facts that matter for planning (model, width, memory, NUMA node).
+func (m *Machine) Describe(n *Node) string {
+	var parts []string
+	add := func(s string) {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	switch n.Kind {
+	case KindSocket:
+		add(n.CPUModel)
+		if n.NUMANode != nil {
+			add(fmt.Sprintf("NUMA %d", *n.NUMANode))
+		}
+		if n.Cores > 0 {
+			add(fmt.Sprintf("%d cores", n.Cores))
+		}
+		if n.Threads > 0 {
+			add(fmt.Sprintf("%d threads", n.Threads))
+		}
+		if n.MemoryGiB > 0 {
+			add(fmt.Sprintf("%s GiB memory", fmtNum(n.MemoryGiB)))
+		}
+	case KindSlot:
+		add(n.Label)
+		if n.Lanes > 0 {
+			w := fmt.Sprintf("x%d", n.Lanes)
+			if n.PCIeGen > 0 {
+				w += fmt.Sprintf(" Gen%d", n.PCIeGen)
+			}
+			add(w)
+		}
+		if n.DoubleWidth {
+			add("double-width")
+		}
+		if n.Occupied {
+			add("occupied")
+		} else {
+			add("empty")
+		}
+	default:
+		add(n.Name)
+		if n.Name == "" {
+			add(n.Model)
+		}
+		if n.MemoryGiB > 0 {
+			add(fmt.Sprintf("%s GiB", fmtNum(n.MemoryGiB)))
+		}
+		if n.ReadGBps > 0 {
+			add(fmt.Sprintf("read %s GB/s", fmtNum(n.ReadGBps)))
+		}
+		for _, b := range n.BlockDevices {
+			add(fmt.Sprintf("/dev/%s %s GB", b.Name, fmtNum2(float64(b.SizeBytes)/1e9)))
+		}
+		if n.PCIAddress != "" {
+			add(n.PCIAddress)
+		}
+		if n.NUMANode != nil && n.Kind != KindRootPort {
+			add(fmt.Sprintf("NUMA %d", *n.NUMANode))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// DescribeLink returns "x16 Gen4 24 GB/s" style text for a link.
+func DescribeLink(l *Link) string {
+	var parts []string
+	switch l.Kind {
+	case LinkPCIe:
+		if l.Lanes > 0 {
+			w := fmt.Sprintf("x%d", l.Lanes)
+			if l.PCIeGen > 0 {
+				w += fmt.Sprintf(" Gen%d", l.PCIeGen)
+			}
+			parts = append(parts, w)
+		} else {
+			parts = append(parts, "PCIe")
+		}
+	case LinkOnDie:
+		parts = append(parts, "on-die")
+	case LinkInterSocket:
+		parts = append(parts, "inter-socket")
+	case LinkNVLink, LinkXGMI:
+		s := "NVLink"
+		if l.Kind == LinkXGMI {
+			s = "xGMI"
+		}
+		if l.Count > 0 {
+			s += fmt.Sprintf(" x%d", l.Count)
+		}
+		parts = append(parts, s)
+	}
+	parts = append(parts, fmtNum(l.GBps)+" GB/s")
+	if l.Label != "" {
+		parts = append(parts, l.Label)
+	}
+	if l.Source == SourceAssumed {
+		parts = append(parts, "(assumed)")
+	}
+	return strings.Join(parts, " ")
+}
+
+// fmtNum prints a number with at most two decimals and no trailing zeros.
+func fmtNum(v float64) string {
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+func fmtNum2(v float64) string {
+	s := strconv.FormatFloat(v, 'f', 2, 64)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	return s
+}
+
+// WriteTree prints the machine as an indented tree: sockets, then each
+// node's children with the capacity of the link to its parent, then the
+// links that are not tree edges (inter-socket, NVLink, xGMI).
+func WriteTree(w io.Writer, m *Machine) error {
+	ew := &errWriter{w: w}
+	ew.printf("%s  (%s)\n", m.Name, m.Source)
+	roots := m.Roots()
+	for i, id := range roots {
+		writeSubtree(ew, m, id, "", i == len(roots)-1)
+	}
+	var cross []*Link
+	for i := range m.Links {
+		l := &m.Links[i]
+		if to := m.Node(l.To); to != nil && to.Parent == l.From {
+			continue
+		}
+		cross = append(cross, l)
+	}
+	if len(cross) > 0 {
+		ew.printf("links outside the tree:\n")
+		for _, l := range cross {
+			ew.printf("  %s <-> %s  %s\n", l.From, l.To, DescribeLink(l))
+		}
+	}
+	for _, n := range m.Notes {
+		ew.printf("note: %s\n", n)
+	}
+	return ew.err
+}
+
+func writeSubtree(ew *errWriter, m *Machine, id, prefix string, last bool) {
+	n := m.Node(id)
+	branch, next := "├─ ", "│  "
+	if last {
+		branch, next = "└─ ", "   "
+	}
+	line := prefix + branch + n.ID + " [" + string(n.Kind) + "]"
+	if d := m.Describe(n); d != "" {
+		line += " " + d
+	}
+	if up := m.UplinkOf(id); up != nil {
+		line += "  <= " + DescribeLink(up)
+	}
+	ew.printf("%s\n", line)
+	kids := m.Children(id)
+	for i, k := range kids {
+		writeSubtree(ew, m, k, prefix+next, i == len(kids)-1)
+	}
+}
+
+// WriteTable prints one row per node: id, kind, parent, description, and
+// the capacity of its uplink; then one row per link outside the tree.
+func WriteTable(w io.Writer, m *Machine) error {
+	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithRowAutoWrap(tw.WrapNone))
+	t.Header("ID", "KIND", "PARENT", "DESCRIPTION", "UPLINK", "UPLINK GB/s")
+	for i := range m.Nodes {
+		n := &m.Nodes[i]
+		up, gbps := "", ""
+		if l := m.UplinkOf(n.ID); l != nil {
+			up = DescribeLink(l)
+			gbps = fmtNum2(l.GBps)
+		}
+		if err := t.Append(n.ID, string(n.Kind), n.Parent, m.Describe(n), up, gbps); err != nil {
+			return fmt.Errorf("render table: %w", err)
+		}
+	}
+	if err := t.Render(); err != nil {
+		return fmt.Errorf("render table: %w", err)
+	}
+	var cross [][]string
+	for i := range m.Links {
+		l := &m.Links[i]
+		if to := m.Node(l.To); to != nil && to.Parent == l.From {
+			continue
+		}
+		cross = append(cross, []string{l.From, l.To, string(l.Kind), DescribeLink(l), fmtNum2(l.GBps)})
+	}
+	if len(cross) > 0 {
+		t2 := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
+		t2.Header("FROM", "TO", "KIND", "LINK", "GB/s")
+		for _, r := range cross {
+			if err := t2.Append(r); err != nil {
+				return fmt.Errorf("render table: %w", err)
+			}
+		}
+		if err := t2.Render(); err != nil {
+			return fmt.Errorf("render table: %w", err)
+		}
+	}
+	ew := &errWriter{w: w}
+	for _, n := range m.Notes {
+		ew.printf("note: %s\n", n)
+	}
+	return ew.err
+}
+
+// WriteDOT prints the machine as a Graphviz digraph: tree links point down,
+// links outside the tree are undirected-looking (dir=both); every edge is
+// labelled with its capacity in GB/s.
+func WriteDOT(w io.Writer, m *Machine) error {
+	ew := &errWriter{w: w}
+	ew.printf("digraph %s {\n", strconv.Quote(m.Name))
+	ew.printf("  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n  edge [fontname=\"Helvetica\", fontsize=9];\n")
+	shape := map[Kind]string{
+		KindSocket: "box3d", KindRootPort: "box", KindSwitch: "box", KindBridge: "box",
+		KindSlot: "box", KindGPU: "component", KindAccelerator: "component", KindNVSwitch: "hexagon",
+		KindNVMe: "cylinder", KindStorage: "cylinder", KindNIC: "cds", KindOther: "ellipse",
+	}
+	for i := range m.Nodes {
+		n := &m.Nodes[i]
+		label := n.ID + "\\n" + dotEscape(m.Describe(n))
+		style := ""
+		if n.Kind == KindSlot && !n.Occupied {
+			style = ", style=dashed"
+		}
+		ew.printf("  %s [shape=%s, label=\"%s\"%s];\n", strconv.Quote(n.ID), shape[n.Kind], label, style)
+	}
+	for i := range m.Links {
+		l := &m.Links[i]
+		attrs := fmt.Sprintf("label=\"%s\"", dotEscape(DescribeLink(l)))
+		if to := m.Node(l.To); to == nil || to.Parent != l.From {
+			attrs += ", dir=both, style=bold, constraint=false"
+		}
+		ew.printf("  %s -> %s [%s];\n", strconv.Quote(l.From), strconv.Quote(l.To), attrs)
+	}
+	ew.printf("}\n")
+	return ew.err
+}
+
+func dotEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
+}
+
+// WriteSummary prints what was found in a few lines, and says plainly when
+// there is no GPU or NVMe SSD.
+func WriteSummary(w io.Writer, m *Machine) error {
+	s := m.Summarize()
+	ew := &errWriter{w: w}
+	ew.printf("%d socket(s), %s GiB memory, %d root port(s), %d PCIe switch(es), %d slot(s) (%d empty)\n",
+		s.Sockets, fmtNum2(s.MemoryGiB), s.RootPorts, s.Switches, s.Slots, s.EmptySlots)
+	ew.printf("%d GPU(s), %d accelerator(s), %d NVMe SSD(s), %d other storage controller(s), %d NIC(s), %d NVLink/xGMI link(s)\n",
+		s.GPUs, s.Accelerators, s.NVMe, s.Storage, s.NICs, s.NVLinks+s.XGMILinks)
+	var missing []string
+	if s.GPUs == 0 {
+		missing = append(missing, "GPU")
+	}
+	if s.NVMe == 0 {
+		missing = append(missing, "NVMe SSD")
+	}
+	if len(missing) > 0 {
+		ew.printf("no %s found on this machine", strings.Join(missing, " or "))
+		if s.GPUs == 0 {
+			ew.printf(": a plan for it trains on the CPU sockets")
+		}
+		ew.printf("\n")
+	}
+	return ew.err
+}
+
+// SortedIDs returns node ids of kind k sorted naturally (gpu2 before gpu10).
+func (m *Machine) SortedIDs(k Kind) []string {
+	var ids []string
+	for _, n := range m.NodesOfKind(k) {
+		ids = append(ids, n.ID)
+	}
+	sort.Slice(ids, func(i, j int) bool { return naturalLess(ids[i], ids[j]) })
+	return ids
+}
+
+func naturalLess(a, b string) bool {
+	sa, na := splitNum(a)
+	sb, nb := splitNum(b)
+	if sa != sb {
+		return sa < sb
+	}
+	return na < nb
+}
+
+func splitNum(s string) (string, int) {
+	i := len(s)
+	for i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
+		i--
+	}
+	n, _ := strconv.Atoi(s[i:])
+	return s[:i], n
+}
+
+// errWriter keeps the first write error so rendering code stays linear.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err != nil {
+		return
+	}
+	_, e.err = fmt.Fprintf(e.w, format, args...)
+}
