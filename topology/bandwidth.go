@@ -83,11 +83,11 @@ func ParseLinkWidth(s string) (int, error) {
 		return 0, nil
 	}
 	n, err := strconv.Atoi(s)
+	if err == nil && n == 255 {
+		return 0, nil // sysfs and NCCL write 255 for "unknown"
+	}
 	if err != nil || n < 0 || n > 32 {
 		return 0, fmt.Errorf("link width %q: want a lane count 1-32", s)
-	}
-	if n == 255 {
-		return 0, nil
 	}
 	return n, nil
 }
@@ -169,7 +169,7 @@ func InterSocketLinkByName(name string) (CPUArch, bool) {
 			}
 		}
 	case strings.Contains(n, "epyc") || strings.Contains(n, "threadripper"):
-		num := lastNumber(n)
+		num := firstModelNumber(n)
 		// EPYC 7xx1 Zen1, 7xx2 Zen2, 7xx3 Zen3, 9xx4 Zen4, 9xx5 Zen5.
 		switch num % 10 {
 		case 1, 2:
@@ -200,6 +200,18 @@ func leadingNumber(s string) int {
 	}
 	v, _ := strconv.Atoi(s[:end])
 	return v
+}
+
+// firstModelNumber returns the first 4-digit number in s (the model number
+// of "AMD EPYC 9755 128-Core Processor"), or 0.
+func firstModelNumber(s string) int {
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r < '0' || r > '9' }) {
+		if len(f) == 4 {
+			v, _ := strconv.Atoi(f)
+			return v
+		}
+	}
+	return 0
 }
 
 func lastNumber(s string) int {
