@@ -250,3 +250,25 @@ func BenchmarkDiscover100Devices(b *testing.B) {
 		}
 	}
 }
+
+func TestDiscoverWithoutPCIIDs(t *testing.T) {
+	// No pci.ids file: ghw cannot name devices, discovery reads sysfs itself
+	// and names devices from its own short list or as vendor:device.
+	t.Setenv("PCIDB_PATH", filepath.Join(t.TempDir(), "no-pci.ids"))
+	fs := serverSysfs(1)
+	fs.funcs = append(fs.funcs, fakeFunc{addr: "0000:80:1f.0", class: "0x020000", vendor: "abcd", device: "1234", numa: 1})
+	m := discoverAt(t, fs.write(t))
+	if m.Count(KindGPU) != 4 || m.Count(KindSwitch) != 2 {
+		t.Fatalf("GPUs %d switches %d, want 4 and 2 without pci.ids", m.Count(KindGPU), m.Count(KindSwitch))
+	}
+	names := map[string]bool{}
+	for _, n := range m.Nodes {
+		names[n.Name] = true
+	}
+	if !names["abcd:1234"] {
+		t.Errorf("unknown NIC not named vendor:device in hex; names %v", names)
+	}
+	if !strings.Contains(strings.Join(m.Notes, " "), "pci.ids") {
+		t.Errorf("notes do not say names are missing for want of pci.ids: %v", m.Notes)
+	}
+}
