@@ -263,8 +263,12 @@ func dotEscape(s string) string {
 func WriteSummary(w io.Writer, m *Machine) error {
 	s := m.Summarize()
 	ew := &errWriter{w: w}
-	ew.printf("%d socket(s), %s GiB memory, %d root port(s), %d PCIe switch(es), %d slot(s) (%d empty)\n",
-		s.Sockets, fmtNum2(s.MemoryGiB), s.RootPorts, s.Switches, s.Slots, s.EmptySlots)
+	mem := "memory size unknown"
+	if s.MemoryGiB > 0 {
+		mem = fmtNum2(s.MemoryGiB) + " GiB memory"
+	}
+	ew.printf("%d socket(s), %s, %d root port(s), %d PCIe switch(es), %d slot(s) (%d empty)\n",
+		s.Sockets, mem, s.RootPorts, s.Switches, s.Slots, s.EmptySlots)
 	ew.printf("%d GPU(s), %d accelerator(s), %d NVMe SSD(s), %d other storage controller(s), %d NIC(s), %d NVLink/xGMI link(s)\n",
 		s.GPUs, s.Accelerators, s.NVMe, s.Storage, s.NICs, s.NVLinks+s.XGMILinks)
 	var missing []string
