@@ -99,6 +99,47 @@ type slot struct {
 // x16 is a full-length x16 slot that takes a double-width card.
 func x16(label string, d *device) slot { return slot{label, 16, true, d} }
 
+// x16Slots returns slots label 0..n-1 holding devs in order, empty after.
+func x16Slots(label string, n int, devs ...*device) []slot {
+	out := make([]slot, n)
+	for i := range out {
+		var d *device
+		if i < len(devs) {
+			d = devs[i]
+		}
+		out[i] = x16(fmt.Sprintf("%s %d", label, i), d)
+	}
+	return out
+}
+
+// bays returns n front NVMe bays, each holding an SSD.
+func bays(label string, n int) []slot {
+	out := make([]slot, n)
+	for i := range out {
+		out[i] = bay(fmt.Sprintf("%s %d", label, i), p5510())
+	}
+	return out
+}
+
+// xeon5320Chassis builds the balanced two-socket Ice Lake chassis of
+// Moment's machine A (and, by assumption, Hyperion's): per socket a root
+// complex with 4 x4 NVMe bays and one 8-slot x16 PCIe switch. sw0 and sw1
+// are the devices in each switch's slots, in slot order.
+func xeon5320Chassis(name, bus9 string, sw0, sw1 []*device) *machineBuilder {
+	const cpu = "Intel Xeon Gold 5320"
+	mb := &machineBuilder{b: topology.NewBuilder(name, "profile:"+name), gen: 4}
+	s0 := mb.socket(cpu, 0, 26, 52, 384)
+	s1 := mb.socket(cpu, 1, 26, 52, 384)
+	rc0 := mb.rootComplex(s0, 0, "root complex 0")
+	rc1 := mb.rootComplex(s1, 1, "root complex 1")
+	mb.slots(rc0, bays("RC0 bay", 4)...)
+	mb.slots(mb.pcieSwitch(rc0, "PCIe switch 0", bus9), x16Slots("SW0 slot", 8, sw0...)...)
+	mb.slots(rc1, bays("RC1 bay", 4)...)
+	mb.slots(mb.pcieSwitch(rc1, "PCIe switch 1", ""), x16Slots("SW1 slot", 8, sw1...)...)
+	mb.b.Note("memory: Table I/3 give 768 GB in all; assumed 384 GiB per socket")
+	return mb
+}
+
 // bay is a front U.2 NVMe bay: x4, no GPU fits.
 func bay(label string, d *device) slot { return slot{label, 4, false, d} }
 
@@ -182,26 +223,10 @@ func momentB() (*topology.Machine, error) {
 // their own buses (bus 1-4 on socket 0) and one PCIe switch on a single x16
 // uplink (bus 9 on socket 0). Socket 1 mirrors socket 0.
 func momentA() (*topology.Machine, error) {
-	const cpu = "Intel Xeon Gold 5320"
-	mb := &machineBuilder{b: topology.NewBuilder("moment-a", "profile:moment-a"), gen: 4}
-	s0 := mb.socket(cpu, 0, 26, 52, 384)
-	s1 := mb.socket(cpu, 1, 26, 52, 384)
-	rc0 := mb.rootComplex(s0, 0, "root complex 0")
-	rc1 := mb.rootComplex(s1, 1, "root complex 1")
-	mb.slots(rc0, bay("RC0 bay 0 (bus 1)", p5510()), bay("RC0 bay 1 (bus 2)", p5510()),
-		bay("RC0 bay 2 (bus 3)", p5510()), bay("RC0 bay 3 (bus 4)", p5510()))
-	sw0 := mb.pcieSwitch(rc0, "PCIe switch 0", "bus 9")
-	mb.slots(sw0, x16("SW0 slot 0", a100_40()), x16("SW0 slot 1", a100_40()), x16("SW0 slot 2", a100_40()),
-		x16("SW0 slot 3", a100_40()), x16("SW0 slot 4", nil), x16("SW0 slot 5", nil), x16("SW0 slot 6", nil),
-		x16("SW0 slot 7", nil))
-	mb.slots(rc1, bay("RC1 bay 0", p5510()), bay("RC1 bay 1", p5510()), bay("RC1 bay 2", p5510()), bay("RC1 bay 3", p5510()))
-	sw1 := mb.pcieSwitch(rc1, "PCIe switch 1", "")
-	mb.slots(sw1, x16("SW1 slot 0", nil), x16("SW1 slot 1", nil), x16("SW1 slot 2", nil), x16("SW1 slot 3", nil),
-		x16("SW1 slot 4", nil), x16("SW1 slot 5", nil), x16("SW1 slot 6", nil), x16("SW1 slot 7", nil))
+	mb := xeon5320Chassis("moment-a", "bus 9", []*device{a100_40(), a100_40(), a100_40(), a100_40()}, nil)
 	mb.b.Note("the paper gives socket 0's tree (4 NVMe on buses 1-4, one switch on bus 9) and says socket 1 mirrors it; the number of slots per switch is not given: assumed 8 x16 slots per switch, each able to take a double-width card (placement (d) puts 4 GPUs and SSDs on switch 0 together); NVMe bays are x4 and take no GPU")
-	mb.b.Note("memory: Table 3 gives 768 GB in all; assumed 384 GiB per socket")
 	mb.b.Note("devices: the 4 GPUs under switch 0 (Fig. 1b) and the 8 SSDs in the front NVMe bays; placement search moves them")
-	return mb.finish(cpu)
+	return mb.finish("Intel Xeon Gold 5320")
 }
 
 // hyperionA is Hyperion's machine A (Table I): 1 x A100 80GB PCIe, 12 x
@@ -210,23 +235,8 @@ func momentA() (*topology.Machine, error) {
 // machine A, so the profile reuses that chassis: 4 NVMe bays per socket and
 // one 8-slot PCIe switch per socket.
 func hyperionA() (*topology.Machine, error) {
-	const cpu = "Intel Xeon Gold 5320"
-	mb := &machineBuilder{b: topology.NewBuilder("hyperion-a", "profile:hyperion-a"), gen: 4}
-	s0 := mb.socket(cpu, 0, 26, 52, 384)
-	s1 := mb.socket(cpu, 1, 26, 52, 384)
-	rc0 := mb.rootComplex(s0, 0, "root complex 0")
-	rc1 := mb.rootComplex(s1, 1, "root complex 1")
-	mb.slots(rc0, bay("RC0 bay 0", p5510()), bay("RC0 bay 1", p5510()), bay("RC0 bay 2", p5510()), bay("RC0 bay 3", p5510()))
-	sw0 := mb.pcieSwitch(rc0, "PCIe switch 0", "")
-	mb.slots(sw0, x16("SW0 slot 0", a100_80()), x16("SW0 slot 1", p5510()), x16("SW0 slot 2", p5510()),
-		x16("SW0 slot 3", p5510()), x16("SW0 slot 4", p5510()), x16("SW0 slot 5", nil), x16("SW0 slot 6", nil),
-		x16("SW0 slot 7", nil))
-	mb.slots(rc1, bay("RC1 bay 0", p5510()), bay("RC1 bay 1", p5510()), bay("RC1 bay 2", p5510()), bay("RC1 bay 3", p5510()))
-	sw1 := mb.pcieSwitch(rc1, "PCIe switch 1", "")
-	mb.slots(sw1, x16("SW1 slot 0", nil), x16("SW1 slot 1", nil), x16("SW1 slot 2", nil), x16("SW1 slot 3", nil),
-		x16("SW1 slot 4", nil), x16("SW1 slot 5", nil), x16("SW1 slot 6", nil), x16("SW1 slot 7", nil))
-	mb.b.Note("Hyperion does not publish its PCIe tree; assumed the chassis of Moment's machine A (same CPUs and memory): 4 x4 NVMe bays and one 8-slot x16 switch per socket")
-	mb.b.Note("memory: Table I gives 768 GB in all; assumed 384 GiB per socket")
+	mb := xeon5320Chassis("hyperion-a", "", []*device{a100_80(), p5510(), p5510(), p5510(), p5510()}, nil)
+	mb.b.Note("Hyperion does not publish its PCIe tree; assumed the chassis of Moment's machine A (same CPUs and memory): 4 x4 NVMe bays and one 8-slot x16 switch per socket; the GPU and 4 SSDs on switch 0, 8 SSDs in the bays")
 	mb.b.Note("all SSD reads go GPU-initiated into the A100 through its one PCIe 4.0 x16 link (24 GB/s), which is why more than ~6 P5510 add nothing (Hyperion section IV)")
-	return mb.finish(cpu)
+	return mb.finish("Intel Xeon Gold 5320")
 }

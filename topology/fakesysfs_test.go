@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -205,4 +206,18 @@ func serverSysfs(extraNVMe int) fakeSysfs {
 			speed: gen4, width: "4", block: fmt.Sprintf("nvme%dn1", 10+i)})
 	}
 	return fs
+}
+
+// assertSound checks what every machine must satisfy whatever built it:
+// the model's invariants and a finite positive capacity on every link.
+func assertSound(t testing.TB, m *Machine) {
+	t.Helper()
+	if err := m.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+	for i, l := range m.Links {
+		if !(l.GBps > 0) || math.IsInf(l.GBps, 0) {
+			t.Errorf("links[%d] %s->%s (%s): GBps %v, want > 0", i, l.From, l.To, l.Kind, l.GBps)
+		}
+	}
 }

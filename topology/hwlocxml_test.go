@@ -2,7 +2,6 @@ package topology
 
 import (
 	"errors"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -146,14 +145,7 @@ func TestParseHwlocXMLFixtureCounts(t *testing.T) {
 					t.Errorf("%s: got %d, want %d", g.what, g.got, g.want)
 				}
 			}
-			if err := m.Validate(); err != nil {
-				t.Errorf("Validate: %v", err)
-			}
-			for i, l := range m.Links {
-				if !(l.GBps > 0) || math.IsInf(l.GBps, 0) {
-					t.Errorf("links[%d] %s->%s (%s): GBps %v, want > 0", i, l.From, l.To, l.Kind, l.GBps)
-				}
-			}
+			assertSound(t, m)
 			for _, n := range m.NodesOfKind(KindSocket) {
 				if n.NUMANode == nil || n.MemoryGiB <= 0 || n.Threads == 0 || n.Cores == 0 || n.CPUList == "" || n.CPUModel == "" {
 					t.Errorf("socket %+v: want NUMA node, memory, cores, threads, CPU list and model", *n)

@@ -117,14 +117,7 @@ func TestParseNCCLXMLFixtureCounts(t *testing.T) {
 					t.Errorf("%s: got %d, want %d", g.what, g.got, g.want)
 				}
 			}
-			if err := m.Validate(); err != nil {
-				t.Errorf("Validate: %v", err)
-			}
-			for i, l := range m.Links {
-				if !(l.GBps > 0) || math.IsInf(l.GBps, 0) {
-					t.Errorf("links[%d] %s->%s (%s): GBps %v, want > 0", i, l.From, l.To, l.Kind, l.GBps)
-				}
-			}
+			assertSound(t, m)
 			for _, n := range m.NodesOfKind(KindGPU) {
 				if m.Socket(n.ID) == nil {
 					t.Errorf("%s (%s) has no socket above it", n.ID, n.PCIAddress)
