@@ -13,14 +13,16 @@ import (
 	"testing"
 )
 
-// fixtureDir is where the shared real-world topology files live.
-var fixtureDir = filepath.Join("..", "..", "shared", "fixtures", "topology")
+// fixtureDir holds copies of the shared real-world topology files
+// (testdata/topology/SOURCES.md says where each comes from), so tests run
+// on a clean clone.
+var fixtureDir = filepath.Join("testdata", "topology")
 
 func fixture(t testing.TB, name string) string {
 	t.Helper()
 	p := filepath.Join(fixtureDir, name)
 	if _, err := os.Stat(p); err != nil {
-		t.Skipf("fixture %s not available (%v); it lives in shared/fixtures/topology", name, err)
+		t.Skipf("fixture %s not available (%v); copy it from shared/fixtures/topology into topology/testdata/topology", name, err)
 	}
 	return p
 }

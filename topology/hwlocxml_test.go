@@ -13,10 +13,10 @@ const (
 	hwlocDell = "hwloc-32em64t-2n8c+dax+nvme+mic+dimms.xml"
 )
 
-// hwlocFixturePath is where the shared fixtures live: /work/shared/fixtures/topology
+// hwlocFixturePath is where the fixture copies live (testdata/topology).
 // seen from /work/main/topology.
 func hwlocFixturePath(name string) string {
-	return filepath.Join("..", "..", "shared", "fixtures", "topology", name)
+	return filepath.Join(fixtureDir, name)
 }
 
 // hwlocFixture reads a shared fixture, skipping the test when the shared

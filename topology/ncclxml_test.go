@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// ncclFixtureDir is the shared fixture directory, next to the repository.
-var ncclFixtureDir = filepath.Join("..", "..", "shared", "fixtures", "topology")
+// ncclFixtureDir is where the fixture copies live (testdata/topology).
+var ncclFixtureDir = fixtureDir
 
 // ncclLoadFixture parses one fixture, skipping the test when the shared
 // fixtures are not checked out next to the repository.

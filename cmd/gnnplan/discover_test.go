@@ -215,7 +215,9 @@ func TestSaveIsMachineJSON(t *testing.T) {
 	}
 }
 
-var fixtureDir = filepath.Join("..", "..", "..", "shared", "fixtures", "topology")
+// fixtureDir holds the copies of the shared topology files the topology
+// package tests use (see its testdata/topology/SOURCES.md).
+var fixtureDir = filepath.Join("..", "..", "topology", "testdata", "topology")
 
 // TestDiscoverFromTopologyFiles imports every XML fixture through the CLI
 // and checks the counts SOURCES.md gives (or, where it gives none, what the
