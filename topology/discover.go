@@ -202,10 +202,13 @@ func (d *discoverer) loadSockets() error {
 		list := parseCPUList(cpus)
 		n.Threads = len(list)
 		n.Cores = d.countCores(list)
-		if mem := d.nodeMemGiB(id); mem > 0 {
-			n.MemoryGiB = mem
-		} else if len(nodes) == 1 {
+		// One node holds all memory: /proc/meminfo is the better count
+		// there, as VMs with hotplugged memory (virtio-mem) leave some of
+		// it out of the node's own meminfo.
+		if mem := d.nodeMemGiB(id); len(nodes) == 1 && totalMem > mem {
 			n.MemoryGiB = totalMem
+		} else {
+			n.MemoryGiB = mem
 		}
 		sid := d.b.Add(n)
 		d.numaSocket[id] = sid
@@ -249,16 +252,19 @@ func (d *discoverer) nodeMemGiB(id int) float64 {
 	return 0
 }
 
+// totalMemoryGiB is the memory the OS manages (/proc/meminfo MemTotal),
+// else what ghw counts from the memory blocks.
 func (d *discoverer) totalMemoryGiB() float64 {
-	if mi, err := ghw.Memory(d.ghwOpts()...); err == nil && mi.TotalPhysicalBytes > 0 {
-		return roundGiB(float64(mi.TotalPhysicalBytes))
-	}
 	for _, line := range strings.Split(d.readTrim("proc/meminfo"), "\n") {
 		f := strings.Fields(line)
 		if len(f) >= 2 && f[0] == "MemTotal:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return roundGiB(kb * 1024)
+			if kb, err := strconv.ParseFloat(f[1], 64); err == nil && kb > 0 {
+				return roundGiB(kb * 1024)
+			}
 		}
+	}
+	if mi, err := ghw.Memory(d.ghwOpts()...); err == nil && mi.TotalUsableBytes > 0 {
+		return roundGiB(float64(mi.TotalUsableBytes))
 	}
 	return 0
 }
