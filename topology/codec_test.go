@@ -249,6 +249,15 @@ func FuzzDecodeMachineJSON(f *testing.F) {
 		Encode(&buf, m)
 		f.Add(buf.Bytes())
 	}
+	// Every topology fixture, imported and written as machine JSON.
+	ents, _ := os.ReadDir(fixtureDir)
+	for _, e := range ents {
+		if m, err := Import(filepath.Join(fixtureDir, e.Name())); err == nil {
+			buf.Reset()
+			Encode(&buf, m)
+			f.Add(append([]byte(nil), buf.Bytes()...))
+		}
+	}
 	f.Add([]byte(`{"schema_version": 1, "name": "x", "source": "", "nodes": [], "links": []}`))
 	f.Add([]byte(`{"schema_version": 1, "nodes": [{"id": "a", "kind": "gpu", "parent": "a"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {

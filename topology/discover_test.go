@@ -272,3 +272,54 @@ func TestDiscoverWithoutPCIIDs(t *testing.T) {
 		t.Errorf("notes do not say names are missing for want of pci.ids: %v", m.Notes)
 	}
 }
+
+func TestDiscoverPlacesSMBIOSSlots(t *testing.T) {
+	fs := serverSysfs(0)
+	// An empty root port on socket 1 whose secondary bus is 0x85.
+	fs.funcs = append(fs.funcs, fakeFunc{addr: "0000:80:1e.0", class: "0x060400", vendor: "8086", device: "347a", numa: 1,
+		speed: "16.0 GT/s PCIe", width: "16", secondaryBus: 0x85})
+	root := fs.write(t)
+	var table []byte
+	for _, s := range []smbiosTestSlot{
+		{layout: "3.4", handle: 0x900, designation: "CPU1 SLOT1 PCI-E 4.0 X16", typ: 0xBD, width: 0x0D, usage: 0x04, len: 0x04, id: 1,
+			bus: 0x03, devfn: 0x00, info: 4, phys: 0x0D},
+		{layout: "3.4", handle: 0x901, designation: "CPU2 SLOT7 PCI-E 4.0 X16", typ: 0xBD, width: 0x0D, usage: 0x03, len: 0x04, id: 7,
+			bus: 0x85, devfn: 0x00, info: 4, phys: 0x0D},
+		{layout: "2.6", handle: 0x902, designation: "M.2 SPARE", typ: 0x17, width: 0x0A, usage: 0x03, len: 0x03, id: 9,
+			seg: 0xFFFF, bus: 0xFF, devfn: 0xFF},
+	} {
+		table = append(table, smbiosEncodeSlot(s)...)
+	}
+	table = append(table, smbiosEncodeEnd(0xFFFE)...)
+	dmi := filepath.Join(root, "sys", "firmware", "dmi", "tables", "DMI")
+	os.MkdirAll(filepath.Dir(dmi), 0o755)
+	if err := os.WriteFile(dmi, table, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	m := discoverAt(t, root)
+	slots := map[string]*Node{}
+	for _, s := range m.NodesOfKind(KindSlot) {
+		slots[s.Label] = s
+	}
+	if len(slots) != 3 {
+		t.Fatalf("slots %v, want the 3 SMBIOS records", slots)
+	}
+	gpuSlot := slots["CPU1 SLOT1 PCI-E 4.0 X16"]
+	kids := m.Children(gpuSlot.ID)
+	if len(kids) != 1 || m.Node(kids[0]).PCIAddress != "0000:03:00.0" || !gpuSlot.Occupied || gpuSlot.Lanes != 16 || !gpuSlot.DoubleWidth {
+		t.Errorf("slot 1 %+v holds %v, want the GPU at 0000:03:00.0 in an occupied x16 slot", *gpuSlot, kids)
+	}
+	if p := m.Node(gpuSlot.Parent); p.Kind != KindSwitch {
+		t.Errorf("slot 1 hangs under %s, want the switch", p.Kind)
+	}
+	if up := m.UplinkOf(kids[0]); up == nil || up.GBps != 24 {
+		t.Errorf("GPU lost its 24 GB/s link when put in the slot: %+v", up)
+	}
+	empty := slots["CPU2 SLOT7 PCI-E 4.0 X16"]
+	if empty.Occupied || m.Node(empty.Parent).PCIAddress != "0000:80:1e.0" {
+		t.Errorf("empty slot 7 %+v, want an empty slot below root port 0000:80:1e.0", *empty)
+	}
+	if spare := slots["M.2 SPARE"]; spare.Parent != "" || !strings.Contains(strings.Join(m.Notes, " "), "M.2 SPARE") {
+		t.Errorf("slot without an address should be listed at the top with a note")
+	}
+}

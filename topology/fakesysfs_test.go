@@ -94,6 +94,7 @@ type fakeFunc struct {
 	speed          string // current_link_speed, "" = absent
 	width          string
 	block          string // a disk behind this function (e.g. "nvme0n1")
+	secondaryBus   int    // bridges: secondary_bus_number, 0 = not written
 }
 
 // fakeSysfs writes a minimal sysfs tree: NUMA nodes with CPUs and memory,
@@ -155,6 +156,9 @@ func (fs fakeSysfs) write(t testing.TB) string {
 		if f.width != "" {
 			put(dev+"/current_link_width", f.width)
 			put(dev+"/max_link_width", f.width)
+		}
+		if f.secondaryBus > 0 {
+			put(dev+"/secondary_bus_number", fmt.Sprint(f.secondaryBus))
 		}
 		rel, _ := filepath.Rel(filepath.Join(root, "sys/bus/pci/devices"), filepath.Join(root, dev))
 		link("sys/bus/pci/devices/"+f.addr, rel)
