@@ -242,12 +242,12 @@ func TestViewsShowEveryNodeAndCapacity(t *testing.T) {
 func FuzzDecodeMachineJSON(f *testing.F) {
 	var buf bytes.Buffer
 	Encode(&buf, sampleMachine(f))
-	f.Add(buf.Bytes())
+	f.Add(append([]byte(nil), buf.Bytes()...))
 	m, err := Discover(context.Background(), DiscoverOptions{Root: serverSysfs(2).write(f)})
 	if err == nil {
 		buf.Reset()
 		Encode(&buf, m)
-		f.Add(buf.Bytes())
+		f.Add(append([]byte(nil), buf.Bytes()...))
 	}
 	// Every topology fixture, imported and written as machine JSON.
 	ents, _ := os.ReadDir(fixtureDir)
