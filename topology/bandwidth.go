@@ -12,6 +12,7 @@ const (
 	SourceSysfsMax = "sysfs-max" // max_link_* (the current values were missing)
 	SourceXML      = "xml"       // link_speed / link_width attributes of an imported file
 	SourceProfile  = "profile"   // written in an embedded or user profile
+	SourceDerived  = "derived"   // from the lanes and generation of the nodes it joins
 	SourceNominal  = "nominal"   // a per-technology default (CPU family, NVLink generation)
 	SourceSum      = "sum"       // on-die: the sum of the root complex's downstream links
 	SourceAssumed  = "assumed"   // nothing known; see the machine's notes

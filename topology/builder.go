@@ -111,7 +111,7 @@ func (b *Builder) Finish(sockets CPUArch) (*Machine, error) {
 			// A card runs at the lesser of its own and its slot's link.
 			gen, lanes = minKnown(gen, p.PCIeGen), minKnown(lanes, p.Lanes)
 		}
-		b.PCIeLink(n.Parent, n.ID, gen, lanes, SourceProfile)
+		b.PCIeLink(n.Parent, n.ID, gen, lanes, SourceDerived)
 		hasUplink[n.ID] = true
 	}
 	for i := range m.Nodes {

@@ -117,13 +117,11 @@ func Discover(ctx context.Context, opts DiscoverOptions) (*Machine, error) {
 		}
 	}
 	m, err := d.b.Finish(d.arch)
-	if err == nil {
-		if s := m.Summarize(); s.UnknownLinkBW > 0 {
-			m.Notes = append(m.Notes, fmt.Sprintf("%d PCIe link(s) report no speed or width (a VM, or an old kernel): assumed Gen3 x16, 12 GB/s", s.UnknownLinkBW))
-		}
-	}
 	if err != nil {
 		return nil, fmt.Errorf("discover %s: %w", root, err)
+	}
+	if s := m.Summarize(); s.UnknownLinkBW > 0 {
+		m.Notes = append(m.Notes, fmt.Sprintf("%d PCIe link(s) report no speed or width (a VM, or an old kernel): assumed Gen3 x16, 12 GB/s", s.UnknownLinkBW))
 	}
 	return m, nil
 }

@@ -3,7 +3,6 @@ package topology
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -286,34 +285,6 @@ func WriteSummary(w io.Writer, m *Machine) error {
 		ew.printf("\n")
 	}
 	return ew.err
-}
-
-// SortedIDs returns node ids of kind k sorted naturally (gpu2 before gpu10).
-func (m *Machine) SortedIDs(k Kind) []string {
-	var ids []string
-	for _, n := range m.NodesOfKind(k) {
-		ids = append(ids, n.ID)
-	}
-	sort.Slice(ids, func(i, j int) bool { return naturalLess(ids[i], ids[j]) })
-	return ids
-}
-
-func naturalLess(a, b string) bool {
-	sa, na := splitNum(a)
-	sb, nb := splitNum(b)
-	if sa != sb {
-		return sa < sb
-	}
-	return na < nb
-}
-
-func splitNum(s string) (string, int) {
-	i := len(s)
-	for i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
-		i--
-	}
-	n, _ := strconv.Atoi(s[i:])
-	return s[:i], n
 }
 
 // errWriter keeps the first write error so rendering code stays linear.
