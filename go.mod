@@ -6,6 +6,7 @@ require (
 	github.com/jaypipes/ghw v0.26.0
 	github.com/olekukonko/tablewriter v1.1.5
 	github.com/spf13/cobra v1.10.2
+	gonum.org/v1/gonum v0.17.0
 )
 
 require (

@@ -359,3 +359,44 @@ func (m *Machine) Summarize() Summary {
 	}
 	return s
 }
+
+// SortedKind returns the ids of the nodes of kind k in natural order
+// (gpu2 before gpu10), the order results list devices in.
+func (m *Machine) SortedKind(k Kind) []string {
+	var ids []string
+	for i := range m.Nodes {
+		if m.Nodes[i].Kind == k {
+			ids = append(ids, m.Nodes[i].ID)
+		}
+	}
+	sort.SliceStable(ids, func(i, j int) bool { return NaturalLess(ids[i], ids[j]) })
+	return ids
+}
+
+// NaturalLess orders ids by their stem, then by their trailing number.
+func NaturalLess(a, b string) bool {
+	sa, na := splitTrailingNumber(a)
+	sb, nb := splitTrailingNumber(b)
+	if sa != sb {
+		return sa < sb
+	}
+	if na != nb {
+		return na < nb
+	}
+	return a < b
+}
+
+func splitTrailingNumber(s string) (string, int) {
+	i := len(s)
+	for i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
+		i--
+	}
+	n := 0
+	for _, c := range s[i:] {
+		n = n*10 + int(c-'0')
+		if n > 1<<40 {
+			break
+		}
+	}
+	return s[:i], n
+}

@@ -1,0 +1,321 @@
+package maxflow
+
+import (
+	"context"
+	"errors"
+	"math"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/gnnplan/gnnplan/profiles"
+	"github.com/gnnplan/gnnplan/topology"
+)
+
+func searchProfile(t testing.TB, name string, gpus, ssds int) *SearchResult {
+	t.Helper()
+	m, err := profiles.Machine(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm, inv := Strip(m)
+	inv.GPUs, inv.SSDs = gpus, ssds
+	res, err := Search(context.Background(), sm, inv, DefaultTiers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestClassicPlacementsRankAsMomentMeasured checks the model against
+// Moment's Figs. 1-2 (GraphSAGE on IGB, 4 GPUs, 8 SSDs; DESIGN.md section
+// 13): on both machines (c) is the best of the four classic placements and
+// (b) is better than none of the others.
+func TestClassicPlacementsRankAsMomentMeasured(t *testing.T) {
+	cases := []struct {
+		machine  string
+		measured map[string]float64 // epoch seconds from the paper
+	}{
+		{"moment-a", map[string]float64{"a": 15.9, "b": 26.7, "c": 14.9, "d": 24.1}},
+		{"moment-b", map[string]float64{"a": 28.4, "b": 29.7, "c": 18.6, "d": 24.0}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.machine, func(t *testing.T) {
+			res := searchProfile(t, tc.machine, 4, 8)
+			if len(res.Classic) != 4 {
+				t.Fatalf("classic placements: %v (%s)", res.Classic, res.ClassicNote)
+			}
+			secs := func(n string) float64 { return res.Classic[n].Eval.EpochIOSeconds }
+			for _, n := range []string{"a", "b", "d"} {
+				if !(secs("c") < secs(n)) {
+					t.Errorf("(c) %.3f s is not faster than (%s) %.3f s", secs("c"), n, secs(n))
+				}
+			}
+			for _, n := range []string{"a", "c", "d"} {
+				if secs("b") < secs(n)*(1-1e-9) {
+					t.Errorf("(b) %.3f s beats (%s) %.3f s; Moment measured (b) slowest", secs("b"), n, secs(n))
+				}
+				if math.Abs(secs("b")-secs(n)) <= 1e-9*secs(n) {
+					// A tie is the model saying both are bound by the same
+					// link: check that it names one they share.
+					if !sharesBottleneck(res.Classic["b"], res.Classic[n]) {
+						t.Errorf("(b) and (%s) tie but share no bottleneck: %v vs %v", n, res.Classic["b"].Eval.Bottlenecks, res.Classic[n].Eval.Bottlenecks)
+					}
+					t.Logf("(b) and (%s) tie at %.2f GB/s: every GPU sits behind the same saturated link %v (measured %.1f s vs %.1f s)",
+						n, res.Classic["b"].Eval.AggregateGBps, res.Classic["b"].Eval.Bottlenecks[0], tc.measured["b"], tc.measured[n])
+				}
+			}
+			for _, n := range ClassicNames {
+				c := res.Classic[n]
+				t.Logf("%s (%s): rank %d of %d, aggregate %.2f GB/s, %.2f GB/s per GPU; measured %.1f s",
+					n, ClassicAbout(n), c.Rank, res.Distinct, c.Eval.AggregateGBps, c.Eval.AggregateGBps/4, tc.measured[n])
+			}
+		})
+	}
+}
+
+func sharesBottleneck(a, b *Candidate) bool {
+	for _, x := range a.Eval.Bottlenecks {
+		for _, y := range b.Eval.Bottlenecks {
+			if x == y {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestSearchBeatsPlacementC: on moment-b with 4 GPUs and 8 SSDs the
+// searched optimum is at least as good as (c). Moment reports 15.61 /
+// 10.92 = 1.43x average per-GPU inlet bandwidth.
+func TestSearchBeatsPlacementC(t *testing.T) {
+	res := searchProfile(t, "moment-b", 4, 8)
+	best, c := res.Candidates[0], res.Classic["c"]
+	if best.Eval.EpochIOSeconds > c.Eval.EpochIOSeconds {
+		t.Fatalf("optimum %.3f s slower than (c) %.3f s", best.Eval.EpochIOSeconds, c.Eval.EpochIOSeconds)
+	}
+	avg := func(c *Candidate) float64 {
+		s := 0.0
+		for _, g := range c.Eval.PerGPU {
+			s += g.GBps
+		}
+		return s / float64(len(c.Eval.PerGPU))
+	}
+	t.Logf("moment-b: optimum %.2f GB/s per GPU vs (c) %.2f: %.2fx (Moment reports 15.61 / 10.92 = 1.43x); %g raw, %d distinct candidates",
+		avg(best), avg(c), avg(best)/avg(c), res.Raw, res.Distinct)
+	if avg(best) < avg(c) {
+		t.Errorf("optimum's average inlet %.2f below (c)'s %.2f", avg(best), avg(c))
+	}
+}
+
+// tinyMachine is one socket with 2 slots on the root complex and a switch
+// with 3 slots, one of them x4: small enough to brute-force.
+func tinyMachine(t testing.TB) *topology.Machine {
+	b := topology.NewBuilder("tiny", "test")
+	zero := 0
+	s := b.Add(topology.Node{Kind: topology.KindSocket, NUMANode: &zero, MemoryGiB: 64, CPUModel: "Intel Xeon Gold 6426Y"})
+	rc := b.Add(topology.Node{Kind: topology.KindRootPort, Parent: s})
+	b.Add(topology.Node{Kind: topology.KindSlot, Parent: rc, Lanes: 16, PCIeGen: 4, DoubleWidth: true})
+	b.Add(topology.Node{Kind: topology.KindSlot, Parent: rc, Lanes: 16, PCIeGen: 4, DoubleWidth: true})
+	sw := b.Add(topology.Node{Kind: topology.KindSwitch, Parent: rc, Lanes: 8, PCIeGen: 4})
+	b.Add(topology.Node{Kind: topology.KindSlot, Parent: sw, Lanes: 16, PCIeGen: 4, DoubleWidth: true})
+	b.Add(topology.Node{Kind: topology.KindSlot, Parent: sw, Lanes: 16, PCIeGen: 4, DoubleWidth: true})
+	b.Add(topology.Node{Kind: topology.KindSlot, Parent: sw, Lanes: 4, PCIeGen: 4})
+	m, err := b.Finish(topology.CPUArch{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestSearchMatchesBruteForce: every assignment of 2 GPUs and 2 SSDs to
+// the tiny machine's slots, evaluated one by one, gives the same best time
+// and the same set of distinct times as the symmetry-reduced search.
+func TestSearchMatchesBruteForce(t *testing.T) {
+	m := tinyMachine(t)
+	inv := Inventory{GPUs: 2, SSDs: 2, GPU: DefaultGPU(), SSD: DefaultSSD()}
+	res, err := Search(context.Background(), m, inv, DefaultTiers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	slots := m.SortedKind(topology.KindSlot)
+	times := map[float64]bool{}
+	raw := 0
+	best := math.Inf(1)
+	var rec func(i int, gpus, ssds []string)
+	rec = func(i int, gpus, ssds []string) {
+		if i == len(slots) {
+			if len(gpus) != 2 || len(ssds) != 2 {
+				return
+			}
+			pm, err := Apply(m, inv, Placement{GPUSlots: gpus, SSDSlots: ssds})
+			if err != nil {
+				return
+			}
+			if m.Node(gpus[0]).Lanes < 16 || m.Node(gpus[1]).Lanes < 16 {
+				return
+			}
+			raw++
+			ev, err := Evaluate(pm, DefaultTiers())
+			if err != nil {
+				t.Fatal(err)
+			}
+			times[round9(ev.EpochIOSeconds)] = true
+			best = math.Min(best, ev.EpochIOSeconds)
+			return
+		}
+		rec(i+1, gpus, ssds)
+		rec(i+1, append(append([]string(nil), gpus...), slots[i]), ssds)
+		rec(i+1, gpus, append(append([]string(nil), ssds...), slots[i]))
+	}
+	rec(0, nil, nil)
+	if float64(raw) != res.Raw {
+		t.Errorf("raw candidates %v, brute force counts %d", res.Raw, raw)
+	}
+	if math.Abs(best-res.Candidates[0].Eval.EpochIOSeconds) > 1e-9*best {
+		t.Errorf("search best %v s, brute force best %v s", res.Candidates[0].Eval.EpochIOSeconds, best)
+	}
+	got := map[float64]bool{}
+	for _, c := range res.Candidates {
+		got[round9(c.Eval.EpochIOSeconds)] = true
+	}
+	if !reflect.DeepEqual(got, times) {
+		t.Errorf("distinct times differ: search %v, brute force %v", keys(got), keys(times))
+	}
+	if res.Distinct >= raw {
+		t.Errorf("no symmetry reduction: %d distinct of %d raw", res.Distinct, raw)
+	}
+}
+
+func round9(v float64) float64 { return math.Round(v*1e9) / 1e9 }
+
+func keys(m map[float64]bool) []float64 {
+	var out []float64
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Float64s(out)
+	return out
+}
+
+func TestSearchIsDeterministic(t *testing.T) {
+	a := searchProfile(t, "moment-b", 4, 8)
+	b := searchProfile(t, "moment-b", 4, 8)
+	for i := range a.Candidates {
+		if !reflect.DeepEqual(a.Candidates[i].Placement, b.Candidates[i].Placement) {
+			t.Fatalf("rank %d differs between runs", i+1)
+		}
+	}
+}
+
+func TestSearchRejectsImpossibleRequests(t *testing.T) {
+	m := tinyMachine(t)
+	bays := topology.NewBuilder("bays", "test")
+	zero := 0
+	s := bays.Add(topology.Node{Kind: topology.KindSocket, NUMANode: &zero})
+	rc := bays.Add(topology.Node{Kind: topology.KindRootPort, Parent: s})
+	bays.Add(topology.Node{Kind: topology.KindSlot, Parent: rc, Lanes: 4, PCIeGen: 4})
+	bm, _ := bays.Finish(topology.CPUArch{})
+	cases := []struct {
+		name       string
+		m          *topology.Machine
+		gpus, ssds int
+		want       string
+	}{
+		{"more devices than free slots", m, 2, 4, "free slots"},
+		{"more GPUs than wide slots", m, 5, 0, "--gpus"},
+		{"a GPU that fits no slot", bm, 1, 0, "takes a GPU"},
+		{"no SSD for the SSD share of the epoch", m, 1, 0, "cannot serve the epoch"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			inv := Inventory{GPUs: tc.gpus, SSDs: tc.ssds, GPU: DefaultGPU(), SSD: DefaultSSD()}
+			_, err := Search(context.Background(), tc.m, inv, DefaultTiers())
+			if err == nil || !topology.IsBadInput(err) {
+				t.Fatalf("err = %v, want a bad-input error", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err %q does not mention %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCapacityGraphPaths(t *testing.T) {
+	// One GPU on socket 0, its SSDs on socket 1: the socket link binds.
+	b := topology.NewBuilder("remote", "test")
+	zero, one := 0, 1
+	s0 := b.Add(topology.Node{Kind: topology.KindSocket, NUMANode: &zero})
+	s1 := b.Add(topology.Node{Kind: topology.KindSocket, NUMANode: &one})
+	rc0 := b.Add(topology.Node{Kind: topology.KindRootPort, Parent: s0})
+	rc1 := b.Add(topology.Node{Kind: topology.KindRootPort, Parent: s1})
+	b.Add(topology.Node{Kind: topology.KindGPU, Parent: rc0, Lanes: 16, PCIeGen: 5})
+	for i := 0; i < 8; i++ {
+		b.Add(topology.Node{Kind: topology.KindNVMe, Parent: rc1, Lanes: 4, PCIeGen: 5})
+	}
+	m, err := b.Finish(topology.CPUArch{Name: "test", Link: "UPI", GBps: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tiers := DefaultTiers()
+	tiers.HostShare = 0
+	ev, err := Evaluate(m, tiers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(ev.AggregateGBps-10) > 1e-6 || len(ev.Bottlenecks) != 1 || ev.Bottlenecks[0].Kind != string(topology.LinkInterSocket) {
+		t.Errorf("aggregate %v GB/s, bottlenecks %v: want 10 GB/s bound by the inter-socket link", ev.AggregateGBps, ev.Bottlenecks)
+	}
+	// NVLink gives a second GPU a path around its narrow PCIe link.
+	nv := topology.NewBuilder("nvlink", "test")
+	s := nv.Add(topology.Node{Kind: topology.KindSocket, NUMANode: &zero})
+	rc := nv.Add(topology.Node{Kind: topology.KindRootPort, Parent: s})
+	g0 := nv.Add(topology.Node{Kind: topology.KindGPU, Parent: rc, Lanes: 16, PCIeGen: 4})
+	g1 := nv.Add(topology.Node{Kind: topology.KindGPU, Parent: rc, Lanes: 4, PCIeGen: 4})
+	for i := 0; i < 8; i++ {
+		nv.Add(topology.Node{Kind: topology.KindNVMe, Parent: rc, Lanes: 4, PCIeGen: 4})
+	}
+	without, _ := nv.Finish(topology.CPUArch{})
+	evNo, err := Evaluate(without, tiers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nv.Link(topology.Link{From: g0, To: g1, Kind: topology.LinkNVLink, GBps: 40, Count: 2})
+	with := nv.Machine()
+	evNV, err := Evaluate(with, tiers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(evNV.AggregateGBps > evNo.AggregateGBps*1.5) {
+		t.Errorf("NVLink: %.2f GB/s with, %.2f without; want the x4 GPU fed through its peer", evNV.AggregateGBps, evNo.AggregateGBps)
+	}
+}
+
+func TestEvaluateRejectsBadTiers(t *testing.T) {
+	m := tinyMachine(t)
+	for _, tiers := range []Tiers{
+		{DemandGB: -1, HostMemGBps: 1, GPUMemGBps: 1, SSDReadGBps: 1},
+		{DemandGB: 1, HostShare: 0.8, GPUCacheShare: 0.5, HostMemGBps: 1, GPUMemGBps: 1, SSDReadGBps: 1},
+		{DemandGB: 1, HostShare: math.NaN(), HostMemGBps: 1, GPUMemGBps: 1, SSDReadGBps: 1},
+	} {
+		_, err := Evaluate(m, tiers)
+		var ie *topology.InputError
+		if !errors.As(err, &ie) {
+			t.Errorf("tiers %+v: err = %v, want an InputError", tiers, err)
+		}
+	}
+}
+
+// BenchmarkSearchMomentB is the whole placement search for moment-b with 4
+// GPUs and 8 SSDs: enumeration, symmetry reduction, one flow model per
+// distinct candidate, ranking and the classic placements.
+func BenchmarkSearchMomentB(b *testing.B) {
+	m, _ := profiles.Machine("moment-b")
+	sm, inv := Strip(m)
+	for i := 0; i < b.N; i++ {
+		if _, err := Search(context.Background(), sm, inv, DefaultTiers()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
