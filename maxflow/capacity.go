@@ -225,11 +225,13 @@ type StorageTraffic struct {
 
 // Bottleneck is a saturated link or device read rate.
 type Bottleneck struct {
-	From  string  `json:"from"`
-	To    string  `json:"to"`
-	Kind  string  `json:"kind"` // a topology link kind, or "ssd_read", "memory_read"
-	GBps  float64 `json:"GBps"`
-	Label string  `json:"label,omitempty"`
+	From     string        `json:"from"`
+	To       string        `json:"to"`
+	FromKind topology.Kind `json:"from_kind"`
+	ToKind   topology.Kind `json:"to_kind"`
+	Kind     string        `json:"kind"` // a topology link kind, or "ssd_read", "memory_read"
+	GBps     float64       `json:"GBps"`
+	Label    string        `json:"label,omitempty"`
 }
 
 // Evaluate solves the capacity graph of m for the least epoch IO time and
@@ -298,7 +300,8 @@ func (g *Graph) bottlenecks(m *topology.Machine, at *TimedSolution) []Bottleneck
 			}
 			seen[li] = true
 			l := m.Links[li]
-			out = append(out, Bottleneck{From: g.Net.Name(int(g.Net.from[e])), To: g.Net.Name(int(g.Net.to[e])),
+			from, to := g.Net.Name(int(g.Net.from[e])), g.Net.Name(int(g.Net.to[e]))
+			out = append(out, Bottleneck{From: from, To: to, FromKind: m.Node(from).Kind, ToKind: m.Node(to).Kind,
 				Kind: string(l.Kind), GBps: l.GBps, Label: l.Label})
 			continue
 		}
@@ -311,7 +314,12 @@ func (g *Graph) bottlenecks(m *topology.Machine, at *TimedSolution) []Bottleneck
 				kind = "ssd_read"
 			}
 		}
-		out = append(out, Bottleneck{From: g.Net.Name(int(g.Net.from[e])), To: g.Net.Name(int(g.Net.to[e])), Kind: kind, GBps: rate})
+		to := g.Net.Name(int(g.Net.to[e]))
+		var toKind topology.Kind
+		if n := m.Node(to); n != nil {
+			toKind = n.Kind
+		}
+		out = append(out, Bottleneck{From: g.Net.Name(int(g.Net.from[e])), To: to, ToKind: toKind, Kind: kind, GBps: rate})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Kind < out[j].Kind })
 	return out

@@ -206,13 +206,18 @@ type Candidate struct {
 	Classic   string      `json:"classic,omitempty"` // "a".."d" for Moment's classic placements
 	Placement Placement   `json:"placement"`
 	Eval      *Evaluation `json:"evaluation"`
-	key       string
+	// FabricGBps is the aggregate the placement would reach if the SSDs
+	// never bound: the headroom its switches, root ports and socket link
+	// leave. It breaks ties between placements with equal predicted time.
+	FabricGBps float64 `json:"fabric_GBps"`
+	key        string
 }
 
 // SearchResult is the ranked outcome of a placement search.
 type SearchResult struct {
 	Machine   *topology.Machine `json:"-"` // stripped: every searched slot empty
 	Inventory Inventory         `json:"-"`
+	Tiers     Tiers             `json:"-"`
 	// Raw counts the assignments of the devices to free slots that tell
 	// GPUs from SSDs but not one GPU from another; Distinct counts them up
 	// to symmetry (interchangeable slots and identical sibling subtrees).
@@ -259,7 +264,7 @@ func Search(ctx context.Context, m *topology.Machine, inv Inventory, tiers Tiers
 		return nil, &topology.InputError{Field: "--gpus/--ssds", Msg: fmt.Sprintf("%d devices but %s has only %d free slots", inv.GPUs+inv.SSDs, m.Name, free)}
 	}
 	canon := newCanonicalizer(m, groups)
-	res := &SearchResult{Machine: m, Inventory: inv}
+	res := &SearchResult{Machine: m, Inventory: inv, Tiers: tiers}
 	type rep struct {
 		key    string
 		counts [][2]int
@@ -367,16 +372,53 @@ func evaluatePlacement(m *topology.Machine, inv Inventory, p Placement, tiers Ti
 	if err != nil {
 		return nil, err
 	}
-	return &Candidate{Placement: p, Eval: ev}, nil
+	fabric, err := Evaluate(unboundSSDs(pm), tiers)
+	if err != nil {
+		return nil, err
+	}
+	return &Candidate{Placement: p, Eval: ev, FabricGBps: fabric.AggregateGBps}, nil
+}
+
+// unboundSSDs returns a copy of m whose SSDs read infinitely fast over
+// links of their own that never bind: what is left binding is the shared
+// fabric (switch uplinks, root ports, the socket link, GPU links).
+func unboundSSDs(m *topology.Machine) *topology.Machine {
+	const fast = 1e6
+	out := *m
+	out.Nodes = append([]topology.Node(nil), m.Nodes...)
+	out.Links = append([]topology.Link(nil), m.Links...)
+	private := map[string]bool{}
+	for i := range out.Nodes {
+		n := &out.Nodes[i]
+		if n.Kind != topology.KindNVMe {
+			continue
+		}
+		n.ReadGBps = fast
+		private[n.ID] = true
+		if p := m.Node(n.Parent); p != nil && p.Kind == topology.KindSlot && len(m.Children(p.ID)) == 1 {
+			private[p.ID] = true
+		}
+	}
+	for i := range out.Links {
+		if l := &out.Links[i]; private[l.To] && l.Kind == topology.LinkPCIe {
+			l.GBps = fast
+		}
+	}
+	return &out
 }
 
 // rankCandidates sorts by epoch IO time (shorter first); times within
-// 1e-9 relative are a tie, broken by the canonical key.
+// 1e-9 relative are a tie, broken by more fabric headroom, then by the
+// canonical key.
 func rankCandidates(c []*Candidate) {
+	differ := func(a, b float64) bool { return math.Abs(a-b) > 1e-9*math.Max(a, b) }
 	sort.SliceStable(c, func(i, j int) bool {
 		a, b := c[i].Eval.EpochIOSeconds, c[j].Eval.EpochIOSeconds
-		if math.Abs(a-b) > 1e-9*math.Max(a, b) {
+		if differ(a, b) {
 			return a < b
+		}
+		if fa, fb := c[i].FabricGBps, c[j].FabricGBps; differ(fa, fb) {
+			return fa > fb
 		}
 		return c[i].key < c[j].key
 	})

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+	"github.com/spf13/cobra"
+
+	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/profiles"
+	"github.com/gnnplan/gnnplan/topology"
+)
+
+// placementsOptions holds the placements command's flags.
+type placementsOptions struct {
+	IO      *deps
+	Profile string
+	Machine string
+	GPUs    int
+	SSDs    int
+	Output  string
+	Top     int
+	TopSet  bool // --top given: JSON lists that many too (else all)
+	Tiers   maxflow.Tiers
+
+	Profiles func(name string) (*topology.Machine, error)
+	Import   func(path string) (*topology.Machine, error)
+	Discover func(context.Context, topology.DiscoverOptions) (*topology.Machine, error)
+}
+
+func newPlacementsCmd(d *deps, runF func(context.Context, *placementsOptions) error) *cobra.Command {
+	opts := &placementsOptions{IO: d, Profiles: profiles.Machine, Import: topology.Import, Discover: topology.Discover,
+		Tiers: maxflow.DefaultTiers()}
+	cmd := &cobra.Command{
+		Use:   "placements",
+		Short: "Rank the ways to put GPUs and SSDs in a machine's slots by predicted bandwidth",
+		Long: `Enumerate every way to put the GPUs and NVMe SSDs in the machine's slots, up to
+symmetry (slots under one switch are interchangeable, and so are identical
+sibling subtrees), predict each one's epoch IO time with the capacity-graph
+max-flow model (Moment, SC'25, section 3.2), and rank them. Prints where each
+device goes, the predicted inlet bandwidth of every GPU, the aggregate, and
+the links that saturate; Moment's four classic placements are marked a-d.
+
+The devices are the GPUs and SSDs the machine holds, unless --gpus/--ssds
+say how many; every slot is a candidate, occupied or not.`,
+		Example: `  gnnplan placements --profile moment-b --gpus 4 --ssds 8
+  gnnplan placements --machine machine.json -o json
+  gnnplan placements --profile moment-a --host-share 0.5 --top 20`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if opts.Profile != "" && opts.Machine != "" {
+				return usageErrorf("--profile and --machine: give at most one")
+			}
+			if opts.Output != "table" && opts.Output != "json" {
+				return usageErrorf("-o/--output: %q is not a format (valid: table, json)", opts.Output)
+			}
+			opts.TopSet = cmd.Flags().Changed("top")
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runPlacements(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Profile, "profile", "", "an embedded machine ("+strings.Join(profiles.MachineNames(), ", ")+")")
+	f.StringVar(&opts.Machine, "machine", "", "a machine file (gnnplan JSON from discover --save, NCCL or hwloc XML); default: this machine")
+	f.IntVar(&opts.GPUs, "gpus", -1, "how many GPUs to place (default: as many as the machine holds)")
+	f.IntVar(&opts.SSDs, "ssds", -1, "how many NVMe SSDs to place (default: as many as the machine holds)")
+	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, json")
+	f.IntVar(&opts.Top, "top", 10, "how many of the best placements to list (the classic ones are always listed); JSON lists all unless --top is given")
+	f.Float64Var(&opts.Tiers.HostShare, "host-share", opts.Tiers.HostShare, "fraction of an epoch's bytes read from CPU memory (graph topology and cached features)")
+	f.Float64Var(&opts.Tiers.GPUCacheShare, "gpu-cache-share", opts.Tiers.GPUCacheShare, "fraction of an epoch's bytes served from the GPUs' own memory")
+	f.Float64Var(&opts.Tiers.SSDReadGBps, "ssd-GBps", opts.Tiers.SSDReadGBps, "read rate of one SSD in GB/s, when the machine does not give one")
+	f.Float64Var(&opts.Tiers.HostMemGBps, "host-mem-GBps", opts.Tiers.HostMemGBps, "read rate of one socket's memory in GB/s")
+	return cmd
+}
+
+func (o *placementsOptions) loadMachine(ctx context.Context) (*topology.Machine, error) {
+	switch {
+	case o.Profile != "":
+		return o.Profiles(o.Profile)
+	case o.Machine != "":
+		return o.Import(o.Machine)
+	}
+	return o.Discover(ctx, topology.DiscoverOptions{Root: "/"})
+}
+
+func runPlacements(ctx context.Context, o *placementsOptions) error {
+	m, err := o.loadMachine(ctx)
+	if err != nil {
+		return err
+	}
+	sm, inv := maxflow.Strip(m)
+	if o.GPUs >= 0 {
+		inv.GPUs = o.GPUs
+	}
+	if o.SSDs >= 0 {
+		inv.SSDs = o.SSDs
+	}
+	res, err := maxflow.Search(ctx, sm, inv, o.Tiers)
+	if err != nil {
+		return err
+	}
+	if o.Output == "json" {
+		enc := json.NewEncoder(o.IO.Out)
+		enc.SetIndent("", "  ")
+		n := 0
+		if o.TopSet {
+			n = o.Top
+		}
+		return enc.Encode(res.Report(n))
+	}
+	return writePlacementsTable(o, res)
+}
+
+func writePlacementsTable(o *placementsOptions, res *maxflow.SearchResult) error {
+	out := o.IO.Out
+	inv, t := res.Inventory, res.Tiers
+	fmt.Fprintf(out, "%s: %d GPU(s) (%s), %d SSD(s) (%s)\n", res.Machine.Name, inv.GPUs, nonEmpty(inv.GPU.Model, inv.GPU.Name), inv.SSDs, nonEmpty(inv.SSD.Model, inv.SSD.Name))
+	fmt.Fprintf(out, "%.0f placements, %d distinct up to symmetry; model: %.0f%% of each epoch's bytes from CPU memory, %.0f%% from GPU memory, the rest from SSDs (%.1f GB/s each unless the machine says)\n",
+		res.Raw, res.Distinct, 100*t.HostShare, 100*t.GPUCacheShare, t.SSDReadGBps)
+	tbl := tablewriter.NewTable(out, tablewriter.WithHeaderAutoFormat(tw.Off))
+	tbl.Header("RANK", "CLASSIC", "GPUS", "SSDS", "PER-GPU GB/s", "AGGREGATE GB/s", "FABRIC GB/s", "SATURATED")
+	for _, c := range res.Candidates {
+		if c.Rank > o.Top && c.Classic == "" {
+			continue
+		}
+		gpus, ssds := res.Summary(c)
+		if err := tbl.Append(fmt.Sprint(c.Rank), c.Classic, gpus, ssds, perGPU(c.Eval), fmt.Sprintf("%.2f", c.Eval.AggregateGBps),
+			fmt.Sprintf("%.2f", c.FabricGBps), maxflow.BottleneckSummary(c.Eval.Bottlenecks)); err != nil {
+			return err
+		}
+	}
+	if err := tbl.Render(); err != nil {
+		return err
+	}
+	if len(res.Classic) > 0 {
+		for _, n := range maxflow.ClassicNames {
+			fmt.Fprintf(out, "(%s) %s\n", n, maxflow.ClassicAbout(n))
+		}
+		best, c := res.Candidates[0], res.Classic["c"]
+		fmt.Fprintf(out, "best vs classic (c): %.2fx average per-GPU inlet bandwidth\n", avgInlet(best.Eval)/avgInlet(c.Eval))
+	} else if res.ClassicNote != "" {
+		fmt.Fprintf(out, "classic placements: %s\n", res.ClassicNote)
+	}
+	fmt.Fprintln(out, "FABRIC GB/s: what the placement would move if the SSDs never bound (headroom of its switches, root ports and socket link)")
+	fmt.Fprintln(out, "best placement:")
+	rep := res.Report(1).Candidates[0]
+	for _, id := range append(deviceIDs("gpu", inv.GPUs), deviceIDs("nvme", inv.SSDs)...) {
+		fmt.Fprintf(out, "  %-7s %s\n", id, rep.Where[id])
+	}
+	return nil
+}
+
+func deviceIDs(stem string, n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s%d", stem, i)
+	}
+	return ids
+}
+
+func nonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func perGPU(ev *maxflow.Evaluation) string {
+	if len(ev.PerGPU) == 0 {
+		return "-"
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, g := range ev.PerGPU {
+		lo, hi = math.Min(lo, g.GBps), math.Max(hi, g.GBps)
+	}
+	if hi-lo < 0.005 {
+		return fmt.Sprintf("%.2f each", lo)
+	}
+	return fmt.Sprintf("%.2f avg (%.2f-%.2f)", avgInlet(ev), lo, hi)
+}
+
+func avgInlet(ev *maxflow.Evaluation) float64 {
+	s := 0.0
+	for _, g := range ev.PerGPU {
+		s += g.GBps
+	}
+	return s / math.Max(1, float64(len(ev.PerGPU)))
+}
