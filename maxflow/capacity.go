@@ -168,6 +168,10 @@ func BuildGraph(m *topology.Machine, tiers Tiers) (*Graph, error) {
 	if len(gpus) == 0 {
 		ssdShare = 1 - tiers.HostShare
 	}
+	if len(ssds) == 0 && ssdShare > 1e-12 {
+		return nil, &topology.InputError{Field: m.Name, Msg: fmt.Sprintf(
+			"cannot serve the epoch: %.0f%% of it is to come from SSDs and the machine has none (place some SSDs, or raise the memory shares to 100%%)", 100*ssdShare)}
+	}
 	if len(ssds) > 0 && ssdShare > 1e-12 {
 		// The SSDs together hold what the caches do not: one pool node
 		// caps their sum, each SSD reads at its own rate.

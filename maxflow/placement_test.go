@@ -319,3 +319,30 @@ func BenchmarkSearchMomentB(b *testing.B) {
 		}
 	}
 }
+
+func TestCPUOnlyMachineTrainsOnSockets(t *testing.T) {
+	b := topology.NewBuilder("cpu-only", "test")
+	zero, one := 0, 1
+	s0 := b.Add(topology.Node{Kind: topology.KindSocket, NUMANode: &zero})
+	s1 := b.Add(topology.Node{Kind: topology.KindSocket, NUMANode: &one})
+	rc0 := b.Add(topology.Node{Kind: topology.KindRootPort, Parent: s0})
+	b.Add(topology.Node{Kind: topology.KindRootPort, Parent: s1})
+	for i := 0; i < 4; i++ {
+		b.Add(topology.Node{Kind: topology.KindNVMe, Parent: rc0, Lanes: 4, PCIeGen: 4})
+	}
+	m, err := b.Finish(topology.CPUArch{Name: "test", Link: "UPI", GBps: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tiers := DefaultTiers()
+	tiers.HostShare = 0
+	ev, err := Evaluate(m, tiers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each socket reads half: socket 0 gets its 12 GB/s worth locally
+	// only as fast as socket 1 gets its half over the 10 GB/s link.
+	if len(ev.PerGPU) != 2 || math.Abs(ev.AggregateGBps-20) > 1e-6 {
+		t.Errorf("compute nodes %v, aggregate %v GB/s: want the 2 sockets at 20 GB/s (socket link binds)", ev.PerGPU, ev.AggregateGBps)
+	}
+}
