@@ -250,7 +250,7 @@ func Evaluate(m *topology.Machine, tiers Tiers) (*Evaluation, error) {
 
 // Evaluate solves g (built from m).
 func (g *Graph) Evaluate(m *topology.Machine) (*Evaluation, error) {
-	sol, err := g.Net.MinTime(g.Source, g.Sink, g.Tiers.DemandGB, 0)
+	sol, err := g.Net.MinTime(g.Source, g.Sink, g.Tiers.DemandGB)
 	if err != nil {
 		if de, ok := err.(*DemandError); ok {
 			return nil, &topology.InputError{Field: m.Name, Msg: "the placement cannot serve the epoch: " + de.Error()}
@@ -288,11 +288,8 @@ func (g *Graph) Evaluate(m *topology.Machine) (*Evaluation, error) {
 // that time (the demand would be met otherwise), so the cut names rates.
 func (g *Graph) bottlenecks(m *topology.Machine, at *TimedSolution) []Bottleneck {
 	sol := at.Solution
-	if !at.Exact {
-		short, err := g.Net.MaxFlowWithin(g.Source, g.Sink, at.Seconds*(1-1e-6))
-		if err == nil {
-			sol = short
-		}
+	if short, err := g.Net.MaxFlowWithin(g.Source, g.Sink, at.Seconds*(1-1e-6)); err == nil {
+		sol = short
 	}
 	var out []Bottleneck
 	seen := map[int]bool{}

@@ -20,12 +20,17 @@ type dinic struct {
 	it    []int32
 	queue []int32
 	stack []int32
-	tol   float64
+	seen  []bool
+	// tol[e/2] is the residual at or below which edge e (either way)
+	// counts as saturated: float64 sums of many paths leave dust of ~1e-16
+	// relative to the edge's capacity that must not open new paths.
+	// Per edge, so a network mixing 1e17 and 10 does not lose the 10s.
+	tol []float64
 }
 
 func (n *Network) solve(s, t int, caps []float64) (*Solution, error) {
-	d := newDinic(n, caps)
-	value, err := d.run(int32(s), int32(t))
+	d := n.solver()
+	value, err := d.maxflow(int32(s), int32(t), caps)
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +40,7 @@ func (n *Network) solve(s, t int, caps []float64) (*Solution, error) {
 		// unbounded edges where caps-res would be Inf-Inf.
 		sol.Flow[e] = d.res[2*e+1]
 	}
-	sol.SourceSide = d.reachable(int32(s))
+	sol.SourceSide = append([]bool(nil), d.reachable(int32(s))...)
 	for e := range caps {
 		if sol.SourceSide[n.from[e]] && !sol.SourceSide[n.to[e]] {
 			sol.Cut = append(sol.Cut, e)
@@ -44,23 +49,31 @@ func (n *Network) solve(s, t int, caps []float64) (*Solution, error) {
 	return sol, nil
 }
 
-func newDinic(n *Network, caps []float64) *dinic {
-	nn, m := len(n.names), len(caps)
+// solver returns the network's residual graph, built on first use and kept
+// until an edge is added: a search solves one network many times with
+// different capacities, and rebuilding the adjacency each time would cost
+// more than the flow.
+func (n *Network) solver() *dinic {
+	if n.csr == nil || n.csrEdges != len(n.from) || n.csrNodes != len(n.names) {
+		n.csr = newDinic(n)
+		n.csrEdges, n.csrNodes = len(n.from), len(n.names)
+	}
+	return n.csr
+}
+
+func newDinic(n *Network) *dinic {
+	nn, m := len(n.names), len(n.from)
 	d := &dinic{
 		n: nn, head: make([]int32, nn+1), adj: make([]int32, 2*m),
 		to: make([]int32, 2*m), res: make([]float64, 2*m),
-		level: make([]int32, nn), it: make([]int32, nn), queue: make([]int32, 0, nn),
+		level: make([]int32, nn), it: make([]int32, nn), queue: make([]int32, 0, nn), seen: make([]bool, nn),
+		tol: make([]float64, m),
 	}
-	maxCap := 0.0
 	for e := 0; e < m; e++ {
 		u, v := n.from[e], n.to[e]
 		d.to[2*e], d.to[2*e+1] = v, u
-		d.res[2*e] = caps[e]
 		d.head[u+1]++
 		d.head[v+1]++
-		if c := caps[e]; !math.IsInf(c, 1) && c > maxCap {
-			maxCap = c
-		}
 	}
 	for u := 0; u < nn; u++ {
 		d.head[u+1] += d.head[u]
@@ -73,10 +86,19 @@ func newDinic(n *Network, caps []float64) *dinic {
 		d.adj[fill[v]] = int32(2*e + 1)
 		fill[v]++
 	}
-	// Residuals at or below tol count as saturated: float64 sums of many
-	// paths leave dust of ~1e-16 relative that must not open new paths.
-	d.tol = maxCap * 1e-12
 	return d
+}
+
+// maxflow resets the residuals to caps and runs Dinic from s to t.
+func (d *dinic) maxflow(s, t int32, caps []float64) (float64, error) {
+	for e, c := range caps {
+		d.res[2*e], d.res[2*e+1] = c, 0
+		d.tol[e] = 0
+		if !math.IsInf(c, 1) {
+			d.tol[e] = c * 1e-12
+		}
+	}
+	return d.run(s, t)
 }
 
 func (d *dinic) run(s, t int32) (float64, error) {
@@ -109,7 +131,7 @@ func (d *dinic) bfs(s, t int32) bool {
 		u := q[i]
 		for _, e := range d.adj[d.head[u]:d.head[u+1]] {
 			v := d.to[e]
-			if d.level[v] < 0 && d.res[e] > d.tol {
+			if d.level[v] < 0 && d.res[e] > d.tol[e>>1] {
 				d.level[v] = d.level[u] + 1
 				q = append(q, v)
 			}
@@ -148,7 +170,7 @@ func (d *dinic) augment(s, t int32) float64 {
 		for d.it[u] < d.head[u+1] {
 			e := d.adj[d.it[u]]
 			v := d.to[e]
-			if d.res[e] > d.tol && d.level[v] == d.level[u]+1 {
+			if d.res[e] > d.tol[e>>1] && d.level[v] == d.level[u]+1 {
 				st = append(st, e)
 				u = v
 				advanced = true
@@ -171,14 +193,19 @@ func (d *dinic) augment(s, t int32) float64 {
 	}
 }
 
+// reachable marks the nodes reachable from s in the residual graph (the
+// source side of a minimum cut) in d.seen and returns it.
 func (d *dinic) reachable(s int32) []bool {
-	seen := make([]bool, d.n)
+	seen := d.seen
+	for i := range seen {
+		seen[i] = false
+	}
 	seen[s] = true
 	q := append(d.queue[:0], s)
 	for i := 0; i < len(q); i++ {
 		u := q[i]
 		for _, e := range d.adj[d.head[u]:d.head[u+1]] {
-			if v := d.to[e]; !seen[v] && d.res[e] > d.tol {
+			if v := d.to[e]; !seen[v] && d.res[e] > d.tol[e>>1] {
 				seen[v] = true
 				q = append(q, v)
 			}

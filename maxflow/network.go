@@ -19,6 +19,12 @@ type Network struct {
 	to     []int32
 	rate   []float64
 	volume []float64 // +Inf when the edge has no volume cap
+
+	// csr caches the residual graph between solves (see solver); a
+	// Network is not safe for concurrent use.
+	csr                *dinic
+	csrEdges, csrNodes int
+	capsBuf            []float64
 }
 
 // NewNetwork returns an empty network with room for the given sizes.
