@@ -202,10 +202,16 @@ func groupSlots(m *topology.Machine, inv Inventory) []slotGroup {
 
 // Candidate is one distinct placement and what the flow model predicts.
 type Candidate struct {
-	Rank      int         `json:"rank"`
-	Classic   string      `json:"classic,omitempty"` // "a".."d" for Moment's classic placements
-	Placement Placement   `json:"placement"`
-	Eval      *Evaluation `json:"evaluation"`
+	Rank      int       `json:"rank"`
+	Classic   string    `json:"classic,omitempty"` // "a".."d" for Moment's classic placements
+	Placement Placement `json:"placement"`
+	// Seconds is the predicted epoch IO time, AggregateGBps the demand
+	// over it.
+	Seconds       float64 `json:"epoch_io_s"`
+	AggregateGBps float64 `json:"aggregate_GBps"`
+	// Eval is the full prediction (per-GPU inlets, storage traffic,
+	// bottlenecks); nil from SearchTimes until Detail fills it.
+	Eval *Evaluation `json:"evaluation,omitempty"`
 	// FabricGBps is the aggregate the placement would reach if the SSDs
 	// never bound: the headroom its switches, root ports and socket link
 	// leave. It breaks ties between placements with equal predicted time.
@@ -235,6 +241,18 @@ type SearchResult struct {
 // the flow model and ranks them, fastest epoch IO first; ties break by a
 // canonical form of the placement, so the order is deterministic.
 func Search(ctx context.Context, m *topology.Machine, inv Inventory, tiers Tiers) (*SearchResult, error) {
+	return search(ctx, m, inv, tiers, true)
+}
+
+// SearchTimes is Search that predicts only each candidate's time and
+// fabric headroom; Detail fills in a candidate's full evaluation on demand.
+// Recommendation runs it for every GPU and SSD count, where only the best
+// placement of each is shown.
+func SearchTimes(ctx context.Context, m *topology.Machine, inv Inventory, tiers Tiers) (*SearchResult, error) {
+	return search(ctx, m, inv, tiers, false)
+}
+
+func search(ctx context.Context, m *topology.Machine, inv Inventory, tiers Tiers, detail bool) (*SearchResult, error) {
 	if err := tiers.Validate(); err != nil {
 		return nil, err
 	}
@@ -262,6 +280,10 @@ func Search(ctx context.Context, m *topology.Machine, inv Inventory, tiers Tiers
 		return nil, &topology.InputError{Field: "--ssds", Msg: fmt.Sprintf("%d SSDs but %s has only %d free slots that take one", inv.SSDs, m.Name, ssdRoom)}
 	case inv.GPUs+inv.SSDs > free:
 		return nil, &topology.InputError{Field: "--gpus/--ssds", Msg: fmt.Sprintf("%d devices but %s has only %d free slots", inv.GPUs+inv.SSDs, m.Name, free)}
+	}
+	if ssdShare := 1 - tiers.HostShare - tiers.GPUCacheShare; inv.SSDs == 0 && ssdShare > 1e-12 && len(m.SortedKind(topology.KindNVMe)) == 0 {
+		return nil, &topology.InputError{Field: m.Name, Msg: fmt.Sprintf(
+			"cannot serve the epoch: %.0f%% of it is to come from SSDs and no SSD is placed (give --ssds N, or raise the memory shares to 100%%)", 100*ssdShare)}
 	}
 	canon := newCanonicalizer(m, groups)
 	res := &SearchResult{Machine: m, Inventory: inv, Tiers: tiers}
@@ -332,12 +354,35 @@ func Search(ctx context.Context, m *topology.Machine, inv Inventory, tiers Tiers
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// One evaluator per worker: a Network is not safe for
+			// concurrent use. Without GPUs the compute nodes are the
+			// sockets, which the universal graph does not model.
+			var fe *fastEvaluator
+			var ferr error
+			if inv.GPUs > 0 {
+				fe, ferr = newFastEvaluator(m, inv, groups, tiers)
+			}
 			for i := range work {
-				p := placementFor(groups, reps[i].counts)
-				cands[i], errs[i] = evaluatePlacement(m, inv, p, tiers)
-				if cands[i] != nil {
-					cands[i].key = reps[i].key
+				if ferr != nil {
+					errs[i] = ferr
+					continue
 				}
+				p := placementFor(groups, reps[i].counts)
+				c := &Candidate{Placement: p, key: reps[i].key}
+				if fe != nil {
+					secs, fab, err := fe.times(p)
+					if err != nil {
+						errs[i] = err
+						continue
+					}
+					c.Seconds, c.AggregateGBps, c.FabricGBps = secs, tiers.DemandGB/secs, tiers.DemandGB/fab
+				} else if errs[i] = detailCandidate(m, inv, tiers, c, true); errs[i] != nil {
+					continue
+				}
+				if detail && c.Eval == nil {
+					errs[i] = detailCandidate(m, inv, tiers, c, false)
+				}
+				cands[i] = c
 			}
 		}()
 	}
@@ -363,20 +408,36 @@ func Search(ctx context.Context, m *topology.Machine, inv Inventory, tiers Tiers
 	return res, nil
 }
 
-func evaluatePlacement(m *topology.Machine, inv Inventory, p Placement, tiers Tiers) (*Candidate, error) {
-	pm, err := Apply(m, inv, p)
+// detailCandidate fills c.Eval with the full evaluation of its placement;
+// withTimes also sets its times and fabric headroom from the same model.
+func detailCandidate(m *topology.Machine, inv Inventory, tiers Tiers, c *Candidate, withTimes bool) error {
+	pm, err := Apply(m, inv, c.Placement)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ev, err := Evaluate(pm, tiers)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	fabric, err := Evaluate(unboundSSDs(pm), tiers)
-	if err != nil {
-		return nil, err
+	c.Eval = ev
+	if withTimes {
+		fabric, err := Evaluate(unboundSSDs(pm), tiers)
+		if err != nil {
+			return err
+		}
+		c.Seconds, c.AggregateGBps, c.FabricGBps = ev.EpochIOSeconds, ev.AggregateGBps, fabric.AggregateGBps
 	}
-	return &Candidate{Placement: p, Eval: ev, FabricGBps: fabric.AggregateGBps}, nil
+	return nil
+}
+
+// Detail returns c's full evaluation, computing it if SearchTimes left it out.
+func (r *SearchResult) Detail(c *Candidate) (*Evaluation, error) {
+	if c.Eval == nil {
+		if err := detailCandidate(r.Machine, r.Inventory, r.Tiers, c, false); err != nil {
+			return nil, err
+		}
+	}
+	return c.Eval, nil
 }
 
 // unboundSSDs returns a copy of m whose SSDs read infinitely fast over
@@ -413,7 +474,7 @@ func unboundSSDs(m *topology.Machine) *topology.Machine {
 func rankCandidates(c []*Candidate) {
 	differ := func(a, b float64) bool { return math.Abs(a-b) > 1e-9*math.Max(a, b) }
 	sort.SliceStable(c, func(i, j int) bool {
-		a, b := c[i].Eval.EpochIOSeconds, c[j].Eval.EpochIOSeconds
+		a, b := c[i].Seconds, c[j].Seconds
 		if differ(a, b) {
 			return a < b
 		}

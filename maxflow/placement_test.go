@@ -346,3 +346,62 @@ func TestCPUOnlyMachineTrainsOnSockets(t *testing.T) {
 		t.Errorf("compute nodes %v, aggregate %v GB/s: want the 2 sockets at 20 GB/s (socket link binds)", ev.PerGPU, ev.AggregateGBps)
 	}
 }
+
+// TestFastEvaluatorMatchesFullModel: the universal graph that SearchTimes
+// uses gives every candidate the time and fabric headroom of the full
+// model on the machine Apply builds.
+func TestFastEvaluatorMatchesFullModel(t *testing.T) {
+	cases := []struct {
+		machine    string
+		gpus, ssds int
+		tiers      func(*Tiers)
+	}{
+		{"moment-b", 4, 8, func(*Tiers) {}},
+		{"moment-a", 2, 6, func(t *Tiers) { t.GPUCacheShare = 0.2; t.HostShare = 0.1 }},
+		{"hyperion-a", 1, 12, func(t *Tiers) { t.HostShare = 0.5 }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.machine, func(t *testing.T) {
+			m, _ := profiles.Machine(tc.machine)
+			sm, inv := Strip(m)
+			inv.GPUs, inv.SSDs = tc.gpus, tc.ssds
+			tiers := DefaultTiers()
+			tc.tiers(&tiers)
+			res, err := SearchTimes(context.Background(), sm, inv, tiers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range res.Candidates {
+				fast, fastFabric := c.Seconds, c.FabricGBps
+				if err := detailCandidate(sm, inv, tiers, c, true); err != nil {
+					t.Fatal(err)
+				}
+				if math.Abs(fast-c.Seconds) > 1e-9*c.Seconds || math.Abs(fastFabric-c.FabricGBps) > 1e-6*c.FabricGBps {
+					t.Fatalf("rank %d: fast %v s / %v GB/s fabric, full %v s / %v GB/s", c.Rank, fast, fastFabric, c.Seconds, c.FabricGBps)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSearchTimesAllCounts is what recommendation needs from the
+// placement search on moment-b: every distinct placement of 1-4 GPUs and
+// 1-16 SSDs, timed.
+func BenchmarkSearchTimesAllCounts(b *testing.B) {
+	m, _ := profiles.Machine("moment-b")
+	sm, inv := Strip(m)
+	for i := 0; i < b.N; i++ {
+		total := 0
+		for g := 1; g <= 4; g++ {
+			for s := 1; s <= 16; s++ {
+				inv.GPUs, inv.SSDs = g, s
+				res, err := SearchTimes(context.Background(), sm, inv, DefaultTiers())
+				if err != nil {
+					continue // more devices than slots
+				}
+				total += res.Distinct
+			}
+		}
+		b.ReportMetric(float64(total), "placements")
+	}
+}

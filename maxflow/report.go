@@ -56,7 +56,7 @@ type ReportCandidate struct {
 
 // Report builds the report of the top n candidates (all when n <= 0),
 // always including the classic placements.
-func (r *SearchResult) Report(n int) *Report {
+func (r *SearchResult) Report(n int) (*Report, error) {
 	rep := &Report{SchemaVersion: ReportSchemaVersion, Machine: r.Machine.Name, GPUs: r.Inventory.GPUs, SSDs: r.Inventory.SSDs,
 		GPUModel: deviceLabel(r.Inventory.GPU), SSDModel: deviceLabel(r.Inventory.SSD),
 		RawCandidates: r.Raw, DistinctCandidates: r.Distinct, ClassicNote: r.ClassicNote}
@@ -73,9 +73,13 @@ func (r *SearchResult) Report(n int) *Report {
 		if n > 0 && c.Rank > n && c.Classic == "" {
 			continue
 		}
-		rep.Candidates = append(rep.Candidates, r.reportCandidate(c))
+		rc, err := r.reportCandidate(c)
+		if err != nil {
+			return nil, err
+		}
+		rep.Candidates = append(rep.Candidates, rc)
 	}
-	return rep
+	return rep, nil
 }
 
 func deviceLabel(n topology.Node) string {
@@ -85,7 +89,10 @@ func deviceLabel(n topology.Node) string {
 	return n.Name
 }
 
-func (r *SearchResult) reportCandidate(c *Candidate) ReportCandidate {
+func (r *SearchResult) reportCandidate(c *Candidate) (ReportCandidate, error) {
+	if _, err := r.Detail(c); err != nil {
+		return ReportCandidate{}, err
+	}
 	rc := ReportCandidate{Rank: c.Rank, Classic: c.Classic, Devices: map[string]string{}, Where: map[string]string{},
 		PerGPUGBps: map[string]float64{}, AggregateGBps: round6(c.Eval.AggregateGBps), FabricGBps: round6(c.FabricGBps), EpochIOSecs: round6(c.Eval.EpochIOSeconds),
 		Bottlenecks: c.Eval.Bottlenecks}
@@ -104,7 +111,7 @@ func (r *SearchResult) reportCandidate(c *Candidate) ReportCandidate {
 		tr.GB, tr.GBps = round6(tr.GB), round6(tr.GBps)
 		rc.Traffic = append(rc.Traffic, tr)
 	}
-	return rc
+	return rc, nil
 }
 
 func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }

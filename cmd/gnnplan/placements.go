@@ -113,7 +113,11 @@ func runPlacements(ctx context.Context, o *placementsOptions) error {
 		if o.TopSet {
 			n = o.Top
 		}
-		return enc.Encode(res.Report(n))
+		rep, err := res.Report(n)
+		if err != nil {
+			return err
+		}
+		return enc.Encode(rep)
 	}
 	return writePlacementsTable(o, res)
 }
@@ -150,7 +154,11 @@ func writePlacementsTable(o *placementsOptions, res *maxflow.SearchResult) error
 	}
 	fmt.Fprintln(out, "FABRIC GB/s: what the placement would move if the SSDs never bound (headroom of its switches, root ports and socket link)")
 	fmt.Fprintln(out, "best placement:")
-	rep := res.Report(1).Candidates[0]
+	top, err := res.Report(1)
+	if err != nil {
+		return err
+	}
+	rep := top.Candidates[0]
 	for _, id := range append(deviceIDs("gpu", inv.GPUs), deviceIDs("nvme", inv.SSDs)...) {
 		fmt.Fprintf(out, "  %-7s %s\n", id, rep.Where[id])
 	}

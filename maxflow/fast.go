@@ -1,0 +1,164 @@
+package maxflow
+
+import (
+	"github.com/gnnplan/gnnplan/topology"
+)
+
+// fastEvaluator predicts the epoch IO time of many placements of one
+// inventory on one machine without rebuilding anything per placement. It
+// builds a single "universal" capacity graph in which every free slot holds
+// both a GPU and an SSD; a placement only switches devices on (their
+// storage and sink edges get capacity) or off (zero), which leaves the max
+// flow of the placed machine unchanged: a switched-off device is a dead end.
+// The times equal Evaluate's on the machine Apply builds (a test checks).
+type fastEvaluator struct {
+	net        *Network
+	src, sink  int
+	tiers      Tiers
+	nGPU, nSSD int
+	base       []float64 // rates as built
+	baseVol    []float64
+	slot       map[string]*slotEdges
+}
+
+// slotEdges are the edges a placement switches for one slot.
+type slotEdges struct {
+	gpuSink, gpuCache int    // GPU -> sink (volume D/n), source -> GPU memory (-1 if no cache share)
+	ssdRead           int    // SSD pool -> SSD (rate)
+	ssdLinks          [2]int // slot <-> SSD
+	slotUp            [2]int // parent <-> slot
+}
+
+const fastUnbounded = 1e6 // GB/s: "never binds" for fabric headroom
+
+func newFastEvaluator(m *topology.Machine, inv Inventory, groups []slotGroup, tiers Tiers) (*fastEvaluator, error) {
+	u := &topology.Machine{SchemaVersion: m.SchemaVersion, Name: m.Name, Source: m.Source,
+		Nodes: append([]topology.Node(nil), m.Nodes...), Links: append([]topology.Link(nil), m.Links...)}
+	gpuOf, ssdOf := map[string]string{}, map[string]string{}
+	for _, g := range groups {
+		for _, s := range g.slots {
+			slot := m.Node(s)
+			for _, dev := range []struct {
+				tmpl  topology.Node
+				stem  string
+				takes bool
+				into  map[string]string
+			}{{inv.GPU, "u-gpu-", g.takesGPU, gpuOf}, {inv.SSD, "u-ssd-", g.takesSSD, ssdOf}} {
+				if !dev.takes {
+					continue
+				}
+				n := dev.tmpl
+				n.ID, n.Parent = dev.stem+s, s
+				gen, lanes := minKnown(n.PCIeGen, slot.PCIeGen), minKnown(n.Lanes, slot.Lanes)
+				gbps := topology.PCIeGBps(gen, lanes)
+				if gbps == 0 {
+					gbps = topology.PCIeGBps(3, 16)
+				}
+				u.Nodes = append(u.Nodes, n)
+				u.Links = append(u.Links, topology.Link{From: s, To: n.ID, Kind: topology.LinkPCIe, GBps: gbps, PCIeGen: gen, Lanes: lanes})
+				dev.into[s] = n.ID
+			}
+		}
+	}
+	// Build with one GPU's share per GPU: BuildGraph divides the demand by
+	// the GPUs it sees, so give the sink and cache volumes their real
+	// values afterwards.
+	g, err := BuildGraph(u, tiers)
+	if err != nil {
+		return nil, err
+	}
+	f := &fastEvaluator{net: g.Net, src: g.Source, sink: g.Sink, tiers: tiers, nGPU: inv.GPUs, nSSD: inv.SSDs,
+		slot: map[string]*slotEdges{}}
+	edgeBetween := func(a, b string) int {
+		na, nb := g.Node[a], g.Node[b]
+		for e := 0; e < g.Net.Edges(); e++ {
+			if int(g.Net.from[e]) == na && int(g.Net.to[e]) == nb && g.Link[e] >= 0 {
+				return e
+			}
+		}
+		return -1
+	}
+	for _, gr := range groups {
+		for _, s := range gr.slots {
+			se := &slotEdges{gpuSink: -1, gpuCache: -1, ssdRead: -1, ssdLinks: [2]int{-1, -1}, slotUp: [2]int{-1, -1}}
+			parent := m.Node(s).Parent
+			se.slotUp = [2]int{edgeBetween(parent, s), edgeBetween(s, parent)}
+			if id, ok := gpuOf[s]; ok {
+				for _, c := range g.Compute {
+					if c.ID == id {
+						se.gpuSink = c.Edge
+					}
+				}
+				for _, st := range g.Storage {
+					if st.ID == id && st.Kind == StorageGPUMem {
+						se.gpuCache = st.Edge
+					}
+				}
+			}
+			if id, ok := ssdOf[s]; ok {
+				for _, st := range g.Storage {
+					if st.ID == id && st.Kind == StorageSSD {
+						se.ssdRead = st.Edge
+					}
+				}
+				se.ssdLinks = [2]int{edgeBetween(s, id), edgeBetween(id, s)}
+			}
+			f.slot[s] = se
+		}
+	}
+	f.base = append([]float64(nil), g.Net.rate...)
+	f.baseVol = append([]float64(nil), g.Net.volume...)
+	return f, nil
+}
+
+// times returns the least epoch IO time of placement p, and the time with
+// the SSDs unbounded (fabric headroom).
+func (f *fastEvaluator) times(p Placement) (secs, fabricSecs float64, err error) {
+	n := f.net
+	D := f.tiers.DemandGB
+	reset := func() {
+		copy(n.rate, f.base)
+		copy(n.volume, f.baseVol)
+		for _, se := range f.slot {
+			if se.gpuSink >= 0 {
+				n.volume[se.gpuSink] = 0
+			}
+			if se.gpuCache >= 0 {
+				n.volume[se.gpuCache] = 0
+			}
+			if se.ssdRead >= 0 {
+				n.rate[se.ssdRead] = 0
+			}
+		}
+		for _, s := range p.GPUSlots {
+			se := f.slot[s]
+			n.volume[se.gpuSink] = D / float64(len(p.GPUSlots))
+			if se.gpuCache >= 0 {
+				n.volume[se.gpuCache] = f.tiers.GPUCacheShare * D / float64(len(p.GPUSlots))
+			}
+		}
+		for _, s := range p.SSDSlots {
+			se := f.slot[s]
+			n.rate[se.ssdRead] = f.base[se.ssdRead]
+		}
+	}
+	reset()
+	secs, err = n.LeastTime(f.src, f.sink, D)
+	if err != nil {
+		return 0, 0, err
+	}
+	// Fabric headroom: the SSDs read at once over links of their own.
+	for _, s := range p.SSDSlots {
+		se := f.slot[s]
+		for _, e := range append([]int{se.ssdRead}, append(se.ssdLinks[:], se.slotUp[:]...)...) {
+			if e >= 0 {
+				n.rate[e] = fastUnbounded
+			}
+		}
+	}
+	fabricSecs, err = n.LeastTime(f.src, f.sink, D)
+	if err != nil {
+		return 0, 0, err
+	}
+	return secs, fabricSecs, nil
+}
