@@ -1,6 +1,8 @@
 package maxflow
 
 import (
+	"math"
+
 	"github.com/gnnplan/gnnplan/topology"
 )
 
@@ -111,54 +113,105 @@ func newFastEvaluator(m *topology.Machine, inv Inventory, groups []slotGroup, ti
 	return f, nil
 }
 
-// times returns the least epoch IO time of placement p, and the time with
-// the SSDs unbounded (fabric headroom).
-func (f *fastEvaluator) times(p Placement) (secs, fabricSecs float64, err error) {
+// set switches on the devices of placement p and off all others.
+func (f *fastEvaluator) set(p Placement) {
 	n := f.net
 	D := f.tiers.DemandGB
-	reset := func() {
-		copy(n.rate, f.base)
-		copy(n.volume, f.baseVol)
-		for _, se := range f.slot {
-			if se.gpuSink >= 0 {
-				n.volume[se.gpuSink] = 0
-			}
-			if se.gpuCache >= 0 {
-				n.volume[se.gpuCache] = 0
-			}
-			if se.ssdRead >= 0 {
-				n.rate[se.ssdRead] = 0
-			}
+	copy(n.rate, f.base)
+	copy(n.volume, f.baseVol)
+	for _, se := range f.slot {
+		if se.gpuSink >= 0 {
+			n.volume[se.gpuSink] = 0
 		}
-		for _, s := range p.GPUSlots {
-			se := f.slot[s]
-			n.volume[se.gpuSink] = D / float64(len(p.GPUSlots))
-			if se.gpuCache >= 0 {
-				n.volume[se.gpuCache] = f.tiers.GPUCacheShare * D / float64(len(p.GPUSlots))
-			}
+		if se.gpuCache >= 0 {
+			n.volume[se.gpuCache] = 0
 		}
-		for _, s := range p.SSDSlots {
-			se := f.slot[s]
-			n.rate[se.ssdRead] = f.base[se.ssdRead]
+		if se.ssdRead >= 0 {
+			n.rate[se.ssdRead] = 0
 		}
 	}
-	reset()
-	secs, err = n.LeastTime(f.src, f.sink, D)
-	if err != nil {
-		return 0, 0, err
+	for _, s := range p.GPUSlots {
+		se := f.slot[s]
+		n.volume[se.gpuSink] = D / float64(len(p.GPUSlots))
+		if se.gpuCache >= 0 {
+			n.volume[se.gpuCache] = f.tiers.GPUCacheShare * D / float64(len(p.GPUSlots))
+		}
 	}
-	// Fabric headroom: the SSDs read at once over links of their own.
 	for _, s := range p.SSDSlots {
 		se := f.slot[s]
-		for _, e := range append([]int{se.ssdRead}, append(se.ssdLinks[:], se.slotUp[:]...)...) {
-			if e >= 0 {
-				n.rate[e] = fastUnbounded
-			}
-		}
+		n.rate[se.ssdRead] = f.base[se.ssdRead]
 	}
+}
+
+// lowerBound returns a lower bound on p's epoch IO time from one max flow:
+// the demand over the rates-only max flow (volume caps only slow it).
+func (f *fastEvaluator) lowerBound(p Placement) (float64, error) {
+	f.set(p)
+	flow, err := f.net.solver().maxflow(int32(f.src), int32(f.sink), f.net.rate)
+	if err == ErrUnbounded {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if flow <= 0 {
+		return math.Inf(1), nil
+	}
+	return f.tiers.DemandGB / flow, nil
+}
+
+// times returns the least epoch IO time of placement p and, when fabric is
+// set, the time with the SSDs unbounded (fabric headroom; else 0).
+func (f *fastEvaluator) times(p Placement, fabric bool) (secs, fabricSecs float64, err error) {
+	n := f.net
+	D := f.tiers.DemandGB
+	f.set(p)
+	secs, err = n.LeastTime(f.src, f.sink, D)
+	if err != nil || !fabric {
+		return secs, 0, err
+	}
+	// Fabric headroom: the SSDs read at once over links of their own.
+	f.unboundSSDs(p)
 	fabricSecs, err = n.LeastTime(f.src, f.sink, D)
 	if err != nil {
 		return 0, 0, err
 	}
 	return secs, fabricSecs, nil
+}
+
+// timeBelow returns p's least time if it is below cutoff (below true),
+// else a lower bound on it that is at least cutoff.
+func (f *fastEvaluator) timeBelow(p Placement, cutoff float64) (float64, bool, error) {
+	f.set(p)
+	return f.net.leastTimeBelow(f.src, f.sink, f.tiers.DemandGB, cutoff)
+}
+
+// unboundSSDs lifts the rates of p's SSDs and their private links (set
+// must have run for p).
+func (f *fastEvaluator) unboundSSDs(p Placement) {
+	for _, s := range p.SSDSlots {
+		se := f.slot[s]
+		for _, e := range [...]int{se.ssdRead, se.ssdLinks[0], se.ssdLinks[1], se.slotUp[0], se.slotUp[1]} {
+			if e >= 0 {
+				f.net.rate[e] = fastUnbounded
+			}
+		}
+	}
+}
+
+// fabricLowerBound is lowerBound with the SSDs unbounded.
+func (f *fastEvaluator) fabricLowerBound(p Placement) (float64, error) {
+	f.set(p)
+	f.unboundSSDs(p)
+	flow, err := f.net.solver().maxflow(int32(f.src), int32(f.sink), f.net.rate)
+	if err == ErrUnbounded {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if flow <= 0 {
+		return math.Inf(1), nil
+	}
+	return f.tiers.DemandGB / flow, nil
 }

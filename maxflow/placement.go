@@ -212,6 +212,10 @@ type Candidate struct {
 	// Eval is the full prediction (per-GPU inlets, storage traffic,
 	// bottlenecks); nil from SearchTimes until Detail fills it.
 	Eval *Evaluation `json:"evaluation,omitempty"`
+	// LowerBound marks a SearchTimes candidate that was not timed because
+	// a lower bound on its time already exceeded the fastest: Seconds is
+	// that bound.
+	LowerBound bool `json:"time_is_lower_bound,omitempty"`
 	// FabricGBps is the aggregate the placement would reach if the SSDs
 	// never bound: the headroom its switches, root ports and socket link
 	// leave. It breaks ties between placements with equal predicted time.
@@ -287,10 +291,6 @@ func search(ctx context.Context, m *topology.Machine, inv Inventory, tiers Tiers
 	}
 	canon := newCanonicalizer(m, groups)
 	res := &SearchResult{Machine: m, Inventory: inv, Tiers: tiers}
-	type rep struct {
-		key    string
-		counts [][2]int
-	}
 	var reps []rep
 	seen := map[string]bool{}
 	counts := make([][2]int, len(groups))
@@ -346,6 +346,16 @@ func search(ctx context.Context, m *topology.Machine, inv Inventory, tiers Tiers
 	walk(0, inv.GPUs, inv.SSDs)
 	res.Distinct = len(reps)
 
+	if !detail && inv.GPUs > 0 {
+		cands, err := timesOnly(ctx, m, inv, groups, tiers, reps)
+		if err != nil {
+			return nil, err
+		}
+		rankCandidates(cands)
+		res.Candidates = cands
+		res.Classic, res.ClassicNote = classicPlacements(m, inv, groups, tiers, canon, cands)
+		return res, nil
+	}
 	cands := make([]*Candidate, len(reps))
 	errs := make([]error, len(reps))
 	var wg sync.WaitGroup
@@ -370,12 +380,15 @@ func search(ctx context.Context, m *topology.Machine, inv Inventory, tiers Tiers
 				p := placementFor(groups, reps[i].counts)
 				c := &Candidate{Placement: p, key: reps[i].key}
 				if fe != nil {
-					secs, fab, err := fe.times(p)
+					secs, fab, err := fe.times(p, detail)
 					if err != nil {
 						errs[i] = err
 						continue
 					}
-					c.Seconds, c.AggregateGBps, c.FabricGBps = secs, tiers.DemandGB/secs, tiers.DemandGB/fab
+					c.Seconds, c.AggregateGBps = secs, tiers.DemandGB/secs
+					if detail {
+						c.FabricGBps = tiers.DemandGB / fab
+					}
 				} else if errs[i] = detailCandidate(m, inv, tiers, c, true); errs[i] != nil {
 					continue
 				}
@@ -406,6 +419,113 @@ func search(ctx context.Context, m *topology.Machine, inv Inventory, tiers Tiers
 	res.Candidates = cands
 	res.Classic, res.ClassicNote = classicPlacements(m, inv, groups, tiers, canon, cands)
 	return res, nil
+}
+
+// timesOnly finds the fastest placement exactly while timing as few as it
+// can: one max flow per candidate gives a lower bound on its time (the
+// demand over its rates-only max flow); candidates are timed in order of
+// that bound until the bound reaches the best time found. The rest keep
+// their bound as Seconds, marked LowerBound: none of them is faster, and
+// of placements tied with the best the first in bound order wins (the
+// order is deterministic). The winner's fabric headroom is computed too.
+func timesOnly(ctx context.Context, m *topology.Machine, inv Inventory, groups []slotGroup, tiers Tiers, reps []rep) ([]*Candidate, error) {
+	fe, err := newFastEvaluator(m, inv, groups, tiers)
+	if err != nil {
+		return nil, err
+	}
+	cands := make([]*Candidate, len(reps))
+	lbs := make([]float64, len(reps))
+	order := make([]int, len(reps))
+	for i, r := range reps {
+		if i%256 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		cands[i] = &Candidate{Placement: placementFor(groups, r.counts), key: r.key}
+		if lbs[i], err = fe.lowerBound(cands[i].Placement); err != nil {
+			return nil, err
+		}
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return lbs[order[a]] < lbs[order[b]] })
+	best := math.Inf(1)
+	for _, i := range order {
+		c := cands[i]
+		if lbs[i] >= best*(1-1e-12) {
+			c.Seconds, c.LowerBound = lbs[i], true
+		} else {
+			secs, below, err := fe.timeBelow(c.Placement, best*(1-1e-12))
+			if err != nil {
+				return nil, err
+			}
+			c.Seconds, c.LowerBound = secs, !below
+			if below {
+				best = secs
+			}
+		}
+		c.AggregateGBps = tiers.DemandGB / c.Seconds
+	}
+	if len(order) > 0 {
+		w := cands[order[0]]
+		for _, c := range cands {
+			if !c.LowerBound && c.Seconds < w.Seconds {
+				w = c
+			}
+		}
+		_, fab, err := fe.times(w.Placement, true)
+		if err != nil {
+			return nil, err
+		}
+		w.FabricGBps = tiers.DemandGB / fab
+	}
+	return cands, nil
+}
+
+// fabricForFastest computes fabric headroom for the candidates tied with
+// the fastest, where it decides the winner.
+func fabricForFastest(m *topology.Machine, inv Inventory, groups []slotGroup, tiers Tiers, cands []*Candidate) error {
+	if inv.GPUs == 0 || len(cands) == 0 {
+		return nil // detailed already: no universal graph without GPUs
+	}
+	best := math.Inf(1)
+	for _, c := range cands {
+		best = math.Min(best, c.Seconds)
+	}
+	fe, err := newFastEvaluator(m, inv, groups, tiers)
+	if err != nil {
+		return err
+	}
+	// The same pruning as timesOnly, on the fabric times of the tied set.
+	var tied []*Candidate
+	var lbs []float64
+	for _, c := range cands {
+		if c.LowerBound || math.Abs(c.Seconds-best) > 1e-9*best {
+			continue
+		}
+		lb, err := fe.fabricLowerBound(c.Placement)
+		if err != nil {
+			return err
+		}
+		tied, lbs = append(tied, c), append(lbs, lb)
+	}
+	order := make([]int, len(tied))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return lbs[order[a]] < lbs[order[b]] })
+	bestFabric := math.Inf(1)
+	for _, i := range order {
+		secs := lbs[i]
+		if secs <= bestFabric*(1+1e-9) {
+			_, fab, err := fe.times(tied[i].Placement, true)
+			if err != nil {
+				return err
+			}
+			secs = fab
+			bestFabric = math.Min(bestFabric, fab)
+		}
+		tied[i].FabricGBps = tiers.DemandGB / secs
+	}
+	return nil
 }
 
 // detailCandidate fills c.Eval with the full evaluation of its placement;
@@ -466,6 +586,12 @@ func unboundSSDs(m *topology.Machine) *topology.Machine {
 		}
 	}
 	return &out
+}
+
+// rep is one distinct placement: its canonical key and per-group counts.
+type rep struct {
+	key    string
+	counts [][2]int
 }
 
 // rankCandidates sorts by epoch IO time (shorter first); times within

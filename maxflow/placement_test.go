@@ -348,8 +348,9 @@ func TestCPUOnlyMachineTrainsOnSockets(t *testing.T) {
 }
 
 // TestFastEvaluatorMatchesFullModel: the universal graph that SearchTimes
-// uses gives every candidate the time and fabric headroom of the full
-// model on the machine Apply builds.
+// uses gives every timed candidate the time and fabric headroom of the
+// full model on the machine Apply builds; the candidates it prunes carry
+// true lower bounds and none is faster than its winner.
 func TestFastEvaluatorMatchesFullModel(t *testing.T) {
 	cases := []struct {
 		machine    string
@@ -376,9 +377,27 @@ func TestFastEvaluatorMatchesFullModel(t *testing.T) {
 				if err := detailCandidate(sm, inv, tiers, c, true); err != nil {
 					t.Fatal(err)
 				}
+				if c.LowerBound {
+					// Pruned: its time must be a true lower bound, and the
+					// placement no faster than the winner.
+					if fast > c.Seconds*(1+1e-9) || c.Seconds < res.Candidates[0].Seconds*(1-1e-9) {
+						t.Fatalf("rank %d: bound %v s, full %v s, winner %v s", c.Rank, fast, c.Seconds, res.Candidates[0].Seconds)
+					}
+					continue
+				}
+				if fastFabric == 0 {
+					fastFabric = c.FabricGBps // SearchTimes computes it for the winner only
+				}
 				if math.Abs(fast-c.Seconds) > 1e-9*c.Seconds || math.Abs(fastFabric-c.FabricGBps) > 1e-6*c.FabricGBps {
 					t.Fatalf("rank %d: fast %v s / %v GB/s fabric, full %v s / %v GB/s", c.Rank, fast, fastFabric, c.Seconds, c.FabricGBps)
 				}
+			}
+			full, err := Search(context.Background(), sm, inv, tiers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a, b := res.Candidates[0].Seconds, full.Candidates[0].Seconds; math.Abs(a-b) > 1e-9*b {
+				t.Errorf("SearchTimes winner %v s, full search best %v s", a, b)
 			}
 		})
 	}

@@ -55,7 +55,7 @@ func (n *Network) MinTime(s, t int, demand float64) (*TimedSolution, error) {
 	if err := n.checkDemand(s, t, demand); err != nil {
 		return nil, err
 	}
-	secs, flows, err := n.leastTime(s, t, demand)
+	secs, flows, err := n.leastTime(s, t, demand, math.Inf(1))
 	if err != nil {
 		return nil, err
 	}
@@ -83,11 +83,19 @@ func (n *Network) LeastTime(s, t int, demand float64) (float64, error) {
 	if err := n.checkDemand(s, t, demand); err != nil {
 		return 0, err
 	}
-	secs, _, err := n.leastTime(s, t, demand)
+	secs, _, err := n.leastTime(s, t, demand, math.Inf(1))
 	return secs, err
 }
 
-func (n *Network) leastTime(s, t int, demand float64) (float64, int, error) {
+// leastTimeBelow is LeastTime for a search that only cares about times
+// below cutoff: Newton's iterates are lower bounds, so once one reaches
+// the cutoff it stops and returns it with below = false.
+func (n *Network) leastTimeBelow(s, t int, demand, cutoff float64) (secs float64, below bool, err error) {
+	secs, _, err = n.leastTime(s, t, demand, cutoff)
+	return secs, err == nil && secs < cutoff, err
+}
+
+func (n *Network) leastTime(s, t int, demand, cutoff float64) (float64, int, error) {
 	d := n.solver()
 	if cap(n.capsBuf) < len(n.rate) {
 		n.capsBuf = make([]float64, len(n.rate))
@@ -142,6 +150,9 @@ func (n *Network) leastTime(s, t int, demand float64) (float64, int, error) {
 			return T, flows, nil // floating point: no further progress
 		}
 		T = next
+		if T >= cutoff {
+			return T, flows, nil
+		}
 	}
 	return T, 10000, nil
 }

@@ -1,0 +1,178 @@
+package tpc
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/profiles"
+	"github.com/gnnplan/gnnplan/topology"
+)
+
+// Assumptions are the figures the model needs that neither the machine,
+// the catalog nor the workload gives. Every one is printed with a plan.
+type Assumptions struct {
+	// GPUReserveGiB is GPU memory kept for the model, activations and the
+	// sampler; the rest caches feature rows (Hyperion fills all available
+	// GPU memory with its cache).
+	GPUReserveGiB float64 `json:"gpu_reserve_GiB"`
+	// CPUCacheFraction is the share of vertices whose features are cached
+	// in host memory (Moment caches 1%), capped by host memory.
+	CPUCacheFraction float64 `json:"cpu_cache_fraction"`
+	// SkewExponent a models access skew when no hotness is measured: the
+	// hottest fraction x of vertices receives x^a of the accesses. 0.26
+	// gives the top 1% 30% of the accesses, mid-range of DiskGNN's table
+	// (14-56%).
+	SkewExponent float64 `json:"skew_exponent"`
+	// ComputeEfficiency is the share of the GPU's FP32 datasheet peak
+	// GNN training reaches (an estimate: dense layers dominate the FLOPs,
+	// sparse aggregation runs far below peak).
+	ComputeEfficiency float64 `json:"compute_efficiency"`
+	// HostMemGBps is one socket's DRAM read rate.
+	HostMemGBps float64 `json:"host_mem_GBps"`
+	// SSDBlockBytes is the SSD read unit the random-read IOPS are quoted
+	// at (4 KiB); a feature row is read in whole blocks.
+	SSDBlockBytes int `json:"ssd_block_bytes"`
+}
+
+// DefaultAssumptions returns the assumptions the papers' setups imply.
+func DefaultAssumptions() Assumptions {
+	return Assumptions{GPUReserveGiB: 8, CPUCacheFraction: 0.01, SkewExponent: 0.26, ComputeEfficiency: 0.5,
+		HostMemGBps: 100, SSDBlockBytes: 4096}
+}
+
+// hitShare is the share of accesses the hottest fraction x of vertices gets.
+func (a Assumptions) hitShare(x float64) float64 {
+	if x <= 0 {
+		return 0
+	}
+	if x >= 1 {
+		return 1
+	}
+	return math.Pow(x, a.SkewExponent)
+}
+
+// Hardware is one thing to buy: GPUs and SSDs of one model each.
+type Hardware struct {
+	GPU  profiles.GPUModel `json:"gpu"`
+	GPUs int               `json:"gpus"`
+	SSD  profiles.SSDModel `json:"ssd"`
+	SSDs int               `json:"ssds"`
+}
+
+// TCOUSD is the 5-year TCO of one machine with this hardware (Hyperion eq. 5).
+func (h Hardware) TCOUSD(host profiles.HostCost) float64 {
+	return host.TCOUSD(h.GPU.PriceUSD, h.GPUs, h.SSD.PriceUSD, h.SSDs)
+}
+
+// Shares says where an epoch's bytes come from.
+type Shares struct {
+	EpochGB       float64 `json:"epoch_GB"`        // all bytes the GPUs read per epoch
+	GPUCacheShare float64 `json:"gpu_cache_share"` // served from GPU memory
+	HostShare     float64 `json:"host_share"`      // topology plus CPU-cached features
+	SSDShare      float64 `json:"ssd_share"`
+	GPUCacheRows  float64 `json:"gpu_cache_rows"` // per GPU
+	CPUCacheRows  float64 `json:"cpu_cache_rows"`
+}
+
+// shares splits an epoch's bytes over the tiers: the GPU caches hold the
+// hottest rows, host memory the next CPUCacheFraction and all of the
+// topology, the SSDs the rest (Hyperion's hierarchy GPU > CPU > SSD).
+// Every GPU caches the same hottest rows (data parallel, no sharding).
+func shares(w Workload, hw Hardware, hostMemGiB float64, a Assumptions) Shares {
+	b := w.PerBatch()
+	batches := float64(w.BatchesPerEpoch())
+	row := float64(w.FeatureRowBytes())
+	feat := b.FeatureBytes * batches
+	topo := b.TopologyBytes * batches
+	total := feat + topo
+	V := float64(w.Vertices)
+	gpuRows := math.Max(0, (hw.GPU.MemoryGiB-a.GPUReserveGiB)*(1<<30)/row)
+	if hw.GPUs == 0 {
+		gpuRows = 0
+	}
+	gpuRows = math.Min(gpuRows, V)
+	_, topoBytes := w.DatasetBytes()
+	// Host memory holds the topology first; the feature cache gets what
+	// is left, up to the configured share of vertices.
+	cpuRows := math.Min(a.CPUCacheFraction*V, math.Max(0, hostMemGiB*(1<<30)-float64(topoBytes))/row)
+	cpuRows = math.Max(0, math.Min(cpuRows, V-gpuRows))
+	gpuHit := a.hitShare(gpuRows / V)
+	cpuHit := a.hitShare((gpuRows+cpuRows)/V) - gpuHit
+	s := Shares{EpochGB: total / 1e9, GPUCacheRows: gpuRows, CPUCacheRows: cpuRows}
+	if total > 0 {
+		s.GPUCacheShare = gpuHit * feat / total
+		s.HostShare = (cpuHit*feat + topo) / total
+		s.SSDShare = math.Max(0, 1-s.GPUCacheShare-s.HostShare)
+	}
+	return s
+}
+
+// ssdGBps is one SSD's useful read rate for feature rows: random reads of
+// whole blocks at the quoted IOPS, or the sequential rate, whichever is
+// lower, counting only the row's own bytes.
+func ssdGBps(ssd profiles.SSDModel, rowBytes int64, a Assumptions) float64 {
+	blk := int64(a.SSDBlockBytes)
+	if blk <= 0 {
+		blk = 4096
+	}
+	blocks := (rowBytes + blk - 1) / blk
+	device := ssd.ReadGBps
+	if ssd.RandReadIOPS > 0 {
+		device = math.Min(device, ssd.RandReadIOPS*float64(blk)/1e9)
+	}
+	return device * float64(rowBytes) / float64(blocks*blk)
+}
+
+// Prediction is what one plan is expected to do.
+type Prediction struct {
+	Shares          Shares  `json:"shares"`
+	EpochIOSeconds  float64 `json:"epoch_io_s"`
+	EpochTrainSecs  float64 `json:"epoch_train_s"`
+	EpochSeconds    float64 `json:"epoch_s"`
+	BatchSeconds    float64 `json:"batch_s"` // T_batch = max(T_io, T_train) per batch, per GPU
+	SamplesPerSec   float64 `json:"samples_per_s"`
+	CostUSD         float64 `json:"cost_USD"`
+	TPC             float64 `json:"tpc"` // samples per second per USD (Hyperion eq. 3)
+	Bound           string  `json:"bound"`
+	SSDGBps         float64 `json:"ssd_GBps"`
+	TrainTimeSource string  `json:"train_time_source"`
+}
+
+// Tiers turns shares into the flow model's storage tiers.
+func tiersFor(s Shares, ssd float64, a Assumptions) maxflow.Tiers {
+	return maxflow.Tiers{DemandGB: math.Max(s.EpochGB, 1e-9), HostShare: s.HostShare, GPUCacheShare: s.GPUCacheShare,
+		HostMemGBps: a.HostMemGBps, GPUMemGBps: 1500, SSDReadGBps: math.Max(ssd, 1e-9)}
+}
+
+// predict combines the flow model's epoch IO time with the training time:
+// stages overlap in the pipeline, so the epoch takes the longer of the two
+// (Hyperion eq. 4, T_batch = max(T_ssd, T_pcie, T_train), with the flow
+// model standing for T_ssd and T_pcie across many GPUs).
+func predict(w Workload, hw Hardware, host profiles.HostCost, ioSecs float64, s Shares, a Assumptions) Prediction {
+	b := w.PerBatch()
+	batches := float64(w.BatchesPerEpoch())
+	p := Prediction{Shares: s, EpochIOSeconds: ioSecs, CostUSD: hw.TCOUSD(host), SSDGBps: ssdGBps(hw.SSD, w.FeatureRowBytes(), a)}
+	perBatchTrain := b.FLOPs / (hw.GPU.FP32TFLOPS * 1e12 * a.ComputeEfficiency)
+	p.TrainTimeSource = fmt.Sprintf("catalog FP32 peak (%g TFLOPS) x efficiency %g x model FLOPs per batch", hw.GPU.FP32TFLOPS, a.ComputeEfficiency)
+	p.EpochTrainSecs = perBatchTrain * batches / float64(max(hw.GPUs, 1))
+	p.EpochSeconds = math.Max(p.EpochIOSeconds, p.EpochTrainSecs)
+	p.Bound = "io"
+	if p.EpochTrainSecs >= p.EpochIOSeconds {
+		p.Bound = "compute"
+	}
+	p.BatchSeconds = p.EpochSeconds / batches * float64(max(hw.GPUs, 1))
+	seeds := float64(w.trainVertices())
+	p.SamplesPerSec = seeds / p.EpochSeconds
+	p.TPC = p.SamplesPerSec / p.CostUSD
+	return p
+}
+
+// hostMemoryGiB sums the sockets' memory of a machine, or the catalog's
+// host memory when the machine does not say.
+func hostMemoryGiB(m *topology.Machine, host profiles.HostCost) float64 {
+	if s := m.Summarize(); s.MemoryGiB > 0 {
+		return s.MemoryGiB
+	}
+	return host.MemoryGiB
+}

@@ -1,0 +1,470 @@
+package tpc
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/profiles"
+	"github.com/gnnplan/gnnplan/topology"
+)
+
+// Request is a recommendation question: what to buy for a budget, for a
+// workload, on a machine (its slots; the GPUs and SSDs it holds are
+// ignored, they are what is being chosen).
+type Request struct {
+	Machine   *topology.Machine
+	Catalog   *profiles.Catalog
+	Workload  Workload
+	BudgetUSD float64
+	// GPUModels and SSDModels restrict the choice to these catalog keys;
+	// empty means every model in the catalog.
+	GPUModels, SSDModels []string
+	// MinGPUs..MaxGPUs bounds the GPU count (default 1..4).
+	MinGPUs, MaxGPUs int
+	Assumptions      Assumptions
+}
+
+// Option is one priced, placed and predicted hardware choice.
+type Option struct {
+	Hardware
+	Placement maxflow.Placement `json:"placement"`
+	Prediction
+	FabricGBps float64 `json:"fabric_GBps"`
+}
+
+// Recommendation is the answer: every option within budget ranked by TPC,
+// the best, the fastest, what binds and what the next dollar should buy,
+// and the distributed in-memory alternative.
+type Recommendation struct {
+	Request     Request `json:"-"`
+	Machine     *topology.Machine
+	Options     []*Option // within budget, best TPC first
+	Best        *Option   // highest TPC
+	Fastest     *Option   // most samples per second within budget
+	BestMachine *topology.Machine
+	BestEval    *maxflow.Evaluation
+	Hint        Hint
+	Distributed Distributed
+	Searched    int // hardware choices priced
+	Placements  int // distinct placements evaluated
+}
+
+// key identifies a placement search: its result depends on the devices'
+// link widths, the counts and the storage tiers.
+type searchKey struct {
+	gpuGen, gpuLanes, ssdGen, ssdLanes, gpus, ssds int
+	tiers                                          maxflow.Tiers
+}
+
+type searchOut struct {
+	best     *maxflow.Candidate
+	res      *maxflow.SearchResult
+	err      error
+	distinct int
+}
+
+// recommender holds a request's search cache.
+type recommender struct {
+	req      Request
+	stripped *topology.Machine
+	hostGiB  float64
+	maxGen   int // newest PCIe generation of any slot
+	mu       sync.Mutex
+	cache    map[searchKey]*searchOut
+}
+
+// Recommend prices every GPU model x GPU count x SSD model x SSD count the
+// budget and the free slots allow, places each with the max-flow model,
+// predicts throughput and TPC, and ranks them (exact: the space is small).
+func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
+	if err := req.Workload.Validate(); err != nil {
+		return nil, err
+	}
+	if req.Catalog == nil {
+		req.Catalog = profiles.DefaultCatalog()
+	}
+	if err := req.Catalog.Validate(); err != nil {
+		return nil, err
+	}
+	if math.IsNaN(req.BudgetUSD) || req.BudgetUSD <= 0 {
+		return nil, &topology.InputError{Field: "--budget", Msg: fmt.Sprintf("%v (want a budget in USD > 0)", req.BudgetUSD)}
+	}
+	if req.MinGPUs <= 0 {
+		req.MinGPUs = 1
+	}
+	if req.MaxGPUs <= 0 {
+		req.MaxGPUs = 4
+	}
+	if req.MinGPUs > req.MaxGPUs {
+		return nil, &topology.InputError{Field: "--gpus", Msg: fmt.Sprintf("%d-%d is not a range", req.MinGPUs, req.MaxGPUs)}
+	}
+	gpus, err := pickGPUs(req.Catalog, req.GPUModels)
+	if err != nil {
+		return nil, err
+	}
+	ssds, err := pickSSDs(req.Catalog, req.SSDModels)
+	if err != nil {
+		return nil, err
+	}
+	stripped, _ := maxflow.Strip(req.Machine)
+	r := &recommender{req: req, stripped: stripped, hostGiB: hostMemoryGiB(req.Machine, req.Catalog.Host), cache: map[searchKey]*searchOut{}}
+	gpuSlots, otherSlots := r.slotRoom()
+	for _, sl := range stripped.NodesOfKind(topology.KindSlot) {
+		r.maxGen = max(r.maxGen, sl.PCIeGen)
+	}
+	if r.maxGen == 0 {
+		r.maxGen = 7
+	}
+	rec := &Recommendation{Request: req, Machine: stripped}
+
+	type job struct{ hw Hardware }
+	var jobs []job
+	cheapest := math.Inf(1)
+	var cheapestHW Hardware
+	for _, g := range gpus {
+		for n := req.MinGPUs; n <= req.MaxGPUs; n++ {
+			if n > gpuSlots {
+				break
+			}
+			for _, s := range ssds {
+				for m := 0; n+m <= gpuSlots+otherSlots; m++ {
+					hw := Hardware{GPU: g, GPUs: n, SSD: s, SSDs: m}
+					cost := hw.TCOUSD(req.Catalog.Host)
+					if !r.feasible(hw) {
+						continue
+					}
+					if cost < cheapest {
+						cheapest, cheapestHW = cost, hw
+					}
+					if cost > req.BudgetUSD {
+						continue
+					}
+					jobs = append(jobs, job{hw})
+				}
+			}
+		}
+	}
+	if len(jobs) == 0 {
+		if math.IsInf(cheapest, 1) {
+			return nil, &topology.InputError{Field: req.Machine.Name, Msg: "no GPU and SSD choice fits the machine's slots and holds the dataset"}
+		}
+		return nil, &topology.InputError{Field: "--budget", Msg: fmt.Sprintf("$%.0f buys no plan: the cheapest plan (%d x %s, %d x %s) costs $%.0f",
+			req.BudgetUSD, cheapestHW.GPUs, cheapestHW.GPU.Key, cheapestHW.SSDs, cheapestHW.SSD.Key, cheapest)}
+	}
+	rec.Searched = len(jobs)
+	opts := make([]*Option, len(jobs))
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				opts[i], errs[i] = r.evaluate(ctx, jobs[i].hw)
+			}
+		}()
+	}
+	for i := range jobs {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for i, err := range errs {
+		if err != nil && !topology.IsBadInput(err) {
+			return nil, err
+		}
+		if opts[i] != nil {
+			rec.Options = append(rec.Options, opts[i])
+		}
+	}
+	if len(rec.Options) == 0 {
+		return nil, &topology.InputError{Field: req.Machine.Name, Msg: "no plan within budget can serve the workload"}
+	}
+	sortOptions(rec.Options)
+	rec.Best = rec.Options[0]
+	rec.Fastest = rec.Options[0]
+	for _, o := range rec.Options {
+		if o.SamplesPerSec > rec.Fastest.SamplesPerSec*(1+1e-9) {
+			rec.Fastest = o
+		}
+	}
+	for _, out := range r.cache {
+		rec.Placements += out.distinct
+	}
+	rec.BestMachine, rec.BestEval, err = r.detail(rec.Best)
+	if err != nil {
+		return nil, err
+	}
+	rec.Hint = r.hint(ctx, rec)
+	rec.Distributed = distributedAlternative(req, rec.Best)
+	return rec, nil
+}
+
+// sortOptions ranks by TPC, then throughput, then cheaper, then by name.
+func sortOptions(o []*Option) {
+	sort.SliceStable(o, func(i, j int) bool {
+		a, b := o[i], o[j]
+		if d := a.TPC - b.TPC; math.Abs(d) > 1e-12*math.Max(a.TPC, b.TPC) {
+			return d > 0
+		}
+		if d := a.SamplesPerSec - b.SamplesPerSec; math.Abs(d) > 1e-9*math.Max(a.SamplesPerSec, b.SamplesPerSec) {
+			return d > 0
+		}
+		if a.CostUSD != b.CostUSD {
+			return a.CostUSD < b.CostUSD
+		}
+		return a.label() < b.label()
+	})
+}
+
+func (o *Option) label() string {
+	return fmt.Sprintf("%s x%d + %s x%03d", o.GPU.Key, o.GPUs, o.SSD.Key, o.SSDs)
+}
+
+func pickGPUs(c *profiles.Catalog, keys []string) ([]profiles.GPUModel, error) {
+	if len(keys) == 0 {
+		return append([]profiles.GPUModel(nil), c.GPUs...), nil
+	}
+	var out []profiles.GPUModel
+	for _, k := range keys {
+		g, err := c.GPU(k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+func pickSSDs(c *profiles.Catalog, keys []string) ([]profiles.SSDModel, error) {
+	if len(keys) == 0 {
+		return append([]profiles.SSDModel(nil), c.SSDs...), nil
+	}
+	var out []profiles.SSDModel
+	for _, k := range keys {
+		s, err := c.SSD(k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// slotRoom counts the free slots that take a GPU and all free slots.
+func (r *recommender) slotRoom() (gpu, other int) {
+	for _, n := range r.stripped.NodesOfKind(topology.KindSlot) {
+		if n.Occupied {
+			continue
+		}
+		if n.DoubleWidth && (n.Lanes == 0 || n.Lanes >= 16) {
+			gpu++
+		} else {
+			other++
+		}
+	}
+	return gpu, other
+}
+
+// feasible says whether the hardware can hold the dataset: the SSDs hold
+// the features and topology, or with no SSD host memory holds everything.
+func (r *recommender) feasible(hw Hardware) bool {
+	feat, topo := r.req.Workload.DatasetBytes()
+	total := float64(feat + topo)
+	if hw.SSDs == 0 {
+		return total <= r.hostGiB*(1<<30)*0.9
+	}
+	return float64(hw.SSDs)*hw.SSD.CapacityGB*1e9 >= float64(feat)
+}
+
+func gpuNode(g profiles.GPUModel) topology.Node {
+	return topology.Node{Kind: topology.KindGPU, Name: g.Name, Model: g.Key, MemoryGiB: g.MemoryGiB, Lanes: g.Lanes, PCIeGen: g.PCIeGen}
+}
+
+func ssdNode(s profiles.SSDModel) topology.Node {
+	return topology.Node{Kind: topology.KindNVMe, Name: s.Name, Model: s.Key, Lanes: s.Lanes, PCIeGen: s.PCIeGen}
+}
+
+// evaluate places and predicts one hardware choice.
+func (r *recommender) evaluate(ctx context.Context, hw Hardware) (*Option, error) {
+	a := r.req.Assumptions
+	s := shares(r.req.Workload, hw, r.hostGiB, a)
+	if hw.SSDs == 0 {
+		// Everything from memory: the SSD share moves to host memory.
+		s.HostShare, s.SSDShare = s.HostShare+s.SSDShare, 0
+	}
+	ssd := ssdGBps(hw.SSD, r.req.Workload.FeatureRowBytes(), a)
+	tiers := tiersFor(s, ssd, a)
+	out := r.search(ctx, hw, tiers)
+	if out.err != nil {
+		return nil, out.err
+	}
+	o := &Option{Hardware: hw, Placement: out.best.Placement, FabricGBps: out.best.FabricGBps}
+	o.Prediction = predict(r.req.Workload, hw, r.req.Catalog.Host, out.best.Seconds, s, a)
+	return o, nil
+}
+
+func (r *recommender) search(ctx context.Context, hw Hardware, tiers maxflow.Tiers) *searchOut {
+	// A device runs at the lesser of its and its slot's generation, so
+	// GPUs of the newer generation than every slot share one search.
+	k := searchKey{min(hw.GPU.PCIeGen, r.maxGen), hw.GPU.Lanes, min(hw.SSD.PCIeGen, r.maxGen), hw.SSD.Lanes, hw.GPUs, hw.SSDs, tiers}
+	r.mu.Lock()
+	out, ok := r.cache[k]
+	r.mu.Unlock()
+	if ok {
+		return out
+	}
+	inv := maxflow.Inventory{GPUs: hw.GPUs, SSDs: hw.SSDs, GPU: gpuNode(hw.GPU), SSD: ssdNode(hw.SSD)}
+	res, err := maxflow.SearchTimes(ctx, r.stripped, inv, tiers)
+	out = &searchOut{res: res, err: err}
+	if err == nil {
+		out.best, out.distinct = res.Candidates[0], res.Distinct
+	}
+	r.mu.Lock()
+	r.cache[k] = out
+	r.mu.Unlock()
+	return out
+}
+
+// detail builds the machine of an option and its full flow evaluation.
+func (r *recommender) detail(o *Option) (*topology.Machine, *maxflow.Evaluation, error) {
+	inv := maxflow.Inventory{GPUs: o.GPUs, SSDs: o.SSDs, GPU: gpuNode(o.GPU), SSD: ssdNode(o.SSD)}
+	pm, err := maxflow.Apply(r.stripped, inv, o.Placement)
+	if err != nil {
+		return nil, nil, err
+	}
+	s := o.Shares
+	ev, err := maxflow.Evaluate(pm, tiersFor(s, o.SSDGBps, r.req.Assumptions))
+	if err != nil {
+		return nil, nil, err
+	}
+	return pm, ev, nil
+}
+
+// Hint says what binds the best plan and what one more component buys.
+type Hint struct {
+	Bound string `json:"bound"` // "ssd", "pcie", "socket-link", "compute", "memory"
+	// Link names the binding link for pcie and socket-link bounds.
+	Link string `json:"link,omitempty"`
+	// Next is what the next dollar should buy, with its effect.
+	Next string `json:"next"`
+	// ThroughputGain and TPCGain are the relative changes of Next
+	// (0.05 = +5%); zero when Next is "nothing".
+	ThroughputGain float64 `json:"throughput_gain"`
+	TPCGain        float64 `json:"tpc_gain"`
+	Text           string  `json:"text"`
+}
+
+func (r *recommender) hint(ctx context.Context, rec *Recommendation) Hint {
+	best := rec.Best
+	h := Hint{}
+	if best.Bound == "compute" {
+		h.Bound = "compute"
+		h.Text = fmt.Sprintf("GPU compute-bound: training takes %.1f s per epoch, IO %.1f s", best.EpochTrainSecs, best.EpochIOSeconds)
+		r.nextStep(ctx, &h, best, Hardware{GPU: best.GPU, GPUs: best.GPUs + 1, SSD: best.SSD, SSDs: best.SSDs}, "one more "+best.GPU.Key)
+		return h
+	}
+	ssdBound, pcie, socket := false, "", ""
+	for _, b := range rec.BestEval.Bottlenecks {
+		switch {
+		case b.Kind == "ssd_read" || b.FromKind == topology.KindNVMe:
+			ssdBound = true
+		case b.Kind == string(topology.LinkInterSocket):
+			socket = fmt.Sprintf("%s-%s %s (%g GB/s)", b.From, b.To, b.Label, b.GBps)
+		case b.Kind == "memory_read":
+			if h.Bound == "" {
+				h.Bound = "memory"
+			}
+		default:
+			if pcie == "" {
+				pcie = fmt.Sprintf("%s->%s", b.From, b.To)
+				if b.Label != "" {
+					pcie += " (" + b.Label + ")"
+				}
+				pcie += fmt.Sprintf(" %g GB/s", b.GBps)
+			}
+		}
+	}
+	more := Hardware{GPU: best.GPU, GPUs: best.GPUs, SSD: best.SSD, SSDs: best.SSDs + 1}
+	switch {
+	case ssdBound && pcie == "" && socket == "":
+		h.Bound = "ssd"
+		h.Text = fmt.Sprintf("SSD-bound: the %d SSD(s) read %.1f GB/s each for feature rows", best.SSDs, best.SSDGBps)
+	case socket != "":
+		h.Bound, h.Link = "socket-link", socket
+		h.Text = "socket-link-bound: " + socket
+	case pcie != "":
+		h.Bound, h.Link = "pcie", pcie
+		h.Text = "PCIe-bound at " + pcie
+	default:
+		if h.Bound == "" {
+			h.Bound = "io"
+		}
+		h.Text = "IO-bound"
+	}
+	r.nextStep(ctx, &h, best, more, "one more "+best.SSD.Key)
+	return h
+}
+
+// nextStep evaluates adding one component and phrases the result.
+func (r *recommender) nextStep(ctx context.Context, h *Hint, best *Option, next Hardware, what string) {
+	o, err := r.evaluate(ctx, next)
+	if err != nil || o == nil {
+		h.Next = "nothing: " + what + " does not fit the machine"
+		h.Text += "; " + h.Next
+		return
+	}
+	h.ThroughputGain = o.SamplesPerSec/best.SamplesPerSec - 1
+	h.TPCGain = o.TPC/best.TPC - 1
+	if h.ThroughputGain < 0.01 {
+		h.Next = fmt.Sprintf("nothing: %s adds %+.1f%% throughput", what, 100*h.ThroughputGain)
+		h.ThroughputGain, h.TPCGain = 0, 0
+	} else {
+		where := ""
+		if len(o.Placement.SSDSlots) > len(best.Placement.SSDSlots) {
+			where = " (" + newSlot(r.stripped, best.Placement.SSDSlots, o.Placement.SSDSlots) + ")"
+		}
+		h.Next = fmt.Sprintf("%s%s: %+.1f%% throughput, %+.1f%% TPC, $%.0f", what, where, 100*h.ThroughputGain, 100*h.TPCGain, o.CostUSD-best.CostUSD)
+	}
+	h.Text += "; next: " + h.Next
+}
+
+// newSlot names where the extra SSD of a larger plan sits, by the switch
+// or root complex whose count grew.
+func newSlot(m *topology.Machine, before, after []string) string {
+	count := func(slots []string) map[string]int {
+		c := map[string]int{}
+		for _, s := range slots {
+			if n := m.Node(s); n != nil {
+				c[n.Parent]++
+			}
+		}
+		return c
+	}
+	b, a := count(before), count(after)
+	var grew []string
+	for p, n := range a {
+		if n > b[p] {
+			name := p
+			if pn := m.Node(p); pn != nil && pn.Name != "" {
+				name = pn.Name
+			}
+			grew = append(grew, "on "+name)
+		}
+	}
+	sort.Strings(grew)
+	return strings.Join(grew, ", ")
+}

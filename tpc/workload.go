@@ -1,0 +1,408 @@
+package tpc
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/gnnplan/gnnplan/topology"
+)
+
+// Model names accepted in Workload.Model.
+const (
+	ModelGraphSAGE = "graphsage"
+	ModelGCN       = "gcn"
+	ModelGAT       = "gat"
+)
+
+// Workload is one GNN training job: dataset size, model and sampling.
+type Workload struct {
+	Name          string  `json:"name"`
+	Vertices      int64   `json:"vertices"`
+	Edges         int64   `json:"edges"`         // directed edges as stored in CSR (an undirected edge counts twice)
+	FeatureDim    int     `json:"feature_dim"`   // values per feature row
+	FeatureBytes  int     `json:"feature_bytes"` // bytes per feature value: 4 for float32, 2 for float16
+	Classes       int     `json:"classes"`
+	TrainFraction float64 `json:"train_fraction"` // share of vertices that are training seeds
+	Model         string  `json:"model"`          // "graphsage", "gcn", "gat"
+	Hidden        int     `json:"hidden"`         // hidden width; per head for GAT
+	Heads         int     `json:"heads"`          // GAT only; 1 otherwise
+	Fanouts       []int   `json:"fanouts"`        // per hop, seeds outward, e.g. [25, 10]
+	BatchSize     int     `json:"batch_size"`     // training seeds per mini-batch
+	Source        string  `json:"source"`         // where the figures come from
+}
+
+// BatchEstimate is the expected cost of one full mini-batch under the
+// uniform sampling model of Workload.PerBatch.
+type BatchEstimate struct {
+	// Hops[k] is the expected number of distinct vertices first reached at
+	// hop k (Hops[0] = seeds); len(Hops) = len(Fanouts)+1.
+	Hops []float64 `json:"hops"`
+	// SampledEdges[k] is the number of edges in the block sampled at hop
+	// k+1, i.e. from the frontier of hop k outward; len = len(Fanouts).
+	SampledEdges   []float64 `json:"sampled_edges"`
+	UniqueVertices float64   `json:"unique_vertices"` // all hops, deduplicated
+	FeatureBytes   float64   `json:"feature_bytes"`   // UniqueVertices * row bytes
+	// TopologyBytes is the CSR read while sampling: per frontier vertex its
+	// indptr pair (16 B) and per sampled neighbor one index (4 or 8 B). This
+	// is the read pattern of GPU sampling over UVA that Moment and Hyperion
+	// assume (only the touched words cross PCIe); rounding to PCIe or SSD
+	// transaction sizes is the transaction model's job (Hyperion III-B).
+	TopologyBytes float64 `json:"topology_bytes"`
+	FLOPs         float64 `json:"flops"` // forward + backward
+}
+
+// Byte widths of the CSR arrays (DESIGN.md section 8): indptr holds edge
+// offsets, which pass 2^31 on every large dataset, so it is always int64.
+const (
+	indptrBytes     = 8
+	indptrPairBytes = 2 * indptrBytes // indptr[v] and indptr[v+1]
+)
+
+// modelDefaults are the hidden width and head count the papers train with
+// (DESIGN.md section 14): GraphSAGE and GCN hidden 256; GAT 64 per head x 8
+// heads.
+func modelDefaults(model string) (hidden, heads int, ok bool) {
+	switch model {
+	case ModelGraphSAGE, ModelGCN:
+		return 256, 1, true
+	case ModelGAT:
+		return 64, 8, true
+	}
+	return 0, 0, false
+}
+
+func modelNames() []string { return []string{ModelGraphSAGE, ModelGCN, ModelGAT} }
+
+// builtinTable builds the built-in workloads afresh on every call, so callers
+// may modify what they get.
+//
+// The four large graphs are the ones Moment (table 2) and Hyperion (table II)
+// train on; both papers pick 1% of vertices at random as training seeds
+// ("following [Legion]") and use batch 8000, fanout [25, 10], GraphSAGE
+// hidden 256 (DESIGN.md section 14). Edge counts are the directed counts as
+// the CSR stores them; their topology sizes (14 GB, 34 GB, 384 GB, 348 GB) are
+// (V+1)*8 + E*8 for these E, i.e. no reverse edges were added.
+func builtinTable() []Workload {
+	large := func(name string, v, e int64, dim, classes int, source string) Workload {
+		return Workload{
+			Name: name, Vertices: v, Edges: e, FeatureDim: dim, FeatureBytes: 4,
+			Classes: classes, TrainFraction: 0.01, Model: ModelGraphSAGE,
+			Hidden: 256, Heads: 1, Fanouts: []int{25, 10}, BatchSize: 8000,
+			Source: source,
+		}
+	}
+	return []Workload{
+		large("ogbn-papers100M", 111_059_956, 1_615_685_872, 128, 172,
+			"OGB ogbn-papers100M (ogb.stanford.edu/docs/nodeprop): 111,059,956 vertices, "+
+				"1,615,685,872 directed citation edges as OGB stores them (DGL and DiskGNN add reverse "+
+				"edges, ~3.2B), 128-d float32, 172 classes. OGB's split has 1,207,179 training vertices "+
+				"(1.09%); train_fraction is the papers' 1% random seeds (Moment table 2, Hyperion table II: "+
+				"111M/1.6B, 56 GB features)."),
+		large("igb-hom", 269_346_174, 3_995_777_033, 1024, 19,
+			"IGB260M homogeneous, size full (IGB dataloader: 269,346,174 paper vertices; "+
+				"3,995,777,033 edges per the GIDS/CAM dataset tables), 1024-d float32 (1.1 TB), the "+
+				"19-class label set (node_label_19; 2983 classes in node_label_2K). train_fraction is the "+
+				"papers' 1% (Moment table 2, Hyperion table II: 269M/4B); DiskGNN instead uses the 128-d "+
+				"variant with 5.06% training vertices."),
+		large("uk-2014", 787_801_471, 47_284_178_505, 1024, 19,
+			"LAW/WebGraph uk-2014 web crawl: 787,801,471 vertices, 47,284,178,505 arcs as listed in "+
+				"the Legion/Hyperion artifact scripts (Moment table 2 and Hyperion table II round to "+
+				"0.79B/47.2B). No features or labels: 1024-d float32 features are synthetic as in "+
+				"Moment/Hyperion, and 19 random classes mirror IGB (classes only size the output layer)."),
+		large("clueweb", 978_408_098, 42_574_107_469, 1024, 19,
+			"LAW/WebGraph clueweb12: 978,408,098 vertices, 42,574,107,469 arcs (the Legion/Hyperion "+
+				"artifact scripts list 955,207,488 vertices with the same arcs; the papers round to "+
+				"1B/42.5B). Synthetic 1024-d float32 features and 19 random classes, as for uk-2014."),
+		{
+			Name: "cora", Vertices: 2708, Edges: 10_556, FeatureDim: 1433, FeatureBytes: 4,
+			Classes: 7, TrainFraction: 140.0 / 2708.0, Model: ModelGraphSAGE,
+			Hidden: 256, Heads: 1, Fanouts: []int{25, 10}, BatchSize: 1024,
+			Source: "LINQS Cora (shared/datasets/cora): 2708 papers, 5278 undirected citations stored " +
+				"both ways (10,556), 1433 binary word features, 7 classes, the Planetoid split's 140 " +
+				"training seeds (so one batch per epoch). A small built-in for tests and demos.",
+		},
+	}
+}
+
+// BuiltinWorkloads returns the built-in workloads, fresh copies each call.
+func BuiltinWorkloads() []Workload { return builtinTable() }
+
+// BuiltinWorkload returns the built-in workload with the given name (case
+// does not matter). An unknown name is a bad-input error listing the known
+// names.
+func BuiltinWorkload(name string) (Workload, error) {
+	table := builtinTable()
+	names := make([]string, 0, len(table))
+	for _, w := range table {
+		if strings.EqualFold(w.Name, name) {
+			return w, nil
+		}
+		names = append(names, w.Name)
+	}
+	return Workload{}, &topology.InputError{Field: "workload",
+		Msg: fmt.Sprintf("unknown workload %q (known: %s)", name, strings.Join(names, ", "))}
+}
+
+// WithModel returns a copy of w that trains model with the papers' defaults
+// for it: GraphSAGE and GCN hidden 256; GAT 64 per head x 8 heads (DESIGN.md
+// section 14). Case does not matter. An unknown model is a bad-input error.
+func (w Workload) WithModel(model string) (Workload, error) {
+	m := strings.ToLower(strings.TrimSpace(model))
+	hidden, heads, ok := modelDefaults(m)
+	if !ok {
+		return Workload{}, &topology.InputError{Field: "model",
+			Msg: fmt.Sprintf("unknown model %q (valid: %s)", model, strings.Join(modelNames(), ", "))}
+	}
+	w.Model, w.Hidden, w.Heads = m, hidden, heads
+	w.Fanouts = slices.Clone(w.Fanouts) // the copy must not share the caller's array
+	return w, nil
+}
+
+// Validate reports the first field a user must fix, as a
+// *topology.InputError whose Field is the JSON key.
+func (w Workload) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		msg := fmt.Sprintf(format, args...)
+		if w.Name != "" {
+			msg += fmt.Sprintf(" (workload %q)", w.Name)
+		}
+		return &topology.InputError{Field: field, Msg: msg}
+	}
+	switch {
+	case w.Vertices < 1:
+		return bad("vertices", "must be at least 1, got %d", w.Vertices)
+	case w.Edges < 0:
+		return bad("edges", "must not be negative, got %d", w.Edges)
+	case w.FeatureDim < 1:
+		return bad("feature_dim", "must be at least 1, got %d", w.FeatureDim)
+	case !slices.Contains([]int{1, 2, 4, 8}, w.FeatureBytes):
+		return bad("feature_bytes", "must be 1, 2, 4 or 8 (bytes per value: 4 for float32, 2 for float16), got %d", w.FeatureBytes)
+	case w.Classes < 1:
+		return bad("classes", "must be at least 1, got %d", w.Classes)
+	case !(w.TrainFraction > 0 && w.TrainFraction <= 1): // also rejects NaN
+		return bad("train_fraction", "must be in (0, 1] (a share, not a percentage), got %g", w.TrainFraction)
+	case !slices.Contains(modelNames(), w.Model):
+		return bad("model", "unknown model %q (valid: %s)", w.Model, strings.Join(modelNames(), ", "))
+	case w.Hidden < 1:
+		return bad("hidden", "must be at least 1, got %d", w.Hidden)
+	case w.Model == ModelGAT && w.Heads < 1:
+		return bad("heads", "must be at least 1 for gat, got %d", w.Heads)
+	case w.Model != ModelGAT && w.Heads != 0 && w.Heads != 1:
+		return bad("heads", "applies to gat only: must be 1 (or 0) for %s, got %d", w.Model, w.Heads)
+	case len(w.Fanouts) == 0:
+		return bad("fanouts", "must list at least one hop, e.g. [25, 10]")
+	case w.BatchSize < 1:
+		return bad("batch_size", "must be at least 1, got %d", w.BatchSize)
+	}
+	for i, f := range w.Fanouts {
+		if f < 1 {
+			return bad("fanouts", "hop %d fanout must be at least 1, got %d", i+1, f)
+		}
+	}
+	// The byte counts are int64; refuse sizes that would wrap rather than
+	// report a negative dataset.
+	if w.Vertices > math.MaxInt64/max(w.FeatureRowBytes(), indptrBytes)-1 {
+		return bad("vertices", "%d rows of %d bytes overflow a 64-bit byte count", w.Vertices, w.FeatureRowBytes())
+	}
+	if w.Edges > (math.MaxInt64-(w.Vertices+1)*indptrBytes)/indexBytes(w.Vertices) {
+		return bad("edges", "%d edges overflow a 64-bit byte count", w.Edges)
+	}
+	return nil
+}
+
+// FeatureRowBytes is the size of one vertex's feature row.
+func (w Workload) FeatureRowBytes() int64 { return int64(w.FeatureDim) * int64(w.FeatureBytes) }
+
+// indexBytes is the width of a CSR column index: vertex ids run to V-1, so
+// int32 holds them while V <= 2^31 and int64 is needed beyond. All built-in
+// graphs fit int32 (the largest, clueweb, has 0.98B vertices).
+func indexBytes(vertices int64) int64 {
+	if vertices > 1<<31 {
+		return 8
+	}
+	return 4
+}
+
+// DatasetBytes is the size of the dataset at rest. features = V x row
+// bytes. topology is the CSR: (V+1) int64 offsets plus E column indices of 4
+// bytes (8 bytes once V > 2^31, when ids no longer fit int32). Moment table 2
+// and Hyperion table II size topology with 8-byte indices throughout
+// (e.g. 34 GB for IGB-HOM); with 4-byte indices the same graph takes about
+// half, which is what a loader that narrows ids actually holds.
+func (w Workload) DatasetBytes() (features, topology int64) {
+	features = w.Vertices * w.FeatureRowBytes()
+	topology = (w.Vertices+1)*indptrBytes + w.Edges*indexBytes(w.Vertices)
+	return features, topology
+}
+
+// trainVertices is the number of training seeds, V x TrainFraction rounded
+// up; a product within 1e-6 of an integer counts as that integer, so that a
+// fraction written as count/V (140/2708) gives back the count exactly.
+func (w Workload) trainVertices() int64 {
+	t := float64(w.Vertices) * w.TrainFraction
+	if r := math.Round(t); math.Abs(t-r) < 1e-6 {
+		t = r
+	}
+	return int64(math.Ceil(t))
+}
+
+// BatchesPerEpoch is ceil(V x TrainFraction / BatchSize): every training
+// seed once per epoch, the last batch possibly short.
+func (w Workload) BatchesPerEpoch() int64 {
+	if w.BatchSize < 1 {
+		return 0
+	}
+	b := int64(w.BatchSize)
+	return (w.trainVertices() + b - 1) / b
+}
+
+// block is one sampled bipartite block: dst is the frontier it samples
+// from, src = dst plus the distinct neighbors drawn (layers read src and
+// write dst), edges the draws.
+type block struct{ dst, src, edges float64 }
+
+// PerBatch estimates one full mini-batch: BatchSize seeds (fewer when the
+// graph has fewer training vertices), sampled hop by hop with Fanouts.
+//
+// Sampling. At hop k every vertex of the frontier F_k draws min(f_k, d)
+// neighbors, d = E/V the average degree, so M_k = F_k x min(f_k, d) edges.
+// The next frontier F_{k+1} is the set of distinct vertices drawn at hop k,
+// including ones reached at earlier hops: we take as the standard a layered
+// sampler that expands every vertex the previous hop drew, not only the new
+// ones (the hop-by-hop GPU sampling N^1..N^k of Hyperion's pipeline, figure
+// 6). DGL's to_block also copies the previous frontier into the source side
+// and samples it again, which would add F_k x f_{k+1} draws (about 4% more
+// vertices for [25, 10]).
+//
+// Deduplication. Draws are modelled as uniform over the N = V vertices: M
+// draws reach N(1 - (1-1/N)^M) distinct vertices, computed with log1p/expm1
+// so that M << N keeps its precision. Across hops, the seeds are distinct by
+// construction and the other N - S vertices stay unreached with probability
+// (1-1/N)^(sum M_k), which gives the distinct count after each hop; the
+// vertices new at hop k are its increase. Real graphs are skewed
+// (power-law: the top 1% of vertices take 14-56% of accesses in DiskGNN's
+// table 3), so real batches deduplicate more and hit low-degree vertices'
+// min(f, deg) < min(f, d): the uniform model is an upper bound on unique
+// vertices and bytes. The measured path (pre-sampling a real dataset, once
+// datasets exist) will replace it.
+//
+// FLOPs. The model has L = len(Fanouts) layers; the first reads the
+// outermost block (hop L) and the last writes the seeds. Widths: input
+// FeatureDim, hidden Hidden (GAT: Hidden per head x Heads, concatenated),
+// output Classes. Per layer with dst, src, edges of its block and widths
+// d_in -> d_out, one multiply-add = 2 FLOPs:
+//
+//   - GraphSAGE (mean): aggregate edges x d_in adds; update
+//     dst x 2 x (2 d_in) x d_out (self and neighbor mean concatenated
+//     through one linear map).
+//   - GCN: aggregate edges x d_in; update dst x 2 x d_in x d_out
+//     (aggregate first, then transform: the cheaper order when a sampled
+//     block has many more sources than destinations).
+//   - GAT with H heads of width d_h (last layer: d_h = Classes, heads
+//     averaged): projection src x 2 x d_in x (H d_h); attention logits
+//     a_l, a_r (src + dst) x H x 2 d_h; per edge and head 4 (add the two
+//     logits, leaky ReLU, exp, normalize) + 2 d_h for the weighted sum;
+//     head mean dst x H d_h on the last layer.
+//
+// Backward costs about twice the forward (gradients for inputs and
+// weights), so FLOPs = 3 x forward. Activations, dropout and the loss are
+// O(dst x d) and left out.
+//
+// PerBatch expects a valid workload (Validate); on an invalid one it returns
+// zeros where the inputs make no sense, never NaN or a panic.
+func (w Workload) PerBatch() BatchEstimate {
+	hops := len(w.Fanouts)
+	est := BatchEstimate{Hops: make([]float64, hops+1), SampledEdges: make([]float64, hops)}
+	if w.Vertices < 1 || w.BatchSize < 1 {
+		return est
+	}
+	n := float64(w.Vertices)
+	deg := float64(max(w.Edges, 0)) / n
+	seeds := min(float64(w.BatchSize), float64(w.trainVertices()), n)
+	seeds = max(seeds, 0)
+	// logMiss is log(1 - 1/N): one uniform draw misses a given vertex.
+	logMiss := math.Log1p(-1 / n)
+	// missExpm1(m) = (1-1/N)^m - 1, exactly 0 for no draws (avoids 0 x -Inf
+	// when N = 1).
+	missExpm1 := func(m float64) float64 {
+		if m <= 0 {
+			return 0
+		}
+		return math.Expm1(m * logMiss)
+	}
+	idx := float64(indexBytes(w.Vertices))
+
+	var buf [8]block // no allocation for the usual 2-3 hops
+	blocks := buf[:0]
+	est.Hops[0] = seeds
+	frontier, reached, draws := seeds, seeds, 0.0
+	for k, f := range w.Fanouts {
+		m := frontier * min(float64(max(f, 0)), deg)
+		draws += m
+		// Distinct vertices after this hop: the seeds plus the unreached
+		// rest hit at least once by all draws so far.
+		u := seeds - (n-seeds)*missExpm1(draws)
+		est.Hops[k+1] = max(u-reached, 0)
+		est.SampledEdges[k] = m
+		est.TopologyBytes += frontier*indptrPairBytes + m*idx
+		blocks = append(blocks, block{
+			dst:   frontier,
+			src:   frontier - (n-frontier)*missExpm1(m),
+			edges: m,
+		})
+		reached = u
+		frontier = -n * missExpm1(m)
+	}
+	est.UniqueVertices = reached
+	est.FeatureBytes = reached * float64(w.FeatureRowBytes())
+	est.FLOPs = 3 * w.forwardFLOPs(blocks)
+	return est
+}
+
+// forwardFLOPs applies the per-layer formulas of PerBatch; blocks[k] is the
+// block sampled at hop k+1, so layer l reads blocks[L-1-l].
+func (w Workload) forwardFLOPs(blocks []block) float64 {
+	in := float64(w.FeatureDim)
+	hidden := float64(w.Hidden)
+	classes := float64(w.Classes)
+	heads := float64(max(w.Heads, 1))
+	var fwd float64
+	for l := range blocks {
+		b := blocks[len(blocks)-1-l]
+		last := l == len(blocks)-1
+		switch w.Model {
+		case ModelGraphSAGE:
+			out := hidden
+			if last {
+				out = classes
+			}
+			fwd += b.edges*in + b.dst*2*(2*in)*out
+			in = out
+		case ModelGCN:
+			out := hidden
+			if last {
+				out = classes
+			}
+			fwd += b.edges*in + b.dst*2*in*out
+			in = out
+		case ModelGAT:
+			dh := hidden
+			if last {
+				dh = classes
+			}
+			width := heads * dh
+			fwd += b.src * 2 * in * width
+			fwd += (b.src + b.dst) * heads * 2 * dh
+			fwd += b.edges * heads * (4 + 2*dh)
+			if last {
+				fwd += b.dst * width
+			}
+			in = width
+		default:
+			return 0
+		}
+	}
+	return fwd
+}
