@@ -27,7 +27,10 @@ type Request struct {
 	GPUModels, SSDModels []string
 	// MinGPUs..MaxGPUs bounds the GPU count (default 1..4).
 	MinGPUs, MaxGPUs int
-	Assumptions      Assumptions
+	// SSDCounts lists the SSD counts to consider; empty means every count
+	// from 0 to what the free slots take.
+	SSDCounts   []int
+	Assumptions Assumptions
 }
 
 // Option is one priced, placed and predicted hardware choice.
@@ -134,6 +137,9 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 			}
 			for _, s := range ssds {
 				for m := 0; n+m <= gpuSlots+otherSlots; m++ {
+					if !allowed(req.SSDCounts, m) {
+						continue
+					}
 					hw := Hardware{GPU: g, GPUs: n, SSD: s, SSDs: m}
 					cost := hw.TCOUSD(req.Catalog.Host)
 					if !r.feasible(hw) {
@@ -211,6 +217,18 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 	rec.Hint = r.hint(ctx, rec)
 	rec.Distributed = distributedAlternative(req, rec.Best)
 	return rec, nil
+}
+
+func allowed(counts []int, m int) bool {
+	if len(counts) == 0 {
+		return true
+	}
+	for _, c := range counts {
+		if c == m {
+			return true
+		}
+	}
+	return false
 }
 
 // sortOptions ranks by TPC, then throughput, then cheaper, then by name.
@@ -390,11 +408,7 @@ func (r *recommender) hint(ctx context.Context, rec *Recommendation) Hint {
 			}
 		default:
 			if pcie == "" {
-				pcie = fmt.Sprintf("%s->%s", b.From, b.To)
-				if b.Label != "" {
-					pcie += " (" + b.Label + ")"
-				}
-				pcie += fmt.Sprintf(" %g GB/s", b.GBps)
+				pcie = describeLink(rec.BestMachine, b.From, b.To, b.Label, b.GBps)
 			}
 		}
 	}
@@ -423,7 +437,7 @@ func (r *recommender) hint(ctx context.Context, rec *Recommendation) Hint {
 func (r *recommender) nextStep(ctx context.Context, h *Hint, best *Option, next Hardware, what string) {
 	o, err := r.evaluate(ctx, next)
 	if err != nil || o == nil {
-		h.Next = "nothing: " + what + " does not fit the machine"
+		h.Next = "nothing that fits: no free slot or budget for " + what
 		h.Text += "; " + h.Next
 		return
 	}
@@ -467,4 +481,19 @@ func newSlot(m *topology.Machine, before, after []string) string {
 	}
 	sort.Strings(grew)
 	return strings.Join(grew, ", ")
+}
+
+// describeLink names a link for people: by its label (Moment's bus names)
+// or, for a slot's link, by the device the slot holds.
+func describeLink(m *topology.Machine, from, to, label string, gbps float64) string {
+	s := fmt.Sprintf("%s->%s", from, to)
+	if n := m.Node(to); n != nil && n.Kind == topology.KindSlot {
+		for _, c := range m.Children(to) {
+			s = fmt.Sprintf("%s's link (%s)", c, maxflow.SlotLocation(m, to))
+		}
+	}
+	if label != "" {
+		s += " (" + label + ")"
+	}
+	return s + fmt.Sprintf(", %g GB/s", gbps)
 }

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+	"github.com/spf13/cobra"
+
+	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/profiles"
+	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/tpc"
+)
+
+// recommendOptions holds the recommend command's flags.
+type recommendOptions struct {
+	IO        *deps
+	BudgetUSD float64
+	Profile   string
+	Machine   string
+	Workload  string
+	Model     string
+	GPUModels []string
+	SSDModels []string
+	GPUs      string
+	SSDs      string
+	Catalog   string
+	PlanPath  string
+	PlotPath  string
+	Top       int
+
+	Profiles func(name string) (*topology.Machine, error)
+	Import   func(path string) (*topology.Machine, error)
+}
+
+const (
+	defaultProfile  = "moment-b"
+	defaultWorkload = "igb-hom"
+)
+
+func newRecommendCmd(d *deps, runF func(context.Context, *recommendOptions) error) *cobra.Command {
+	opts := &recommendOptions{IO: d, Profiles: profiles.Machine, Import: topology.Import}
+	var workloads []string
+	for _, w := range tpc.BuiltinWorkloads() {
+		workloads = append(workloads, w.Name)
+	}
+	cmd := &cobra.Command{
+		Use:   "recommend",
+		Short: "Recommend which GPUs and SSDs to buy for a budget, where to put them, and why",
+		Long: `Price every GPU model and count, SSD model and count that fits the budget and
+the machine's free slots; place each with the max-flow model (every distinct
+placement); predict throughput with T_batch = max(T_io, T_train) and rank by
+TPC, training samples per second per dollar of 5-year TCO (Hyperion, ICDE'25,
+section III-C). Prints the ranked plans, the fastest plan within budget, what
+binds the best one and what the next dollar should buy, and the distributed
+in-memory alternative.
+
+With no flags it plans Moment's machine B (` + defaultProfile + `) for GraphSAGE on
+IGB-HOM with a $80,000 budget. Workloads: ` + strings.Join(workloads, ", ") + `.`,
+		Example: `  gnnplan recommend --budget 80000
+  gnnplan recommend --budget 60000 --profile hyperion-a --gpu-model a100-80gb-pcie -o plan.json
+  gnnplan recommend --machine machine.json --workload ogbn-papers100M --model gat --plot tpc.svg`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if opts.Profile != "" && opts.Machine != "" {
+				return usageErrorf("--profile and --machine: give at most one")
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runRecommend(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.Float64Var(&opts.BudgetUSD, "budget", 80000, "budget in USD for one machine's 5-year TCO (host, GPUs, SSDs, electricity)")
+	f.StringVar(&opts.Profile, "profile", "", "an embedded machine ("+strings.Join(profiles.MachineNames(), ", ")+"); default "+defaultProfile)
+	f.StringVar(&opts.Machine, "machine", "", "a machine file (gnnplan JSON, NCCL or hwloc XML) whose slots to fill")
+	f.StringVar(&opts.Workload, "workload", defaultWorkload, "a built-in workload ("+strings.Join(workloads, ", ")+")")
+	f.StringVar(&opts.Model, "model", "", "GNN model: graphsage, gcn or gat (default: the workload's)")
+	f.StringSliceVar(&opts.GPUModels, "gpu-model", nil, "only these GPU models (catalog keys, comma-separated)")
+	f.StringSliceVar(&opts.SSDModels, "ssd-model", nil, "only these SSD models (catalog keys, comma-separated)")
+	f.StringVar(&opts.GPUs, "gpus", "1-4", "GPU count or range, e.g. 2 or 1-4")
+	f.StringVar(&opts.SSDs, "ssds", "", "SSD count or range, e.g. 8 or 0-12 (default: 0 to as many as the free slots take)")
+	f.StringVar(&opts.Catalog, "catalog", "", "a catalog file (JSON or YAML) whose entries override the built-in prices and rates")
+	f.StringVarP(&opts.PlanPath, "output", "o", "", "write the best plan to this file (plan.json)")
+	f.StringVar(&opts.PlotPath, "plot", "", "draw TPC and throughput against SSD count to this SVG file")
+	f.IntVar(&opts.Top, "top", 10, "how many plans to list")
+	return cmd
+}
+
+// parseRange reads "2" or "1-4"; counts below least are refused.
+func parseRange(flag, s string, least int) (lo, hi int, err error) {
+	a, b, isRange := strings.Cut(strings.TrimSpace(s), "-")
+	lo, err1 := strconv.Atoi(a)
+	hi = lo
+	var err2 error
+	if isRange {
+		hi, err2 = strconv.Atoi(b)
+	}
+	if err1 != nil || err2 != nil || lo < least || hi < lo || hi > 256 {
+		return 0, 0, usageErrorf("%s: %q (want a count like 2 or a range like 1-4)", flag, s)
+	}
+	return lo, hi, nil
+}
+
+func (o *recommendOptions) request(ctx context.Context) (tpc.Request, error) {
+	req := tpc.Request{BudgetUSD: o.BudgetUSD, GPUModels: o.GPUModels, SSDModels: o.SSDModels, Assumptions: tpc.DefaultAssumptions()}
+	var err error
+	if req.MinGPUs, req.MaxGPUs, err = parseRange("--gpus", o.GPUs, 1); err != nil {
+		return req, err
+	}
+	if o.SSDs != "" {
+		lo, hi, err := parseRange("--ssds", o.SSDs, 0)
+		if err != nil {
+			return req, err
+		}
+		for m := lo; m <= hi; m++ {
+			req.SSDCounts = append(req.SSDCounts, m)
+		}
+	}
+	switch {
+	case o.Machine != "":
+		req.Machine, err = o.Import(o.Machine)
+	default:
+		name := o.Profile
+		if name == "" {
+			name = defaultProfile
+		}
+		req.Machine, err = o.Profiles(name)
+	}
+	if err != nil {
+		return req, err
+	}
+	if req.Workload, err = tpc.BuiltinWorkload(o.Workload); err != nil {
+		return req, err
+	}
+	if o.Model != "" {
+		if req.Workload, err = req.Workload.WithModel(o.Model); err != nil {
+			return req, err
+		}
+	}
+	req.Catalog = profiles.DefaultCatalog()
+	if o.Catalog != "" {
+		if req.Catalog, err = profiles.LoadCatalog(o.Catalog); err != nil {
+			return req, err
+		}
+	}
+	return req, nil
+}
+
+func runRecommend(ctx context.Context, o *recommendOptions) error {
+	req, err := o.request(ctx)
+	if err != nil {
+		return err
+	}
+	rec, err := tpc.Recommend(ctx, req)
+	if err != nil {
+		return err
+	}
+	if err := writeRecommendation(o, rec); err != nil {
+		return err
+	}
+	if o.PlotPath != "" {
+		var buf bytes.Buffer
+		if err := tpc.WritePlotSVG(&buf, rec); err != nil {
+			return err
+		}
+		if err := topology.WriteFileAtomic(o.PlotPath, buf.Bytes()); err != nil {
+			return fmt.Errorf("--plot: %w", err)
+		}
+		fmt.Fprintf(o.IO.Out, "wrote %s\n", o.PlotPath)
+	}
+	if o.PlanPath != "" {
+		if err := tpc.WritePlan(o.PlanPath, rec.Plan()); err != nil {
+			return fmt.Errorf("-o: %w", err)
+		}
+		fmt.Fprintf(o.IO.Out, "wrote %s\n", o.PlanPath)
+	}
+	return nil
+}
+
+func writeRecommendation(o *recommendOptions, rec *tpc.Recommendation) error {
+	out := o.IO.Out
+	w := rec.Request.Workload
+	fmt.Fprintf(out, "%s on %s, budget $%s: %d plans priced, %d distinct placements evaluated\n",
+		w.Name+" "+w.Model, rec.Machine.Name, money(rec.Request.BudgetUSD), rec.Searched, rec.Placements)
+	t := tablewriter.NewTable(out, tablewriter.WithHeaderAutoFormat(tw.Off))
+	t.Header("RANK", "GPUS", "SSDS", "COST $", "SAMPLES/s", "EPOCH s", "TPC (samples/s per $1k)", "BOUND")
+	for i, op := range rec.Options {
+		if i >= o.Top && op != rec.Fastest {
+			continue
+		}
+		rank := strconv.Itoa(i + 1)
+		if op == rec.Fastest {
+			rank += " (fastest)"
+		}
+		if err := t.Append(rank, fmt.Sprintf("%d x %s", op.GPUs, op.GPU.Key), fmt.Sprintf("%d x %s", op.SSDs, op.SSD.Key),
+			money(op.CostUSD), fmt.Sprintf("%.0f", op.SamplesPerSec), fmt.Sprintf("%.1f", op.EpochSeconds),
+			fmt.Sprintf("%.3f", op.TPC*1000), op.Bound); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	b := rec.Best
+	fmt.Fprintf(out, "recommended: %d x %s + %d x %s, $%s 5-year TCO, %.0f samples/s (epoch %.1f s: IO %.1f s, training %.1f s)\n",
+		b.GPUs, b.GPU.Name, b.SSDs, b.SSD.Name, money(b.CostUSD), b.SamplesPerSec, b.EpochSeconds, b.EpochIOSeconds, b.EpochTrainSecs)
+	fmt.Fprintf(out, "  bytes per epoch: %.0f GB, %.0f%% from GPU memory, %.0f%% from CPU memory, %.0f%% from SSDs (%.2f GB/s each for feature rows)\n",
+		b.Shares.EpochGB, 100*b.Shares.GPUCacheShare, 100*b.Shares.HostShare, 100*b.Shares.SSDShare, b.SSDGBps)
+	plan := rec.Plan()
+	fmt.Fprintln(out, "  placement:")
+	for _, id := range append(deviceIDs("gpu", b.GPUs), deviceIDs("nvme", b.SSDs)...) {
+		extra := ""
+		if g, ok := plan.PerGPUGBps[id]; ok {
+			extra = fmt.Sprintf("  inlet %.2f GB/s", g)
+		}
+		fmt.Fprintf(out, "    %-7s %s%s\n", id, plan.Placement.Where[id], extra)
+	}
+	fmt.Fprintf(out, "  saturated: %s\n", maxflow.BottleneckSummary(rec.BestEval.Bottlenecks))
+	fmt.Fprintf(out, "hint: %s\n", rec.Hint.Text)
+	if f := rec.Fastest; f != b {
+		fmt.Fprintf(out, "fastest within budget: %d x %s + %d x %s, $%s, %.0f samples/s (%.2fx the recommended), TPC %.3f per $1k\n",
+			f.GPUs, f.GPU.Key, f.SSDs, f.SSD.Key, money(f.CostUSD), f.SamplesPerSec, f.SamplesPerSec/b.SamplesPerSec, f.TPC*1000)
+	}
+	d := rec.Distributed
+	fmt.Fprintf(out, "distributed in-memory alternative: %d machines, $%s, %.0f samples/s, TPC %.3f per $1k: the recommended plan is %.1fx better per dollar\n",
+		d.Machines, money(d.CostUSD), d.SamplesPerSec, d.TPC*1000, d.CostPerSample)
+	fmt.Fprintf(out, "  (%s)\n", d.Assumption)
+	a := rec.Request.Assumptions
+	fmt.Fprintf(out, "assumptions: %g GiB of each GPU kept for the model, %.0f%% of vertices cached in CPU memory, top x of vertices get x^%.2f of accesses, training at %.0f%% of FP32 peak\n",
+		a.GPUReserveGiB, 100*a.CPUCacheFraction, a.SkewExponent, 100*a.ComputeEfficiency)
+	return nil
+}
+
+// money prints dollars with thousands separators.
+func money(v float64) string {
+	s := strconv.FormatFloat(v, 'f', 0, 64)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}

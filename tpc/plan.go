@@ -1,0 +1,178 @@
+package tpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+
+	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/topology"
+)
+
+// PlanSchemaVersion versions plan.json.
+const PlanSchemaVersion = 1
+
+// Plan is what `gnnplan recommend -o plan.json` writes and `place` and
+// `train` read: the machine with its devices placed, what each storage
+// node should serve, and the prediction with everything it assumed. The
+// top-level keys budget_usd, cost_usd, predicted_epoch_s, samples_per_s and
+// tpc are there for scripts.
+type Plan struct {
+	SchemaVersion   int     `json:"schema_version"`
+	BudgetUSD       float64 `json:"budget_usd"`
+	CostUSD         float64 `json:"cost_usd"`
+	PredictedEpochS float64 `json:"predicted_epoch_s"`
+	SamplesPerS     float64 `json:"samples_per_s"`
+	// TPC is samples per second per USD of 5-year TCO (Hyperion eq. 3).
+	TPC float64 `json:"tpc"`
+
+	Workload  Workload      `json:"workload"`
+	Hardware  PlanHardware  `json:"hardware"`
+	Placement PlanPlacement `json:"placement"`
+	// Machine is the machine with the plan's devices in their slots.
+	Machine    *topology.Machine `json:"machine"`
+	Prediction Prediction        `json:"prediction"`
+	// PerGPUGBps is each GPU's predicted average inlet bandwidth.
+	PerGPUGBps map[string]float64 `json:"per_gpu_GBps"`
+	// StorageTraffic is each storage node's target traffic per epoch,
+	// which data placement (DDAK) matches.
+	StorageTraffic []maxflow.StorageTraffic `json:"storage_traffic"`
+	Bottlenecks    []maxflow.Bottleneck     `json:"bottlenecks"`
+	Hint           Hint                     `json:"hint"`
+	Fastest        PlanSummary              `json:"fastest_within_budget"`
+	Distributed    Distributed              `json:"distributed_alternative"`
+	Tiers          maxflow.Tiers            `json:"tiers"`
+	Assumptions    Assumptions              `json:"assumptions"`
+	Notes          []string                 `json:"notes,omitempty"`
+}
+
+// PlanHardware is what the plan buys.
+type PlanHardware struct {
+	GPUModel string  `json:"gpu_model"`
+	GPUs     int     `json:"gpus"`
+	SSDModel string  `json:"ssd_model"`
+	SSDs     int     `json:"ssds"`
+	GPUUSD   float64 `json:"gpu_price_usd"`
+	SSDUSD   float64 `json:"ssd_price_usd"`
+}
+
+// PlanPlacement says where each device goes.
+type PlanPlacement struct {
+	Devices  map[string]string `json:"devices"` // device id -> slot id
+	Where    map[string]string `json:"where"`   // device id -> readable slot location
+	GPUSlots []string          `json:"gpu_slots"`
+	SSDSlots []string          `json:"ssd_slots"`
+}
+
+// PlanSummary is a short description of another option.
+type PlanSummary struct {
+	GPUModel    string  `json:"gpu_model"`
+	GPUs        int     `json:"gpus"`
+	SSDModel    string  `json:"ssd_model"`
+	SSDs        int     `json:"ssds"`
+	CostUSD     float64 `json:"cost_usd"`
+	SamplesPerS float64 `json:"samples_per_s"`
+	TPC         float64 `json:"tpc"`
+}
+
+func summarize(o *Option) PlanSummary {
+	return PlanSummary{GPUModel: o.GPU.Key, GPUs: o.GPUs, SSDModel: o.SSD.Key, SSDs: o.SSDs, CostUSD: o.CostUSD,
+		SamplesPerS: o.SamplesPerSec, TPC: o.TPC}
+}
+
+// Plan builds the plan of the recommendation's best option.
+func (rec *Recommendation) Plan() *Plan {
+	b := rec.Best
+	p := &Plan{SchemaVersion: PlanSchemaVersion, BudgetUSD: rec.Request.BudgetUSD, CostUSD: b.CostUSD,
+		PredictedEpochS: b.EpochSeconds, SamplesPerS: b.SamplesPerSec, TPC: b.TPC,
+		Workload: rec.Request.Workload, Machine: rec.BestMachine, Prediction: b.Prediction,
+		Hardware: PlanHardware{GPUModel: b.GPU.Key, GPUs: b.GPUs, SSDModel: b.SSD.Key, SSDs: b.SSDs, GPUUSD: b.GPU.PriceUSD, SSDUSD: b.SSD.PriceUSD},
+		Placement: PlanPlacement{Devices: map[string]string{}, Where: map[string]string{},
+			GPUSlots: b.Placement.GPUSlots, SSDSlots: b.Placement.SSDSlots},
+		PerGPUGBps: map[string]float64{}, StorageTraffic: rec.BestEval.Traffic, Bottlenecks: rec.BestEval.Bottlenecks,
+		Hint: rec.Hint, Fastest: summarize(rec.Fastest), Distributed: rec.Distributed,
+		Tiers: tiersFor(b.Shares, b.SSDGBps, rec.Request.Assumptions), Assumptions: rec.Request.Assumptions}
+	for i, s := range b.Placement.GPUSlots {
+		id := fmt.Sprintf("gpu%d", i)
+		p.Placement.Devices[id], p.Placement.Where[id] = s, maxflow.SlotLocation(rec.Machine, s)
+	}
+	for i, s := range b.Placement.SSDSlots {
+		id := fmt.Sprintf("nvme%d", i)
+		p.Placement.Devices[id], p.Placement.Where[id] = s, maxflow.SlotLocation(rec.Machine, s)
+	}
+	for _, g := range rec.BestEval.PerGPU {
+		p.PerGPUGBps[g.ID] = g.GBps
+	}
+	p.Notes = append(p.Notes, "T_train: "+b.TrainTimeSource,
+		"access skew: the hottest fraction x of vertices gets x^a of the accesses (no measured hotness yet)")
+	return p
+}
+
+// WritePlan writes the plan as JSON to path atomically.
+func WritePlan(path string, p *Plan) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(p); err != nil {
+		return fmt.Errorf("encode plan: %w", err)
+	}
+	return topology.WriteFileAtomic(path, buf.Bytes())
+}
+
+// LoadPlan reads a plan.json, checking its schema version and machine.
+func LoadPlan(path string) (*Plan, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &topology.InputError{Path: path, Field: "--plan", Msg: "cannot read plan", Err: err}
+	}
+	var probe struct {
+		SchemaVersion *int `json:"schema_version"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			return nil, &topology.InputError{Path: path, Line: bytes.Count(data[:min(int(syn.Offset), len(data))], []byte("\n")) + 1, Msg: "malformed JSON: " + syn.Error()}
+		}
+		return nil, &topology.InputError{Path: path, Msg: "not a plan", Err: err}
+	}
+	if probe.SchemaVersion == nil || *probe.SchemaVersion != PlanSchemaVersion {
+		return nil, &topology.InputError{Path: path, Field: "schema_version", Msg: fmt.Sprintf("want %d (a plan written by `gnnplan recommend -o`)", PlanSchemaVersion)}
+	}
+	var p Plan
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, &topology.InputError{Path: path, Msg: "malformed plan", Err: err}
+	}
+	if p.Machine == nil {
+		return nil, &topology.InputError{Path: path, Field: "machine", Msg: "missing"}
+	}
+	if err := p.Machine.Validate(); err != nil {
+		return nil, &topology.InputError{Path: path, Field: "machine", Msg: err.Error()}
+	}
+	return &p, nil
+}
+
+// Curve is one point per SSD count for a fixed GPU choice: what the plot
+// and the table of SSD counts show.
+type Curve struct {
+	GPUModel string
+	GPUs     int
+	SSDModel string
+	Points   []*Option // by SSD count
+}
+
+// SSDCurve returns the options that share the best plan's GPU choice and
+// SSD model, by SSD count.
+func (rec *Recommendation) SSDCurve() Curve {
+	b := rec.Best
+	c := Curve{GPUModel: b.GPU.Key, GPUs: b.GPUs, SSDModel: b.SSD.Key}
+	for _, o := range rec.Options {
+		if o.GPU.Key == b.GPU.Key && o.GPUs == b.GPUs && o.SSD.Key == b.SSD.Key {
+			c.Points = append(c.Points, o)
+		}
+	}
+	sort.Slice(c.Points, func(i, j int) bool { return c.Points[i].SSDs < c.Points[j].SSDs })
+	return c
+}

@@ -1,0 +1,245 @@
+package tpc
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/gnnplan/gnnplan/profiles"
+	"github.com/gnnplan/gnnplan/topology"
+)
+
+func request(t testing.TB, machine, workload string, budget float64) Request {
+	t.Helper()
+	m, err := profiles.Machine(machine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := BuiltinWorkload(workload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Request{Machine: m, Workload: w, BudgetUSD: budget, Catalog: profiles.DefaultCatalog(), Assumptions: DefaultAssumptions()}
+}
+
+func recommend(t testing.TB, req Request) *Recommendation {
+	t.Helper()
+	rec, err := Recommend(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// TestTCOMatchesThePapers prices the papers' machines with the catalog
+// (Hyperion Table I, Moment section 4).
+func TestTCOMatchesThePapers(t *testing.T) {
+	c := profiles.DefaultCatalog()
+	gpu := func(k string) profiles.GPUModel { g, _ := c.GPU(k); return g }
+	ssd := func(k string) profiles.SSDModel { s, _ := c.SSD(k); return s }
+	cases := []struct {
+		name string
+		hw   Hardware
+		want float64
+	}{
+		{"Hyperion machine A: A100 80GB + 12 P5510", Hardware{gpu("a100-80gb-pcie"), 1, ssd("p5510-3.84tb"), 12}, 48971},
+		{"Hyperion machine B: H800 + 12 P5510", Hardware{gpu("h800-80gb-pcie"), 1, ssd("p5510-3.84tb"), 12}, 78794},
+		{"one node of Hyperion's cluster C: host + A100 + electricity", Hardware{gpu("a100-80gb-pcie"), 1, ssd("p5510-3.84tb"), 0}, 45275},
+		{"Moment's machines: 4 A100 40GB + 8 P5510", Hardware{gpu("a100-40gb-pcie"), 4, ssd("p5510-3.84tb"), 8}, 90270},
+	}
+	for _, tc := range cases {
+		if got := tc.hw.TCOUSD(c.Host); math.Abs(got-tc.want) > 0.5 {
+			t.Errorf("%s: $%.0f, want $%.0f", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestHyperionASaturatesTheGPULink: on hyperion-a with GraphSAGE on
+// IGB-HOM, throughput stops growing with the SSD count once the A100's
+// PCIe 4.0 x16 link saturates (Hyperion: between 6 and 12 P5510 the IO
+// throughput is almost the same), and the recommended SSD count is where
+// TPC peaks.
+func TestHyperionASaturatesTheGPULink(t *testing.T) {
+	req := request(t, "hyperion-a", "igb-hom", 1e6)
+	req.GPUModels, req.SSDModels = []string{"a100-80gb-pcie"}, []string{"p5510-3.84tb"}
+	req.MinGPUs, req.MaxGPUs = 1, 1
+	req.SSDCounts = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+	rec := recommend(t, req)
+	curve := rec.SSDCurve()
+	if len(curve.Points) != 12 {
+		t.Fatalf("curve has %d points, want 12", len(curve.Points))
+	}
+	at := func(n int) *Option { return curve.Points[n-1] }
+	sat := 0 // the first count whose throughput is within 0.5% of 12 SSDs'
+	for n := 1; n <= 12; n++ {
+		if at(n).SamplesPerSec >= at(12).SamplesPerSec*0.995 {
+			sat = n
+			break
+		}
+	}
+	if sat < 6 || sat > 12 {
+		t.Errorf("throughput saturates at %d SSDs, want between 6 and 12", sat)
+	}
+	for n := sat; n < 12; n++ {
+		if at(n+1).SamplesPerSec > at(n).SamplesPerSec*1.005 {
+			t.Errorf("throughput still grows from %d to %d SSDs after saturating", n, n+1)
+		}
+	}
+	peak := curve.Points[0]
+	for _, o := range curve.Points {
+		if o.TPC > peak.TPC {
+			peak = o
+		}
+	}
+	if rec.Best.SSDs != peak.SSDs {
+		t.Errorf("recommended %d SSDs, TPC peaks at %d", rec.Best.SSDs, peak.SSDs)
+	}
+	// What binds at 12 SSDs is the GPU's own x16 link.
+	req.SSDCounts = []int{12}
+	full := recommend(t, req)
+	gpuLink := false
+	gpuSlot := full.Best.Placement.GPUSlots[0]
+	for _, b := range full.BestEval.Bottlenecks {
+		if b.ToKind == topology.KindGPU || b.To == gpuSlot {
+			gpuLink = b.GBps == 24
+		}
+	}
+	if !gpuLink || full.Hint.Bound != "pcie" || !strings.Contains(full.Hint.Next, "nothing") {
+		t.Errorf("12 SSDs: bottlenecks %v, hint %+v: want the GPU's 24 GB/s link and 'nothing' from more SSDs", full.BestEval.Bottlenecks, full.Hint)
+	}
+	t.Logf("hyperion-a: saturates at %d SSDs; 6 SSDs %.0f, 12 SSDs %.0f samples/s (%.2fx); TPC peaks at %d", sat,
+		at(6).SamplesPerSec, at(12).SamplesPerSec, at(12).SamplesPerSec/at(6).SamplesPerSec, peak.SSDs)
+}
+
+// TestBudgetIsRespected: with --budget 80000 on moment-b the plan never
+// exceeds the budget nor the slots, and raising the budget never lowers
+// the best TPC.
+func TestBudgetIsRespected(t *testing.T) {
+	prev := 0.0
+	for _, budget := range []float64{50000, 60000, 80000, 100000} {
+		rec := recommend(t, request(t, "moment-b", "igb-hom", budget))
+		slots := rec.Machine.Count(topology.KindSlot)
+		for _, o := range rec.Options {
+			if o.CostUSD > budget {
+				t.Errorf("budget $%.0f: option %s costs $%.0f", budget, o.label(), o.CostUSD)
+			}
+			if o.GPUs+o.SSDs > slots {
+				t.Errorf("budget $%.0f: option %s uses %d devices for %d slots", budget, o.label(), o.GPUs+o.SSDs, slots)
+			}
+		}
+		if rec.Best.TPC < prev {
+			t.Errorf("budget $%.0f: best TPC %.4g fell below %.4g at a lower budget", budget, rec.Best.TPC, prev)
+		}
+		prev = rec.Best.TPC
+		if rec.Fastest.SamplesPerSec < rec.Best.SamplesPerSec {
+			t.Errorf("fastest plan is slower than the best-TPC plan")
+		}
+	}
+}
+
+// TestDistributedAlternativeCostsMore: for IGB-HOM the distributed
+// in-memory cluster costs several times more per unit of throughput
+// (Hyperion and Moment report 2x-60x).
+func TestDistributedAlternativeCostsMore(t *testing.T) {
+	rec := recommend(t, request(t, "moment-b", "igb-hom", 80000))
+	d := rec.Distributed
+	if d.CostPerSample < 2 || d.CostPerSample > 60 {
+		t.Errorf("the plan's TPC is %.1fx the cluster's, want 2x-60x (%s)", d.CostPerSample, d.Assumption)
+	}
+	if d.Machines < 2 {
+		t.Errorf("cluster of %d machines for a 1 TB dataset with 5x overhead", d.Machines)
+	}
+}
+
+func TestRecommendBadInput(t *testing.T) {
+	cases := []struct {
+		name   string
+		change func(*Request)
+		want   string
+	}{
+		{"budget below the cheapest plan", func(r *Request) { r.BudgetUSD = 40000; r.GPUModels = []string{"a100-80gb-pcie"} }, "cheapest plan"},
+		{"unknown GPU model", func(r *Request) { r.GPUModels = []string{"a1000"} }, "a100-80gb-pcie"},
+		{"unknown SSD model", func(r *Request) { r.SSDModels = []string{"wd-blue"} }, "p5510-3.84tb"},
+		{"a workload with zero vertices", func(r *Request) { r.Workload.Vertices = 0 }, "vertices"},
+		{"a negative budget", func(r *Request) { r.BudgetUSD = -1 }, "--budget"},
+		{"a catalog entry without a price", func(r *Request) { r.Catalog.GPUs[0].PriceUSD = 0 }, "price"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req := request(t, "moment-b", "igb-hom", 80000)
+			tc.change(&req)
+			_, err := Recommend(context.Background(), req)
+			if err == nil || !topology.IsBadInput(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want a bad-input error mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCheapestPlanMessageNamesItsCost(t *testing.T) {
+	req := request(t, "hyperion-a", "igb-hom", 40000)
+	req.GPUModels, req.SSDModels = []string{"a100-80gb-pcie"}, []string{"p5510-3.84tb"}
+	_, err := Recommend(context.Background(), req)
+	// host 14,098 + A100 14,177 + electricity 17,000 + one P5510 to hold
+	// the 1.1 TB of features: 45,583.
+	if err == nil || !strings.Contains(err.Error(), "costs $45583") {
+		t.Fatalf("err = %v, want the cheapest A100 plan's cost", err)
+	}
+}
+
+func TestPlanRoundTripAndPlot(t *testing.T) {
+	rec := recommend(t, request(t, "moment-b", "igb-hom", 80000))
+	p := rec.Plan()
+	path := t.TempDir() + "/plan.json"
+	if err := WritePlan(path, p); err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadPlan(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.CostUSD != rec.Best.CostUSD || back.BudgetUSD != 80000 || back.TPC != rec.Best.TPC ||
+		len(back.Placement.Devices) != rec.Best.GPUs+rec.Best.SSDs || len(back.StorageTraffic) == 0 {
+		t.Errorf("plan round trip lost fields: %+v", back.Hardware)
+	}
+	if back.Machine.Count(topology.KindGPU) != rec.Best.GPUs || back.Machine.Count(topology.KindNVMe) != rec.Best.SSDs {
+		t.Errorf("plan machine holds %d GPUs and %d SSDs", back.Machine.Count(topology.KindGPU), back.Machine.Count(topology.KindNVMe))
+	}
+	var svg bytes.Buffer
+	if err := WritePlotSVG(&svg, rec); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(bytes.TrimSpace(svg.Bytes()), []byte("<?xml")) || !bytes.Contains(svg.Bytes(), []byte("<svg")) {
+		t.Errorf("plot is not SVG")
+	}
+}
+
+func TestRecommendIsDeterministic(t *testing.T) {
+	a := recommend(t, request(t, "moment-a", "igb-hom", 80000))
+	b := recommend(t, request(t, "moment-a", "igb-hom", 80000))
+	if a.Best.label() != b.Best.label() || len(a.Options) != len(b.Options) {
+		t.Fatalf("two runs differ: %s vs %s", a.Best.label(), b.Best.label())
+	}
+	for i := range a.Options {
+		if a.Options[i].label() != b.Options[i].label() {
+			t.Fatalf("rank %d differs: %s vs %s", i+1, a.Options[i].label(), b.Options[i].label())
+		}
+	}
+}
+
+// BenchmarkRecommendMomentB is `gnnplan recommend --budget 80000` on
+// moment-b: every catalog GPU model at 1-4 GPUs, every SSD model at 0-16+
+// SSDs within budget, every distinct placement of each.
+func BenchmarkRecommendMomentB(b *testing.B) {
+	req := request(b, "moment-b", "igb-hom", 80000)
+	for i := 0; i < b.N; i++ {
+		rec, err := Recommend(context.Background(), req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(rec.Placements), "placements")
+		b.ReportMetric(float64(rec.Searched), "plans")
+	}
+}
