@@ -33,10 +33,12 @@ setup:
 build:
 	$(GO) build -ldflags='$(LINKFLAGS)' -o $(BIN) ./cmd/gnnplan
 
-# demo: describe this machine, then the embedded Moment machine B.
+# demo: describe this machine, then plan the embedded default: what to buy
+# for $80,000 for GraphSAGE on IGB-HOM in Moment's machine B, and where to
+# put it (writes bin/plan.json and bin/tpc.svg).
 demo: setup build
 	./$(BIN) discover
-	./$(BIN) discover --profile moment-b -o tree
+	./$(BIN) recommend --budget 80000 -o bin/plan.json --plot bin/tpc.svg
 
 vet:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

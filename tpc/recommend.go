@@ -437,7 +437,7 @@ func (r *recommender) hint(ctx context.Context, rec *Recommendation) Hint {
 func (r *recommender) nextStep(ctx context.Context, h *Hint, best *Option, next Hardware, what string) {
 	o, err := r.evaluate(ctx, next)
 	if err != nil || o == nil {
-		h.Next = "nothing that fits: no free slot or budget for " + what
+		h.Next = "nothing: no free slot takes " + what
 		h.Text += "; " + h.Next
 		return
 	}
