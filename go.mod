@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/jaypipes/ghw v0.26.0
 	github.com/olekukonko/tablewriter v1.1.5
+	github.com/sbinet/npyio v0.6.0
 	github.com/spf13/cobra v1.10.2
 	gonum.org/v1/gonum v0.17.0
 	gonum.org/v1/plot v0.17.0
