@@ -138,8 +138,10 @@ func (f *fastEvaluator) set(p Placement) {
 		}
 	}
 	for _, s := range p.SSDSlots {
-		se := f.slot[s]
-		n.rate[se.ssdRead] = f.base[se.ssdRead]
+		// No read edge when the tiers leave the SSDs nothing to serve.
+		if se := f.slot[s]; se.ssdRead >= 0 {
+			n.rate[se.ssdRead] = f.base[se.ssdRead]
+		}
 	}
 }
 

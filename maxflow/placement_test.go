@@ -424,3 +424,22 @@ func BenchmarkSearchTimesAllCounts(b *testing.B) {
 		b.ReportMetric(float64(total), "placements")
 	}
 }
+
+// TestSearchWhenSSDsServeNothing: a dataset that fits in memory leaves the
+// SSDs no share of the epoch; placing SSDs anyway must still work.
+func TestSearchWhenSSDsServeNothing(t *testing.T) {
+	m, _ := profiles.Machine("moment-b")
+	sm, inv := Strip(m)
+	inv.GPUs, inv.SSDs = 2, 3
+	tiers := DefaultTiers()
+	tiers.HostShare, tiers.GPUCacheShare = 0.4, 0.6
+	for _, search := range []func(context.Context, *topology.Machine, Inventory, Tiers) (*SearchResult, error){Search, SearchTimes} {
+		res, err := search(context.Background(), sm, inv, tiers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Candidates[0].Seconds <= 0 {
+			t.Errorf("best time %v", res.Candidates[0].Seconds)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/gnnplan/gnnplan/profiles"
 	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/tpc"
+	"github.com/gnnplan/gnnplan/trainer"
 )
 
 // recommendOptions holds the recommend command's flags.
@@ -24,6 +25,7 @@ type recommendOptions struct {
 	Profile   string
 	Machine   string
 	Workload  string
+	Dataset   string
 	Model     string
 	GPUModels []string
 	SSDModels []string
@@ -70,6 +72,9 @@ IGB-HOM with a $80,000 budget. Workloads: ` + strings.Join(workloads, ", ") + `.
 			if opts.Profile != "" && opts.Machine != "" {
 				return usageErrorf("--profile and --machine: give at most one")
 			}
+			if opts.Dataset != "" && cmd.Flags().Changed("workload") {
+				return usageErrorf("--workload and --dataset: give at most one")
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -81,6 +86,7 @@ IGB-HOM with a $80,000 budget. Workloads: ` + strings.Join(workloads, ", ") + `.
 	f.StringVar(&opts.Profile, "profile", "", "an embedded machine ("+strings.Join(profiles.MachineNames(), ", ")+"); default "+defaultProfile)
 	f.StringVar(&opts.Machine, "machine", "", "a machine file (gnnplan JSON, NCCL or hwloc XML) whose slots to fill")
 	f.StringVar(&opts.Workload, "workload", defaultWorkload, "a built-in workload ("+strings.Join(workloads, ", ")+")")
+	f.StringVar(&opts.Dataset, "dataset", "", "size the workload from a dataset directory (meta.json) instead of --workload")
 	f.StringVar(&opts.Model, "model", "", "GNN model: graphsage, gcn or gat (default: the workload's)")
 	f.StringSliceVar(&opts.GPUModels, "gpu-model", nil, "only these GPU models (catalog keys, comma-separated)")
 	f.StringSliceVar(&opts.SSDModels, "ssd-model", nil, "only these SSD models (catalog keys, comma-separated)")
@@ -91,6 +97,24 @@ IGB-HOM with a $80,000 budget. Workloads: ` + strings.Join(workloads, ", ") + `.
 	f.StringVar(&opts.PlotPath, "plot", "", "draw TPC and throughput against SSD count to this SVG file")
 	f.IntVar(&opts.Top, "top", 10, "how many plans to list")
 	return cmd
+}
+
+// workloadFromMeta sizes a workload from a dataset's meta.json with the
+// papers' model and sampling (GraphSAGE, hidden 256, fanouts 25,10) and a
+// batch of 1024 seeds, or fewer when the training split is smaller.
+func workloadFromMeta(dir string, m trainer.Meta) tpc.Workload {
+	w := tpc.Workload{Name: m.Name, Vertices: m.NumNodes, Edges: m.NumEdges, FeatureDim: m.FeatureDim, FeatureBytes: 4,
+		Classes: max(m.NumClasses, 1), Model: tpc.ModelGraphSAGE, Hidden: 256, Heads: 1, Fanouts: []int{25, 10}, BatchSize: 1024,
+		Source: "dataset " + dir}
+	if w.Name == "" {
+		w.Name = dir
+	}
+	w.TrainFraction = 0.01
+	if m.NumTrain > 0 {
+		w.TrainFraction = float64(m.NumTrain) / float64(m.NumNodes)
+		w.BatchSize = int(min(int64(1024), m.NumTrain))
+	}
+	return w
 }
 
 // parseRange reads "2" or "1-4"; counts below least are refused.
@@ -136,7 +160,13 @@ func (o *recommendOptions) request(ctx context.Context) (tpc.Request, error) {
 	if err != nil {
 		return req, err
 	}
-	if req.Workload, err = tpc.BuiltinWorkload(o.Workload); err != nil {
+	if o.Dataset != "" {
+		meta, err := trainer.ReadMeta(o.Dataset)
+		if err != nil {
+			return req, err
+		}
+		req.Workload = workloadFromMeta(o.Dataset, meta)
+	} else if req.Workload, err = tpc.BuiltinWorkload(o.Workload); err != nil {
 		return req, err
 	}
 	if o.Model != "" {

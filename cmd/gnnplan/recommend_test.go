@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/gnnplan/gnnplan/trainer"
 )
 
 func TestRecommendDefaultRun(t *testing.T) {
@@ -90,5 +92,25 @@ func TestRecommendBadInputExitsTwo(t *testing.T) {
 				t.Errorf("exit %d, stderr %q: want exit 2 and one line mentioning %q", code, errOut, tc.want)
 			}
 		})
+	}
+}
+
+func TestRecommendFromDatasetMeta(t *testing.T) {
+	dir := t.TempDir()
+	meta := trainer.Meta{Name: "small-graph", NumNodes: 1_000_000, NumEdges: 20_000_000, Undirected: true, FeatureDim: 128,
+		FeatureDType: "float32", IndexDType: "int32", NumClasses: 10, NumTrain: 10_000}
+	if err := trainer.WriteMeta(dir, meta); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "recommend", "--dataset", dir, "--top", "2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "small-graph graphsage on moment-b") {
+		t.Errorf("output does not plan the dataset's workload:\n%s", out)
+	}
+	code, _, errOut = runCLI(t, "recommend", "--dataset", filepath.Join(dir, "missing"))
+	if code != 2 || !strings.Contains(errOut, "meta.json") {
+		t.Errorf("missing dataset: exit %d, %q", code, errOut)
 	}
 }
