@@ -1,0 +1,228 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/gnnplan/gnnplan/topology"
+)
+
+// runDatasetCLI runs `gnnplan dataset ARGS` in-process (the dataset
+// command is built directly, as root registers it separately) and returns
+// the exit code run would give, stdout and stderr.
+func runDatasetCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := newDatasetCmd(&deps{In: strings.NewReader(""), Out: &out, Err: &errOut})
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	err := cmd.ExecuteContext(context.Background())
+	switch {
+	case err == nil:
+		return exitOK, out.String(), errOut.String()
+	case topology.IsBadInput(err) || isUsageError(err):
+		fmt.Fprintf(&errOut, "gnnplan: %s\n", oneLine(err.Error()))
+		return exitBadInput, out.String(), errOut.String()
+	}
+	fmt.Fprintf(&errOut, "gnnplan: %s\n", oneLine(err.Error()))
+	return exitFailure, out.String(), errOut.String()
+}
+
+const sharedDatasets = "../../../shared/datasets"
+
+func needSharedDataset(t *testing.T, rel string) string {
+	t.Helper()
+	p := filepath.Join(sharedDatasets, rel)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("shared fixture %s is absent (%v): the import is checked only beside ../shared/datasets", p, err)
+	}
+	return p
+}
+
+func TestDatasetImportFlags(t *testing.T) {
+	cases := []struct {
+		name    string
+		args    []string
+		want    datasetImportOptions
+		wantErr string
+	}{
+		{"linqs with a planetoid split", []string{"--format", "linqs", "--from", "cora", "--out", "d", "--split", "s.tsv"},
+			datasetImportOptions{Format: "linqs", From: "cora", Out: "d", Split: "s.tsv"}, ""},
+		{"snap undirected with labels", []string{"--format", "snap", "--from", "e.txt", "--out", "d", "--undirected", "--labels", "l.txt", "--name", "email"},
+			datasetImportOptions{Format: "snap", From: "e.txt", Out: "d", Undirected: true, Labels: "l.txt", Name: "email"}, ""},
+		{"geomgcn picks one of ten splits", []string{"--format", "geomgcn", "--from", "film", "--out", "d", "--split", "s.tsv", "--split-id", "3"},
+			datasetImportOptions{Format: "geomgcn", From: "film", Out: "d", Split: "s.tsv", SplitID: 3}, ""},
+		{"format is required", []string{"--from", "x", "--out", "d"}, datasetImportOptions{}, "--format: required (valid: linqs, snap, geomgcn)"},
+		{"unknown format refused", []string{"--format", "ogb", "--from", "x", "--out", "d"}, datasetImportOptions{}, `"ogb" is not a format`},
+		{"out is required", []string{"--format", "snap", "--from", "x"}, datasetImportOptions{}, "--out: required"},
+		{"labels only for snap", []string{"--format", "linqs", "--from", "x", "--out", "d", "--labels", "l"}, datasetImportOptions{}, "--labels: only for --format snap"},
+		{"linqs is always undirected", []string{"--format", "linqs", "--from", "x", "--out", "d", "--undirected"}, datasetImportOptions{}, "always undirected"},
+		{"snap has no split", []string{"--format", "snap", "--from", "x", "--out", "d", "--split", "s"}, datasetImportOptions{}, "no split"},
+		{"split id needs a split", []string{"--format", "geomgcn", "--from", "x", "--out", "d", "--split-id", "2"}, datasetImportOptions{}, "--split-id: needs --split"},
+		{"positional arguments refused", []string{"cora", "--format", "linqs", "--from", "x", "--out", "d"}, datasetImportOptions{}, "unexpected arguments"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got *datasetImportOptions
+			cmd := newDatasetImportCmd(&deps{}, func(_ context.Context, o *datasetImportOptions) error { got = o; return nil })
+			cmd.SetArgs(tc.args)
+			cmd.SetOut(&bytes.Buffer{})
+			cmd.SetErr(&bytes.Buffer{})
+			err := cmd.Execute()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !isUsageError(err) {
+					t.Fatalf("err = %v, want a usage error containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := *got
+			if g.IO == nil || len(g.Importers) != 3 {
+				t.Fatal("streams or importers not wired")
+			}
+			g.IO, g.Importers = nil, nil
+			if !reflect.DeepEqual(g, tc.want) {
+				t.Errorf("options = %+v, want %+v", g, tc.want)
+			}
+		})
+	}
+}
+
+func TestDatasetInfoFlags(t *testing.T) {
+	cases := []struct {
+		name    string
+		args    []string
+		want    datasetInfoOptions
+		wantErr string
+	}{
+		{"table by default", []string{"data/cora"}, datasetInfoOptions{Dir: "data/cora", Output: "table"}, ""},
+		{"json", []string{"data/cora", "-o", "json"}, datasetInfoOptions{Dir: "data/cora", Output: "json"}, ""},
+		{"a directory is required", nil, datasetInfoOptions{}, "want one dataset directory, got 0"},
+		{"unknown format refused", []string{"d", "-o", "yaml"}, datasetInfoOptions{}, "valid: table, json"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got *datasetInfoOptions
+			cmd := newDatasetInfoCmd(&deps{}, func(_ context.Context, o *datasetInfoOptions) error { got = o; return nil })
+			cmd.SetArgs(tc.args)
+			cmd.SetOut(&bytes.Buffer{})
+			cmd.SetErr(&bytes.Buffer{})
+			err := cmd.Execute()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !isUsageError(err) {
+					t.Fatalf("err = %v, want a usage error containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := *got
+			if g.IO == nil || g.Info == nil {
+				t.Fatal("streams or Info not wired")
+			}
+			g.IO, g.Info = nil, nil
+			if !reflect.DeepEqual(g, tc.want) {
+				t.Errorf("options = %+v, want %+v", g, tc.want)
+			}
+		})
+	}
+}
+
+func TestDatasetImportAndInfoCora(t *testing.T) {
+	cora := needSharedDataset(t, "cora")
+	out := filepath.Join(t.TempDir(), "cora")
+	code, stdout, stderr := runDatasetCLI(t, "import", "--format", "linqs", "--from", cora, "--out", out,
+		"--split", filepath.Join(cora, "planetoid_split_linqs_ids.tsv"))
+	if code != 0 {
+		t.Fatalf("import: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"format: linqs\n", "out: " + out + "\n", "nodes: 2708\n", "edges (CSR entries): 10556\n", "undirected edges: 5278\n",
+		"features: 1433\n", "classes: 7\n", "dropped edges (unknown vertex): 0\n", "self-loops dropped: 0\n", "duplicate edges merged: 151\n",
+		"train: 140\n", "val: 500\n", "test: 1000\n", "note: labels (class names in sorted order): 0=Case_Based,"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("import summary lacks %q:\n%s", want, stdout)
+		}
+	}
+
+	code, stdout, stderr = runDatasetCLI(t, "info", out, "-o", "json")
+	if code != 0 {
+		t.Fatalf("info -o json: exit %d: %s", code, stderr)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(stdout), &obj); err != nil {
+		t.Fatalf("info -o json is not JSON: %v\n%s", err, stdout)
+	}
+	for key, want := range map[string]float64{"num_nodes": 2708, "num_edges": 10556, "num_classes": 7, "feature_dim": 1433} {
+		if obj[key] != want {
+			t.Errorf("%s = %v, want %v", key, obj[key], want)
+		}
+	}
+
+	code, stdout, stderr = runDatasetCLI(t, "info", out)
+	if code != 0 {
+		t.Fatalf("info: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"PROPERTY", "nodes", "2708", "train / val / test", "140 / 500 / 1000", "degree min / max", "skew: top 1% / 5% / 10% hold", "feature bytes"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("info table lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func TestDatasetImportSNAPUndirected(t *testing.T) {
+	src := needSharedDataset(t, "snap-email-Eu-core/email-Eu-core.txt")
+	out := filepath.Join(t.TempDir(), "email")
+	code, stdout, stderr := runDatasetCLI(t, "import", "--format", "snap", "--from", src, "--out", out, "--undirected",
+		"--labels", needSharedDataset(t, "snap-email-Eu-core/email-Eu-core-department-labels.txt"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"nodes: 1005\n", "edges (CSR entries): 32128\n", "undirected edges: 16064\n", "self-loops dropped: 642\n", "classes: 42\n"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func TestDatasetBadInputExitsTwo(t *testing.T) {
+	dir := t.TempDir()
+	edges := filepath.Join(dir, "edges.txt")
+	if err := os.WriteFile(edges, []byte("1 2\n3 four\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	existing := t.TempDir()
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"non-numeric snap id names file and line", []string{"import", "--format", "snap", "--from", edges, "--out", filepath.Join(dir, "out")}, "edges.txt:2: target vertex"},
+		{"missing input", []string{"import", "--format", "linqs", "--from", filepath.Join(dir, "nope"), "--out", filepath.Join(dir, "out")}, "--from"},
+		{"existing out", []string{"import", "--format", "snap", "--from", edges, "--out", existing}, "already exists"},
+		{"info on a directory that is no dataset", []string{"info", dir}, "meta.json"},
+		{"usage error", []string{"import", "--format", "nope"}, "--format"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runDatasetCLI(t, tc.args...)
+			if code != exitBadInput || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("exit %d, stderr %q: want exit 2 mentioning %q", code, stderr, tc.want)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
+				t.Fatal("a failed import left --out behind")
+			}
+		})
+	}
+}
