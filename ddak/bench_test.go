@@ -1,0 +1,88 @@
+package ddak
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gnnplan/gnnplan/maxflow"
+)
+
+// benchBins is a Moment-sized machine for n rows: 4 GPU caches of 0.1% of
+// the rows each, a CPU cache of 0.5% per socket, 8 SSDs (4 per socket) with
+// room for twice the rows and targets that favor socket 0.
+func benchBins(n int64) []Bin {
+	bins := []Bin{}
+	for i := range 4 {
+		bins = append(bins, Bin{ID: fmt.Sprintf("gpu%d", i), Kind: maxflow.StorageGPUMem, Socket: 0, CapacityRows: n / 1000, TargetShare: 0.3 / 4})
+	}
+	for i := range 2 {
+		bins = append(bins, Bin{ID: fmt.Sprintf("socket%d", i), Kind: maxflow.StorageHostMem, Socket: i, CapacityRows: n / 200, TargetShare: 0.1 / 2})
+	}
+	w := []float64{1.3, 1.2, 1.1, 1.0, 0.8, 0.7, 0.5, 0.4}
+	for i, x := range w {
+		bins = append(bins, Bin{ID: fmt.Sprintf("nvme%d", i), Kind: maxflow.StorageSSD, Socket: i / 4, CapacityRows: n / 4, TargetShare: 0.6 * x / 7})
+	}
+	return bins
+}
+
+// peakRSSBytes is the process's peak resident memory (VmHWM), 0 when
+// /proc is not there.
+func peakRSSBytes() int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// benchmarkDDAK places n vertices of Zipf (s = 1) hotness, counts
+// floor(n / (rank+1)) with rank a seeded permutation. Generating the
+// hotness is not timed. It reports the live heap after placing (the
+// hotness, 4 bytes per vertex, plus the layout, 5) and the process's peak
+// resident memory, both per vertex.
+func benchmarkDDAK(b *testing.B, n int) {
+	hot := zipfHotness(n, 1.0, float64(n), 1)
+	bins := benchBins(int64(n))
+	runtime.GC()
+	var l *Layout
+	for b.Loop() {
+		if l != nil { // free the previous layout, untimed, so peaks are one layout's
+			b.StopTimer()
+			l = nil
+			runtime.GC()
+			b.StartTimer()
+		}
+		var err error
+		if l, err = Place(hot, bins, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapInuse)/float64(n), "heap-B/vertex")
+	b.ReportMetric(float64(peakRSSBytes())/float64(n), "peakRSS-B/vertex")
+	runtime.KeepAlive(l)
+	runtime.KeepAlive(hot)
+}
+
+func BenchmarkDDAK100M(b *testing.B) { benchmarkDDAK(b, 100_000_000) }
+
+// BenchmarkDDAK1B is the target: a billion vertices in at most 14
+// s on a 2-core machine, at most 16 bytes per vertex including the input
+// and the layout. It needs about 10 GB of memory.
+func BenchmarkDDAK1B(b *testing.B) { benchmarkDDAK(b, 1_000_000_000) }

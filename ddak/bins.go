@@ -1,0 +1,278 @@
+package ddak
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/profiles"
+	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/tpc"
+)
+
+// Bin is one place feature rows can live: a GPU cache, a socket's CPU cache
+// or an SSD (Moment section 3.3 models each as a knapsack bin).
+type Bin struct {
+	// ID is the storage node of the plan the bin stands for: a GPU, a
+	// socket (its memory) or an NVMe SSD.
+	ID   string              `json:"id"`
+	Kind maxflow.StorageKind `json:"kind"`
+	// Socket is the NUMA id of the socket the bin sits under, -1 when
+	// unknown; Evaluate uses it for cross-socket traffic.
+	Socket int `json:"socket"`
+	// CapacityRows is how many feature rows the bin holds.
+	CapacityRows int64 `json:"capacity_rows"`
+	// TargetShare is the share (0-1) of the epoch's feature accesses the
+	// flow model wants this bin to serve.
+	TargetShare float64 `json:"target_share"`
+}
+
+// tierRank orders the hierarchy GPU > CPU > SSD; unknown kinds get -1.
+func tierRank(k maxflow.StorageKind) int {
+	switch k {
+	case maxflow.StorageGPUMem:
+		return 0
+	case maxflow.StorageHostMem:
+		return 1
+	case maxflow.StorageSSD:
+		return 2
+	}
+	return -1
+}
+
+// maxBins is how many bins a layout can name: bin indices are one byte per
+// vertex, which is what keeps a 1e9-vertex layout at 5 bytes per vertex.
+const maxBins = 255
+
+// validateBins checks bins and that together they hold rows rows.
+func validateBins(bins []Bin, rows int64) error {
+	if len(bins) == 0 {
+		return &topology.InputError{Field: "bins", Msg: "no bins to place rows in"}
+	}
+	if len(bins) > maxBins {
+		return &topology.InputError{Field: "bins", Msg: fmt.Sprintf("%d bins, at most %d (bin ids are one byte per vertex)", len(bins), maxBins)}
+	}
+	var hold int64
+	for i, b := range bins {
+		field := fmt.Sprintf("bins[%d]", i)
+		switch {
+		case tierRank(b.Kind) < 0:
+			return &topology.InputError{Field: field + ".kind", Msg: fmt.Sprintf("%q (valid: %s, %s, %s)", b.Kind, maxflow.StorageGPUMem, maxflow.StorageHostMem, maxflow.StorageSSD)}
+		case b.CapacityRows < 0:
+			return &topology.InputError{Field: field + ".capacity_rows", Msg: fmt.Sprintf("%d (valid: 0 or more)", b.CapacityRows)}
+		case math.IsNaN(b.TargetShare) || math.IsInf(b.TargetShare, 0) || b.TargetShare < 0:
+			return &topology.InputError{Field: field + ".target_share", Msg: fmt.Sprintf("%v (valid: a share, 0 or more)", b.TargetShare)}
+		}
+		hold += usableRows(b)
+		if hold < 0 { // overflow: certainly enough
+			hold = math.MaxInt64
+		}
+	}
+	if hold < rows {
+		h, r := countsPair(hold, rows)
+		return &topology.InputError{Field: "bins", Msg: fmt.Sprintf("bins hold %s rows, dataset has %s", h, r)}
+	}
+	return nil
+}
+
+// usableRows is the capacity a layout can use: rows within a bin are
+// numbered with 32 bits (4 bytes per vertex), so a bin takes at most 2^32
+// rows; a larger SSD simply keeps the rest free.
+func usableRows(b Bin) int64 { return min(b.CapacityRows, math.MaxUint32+1) }
+
+// countsPair formats two row counts for a message: "1.2 B" and "2.0 B",
+// exact when they are small or would print the same.
+func countsPair(a, b int64) (string, string) {
+	sa, sb := humanCount(a), humanCount(b)
+	if sa == sb {
+		return fmt.Sprint(a), fmt.Sprint(b)
+	}
+	return sa, sb
+}
+
+func humanCount(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.1f B", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.1f M", float64(n)/1e6)
+	}
+	return fmt.Sprint(n)
+}
+
+// BinOptions are what BinsFromPlan needs beyond the plan.
+type BinOptions struct {
+	// GPUReserveGiB is GPU memory kept for the model and the sampler; 0
+	// takes the plan's assumption (tpc.Assumptions.GPUReserveGiB).
+	GPUReserveGiB float64
+	// CPUCacheRows is the CPU cache over all sockets, in rows; 0 takes the
+	// plan's (tpc.Shares.CPUCacheRows, scaled from the plan's workload to
+	// the dataset's row count).
+	CPUCacheRows int64
+	// SSDCapacityGB is one SSD's capacity (decimal GB); 0 takes the
+	// catalog's capacity of the plan's SSD model, or 3840 (the P5510 3.84
+	// TB that Moment and Hyperion use) when the model is not in the
+	// catalog.
+	SSDCapacityGB float64
+	// Catalog resolves the plan's GPU and SSD models when the machine's
+	// nodes lack memory sizes; nil means profiles.DefaultCatalog().
+	Catalog *profiles.Catalog
+}
+
+// DefaultSSDCapacityGB is the SSD capacity assumed when neither the options
+// nor the catalog give one.
+const DefaultSSDCapacityGB = 3840
+
+// BinsFromPlan makes the bins of a plan for a dataset of rows feature rows
+// of rowBytes bytes each: one GPU cache per GPU, one CPU cache per socket,
+// one bin per SSD, in that order (natural id order within a kind). Only the
+// plan's storage nodes (its storage_traffic) become bins.
+//
+// Capacities: a GPU holds (memory - reserve) / rowBytes rows; the CPU cache
+// rows are split evenly over the sockets (the first sockets take the
+// remainder); an SSD holds its capacity / rowBytes rows.
+//
+// Targets. The flow's host-memory traffic includes the graph topology the
+// GPUs sample over PCIe (DESIGN.md section 4), which no feature row serves.
+// The topology's share of the epoch is TopologyBytes / (FeatureBytes +
+// TopologyBytes) of the plan's per-batch estimate; maxflow splits host
+// traffic evenly over the sockets, so each socket's CPU cache target is its
+// host traffic minus its even part of the topology bytes. Every target is
+// then a share of the feature bytes (all traffic minus topology), which is
+// what hotness counts and what a placement can move.
+//
+// The plan's tpc model replicates the hottest rows into every GPU
+// (tpc.Shares), while a layout gives each vertex one bin, so GPU bins hold
+// distinct rows: with several GPUs the GPU tier then serves more than its
+// target, and the SSD tier less. Both DDAK and the hash baseline fill the GPU
+// tier the same way, so comparisons between them are unaffected.
+//
+// Bins that cannot hold rows return a *topology.InputError ("bins hold 1.2
+// B rows, dataset has 2.0 B").
+func BinsFromPlan(p *tpc.Plan, rows int64, rowBytes int64, opt BinOptions) ([]Bin, error) {
+	if p == nil || p.Machine == nil {
+		return nil, &topology.InputError{Field: "plan", Msg: "no plan or no machine in it"}
+	}
+	if rows < 1 || rowBytes < 1 {
+		return nil, &topology.InputError{Field: "dataset", Msg: fmt.Sprintf("%d rows of %d bytes (valid: at least 1 of at least 1 byte)", rows, rowBytes)}
+	}
+	if len(p.StorageTraffic) == 0 {
+		return nil, &topology.InputError{Field: "storage_traffic", Msg: "empty: the plan names no storage node to serve the epoch (write it with `gnnplan recommend -o`)"}
+	}
+	cat := opt.Catalog
+	if cat == nil {
+		cat = profiles.DefaultCatalog()
+	}
+	var totalGB float64
+	hosts := 0
+	for i, t := range p.StorageTraffic {
+		if math.IsNaN(t.GB) || math.IsInf(t.GB, 0) || t.GB < 0 {
+			return nil, &topology.InputError{Field: fmt.Sprintf("storage_traffic[%d].GB", i), Msg: fmt.Sprintf("%v (valid: 0 or more)", t.GB)}
+		}
+		if tierRank(t.Kind) < 0 {
+			return nil, &topology.InputError{Field: fmt.Sprintf("storage_traffic[%d].kind", i), Msg: fmt.Sprintf("%q (valid: %s, %s, %s)", t.Kind, maxflow.StorageGPUMem, maxflow.StorageHostMem, maxflow.StorageSSD)}
+		}
+		if p.Machine.Node(t.ID) == nil {
+			return nil, &topology.InputError{Field: fmt.Sprintf("storage_traffic[%d].id", i), Msg: fmt.Sprintf("%q is not a node of the plan's machine", t.ID)}
+		}
+		totalGB += t.GB
+		if t.Kind == maxflow.StorageHostMem {
+			hosts++
+		}
+	}
+	est := p.Workload.PerBatch()
+	topoFrac := 0.0
+	if d := est.FeatureBytes + est.TopologyBytes; d > 0 {
+		topoFrac = est.TopologyBytes / d
+	}
+	topoGB := topoFrac * totalGB
+	featGB := totalGB - topoGB
+
+	reserve := opt.GPUReserveGiB
+	if reserve == 0 {
+		reserve = p.Assumptions.GPUReserveGiB
+	}
+	cpuRows := opt.CPUCacheRows
+	if cpuRows == 0 && p.Workload.Vertices > 0 {
+		cpuRows = int64(p.Prediction.Shares.CPUCacheRows / float64(p.Workload.Vertices) * float64(rows))
+	}
+	ssdGB := opt.SSDCapacityGB
+	if ssdGB <= 0 {
+		ssdGB = DefaultSSDCapacityGB
+		if s, err := cat.SSD(p.Hardware.SSDModel); err == nil && s.CapacityGB > 0 {
+			ssdGB = s.CapacityGB
+		}
+	}
+
+	var bins []Bin
+	hostSeen := 0
+	for _, t := range p.StorageTraffic {
+		b := Bin{ID: t.ID, Kind: t.Kind, Socket: socketOf(p.Machine, t.ID)}
+		gb := t.GB
+		switch t.Kind {
+		case maxflow.StorageGPUMem:
+			mem := p.Machine.Node(t.ID).MemoryGiB
+			if mem <= 0 {
+				if g, err := cat.GPU(p.Hardware.GPUModel); err == nil {
+					mem = g.MemoryGiB
+				}
+			}
+			b.CapacityRows = int64(math.Max(0, mem-reserve) * (1 << 30) / float64(rowBytes))
+		case maxflow.StorageHostMem:
+			b.CapacityRows = cpuRows / int64(hosts)
+			if int64(hostSeen) < cpuRows%int64(hosts) {
+				b.CapacityRows++
+			}
+			hostSeen++
+			gb = math.Max(0, gb-topoGB/float64(hosts))
+		case maxflow.StorageSSD:
+			b.CapacityRows = int64(ssdGB * 1e9 / float64(rowBytes))
+		}
+		if featGB > 0 {
+			b.TargetShare = gb / featGB
+		}
+		if b.CapacityRows == 0 && b.TargetShare == 0 {
+			continue // a storage node that serves only topology
+		}
+		bins = append(bins, b)
+	}
+	sort.SliceStable(bins, func(i, j int) bool {
+		if ri, rj := tierRank(bins[i].Kind), tierRank(bins[j].Kind); ri != rj {
+			return ri < rj
+		}
+		return topology.NaturalLess(bins[i].ID, bins[j].ID)
+	})
+	if err := validateBins(bins, rows); err != nil {
+		return nil, err
+	}
+	return bins, nil
+}
+
+// socketOf is the NUMA id of the socket above node id, -1 when unknown.
+func socketOf(m *topology.Machine, id string) int {
+	s := m.Socket(id)
+	if s == nil || s.NUMANode == nil {
+		return -1
+	}
+	return *s.NUMANode
+}
+
+// GPUSockets returns the NUMA id of the socket above each GPU of the plan
+// (gpu0, gpu1, ... in natural order), the compute nodes Evaluate splits
+// each vertex's reads over. A plan without GPUs trains on its sockets, so
+// their own ids are returned.
+func GPUSockets(p *tpc.Plan) []int {
+	if p == nil || p.Machine == nil {
+		return nil
+	}
+	ids := p.Machine.SortedKind(topology.KindGPU)
+	if len(ids) == 0 {
+		ids = p.Machine.SortedKind(topology.KindSocket)
+	}
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = socketOf(p.Machine, id)
+	}
+	return out
+}

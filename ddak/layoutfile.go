@@ -1,0 +1,359 @@
+package ddak
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/gnnplan/gnnplan/topology"
+)
+
+// LayoutSchemaVersion versions layout.json.
+const LayoutSchemaVersion = 1
+
+// Layout file names (DESIGN.md section 7): per-vertex bin index and row as
+// NumPy arrays, and the bins with their stats as JSON.
+const (
+	LayoutBinFile  = "layout_bin.npy" // uint8 [vertices]: index into layout.json's bins
+	LayoutRowFile  = "layout_row.npy" // uint32 [vertices]: row within the bin
+	LayoutMetaFile = "layout.json"
+)
+
+// layoutMeta is layout.json.
+type layoutMeta struct {
+	SchemaVersion int       `json:"schema_version"`
+	Policy        Policy    `json:"policy"`
+	Priority      Priority  `json:"priority,omitempty"`
+	Pool          int       `json:"pool,omitempty"`
+	Seed          uint64    `json:"seed,omitempty"`
+	Vertices      int64     `json:"vertices"`
+	TotalAccesses uint64    `json:"total_accesses"`
+	Bins          []binMeta `json:"bins"`
+}
+
+type binMeta struct {
+	Bin
+	BinStats
+}
+
+// WriteLayout writes l into dir as layout_bin.npy, layout_row.npy and
+// layout.json. Each file is written to a temporary name and synced first;
+// only when all three are complete are they renamed into place,
+// layout.json last, so a failure leaves no new file behind and a reader
+// that finds layout.json finds arrays of the same layout.
+func WriteLayout(dir string, l *Layout, bins []Bin) error {
+	if l == nil || len(l.Stats) != len(bins) || len(l.Bin) != len(l.Row) {
+		return fmt.Errorf("write layout: layout and bins do not match")
+	}
+	meta := layoutMeta{SchemaVersion: LayoutSchemaVersion, Policy: l.Policy, Priority: l.Priority, Pool: l.Pool,
+		Seed: l.Seed, Vertices: int64(len(l.Bin)), TotalAccesses: l.TotalAccesses}
+	for i, b := range bins {
+		meta.Bins = append(meta.Bins, binMeta{b, l.Stats[i]})
+	}
+	js, err := json.MarshalIndent(meta, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write layout: %w", err)
+	}
+	var tmps []string
+	cleanup := func() {
+		for _, t := range tmps {
+			os.Remove(t)
+		}
+	}
+	steps := []struct {
+		name  string
+		write func(io.Writer) error
+	}{
+		{LayoutBinFile, func(w io.Writer) error { return writeNpy(w, "|u1", l.Bin) }},
+		{LayoutRowFile, func(w io.Writer) error { return writeNpy(w, "<u4", l.Row) }},
+		{LayoutMetaFile, func(w io.Writer) error { _, err := w.Write(append(js, '\n')); return err }},
+	}
+	for _, s := range steps {
+		tmp, err := writeTemp(filepath.Join(dir, s.name), s.write)
+		if err != nil {
+			cleanup()
+			return err
+		}
+		tmps = append(tmps, tmp)
+	}
+	for i, s := range steps {
+		if err := os.Rename(tmps[i], filepath.Join(dir, s.name)); err != nil {
+			cleanup()
+			return fmt.Errorf("write layout: %w", err)
+		}
+	}
+	return nil
+}
+
+// writeTemp writes a synced temporary file next to path and returns its
+// name.
+func writeTemp(path string, write func(io.Writer) error) (string, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	err = write(w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Name(), nil
+}
+
+// writeNpy writes a 1-d little-endian .npy (version 1.0) of uint8 or
+// uint32. It encodes in chunks rather than through binary.Write, which
+// would copy a billion-element array whole.
+func writeNpy[T uint8 | uint32](w io.Writer, dtype string, data []T) error {
+	hdr := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': (%d,), }", dtype, len(data))
+	// Magic, version, 2-byte header length; the header is padded with
+	// spaces and ends in a newline so the data starts 64-byte aligned.
+	total := 10 + len(hdr) + 1
+	hdr += strings.Repeat(" ", (64-total%64)%64) + "\n"
+	var pre [10]byte
+	copy(pre[:], "\x93NUMPY\x01\x00")
+	binary.LittleEndian.PutUint16(pre[8:], uint16(len(hdr)))
+	if _, err := w.Write(pre[:]); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(w, hdr); err != nil {
+		return err
+	}
+	switch d := any(data).(type) {
+	case []uint8:
+		_, err := w.Write(d)
+		return err
+	case []uint32:
+		buf := make([]byte, 1<<20)
+		for len(d) > 0 {
+			n := min(len(d), len(buf)/4)
+			for i, x := range d[:n] {
+				binary.LittleEndian.PutUint32(buf[4*i:], x)
+			}
+			if _, err := w.Write(buf[:4*n]); err != nil {
+				return err
+			}
+			d = d[n:]
+		}
+	}
+	return nil
+}
+
+// readNpy reads a 1-d .npy of the given dtype ("|u1" or "<u4") with want
+// elements.
+func readNpy[T uint8 | uint32](path, dtype string, want int64) ([]T, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &topology.InputError{Path: path, Msg: "cannot read layout", Err: err}
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<20)
+	h, err := readNpyHeader(br)
+	if err != nil {
+		return nil, &topology.InputError{Path: path, Msg: "not a .npy file", Err: err}
+	}
+	typ := h.descr
+	if dtype == "|u1" && (typ == "u1" || typ == "<u1") {
+		typ = "|u1"
+	}
+	if typ != dtype || h.fortran || len(h.shape) != 1 || h.shape[0] != want {
+		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("dtype %s shape %v, want %s shape [%d]", h.descr, h.shape, dtype, want)}
+	}
+	// Check the size before allocating, so a corrupt vertex count cannot
+	// ask for more memory than the file could fill.
+	var zero T
+	elem := int64(binary.Size(zero))
+	if fi, err := f.Stat(); err == nil && (want > fi.Size() || want*elem > fi.Size()) {
+		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("truncated: %d bytes cannot hold the %d elements its header gives", fi.Size(), want)}
+	}
+	out := make([]T, want)
+	truncated := func(err error) error {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return &topology.InputError{Path: path, Msg: fmt.Sprintf("truncated: fewer than the %d elements its header gives", want)}
+		}
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	switch o := any(out).(type) {
+	case []uint8:
+		if _, err := io.ReadFull(br, o); err != nil {
+			return nil, truncated(err)
+		}
+	case []uint32:
+		buf := make([]byte, 1<<20)
+		for i := 0; i < len(o); {
+			n := min(len(o)-i, len(buf)/4)
+			if _, err := io.ReadFull(br, buf[:4*n]); err != nil {
+				return nil, truncated(err)
+			}
+			for j := range n {
+				o[i+j] = binary.LittleEndian.Uint32(buf[4*j:])
+			}
+			i += n
+		}
+	}
+	return out, nil
+}
+
+// npyHeader is the part of a .npy header a layout needs.
+type npyHeader struct {
+	descr   string
+	fortran bool
+	shape   []int64
+}
+
+// readNpyHeader parses a .npy header (versions 1-3) from r, leaving r at
+// the first data byte. It never trusts the header: any malformed field is
+// an error, never a panic.
+func readNpyHeader(r io.Reader) (npyHeader, error) {
+	var h npyHeader
+	var pre [8]byte
+	if _, err := io.ReadFull(r, pre[:]); err != nil {
+		return h, fmt.Errorf("short header: %w", err)
+	}
+	if string(pre[:6]) != "\x93NUMPY" {
+		return h, errors.New("bad magic")
+	}
+	var n int
+	switch pre[6] {
+	case 1:
+		var l [2]byte
+		if _, err := io.ReadFull(r, l[:]); err != nil {
+			return h, fmt.Errorf("short header: %w", err)
+		}
+		n = int(binary.LittleEndian.Uint16(l[:]))
+	case 2, 3:
+		var l [4]byte
+		if _, err := io.ReadFull(r, l[:]); err != nil {
+			return h, fmt.Errorf("short header: %w", err)
+		}
+		n = int(binary.LittleEndian.Uint32(l[:]))
+	default:
+		return h, fmt.Errorf("unsupported version %d.%d", pre[6], pre[7])
+	}
+	if n > 1<<20 {
+		return h, fmt.Errorf("header of %d bytes", n)
+	}
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return h, fmt.Errorf("short header: %w", err)
+	}
+	dict := strings.TrimSpace(string(buf))
+	if !strings.HasPrefix(dict, "{") || !strings.HasSuffix(dict, "}") {
+		return h, errors.New("header is not a dictionary")
+	}
+	// value returns the text after 'key': up to the end of the value
+	// (a quoted string, a parenthesized tuple or a bare word).
+	value := func(key string) (string, bool) {
+		i := strings.Index(dict, "'"+key+"'")
+		if i < 0 {
+			return "", false
+		}
+		rest := strings.TrimLeft(dict[i+len(key)+2:], " ")
+		if !strings.HasPrefix(rest, ":") {
+			return "", false
+		}
+		rest = strings.TrimLeft(rest[1:], " ")
+		var end int
+		switch {
+		case strings.HasPrefix(rest, "'"):
+			end = strings.Index(rest[1:], "'") + 2
+		case strings.HasPrefix(rest, "("):
+			end = strings.Index(rest, ")") + 1
+		default:
+			end = strings.IndexAny(rest, ",}")
+		}
+		if end <= 0 {
+			return "", false
+		}
+		return rest[:end], true
+	}
+	d, ok := value("descr")
+	if !ok || len(d) < 2 || d[0] != '\'' {
+		return h, errors.New("no descr")
+	}
+	h.descr = d[1 : len(d)-1]
+	fo, ok := value("fortran_order")
+	switch {
+	case ok && fo == "False":
+	case ok && fo == "True":
+		h.fortran = true
+	default:
+		return h, errors.New("no fortran_order")
+	}
+	sh, ok := value("shape")
+	if !ok || len(sh) < 2 || sh[0] != '(' {
+		return h, errors.New("no shape")
+	}
+	for _, tok := range strings.Split(sh[1:len(sh)-1], ",") {
+		tok = strings.TrimSpace(tok)
+		if tok == "" {
+			continue
+		}
+		d, err := strconv.ParseInt(strings.TrimSuffix(tok, "L"), 10, 64)
+		if err != nil || d < 0 {
+			return h, fmt.Errorf("bad shape %s", sh)
+		}
+		h.shape = append(h.shape, d)
+	}
+	return h, nil
+}
+
+// ReadLayout reads a layout written by WriteLayout and checks that it is
+// whole: every bin index names a bin and every row lies within its bin.
+func ReadLayout(dir string) (*Layout, []Bin, error) {
+	path := filepath.Join(dir, LayoutMetaFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, &topology.InputError{Path: path, Msg: "cannot read layout", Err: err}
+	}
+	var meta layoutMeta
+	if err := json.Unmarshal(data, &meta); err != nil {
+		return nil, nil, &topology.InputError{Path: path, Msg: "malformed layout", Err: err}
+	}
+	if meta.SchemaVersion != LayoutSchemaVersion {
+		return nil, nil, &topology.InputError{Path: path, Field: "schema_version", Msg: fmt.Sprintf("%d, want %d (a layout written by `gnnplan place`)", meta.SchemaVersion, LayoutSchemaVersion)}
+	}
+	if meta.Vertices < 0 || len(meta.Bins) == 0 || len(meta.Bins) > maxBins {
+		return nil, nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("%d vertices in %d bins (want at least 1 bin, at most %d)", meta.Vertices, len(meta.Bins), maxBins)}
+	}
+	l := &Layout{Policy: meta.Policy, Priority: meta.Priority, Pool: meta.Pool, Seed: meta.Seed, TotalAccesses: meta.TotalAccesses}
+	bins := make([]Bin, len(meta.Bins))
+	for i, b := range meta.Bins {
+		bins[i] = b.Bin
+		l.Stats = append(l.Stats, b.BinStats)
+	}
+	if l.Bin, err = readNpy[uint8](filepath.Join(dir, LayoutBinFile), "|u1", meta.Vertices); err != nil {
+		return nil, nil, err
+	}
+	if l.Row, err = readNpy[uint32](filepath.Join(dir, LayoutRowFile), "<u4", meta.Vertices); err != nil {
+		return nil, nil, err
+	}
+	for v, b := range l.Bin {
+		if int(b) >= len(bins) {
+			return nil, nil, &topology.InputError{Path: filepath.Join(dir, LayoutBinFile), Msg: fmt.Sprintf("vertex %d: bin %d, the layout has %d bins", v, b, len(bins))}
+		}
+		if int64(l.Row[v]) >= l.Stats[b].Rows {
+			return nil, nil, &topology.InputError{Path: filepath.Join(dir, LayoutRowFile), Msg: fmt.Sprintf("vertex %d: row %d of bin %s, which holds %d rows", v, l.Row[v], bins[b].ID, l.Stats[b].Rows)}
+		}
+	}
+	return l, bins, nil
+}

@@ -1,0 +1,137 @@
+package ddak
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gnnplan/gnnplan/topology"
+)
+
+func TestLayoutRoundTrip(t *testing.T) {
+	hot := zipfHotness(50_000, 1, 5e4, 4)
+	bins, _ := testBins(hot)
+	d, err := Place(hot, bins, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := PlaceHash(hot, bins, 77)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []*Layout{d, h} {
+		t.Run(string(l.Policy), func(t *testing.T) {
+			dir := t.TempDir()
+			if err := WriteLayout(dir, l, bins); err != nil {
+				t.Fatal(err)
+			}
+			back, bb, err := ReadLayout(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(back.Bin, l.Bin) || !slices.Equal(back.Row, l.Row) || !slices.Equal(back.Stats, l.Stats) ||
+				!slices.Equal(bb, bins) || back.Policy != l.Policy || back.Priority != l.Priority || back.Pool != l.Pool ||
+				back.Seed != l.Seed || back.TotalAccesses != l.TotalAccesses {
+				t.Error("layout changed on the way through the files")
+			}
+			entries, _ := os.ReadDir(dir)
+			if len(entries) != 3 {
+				t.Errorf("%d files in the layout directory, want 3 (no temporaries left)", len(entries))
+			}
+		})
+	}
+}
+
+func TestReadLayoutBadInput(t *testing.T) {
+	hot := []uint32{5, 4, 3, 2, 1}
+	bins := []Bin{{ID: "nvme0", Kind: "ssd", CapacityRows: 3, TargetShare: 0.5}, {ID: "nvme1", Kind: "ssd", CapacityRows: 3, TargetShare: 0.5}}
+	l, err := Place(hot, bins, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		spoil func(dir string)
+		want  string
+	}{
+		{"truncated row array", func(dir string) {
+			p := filepath.Join(dir, LayoutRowFile)
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, b[:len(b)-3], 0o644)
+		}, "truncated"},
+		{"bin index past the bins", func(dir string) {
+			p := filepath.Join(dir, LayoutBinFile)
+			b, _ := os.ReadFile(p)
+			b[len(b)-1] = 9
+			os.WriteFile(p, b, 0o644)
+		}, "bin 9"},
+		{"row past its bin", func(dir string) {
+			p := filepath.Join(dir, LayoutRowFile)
+			b, _ := os.ReadFile(p)
+			b[len(b)-4] = 200
+			os.WriteFile(p, b, 0o644)
+		}, "row 200"},
+		{"not a npy file", func(dir string) { os.WriteFile(filepath.Join(dir, LayoutBinFile), []byte("hello"), 0o644) }, "not a .npy"},
+		{"wrong schema version", func(dir string) {
+			p := filepath.Join(dir, LayoutMetaFile)
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, bytes.Replace(b, []byte(`"schema_version": 1`), []byte(`"schema_version": 7`), 1), 0o644)
+		}, "schema_version"},
+		{"more vertices than the arrays", func(dir string) {
+			p := filepath.Join(dir, LayoutMetaFile)
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, bytes.Replace(b, []byte(`"vertices": 5`), []byte(`"vertices": 5000000000000`), 1), 0o644)
+		}, "5000000000000"},
+		{"missing array", func(dir string) { os.Remove(filepath.Join(dir, LayoutRowFile)) }, "cannot read"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := WriteLayout(dir, l, bins); err != nil {
+				t.Fatal(err)
+			}
+			tc.spoil(dir)
+			_, _, err := ReadLayout(dir)
+			if !topology.IsBadInput(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want a bad-input error saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestWriteLayoutLeavesNothingOnFailure(t *testing.T) {
+	l := &Layout{Policy: PolicyDDAK, Bin: []uint8{0}, Row: []uint32{0}, Stats: []BinStats{{1, 1}}}
+	bins := []Bin{{ID: "nvme0", Kind: "ssd", CapacityRows: 1}}
+	dir := filepath.Join(t.TempDir(), "absent")
+	if err := WriteLayout(dir, l, bins); err == nil {
+		t.Fatal("wrote into a directory that does not exist")
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the directory appeared: %v", err)
+	}
+}
+
+// FuzzReadNpyHeader: no header, however malformed, makes the parser panic.
+func FuzzReadNpyHeader(f *testing.F) {
+	var buf bytes.Buffer
+	writeNpy(&buf, "<u4", []uint32{1, 2, 3})
+	f.Add(buf.Bytes())
+	buf.Reset()
+	writeNpy(&buf, "|u1", []uint8{1})
+	f.Add(buf.Bytes())
+	f.Add([]byte("\x93NUMPY\x01\x00\x10\x00{'descr': '<u4'}"))
+	f.Add([]byte("\x93NUMPY\x02\x00\x05\x00\x00\x00{'shape': ((,}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		h, err := readNpyHeader(bytes.NewReader(data))
+		if err == nil {
+			for _, d := range h.shape {
+				if d < 0 {
+					t.Errorf("negative dimension %d accepted", d)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,274 @@
+package ddak
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"sync"
+)
+
+// denseLimit bounds the hotness values counted in a flat histogram. Skewed
+// (Zipf) counts put almost every vertex on a few small values and only a
+// handful of vertices above 2^16, which are counted by sorting them; the
+// value -> bucket table (256 KiB) then stays in L2 while 1e9 vertices stream
+// past it.
+const denseLimit = 1 << 16
+
+// smallLimit bounds the values counted in the per-chunk L1 tables.
+const smallLimit = 256
+
+// ctxEvery is how many vertices a worker handles between cancellation checks.
+const ctxEvery = 1 << 22
+
+// order is the descending-hotness order of the vertices without sorting
+// them: a counting sort over the distinct hotness values. Position p in the
+// order is the p-th hottest vertex; vertices of equal hotness keep vertex-id
+// order, so the order is deterministic. Only the buckets are stored (one per
+// distinct value), never a permutation of the vertices, which is what keeps
+// DDAK within 16 bytes per vertex.
+type order struct {
+	n      int64
+	val    []uint32 // distinct hotness values, descending
+	count  []int64  // vertices per bucket
+	start  []int64  // first position of each bucket; start[len(val)] = n
+	dense  []int32  // bucket of a value < denseLimit, -1 when absent
+	nLarge int      // buckets [0, nLarge) hold the values >= denseLimit
+	// spans split the vertices into contiguous ranges, one per worker;
+	// spanCount[w][k] is how many vertices of span w are in bucket k, so
+	// every worker knows where its vertices start in each bucket.
+	spans     [][2]int64
+	spanCount [][]int64
+	total     uint64 // sum of all hotness
+}
+
+// bucketOf returns the bucket of hotness value h.
+func (o *order) bucketOf(h uint32) int32 {
+	if h < denseLimit {
+		return o.dense[h]
+	}
+	// Large values are few (the head of a skewed distribution): binary
+	// search over them in descending order.
+	lo, hi := 0, o.nLarge
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if o.val[m] > h {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return int32(lo)
+}
+
+// workers is how many goroutines share a pass over n vertices.
+func workers(n int64) int {
+	w := runtime.GOMAXPROCS(0)
+	if n < 1<<16 {
+		w = 1
+	}
+	return max(w, 1)
+}
+
+// newOrder counts the hotness values in parallel.
+func newOrder(ctx context.Context, hot []uint32) (*order, error) {
+	n := int64(len(hot))
+	w := workers(n)
+	o := &order{n: n, spans: make([][2]int64, w)}
+	for i := range w {
+		o.spans[i] = [2]int64{n * int64(i) / int64(w), n * int64(i+1) / int64(w)}
+	}
+	type tally struct {
+		dense []int64
+		large []uint32 // sorted, then compressed into largeVal/largeCnt
+		lval  []uint32
+		lcnt  []int64
+		sum   uint64
+		err   error
+	}
+	ts := make([]tally, w)
+	var wg sync.WaitGroup
+	for i := range w {
+		wg.Add(1)
+		go func(t *tally, lo, hi int64) {
+			defer wg.Done()
+			t.dense = make([]int64, denseLimit)
+			for b := lo; b < hi; b += ctxEvery {
+				if err := ctx.Err(); err != nil {
+					t.err = err
+					return
+				}
+				e := min(b+ctxEvery, hi)
+				// Most vertices share a few small values; counting them in
+				// four interleaved L1-sized tables keeps consecutive
+				// increments of one counter from waiting on each other.
+				var small [4][smallLimit]uint32
+				var s uint64
+				for i, h := range hot[b:e] {
+					s += uint64(h)
+					switch {
+					case h < smallLimit:
+						small[i&3][h]++
+					case h < denseLimit:
+						t.dense[h]++
+					default:
+						t.large = append(t.large, h)
+					}
+				}
+				for h := range smallLimit {
+					t.dense[h] += int64(small[0][h]) + int64(small[1][h]) + int64(small[2][h]) + int64(small[3][h])
+				}
+				t.sum += s
+			}
+			slices.Sort(t.large)
+			for j := len(t.large) - 1; j >= 0; j-- { // descending
+				if len(t.lval) > 0 && t.lval[len(t.lval)-1] == t.large[j] {
+					t.lcnt[len(t.lcnt)-1]++
+				} else {
+					t.lval = append(t.lval, t.large[j])
+					t.lcnt = append(t.lcnt, 1)
+				}
+			}
+			t.large = nil
+		}(&ts[i], o.spans[i][0], o.spans[i][1])
+	}
+	wg.Wait()
+	for i := range ts {
+		if ts[i].err != nil {
+			return nil, ts[i].err
+		}
+		o.total += ts[i].sum
+	}
+	// Distinct large values over all spans, descending.
+	var large []uint32
+	for i := range ts {
+		large = append(large, ts[i].lval...)
+	}
+	slices.Sort(large)
+	large = slices.Compact(large)
+	slices.Reverse(large)
+	o.nLarge = len(large)
+	o.val = large
+	o.dense = make([]int32, denseLimit)
+	for h := denseLimit - 1; h >= 0; h-- {
+		o.dense[h] = -1
+		var c int64
+		for i := range ts {
+			c += ts[i].dense[h]
+		}
+		if c > 0 {
+			o.dense[h] = int32(len(o.val))
+			o.val = append(o.val, uint32(h))
+		}
+	}
+	nb := len(o.val)
+	o.count = make([]int64, nb)
+	o.spanCount = make([][]int64, w)
+	for i := range ts {
+		sc := make([]int64, nb)
+		for j, v := range ts[i].lval {
+			sc[o.bucketOf(v)] = ts[i].lcnt[j]
+		}
+		for k := o.nLarge; k < nb; k++ {
+			sc[k] = ts[i].dense[o.val[k]]
+		}
+		for k := range sc {
+			o.count[k] += sc[k]
+		}
+		o.spanCount[i] = sc
+	}
+	o.start = make([]int64, nb+1)
+	for k := range nb {
+		o.start[k+1] = o.start[k] + o.count[k]
+	}
+	return o, nil
+}
+
+// cursors returns, for span w, the position of its first vertex in each
+// bucket.
+func (o *order) cursors(w int) []int64 {
+	cur := make([]int64, len(o.val))
+	for k := range cur {
+		cur[k] = o.start[k]
+		for j := range w {
+			cur[k] += o.spanCount[j][k]
+		}
+	}
+	return cur
+}
+
+// accessCursor walks the order from the hottest position down, summing the
+// hotness of the positions it passes; DDAK's pooled steps use it to know a
+// pool's accesses without touching the vertices.
+type accessCursor struct {
+	o   *order
+	k   int   // current bucket
+	off int64 // positions of bucket k already passed
+}
+
+// take advances by n positions and returns the hotness they sum to.
+func (c *accessCursor) take(n int64) uint64 {
+	var s uint64
+	for n > 0 && c.k < len(c.o.val) {
+		t := min(n, c.o.count[c.k]-c.off)
+		s += uint64(t) * uint64(c.o.val[c.k])
+		n -= t
+		c.off += t
+		if c.off == c.o.count[c.k] {
+			c.k++
+			c.off = 0
+		}
+	}
+	return s
+}
+
+// takeWithin advances by at most n positions whose hotness sums to at
+// most budget, but always by at least one position (when n > 0), and
+// returns how many it passed and their hotness.
+func (c *accessCursor) takeWithin(n int64, budget float64) (int64, uint64) {
+	var taken int64
+	var s uint64
+	for taken < n && c.k < len(c.o.val) {
+		v := c.o.val[c.k]
+		t := min(n-taken, c.o.count[c.k]-c.off)
+		if v > 0 {
+			if fit := (budget - float64(s)) / float64(v); fit < float64(t) {
+				t = int64(max(fit, 0))
+				if taken == 0 {
+					t = max(t, 1)
+				}
+				if t == 0 {
+					break
+				}
+			}
+		}
+		s += uint64(t) * uint64(v)
+		taken += t
+		c.off += t
+		if c.off == c.o.count[c.k] {
+			c.k++
+			c.off = 0
+		}
+	}
+	return taken, s
+}
+
+// sumRange is the hotness of positions [from, to).
+func (o *order) sumRange(from, to int64) uint64 {
+	c := accessCursor{o: o}
+	c.take(from)
+	return c.take(to - from)
+}
+
+// vertices materializes the order for hotness hot (the slice newOrder
+// counted): out[p] is the vertex at position p. It costs 4 bytes per vertex,
+// which CacheSplit can afford and Place avoids.
+func (o *order) vertices(hot []uint32) []uint32 {
+	out := make([]uint32, o.n)
+	cur := o.cursors(0) // span 0's cursors are the bucket starts
+	for v, h := range hot {
+		k := o.bucketOf(h)
+		out[cur[k]] = uint32(v)
+		cur[k]++
+	}
+	return out
+}

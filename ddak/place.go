@@ -1,0 +1,376 @@
+package ddak
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/gnnplan/gnnplan/topology"
+)
+
+// Priority is the formula DDAK ranks the bins of a tier by; the bin with
+// the lowest priority takes the next pool of vertices.
+type Priority string
+
+// The two priorities of DESIGN.md section 7. With r = access / target (the
+// bin's accesses so far over what it should get) and f = used / capacity:
+const (
+	// PrioritySum is r + f, the formula of Moment's public code: an empty
+	// bin still ranks by traffic, and with ample capacity (SSDs) the
+	// traffic term decides.
+	PrioritySum Priority = "sum"
+	// PriorityProduct is r x f, the formula of Moment's paper (eq. 2).
+	PriorityProduct Priority = "product"
+)
+
+// DefaultPriority is the priority whose per-bin traffic lands closer to the
+// targets on skewed hotness (TestDefaultPriorityIsTheCloser shows it: on
+// Zipf hotness the product leaves the SSD bins' traffic far from target,
+// because r x f can be made small either by few accesses or by few rows, so
+// bins that took hot pools early are paid back with few cold rows rather
+// than with little traffic).
+const DefaultPriority = PrioritySum
+
+// DefaultPool is how many vertices one DDAK decision places (Moment's n).
+const DefaultPool = 100
+
+// stepShare caps the traffic of one pooled decision at this share of the
+// smallest traffic a bin of the tier expects. On skewed hotness the head
+// is so hot that a pool of 100 of the hottest vertices can carry a third
+// of all accesses, and whichever bin took it would overshoot its target
+// for good; capping a pool's traffic shrinks pools to single vertices at
+// the head only (a few thousand hottest vertices), so pooled decisions
+// match per-vertex ones while the tail keeps full pools.
+const stepShare = 0.01
+
+// Policy names how a layout was made.
+type Policy string
+
+// Placement policies.
+const (
+	PolicyDDAK Policy = "ddak"
+	PolicyHash Policy = "hash"
+)
+
+// Options tune Place. The zero value is Moment's setting with the default
+// priority.
+type Options struct {
+	Priority Priority // "" means DefaultPriority
+	// Pool is how many consecutive vertices (in hotness order) go to the
+	// chosen bin at once; 0 means DefaultPool. Pooling makes a decision
+	// per n vertices instead of per vertex, which is what lets DDAK run over
+	// a billion vertices in seconds.
+	Pool int
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Priority == "" {
+		o.Priority = DefaultPriority
+	}
+	if o.Priority != PrioritySum && o.Priority != PriorityProduct {
+		return o, &topology.InputError{Field: "priority", Msg: fmt.Sprintf("%q (valid: %s, %s)", o.Priority, PrioritySum, PriorityProduct)}
+	}
+	if o.Pool == 0 {
+		o.Pool = DefaultPool
+	}
+	if o.Pool < 0 {
+		return o, &topology.InputError{Field: "pool", Msg: fmt.Sprintf("%d (valid: 1 or more)", o.Pool)}
+	}
+	return o, nil
+}
+
+// Layout says where each vertex's feature row lives: bin Bin[v] (an index
+// into the bins it was made for), row Row[v] within that bin. One byte plus
+// four per vertex: 5 GB for a billion vertices.
+type Layout struct {
+	Policy   Policy   `json:"policy"`
+	Priority Priority `json:"priority,omitempty"` // ddak
+	Pool     int      `json:"pool,omitempty"`     // ddak
+	Seed     uint64   `json:"seed,omitempty"`     // hash
+	Bin      []uint8  `json:"-"`
+	Row      []uint32 `json:"-"`
+	// Stats has one entry per bin.
+	Stats []BinStats `json:"stats"`
+	// TotalAccesses is the sum of the hotness the layout was made with.
+	TotalAccesses uint64 `json:"total_accesses"`
+}
+
+// BinStats is what a layout put in one bin.
+type BinStats struct {
+	Rows     int64  `json:"rows"`
+	Accesses uint64 `json:"accesses"` // sum of the hotness of its rows
+}
+
+// run is one of DDAK's decisions in order-position space: positions from
+// start up to the next run's start go to bin, rows row, row+1, ... The
+// fields share one cache line, which is what the per-vertex lookup reads.
+type run struct {
+	start int64
+	row   uint32
+	bin   uint8
+}
+
+// runs are the decisions in order; a sentinel run (start MaxInt64) closes
+// the last one.
+type runs []run
+
+func (r *runs) add(pos int64, bin uint8, row uint32) {
+	if n := len(*r); n > 0 && (*r)[n-1].bin == bin {
+		return // the same bin again: rows continue where the run left off
+	}
+	*r = append(*r, run{start: pos, row: row, bin: bin})
+}
+
+// Place lays out the vertices with DDAK (Moment section 3.3). hotness[v] is
+// vertex v's accesses per epoch; bins come from BinsFromPlan or the caller.
+//
+// Vertices go in descending hotness (ties in vertex order). The hierarchy
+// GPU > CPU > SSD decides the tier: the GPU bins together take the hottest
+// rows until full, then the CPU bins, then the SSDs. Within a tier, each
+// step gives the next Pool vertices to the bin of lowest priority and
+// updates it; a step stops early when its vertices would carry more than 1%
+// of the smallest traffic a bin of the tier expects (stepShare), which only
+// happens among the hottest few thousand vertices. The priority compares r = access / expected with f = used /
+// capacity, where access is the bin's summed hotness so far and expected
+// is its target's part of the tier's accesses (target / sum of the tier's
+// targets x the tier's total hotness, known in advance because the
+// hierarchy fixes which rows each tier gets). Normalizing within the tier
+// makes r reach 1 when a bin has its share, so r and f are on one scale and
+// the sum formula weighs traffic and fill alike; the paper leaves the scale
+// open. A bin with target 0 in a tier that has targets is an overflow
+// bin: it takes rows only when every other bin of its tier is full. Ties go
+// to the larger target, then to the lower index. Rows within each bin are
+// numbered 0..n-1 in hotness order.
+//
+// Why this cuts cross-socket traffic. Every GPU reads an equal share of
+// every vertex (data parallel), so a bin's cross-socket traffic is fixed by
+// how much traffic it serves and which socket it sits on. The targets come
+// from the flow model, which routes less traffic to a bin whose path to the
+// GPUs crosses a binding socket link (e.g. Moment's machine A, whose GPUs
+// all sit on socket 0 behind a 10 GB/s UPI link). DDAK lands each bin on its
+// target, so remote bins serve what the flow allows; hash placement spreads
+// traffic evenly over the SSDs regardless. When nothing binds at the socket
+// link the flow's targets are equal, and both policies send about the same
+// traffic across it.
+//
+// Memory: besides the input (4 bytes per vertex) and the layout (5), Place
+// holds only per-hotness-value counters (tens of bytes per distinct value,
+// per core) and the decisions (16 bytes per step, about 0.16 bytes per
+// vertex with pools of 100): no sort of the vertices.
+func Place(hotness []uint32, bins []Bin, opt Options) (*Layout, error) {
+	return PlaceContext(context.Background(), hotness, bins, opt)
+}
+
+// PlaceContext is Place that stops when ctx is done.
+func PlaceContext(ctx context.Context, hotness []uint32, bins []Bin, opt Options) (*Layout, error) {
+	opt, err := opt.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	n := int64(len(hotness))
+	if err := validateBins(bins, n); err != nil {
+		return nil, err
+	}
+	o, err := newOrder(ctx, hotness)
+	if err != nil {
+		return nil, fmt.Errorf("ddak: %w", err)
+	}
+	l := &Layout{Policy: PolicyDDAK, Priority: opt.Priority, Pool: opt.Pool, Stats: make([]BinStats, len(bins)), TotalAccesses: o.total}
+	r, placed, err := decide(ctx, o, bins, opt, l.Stats, 3)
+	if err != nil {
+		return nil, err
+	}
+	if placed != n { // validateBins guarantees room: a bug guard
+		return nil, fmt.Errorf("ddak: placed %d of %d rows", placed, n)
+	}
+	l.Bin, l.Row = make([]uint8, n), make([]uint32, n)
+	if err := applyRuns(ctx, o, hotness, r, l.Bin, l.Row); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// tierBins lists the bin indices of each tier, GPU first.
+func tierBins(bins []Bin) [3][]int {
+	var t [3][]int
+	for i, b := range bins {
+		r := tierRank(b.Kind)
+		t[r] = append(t[r], i)
+	}
+	return t
+}
+
+// decide runs DDAK over the first nTiers tiers (3: all; 2: the caches) and
+// returns its runs and how many positions of the order they cover; stats
+// collect each bin's rows and accesses.
+func decide(ctx context.Context, o *order, bins []Bin, opt Options, stats []BinStats, nTiers int) (*runs, int64, error) {
+	r := &runs{}
+	ac := accessCursor{o: o}
+	pos := int64(0)
+	pool := int64(opt.Pool)
+	tiers := tierBins(bins)
+	for _, tier := range tiers[:nTiers] {
+		var capTier int64
+		var targetTier float64
+		for _, b := range tier {
+			capTier += usableRows(bins[b])
+			targetTier += bins[b].TargetShare
+		}
+		end := min(o.n, pos+capTier)
+		if end <= pos {
+			continue
+		}
+		// The tier's accesses, so targets can be scaled to what the tier
+		// actually serves.
+		tierAccess := float64(o.sumRange(pos, end))
+		cands := make([]candidate, len(tier))
+		budget := math.Inf(1)
+		for i, b := range tier {
+			expected := tierAccess / float64(len(tier)) // no targets: even shares
+			if targetTier > 0 {
+				expected = bins[b].TargetShare / targetTier * tierAccess
+			}
+			c := candidate{bin: b, capacity: usableRows(bins[b]), target: bins[b].TargetShare}
+			switch {
+			case expected > 0:
+				c.perAccess = 1 / expected
+				budget = math.Min(budget, stepShare*expected)
+			case tierAccess > 0:
+				c.overflow = true
+			}
+			if c.capacity > 0 {
+				c.perRow = 1 / float64(c.capacity)
+			}
+			cands[i] = c
+		}
+		for step := 0; pos < end; step++ {
+			if step&0xffff == 0 {
+				if err := ctx.Err(); err != nil {
+					return nil, 0, fmt.Errorf("ddak: %w", err)
+				}
+			}
+			var best *candidate
+			bestP := math.Inf(1)
+			for i := range cands {
+				c := &cands[i]
+				if c.used >= c.capacity {
+					continue
+				}
+				p := c.priority(opt.Priority)
+				if best == nil || p < bestP || (p == bestP && c.target > best.target) {
+					best, bestP = c, p
+				}
+			}
+			take, acc := ac.takeWithin(min(pool, best.capacity-best.used, end-pos), budget)
+			r.add(pos, uint8(best.bin), uint32(best.used))
+			best.access += acc
+			best.used += take
+			pos += take
+		}
+		for _, c := range cands {
+			stats[c.bin] = BinStats{Rows: c.used, Accesses: c.access}
+		}
+	}
+	*r = append(*r, run{start: math.MaxInt64})
+	return r, pos, nil
+}
+
+// candidate is a bin of the tier being filled, with what its priority
+// needs precomputed (a step ranks every bin of the tier).
+type candidate struct {
+	bin       int
+	capacity  int64
+	used      int64
+	access    uint64
+	perAccess float64 // 1 / the accesses the bin should get in this tier
+	perRow    float64 // 1 / capacity
+	target    float64
+	// overflow marks a zero target in a tier that carries traffic: the
+	// bin takes rows only when every other bin of the tier is full.
+	overflow bool
+}
+
+// priority is the bin's rank within its tier (lower goes first): with r =
+// access / expected and f = used / capacity, r + f or r x f.
+func (c *candidate) priority(p Priority) float64 {
+	if c.overflow {
+		return math.Inf(1)
+	}
+	r := float64(c.access) * c.perAccess
+	f := float64(c.used) * c.perRow
+	if p == PriorityProduct {
+		return r * f
+	}
+	return r + f
+}
+
+// applyState is one hotness bucket's place in the order and in the runs,
+// kept in one cache line so the per-vertex step touches nothing else.
+type applyState struct {
+	pos  int64 // next position of this bucket
+	next int64 // start of the run after x
+	base int64 // row - start of run x: a position's row is pos + base
+	x    int32 // current run
+	bin  uint8
+}
+
+func (s *applyState) load(rs runs) {
+	r := rs[s.x]
+	s.next, s.base, s.bin = rs[s.x+1].start, int64(r.row)-r.start, r.bin
+}
+
+// applyRuns writes each vertex's bin and row from the runs, one parallel
+// pass over the vertices in id order: each worker knows where its vertices
+// fall in every hotness bucket (order.cursors), and within a bucket
+// positions only grow, so each bucket keeps a pointer into the runs that
+// only moves forward.
+func applyRuns(ctx context.Context, o *order, hot []uint32, r *runs, bin []uint8, row []uint32) error {
+	errs := make([]error, len(o.spans))
+	var wg sync.WaitGroup
+	for w, sp := range o.spans {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rs := *r
+			cur := o.cursors(w)
+			st := make([]applyState, len(cur))
+			j := 0
+			for k, c := range cur { // cursors grow with k: one merge walk
+				for rs[j+1].start <= c {
+					j++
+				}
+				st[k] = applyState{pos: c, x: int32(j)}
+				st[k].load(rs)
+			}
+			for b := sp[0]; b < sp[1]; b += ctxEvery {
+				if err := ctx.Err(); err != nil {
+					errs[w] = fmt.Errorf("ddak: %w", err)
+					return
+				}
+				e := min(b+ctxEvery, sp[1])
+				hs, bs, ws := hot[b:e], bin[b:e], row[b:e]
+				for i, h := range hs {
+					s := &st[o.bucketOf(h)]
+					p := s.pos
+					s.pos = p + 1
+					if p >= s.next { // about once per pool: the next run
+						for rs[s.x+1].start <= p {
+							s.x++
+						}
+						s.load(rs)
+					}
+					bs[i] = s.bin
+					ws[i] = uint32(p + s.base)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
