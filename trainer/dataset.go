@@ -12,8 +12,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/sbinet/npyio/npy"
-
 	"github.com/gnnplan/gnnplan/topology"
 )
 
@@ -172,7 +170,7 @@ func readInt64s(path string, want int64) ([]int64, error) {
 		return nil, &topology.InputError{Path: path, Msg: "cannot read array", Err: err}
 	}
 	defer f.Close()
-	r, err := npy.NewReader(bufio.NewReaderSize(f, 1<<20))
+	r, err := newNpyReader(f)
 	if err != nil {
 		return nil, &topology.InputError{Path: path, Msg: "not a .npy array", Err: err}
 	}
@@ -184,48 +182,42 @@ func readInt64s(path string, want int64) ([]int64, error) {
 	if len(shape) != 1 || n != want {
 		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("shape %v (want [%d], from meta.json)", shape, want)}
 	}
-	if err := checkDataSize(f, path, n, map[string]int64{"<i8": 8, "<i4": 4, "<u4": 4}[r.Header.Descr.Type]); err != nil {
+	elem := map[string]int64{"<i8": 8, "<i4": 4, "<u4": 4}[r.Header.Descr.Type]
+	if elem == 0 {
+		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("dtype %s (want <i8, <i4 or <u4)", r.Header.Descr.Type)}
+	}
+	off, err := checkDataSize(f, path, n, elem)
+	if err != nil {
 		return nil, err
 	}
-	var out []int64
-	switch r.Header.Descr.Type {
-	case "<i8":
-		out = make([]int64, n)
-		err = r.Read(&out)
-	case "<i4":
-		tmp := make([]int32, n)
-		if err = r.Read(&tmp); err == nil {
-			out = make([]int64, n)
-			for i, v := range tmp {
-				out[i] = int64(v)
-			}
+	// Decode the little-endian data ourselves, in large buffered reads:
+	// npyio reads 4-byte types an element at a time.
+	out := make([]int64, n)
+	br := bufio.NewReaderSize(io.NewSectionReader(f, off, n*elem), 1<<20)
+	var buf [8]byte
+	for i := range out {
+		if _, err := io.ReadFull(br, buf[:elem]); err != nil {
+			return nil, &topology.InputError{Path: path, Msg: "truncated or unreadable array data", Err: err}
 		}
-	case "<u4":
-		tmp := make([]uint32, n)
-		if err = r.Read(&tmp); err == nil {
-			out = make([]int64, n)
-			for i, v := range tmp {
-				out[i] = int64(v)
-			}
+		switch r.Header.Descr.Type {
+		case "<i8":
+			out[i] = int64(binary.LittleEndian.Uint64(buf[:8]))
+		case "<i4":
+			out[i] = int64(int32(binary.LittleEndian.Uint32(buf[:4])))
+		default:
+			out[i] = int64(binary.LittleEndian.Uint32(buf[:4]))
 		}
-	default:
-		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("dtype %s (want <i8 or <i4)", r.Header.Descr.Type)}
-	}
-	if err != nil {
-		return nil, &topology.InputError{Path: path, Msg: "truncated or unreadable array data", Err: err}
 	}
 	return out, nil
 }
 
 // checkDataSize compares the file's size with its header plus n elements
-// of elem bytes, so a truncated array is refused before it is read.
-func checkDataSize(f *os.File, path string, n, elem int64) error {
-	if elem == 0 {
-		return nil // the dtype check reports it
-	}
+// of elem bytes, so a truncated array is refused before it is read, and
+// returns where the data starts.
+func checkDataSize(f *os.File, path string, n, elem int64) (int64, error) {
 	var pre [12]byte
 	if _, err := f.ReadAt(pre[:], 0); err != nil {
-		return &topology.InputError{Path: path, Msg: "not a .npy array", Err: err}
+		return 0, &topology.InputError{Path: path, Msg: "not a .npy array", Err: err}
 	}
 	off := int64(10 + binary.LittleEndian.Uint16(pre[8:10]))
 	if pre[6] >= 2 { // version 2 and 3: 4-byte header length
@@ -233,12 +225,12 @@ func checkDataSize(f *os.File, path string, n, elem int64) error {
 	}
 	st, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("stat %s: %w", path, err)
+		return 0, fmt.Errorf("stat %s: %w", path, err)
 	}
 	if want := off + n*elem; st.Size() != want {
-		return &topology.InputError{Path: path, Msg: fmt.Sprintf("%d bytes, want %d for %d elements: truncated or padded", st.Size(), want, n)}
+		return 0, &topology.InputError{Path: path, Msg: fmt.Sprintf("%d bytes, want %d for %d elements: truncated or padded", st.Size(), want, n)}
 	}
-	return nil
+	return off, nil
 }
 
 // ArrayWriter streams a .npy array of known shape to disk, so arrays
@@ -411,7 +403,7 @@ func OpenFeatures(dir string, m Meta) (*FeatureReader, error) {
 	if err != nil {
 		return nil, &topology.InputError{Path: path, Msg: "cannot read features", Err: err}
 	}
-	r, err := npy.NewReader(f)
+	r, err := newNpyReader(f)
 	if err != nil {
 		f.Close()
 		return nil, &topology.InputError{Path: path, Msg: "not a .npy array", Err: err}

@@ -98,3 +98,17 @@ func TestArrayWriterLeavesNothingOnShortWrite(t *testing.T) {
 		t.Fatalf("left %v behind", ents)
 	}
 }
+
+func TestLoadGraphRefusesCutHeaders(t *testing.T) {
+	for _, size := range []int{0, 5, 12, 20, 40} {
+		dir := t.TempDir()
+		writeTiny(t, dir)
+		p := filepath.Join(dir, IndptrFile)
+		b, _ := os.ReadFile(p)
+		os.WriteFile(p, b[:size], 0o644)
+		_, err := LoadGraph(dir)
+		if err == nil || !topology.IsBadInput(err) {
+			t.Errorf("indptr cut to %d bytes: err = %v, want a bad-input error", size, err)
+		}
+	}
+}

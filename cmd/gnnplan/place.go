@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+	"github.com/spf13/cobra"
+
+	"github.com/gnnplan/gnnplan/ddak"
+	"github.com/gnnplan/gnnplan/tpc"
+	"github.com/gnnplan/gnnplan/trainer"
+)
+
+// placeOptions holds the place command's flags.
+type placeOptions struct {
+	IO       *deps
+	Plan     string
+	Dataset  string
+	Policy   string
+	Priority string
+	Pool     int
+	Hotness  string
+	Fraction float64
+	Seed     uint64
+	Output   string
+}
+
+func newPlaceCmd(d *deps, runF func(context.Context, *placeOptions) error) *cobra.Command {
+	opts := &placeOptions{IO: d}
+	cmd := &cobra.Command{
+		Use:   "place",
+		Short: "Place every vertex's features across GPU memory, CPU memory and SSDs (DDAK)",
+		Long: `Place each vertex's feature row in one bin of the plan: a GPU cache, a CPU cache
+per socket, or an SSD, so that each bin serves the share of the traffic the
+plan's max-flow model gave it (Moment's data-distribution-aware knapsack,
+section 3.3). Hotness comes from pre-sampling the dataset with the plan's
+fanouts and batch size (written to DIR/hotness.npy), or from --hotness.
+
+Writes the layout next to the dataset: layout_bin.npy (the bin of each
+vertex), layout_row.npy (its row within the bin, hottest first) and
+layout.json, and prints each bin's achieved traffic against its target, the
+imbalance and the share of traffic crossing the socket link, for the chosen
+policy and the other one.`,
+		Example: `  gnnplan place --plan plan.json --dataset data/cora
+  gnnplan place --plan plan.json --dataset data/synth --policy hash --hotness data/synth/hotness.npy`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if opts.Plan == "" || opts.Dataset == "" {
+				return usageErrorf("--plan and --dataset are required")
+			}
+			if opts.Policy != string(ddak.PolicyDDAK) && opts.Policy != string(ddak.PolicyHash) {
+				return usageErrorf("--policy: %q (valid: ddak, hash)", opts.Policy)
+			}
+			if opts.Priority != string(ddak.PrioritySum) && opts.Priority != string(ddak.PriorityProduct) {
+				return usageErrorf("--priority: %q (valid: sum, product)", opts.Priority)
+			}
+			if opts.Output != "table" && opts.Output != "json" {
+				return usageErrorf("-o/--output: %q (valid: table, json)", opts.Output)
+			}
+			if opts.Fraction <= 0 || opts.Fraction > 1 {
+				return usageErrorf("--fraction: %v (valid: more than 0, at most 1)", opts.Fraction)
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runPlace(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Plan, "plan", "", "the plan (plan.json from gnnplan recommend -o)")
+	f.StringVar(&opts.Dataset, "dataset", "", "the dataset directory")
+	f.StringVar(&opts.Policy, "policy", string(ddak.PolicyDDAK), "placement policy: ddak or hash")
+	f.StringVar(&opts.Priority, "priority", string(ddak.DefaultPriority), "DDAK bin priority: sum (access/target + used/capacity) or product (Moment's paper)")
+	f.IntVar(&opts.Pool, "pool", ddak.DefaultPool, "vertices per DDAK decision")
+	f.StringVar(&opts.Hotness, "hotness", "", "per-vertex access counts (.npy, uint32) instead of pre-sampling")
+	f.Float64Var(&opts.Fraction, "fraction", 1, "share of an epoch's batches to pre-sample for hotness")
+	f.Uint64Var(&opts.Seed, "seed", 1, "seed for pre-sampling and the hash baseline")
+	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, json")
+	return cmd
+}
+
+// placeReport is place's JSON output.
+type placeReport struct {
+	SchemaVersion int                        `json:"schema_version"`
+	Policy        ddak.Policy                `json:"policy"`
+	Skew          trainer.Skew               `json:"hotness_skew"`
+	Evaluation    ddak.Evaluation            `json:"evaluation"`
+	Other         map[string]ddak.Evaluation `json:"other_policy"`
+	Layout        string                     `json:"layout_dir"`
+}
+
+func runPlace(ctx context.Context, o *placeOptions) error {
+	plan, err := tpc.LoadPlan(o.Plan)
+	if err != nil {
+		return err
+	}
+	g, err := trainer.LoadGraph(o.Dataset)
+	if err != nil {
+		return err
+	}
+	if g.Meta.FeatureDim == 0 {
+		return usageErrorf("--dataset %s: it has no features to place", o.Dataset)
+	}
+	rowBytes := int64(g.Meta.FeatureDim) * 4
+	hot, err := placeHotness(ctx, o, plan, g)
+	if err != nil {
+		return err
+	}
+	bins, err := ddak.BinsFromPlan(plan, g.Meta.NumNodes, rowBytes, ddak.BinOptions{})
+	if err != nil {
+		return err
+	}
+	gpuSockets := ddak.GPUSockets(plan)
+	ddakLayout, err := ddak.PlaceContext(ctx, hot, bins, ddak.Options{Priority: ddak.Priority(o.Priority), Pool: o.Pool})
+	if err != nil {
+		return err
+	}
+	hashLayout, err := ddak.PlaceHashContext(ctx, hot, bins, o.Seed)
+	if err != nil {
+		return err
+	}
+	chosen, other := ddakLayout, hashLayout
+	if o.Policy == string(ddak.PolicyHash) {
+		chosen, other = hashLayout, ddakLayout
+	}
+	ev := ddak.Evaluate(chosen, hot, bins, gpuSockets)
+	evOther := ddak.Evaluate(other, hot, bins, gpuSockets)
+	if err := ddak.WriteLayout(o.Dataset, chosen, bins); err != nil {
+		return err
+	}
+	if o.Output == "json" {
+		enc := json.NewEncoder(o.IO.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(placeReport{SchemaVersion: 1, Policy: chosen.Policy, Skew: trainer.SkewOf(hot), Evaluation: ev,
+			Other: map[string]ddak.Evaluation{string(other.Policy): evOther}, Layout: o.Dataset})
+	}
+	out := o.IO.Out
+	sk := trainer.SkewOf(hot)
+	fmt.Fprintf(out, "%s: %d vertices, %d bins; hotness: top 1%% of vertices get %.1f%% of accesses, top 5%% %.1f%%, top 10%% %.1f%%\n",
+		g.Meta.Name, g.Meta.NumNodes, len(bins), 100*sk.Top1, 100*sk.Top5, 100*sk.Top10)
+	t := tablewriter.NewTable(out, tablewriter.WithHeaderAutoFormat(tw.Off))
+	t.Header("BIN", "KIND", "SOCKET", "ROWS", "TARGET %", "ACHIEVED %", "ACHIEVED/TARGET")
+	for _, b := range ev.Bins {
+		if err := t.Append(b.ID, string(b.Kind), fmt.Sprint(b.Socket), fmt.Sprint(b.Rows), fmt.Sprintf("%.2f", 100*b.TargetShare),
+			fmt.Sprintf("%.2f", 100*b.Share), fmt.Sprintf("%.3f", b.Ratio)); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	line := func(name string, e ddak.Evaluation) {
+		fmt.Fprintf(out, "%-5s distance from targets %.4f, SSD imbalance max %.3f mean %.3f, traffic across the socket link %.2f%%\n",
+			name, e.TargetDistance, e.SSDMaxImbalance, e.SSDMeanImbalance, 100*e.CrossSocketShare)
+	}
+	line(string(chosen.Policy), ev)
+	line(string(other.Policy), evOther)
+	fmt.Fprintf(out, "wrote %s, %s and %s\n", filepath.Join(o.Dataset, "layout_bin.npy"), filepath.Join(o.Dataset, "layout_row.npy"), filepath.Join(o.Dataset, "layout.json"))
+	return nil
+}
+
+// placeHotness reads --hotness, or pre-samples the dataset with the plan's
+// fanouts and batch size and saves the counts next to the dataset.
+func placeHotness(ctx context.Context, o *placeOptions, plan *tpc.Plan, g *trainer.Graph) ([]uint32, error) {
+	if o.Hotness != "" {
+		return trainer.ReadHotness(o.Hotness, g.Meta.NumNodes)
+	}
+	so := trainer.DefaultSamplerOptions()
+	if len(plan.Workload.Fanouts) > 0 {
+		so.Fanouts = plan.Workload.Fanouts
+	}
+	if plan.Workload.BatchSize > 0 {
+		so.BatchSize = plan.Workload.BatchSize
+	}
+	so.Seed = o.Seed
+	hot, err := trainer.Hotness(ctx, g, trainer.HotnessOptions{Sampler: so, Fraction: o.Fraction}, o.IO.Err)
+	if err != nil {
+		return nil, err
+	}
+	if err := trainer.WriteHotness(filepath.Join(o.Dataset, trainer.HotnessFile), hot); err != nil {
+		return nil, err
+	}
+	return hot, nil
+}

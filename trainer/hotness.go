@@ -1,0 +1,257 @@
+package trainer
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sbinet/npyio/npy"
+
+	"github.com/gnnplan/gnnplan/topology"
+)
+
+// HotnessFile is the name hotness is stored under next to a dataset.
+const HotnessFile = "hotness.npy"
+
+// HotnessOptions configure a hotness measurement.
+type HotnessOptions struct {
+	Sampler SamplerOptions
+	// Fraction of each epoch's batches to sample, in (0, 1]; 0 means 1.
+	// The first batches of the epoch are taken, which with Shuffle are a
+	// uniform sample of the seeds (without it, the first seeds in order).
+	Fraction float64
+	// Epochs to sample (epochs 0 to Epochs-1, as training numbers them);
+	// 0 means 1.
+	Epochs int
+}
+
+// Hotness runs the sampler over the first Fraction of the batches of
+// Epochs epochs and returns, per vertex, the number of mini-batches whose
+// input (MiniBatch.Input, the outermost block's Src) contains it. That is
+// how many times feature extraction reads the vertex's feature row, the
+// traffic DDAK (Moment section 3.3) and Hyperion's cache split (III-B)
+// place by; a vertex reached several times within one batch is read once
+// because the batch's vertex list is deduplicated.
+//
+// Workers count with atomic adds into one array, so the result is the
+// same whatever the schedule. A one-line summary goes to progress unless
+// it is nil.
+func Hotness(ctx context.Context, g *Graph, opt HotnessOptions, progress io.Writer) ([]uint32, error) {
+	frac, epochs := opt.Fraction, opt.Epochs
+	switch {
+	case frac == 0:
+		frac = 1
+	case !(frac > 0 && frac <= 1): // also catches NaN
+		return nil, &topology.InputError{Field: "fraction", Msg: fmt.Sprintf("%g (want 0 < fraction <= 1)", opt.Fraction)}
+	}
+	switch {
+	case epochs == 0:
+		epochs = 1
+	case epochs < 0:
+		return nil, &topology.InputError{Field: "epochs", Msg: fmt.Sprintf("%d (want >= 1)", epochs)}
+	}
+	s, err := NewSampler(g, opt.Sampler)
+	if err != nil {
+		return nil, err
+	}
+	perEpoch := max(1, int(math.Ceil(frac*float64(s.Batches(0)))))
+	jobs := int64(perEpoch) * int64(epochs)
+	if jobs > math.MaxUint32 {
+		return nil, &topology.InputError{Field: "epochs", Msg: fmt.Sprintf("%d epochs of %d batches could overflow 32-bit counts", epochs, perEpoch)}
+	}
+
+	start := time.Now()
+	counts := make([]uint32, s.n)
+	var next, edges atomic.Int64
+	var wg sync.WaitGroup
+	for range min(int64(s.workers), jobs) {
+		wg.Go(func() {
+			sc := s.scratch.Get().(*sampleScratch)
+			defer s.scratch.Put(sc)
+			var myEdges int64
+			defer func() { edges.Add(myEdges) }()
+			for ctx.Err() == nil {
+				j := next.Add(1) - 1
+				if j >= jobs {
+					return
+				}
+				mb := s.sample(sc, int(j/int64(perEpoch)), int(j%int64(perEpoch)))
+				for _, v := range mb.Input() {
+					atomic.AddUint32(&counts[v], 1)
+				}
+				myEdges += int64(mb.NumEdges())
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("hotness: %w", err)
+	}
+	if progress != nil {
+		secs := max(time.Since(start).Seconds(), 1e-9)
+		fmt.Fprintf(progress, "hotness: %d epoch(s) x %d of %d batches, fanouts %v, %d sampled edges in %.1fs (%.2f M edges/s, %d workers)\n",
+			epochs, perEpoch, s.Batches(0), s.fanouts, edges.Load(), secs, float64(edges.Load())/secs/1e6, s.workers)
+	}
+	return counts, nil
+}
+
+// Skew is how concentrated accesses are, in DiskGNN's terms: the share of
+// all accesses that go to the hottest 1%, 5% and 10% of vertices (the top
+// p% being the ceil(p/100 x n) vertices with the most accesses). Shares
+// are fractions in [0, 1]; a uniform access pattern gives about 0.01,
+// 0.05 and 0.10, and DiskGNN measures 0.14-0.56 for the top 1% on real
+// graphs (DESIGN.md section 7).
+type Skew struct {
+	Top1  float64 `json:"top_1pct_share"`
+	Top5  float64 `json:"top_5pct_share"`
+	Top10 float64 `json:"top_10pct_share"`
+}
+
+// skewTops returns how many vertices the top 1%, 5% and 10% of n are.
+func skewTops(n int) [3]int {
+	return [3]int{(n + 99) / 100, (5*n + 99) / 100, (10*n + 99) / 100}
+}
+
+// histogramLimit bounds the counts SkewOf tallies by value; above it, it
+// sorts. Access counts are at most the number of batches sampled, so the
+// histogram path is the usual one and runs in O(n).
+const histogramLimit = 1 << 22
+
+// SkewOf returns the skew of per-vertex access counts; all zero when there
+// are no accesses.
+func SkewOf(counts []uint32) Skew {
+	var total uint64
+	var hottest uint32
+	for _, c := range counts {
+		total += uint64(c)
+		hottest = max(hottest, c)
+	}
+	if total == 0 {
+		return Skew{}
+	}
+	tops := skewTops(len(counts))
+	var top [3]uint64
+	if hottest <= histogramLimit {
+		hist := make([]int64, int(hottest)+1)
+		for _, c := range counts {
+			hist[c]++
+		}
+		// Walk values from the hottest down, taking whole value classes
+		// while they fit and the remainder of the class that crosses a
+		// threshold.
+		var taken int64
+		var sum uint64
+		for c := int64(hottest); c >= 0; c-- {
+			h := hist[c]
+			for i, t := range tops {
+				if rest := int64(t) - taken; rest > 0 && rest <= h {
+					top[i] = sum + uint64(rest*c)
+				}
+			}
+			taken += h
+			sum += uint64(h * c)
+		}
+	} else {
+		sorted := slices.Clone(counts)
+		slices.Sort(sorted)
+		var sum uint64
+		for i := range sorted {
+			sum += uint64(sorted[len(sorted)-1-i])
+			for j, t := range tops {
+				if i+1 == t {
+					top[j] = sum
+				}
+			}
+		}
+	}
+	return Skew{
+		Top1:  float64(top[0]) / float64(total),
+		Top5:  float64(top[1]) / float64(total),
+		Top10: float64(top[2]) / float64(total),
+	}
+}
+
+// WriteHotness writes per-vertex access counts to path as a 1-d <u4 .npy,
+// atomically.
+func WriteHotness(path string, counts []uint32) error {
+	return WriteArray(path, "<u4", counts, int64(len(counts)))
+}
+
+// ReadHotness reads a hotness .npy of n vertices (a 1-d <u4 array, as
+// WriteHotness writes). A missing, malformed or wrong-length file is a
+// *topology.InputError.
+func ReadHotness(path string, n int64) ([]uint32, error) {
+	if n < 0 || n > math.MaxInt32 {
+		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("cannot hold hotness of %d vertices (want 0 to %d)", n, math.MaxInt32)}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &topology.InputError{Path: path, Msg: "cannot read hotness", Err: err}
+	}
+	defer f.Close()
+	// Unbuffered, so the file offset is where the data starts once the
+	// header is parsed.
+	r, err := newNpyReader(f)
+	if err != nil {
+		return nil, &topology.InputError{Path: path, Msg: "not a .npy array", Err: err}
+	}
+	shape, dtype := r.Header.Descr.Shape, r.Header.Descr.Type
+	if dtype != "<u4" || len(shape) != 1 {
+		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("dtype %s shape %v (want <u4 of shape [%d], as `gnnplan` writes hotness)", dtype, shape, n)}
+	}
+	if int64(shape[0]) != n {
+		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("%d entries, but the dataset has %d vertices: hotness of another dataset?", shape[0], n)}
+	}
+	if _, err := checkDataSize(f, path, n, 4); err != nil {
+		return nil, err
+	}
+	counts := make([]uint32, n)
+	buf := make([]byte, 1<<20)
+	for i := int64(0); i < n; {
+		chunk := buf[:4*min(n-i, int64(len(buf)/4))]
+		if _, err := io.ReadFull(f, chunk); err != nil {
+			return nil, &topology.InputError{Path: path, Msg: "truncated array data", Err: err}
+		}
+		for j := 0; j < len(chunk); j += 4 {
+			counts[i] = binary.LittleEndian.Uint32(chunk[j:])
+			i++
+		}
+	}
+	return counts, nil
+}
+
+// newNpyReader is npy.NewReader made safe for untrusted files. npyio
+// v0.6.0 allocates whatever header length the file claims (a 16-byte file
+// can ask for 4 GB) and slices the header without bounds checks, so it
+// panics on a file cut inside its header; a bad input must be an error.
+// The header length is checked against the file's size first.
+func newNpyReader(f *os.File) (rd *npy.Reader, err error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	var pre [12]byte
+	if _, err := f.ReadAt(pre[:], 0); err != nil {
+		return nil, fmt.Errorf("%d bytes, too short for a header: %w", st.Size(), err)
+	}
+	end := int64(10 + binary.LittleEndian.Uint16(pre[8:10]))
+	if pre[6] >= 2 {
+		end = int64(12 + binary.LittleEndian.Uint32(pre[8:12]))
+	}
+	if end > st.Size() {
+		return nil, fmt.Errorf("header of %d bytes in a file of %d", end, st.Size())
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			rd, err = nil, fmt.Errorf("malformed header: %v", p)
+		}
+	}()
+	return npy.NewReader(f)
+}

@@ -1,0 +1,267 @@
+package trainer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gnnplan/gnnplan/topology"
+)
+
+// starTestGraph is hub 0 joined to leaves 1..n, every leaf a seed.
+func starTestGraph(n int) *Graph {
+	adj := make([][]int32, n+1)
+	var train []int64
+	for v := 1; v <= n; v++ {
+		adj[0] = append(adj[0], int32(v))
+		adj[v] = []int32{0}
+		train = append(train, int64(v))
+	}
+	return graphOfAdj(adj, train)
+}
+
+func TestHotnessStarHubIsHottest(t *testing.T) {
+	g := starTestGraph(1000)
+	var log bytes.Buffer
+	opt := HotnessOptions{Sampler: SamplerOptions{Fanouts: []int{2, 2}, BatchSize: 10, Seed: 5, Shuffle: true}}
+	counts, err := Hotness(context.Background(), g, opt, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every batch's seeds reach the hub, so it is read once per batch.
+	if counts[0] != 100 {
+		t.Errorf("hub read by %d batches, want all 100", counts[0])
+	}
+	for v, c := range counts[1:] {
+		if c == 0 || c >= counts[0] {
+			t.Fatalf("leaf %d read %d times, want 1 <= count < the hub's %d", v+1, c, counts[0])
+		}
+	}
+	if !strings.HasPrefix(log.String(), "hotness: 1 epoch(s) x 100 of 100 batches") {
+		t.Errorf("progress line %q", log.String())
+	}
+	if s := SkewOf(counts); s.Top1 <= 0.01 {
+		t.Errorf("star graph skew %+v, want the top 1%% above a uniform share", s)
+	}
+}
+
+// TestHotnessMatchesEpoch checks Hotness against a second, slower way:
+// counting each batch's input as Epoch delivers them, one at a time.
+func TestHotnessMatchesEpoch(t *testing.T) {
+	g := randomTestGraph(rand.New(rand.NewPCG(11, 12)), 500)
+	sopt := SamplerOptions{Fanouts: []int{4, 3}, BatchSize: 9, Seed: 77, Shuffle: true}
+	s, err := NewSampler(g, sopt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nb := s.Batches(0)
+	perEpoch := (nb + 1) / 2 // Fraction 0.5, rounded up
+	want := make([]uint32, len(g.Indptr)-1)
+	for epoch := range 3 {
+		err := s.Epoch(context.Background(), epoch, func(mb *MiniBatch) error {
+			if mb.Index < perEpoch {
+				for _, v := range mb.Input() {
+					want[v]++
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, workers := range []int{1, 3} {
+		sopt.Workers = workers
+		got, err := Hotness(context.Background(), g, HotnessOptions{Sampler: sopt, Fraction: 0.5, Epochs: 3}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("workers %d: Hotness differs from counting Epoch's batches", workers)
+		}
+	}
+}
+
+func TestHotnessRejects(t *testing.T) {
+	g := starTestGraph(10)
+	for _, tc := range []struct {
+		name  string
+		opt   HotnessOptions
+		field string
+	}{
+		{"negative fraction", HotnessOptions{Fraction: -0.1}, "fraction"},
+		{"fraction above one", HotnessOptions{Fraction: 1.5}, "fraction"},
+		{"NaN fraction", HotnessOptions{Fraction: math.NaN()}, "fraction"},
+		{"negative epochs", HotnessOptions{Epochs: -1}, "epochs"},
+		{"bad sampler options", HotnessOptions{Sampler: SamplerOptions{Fanouts: []int{0}}}, "fanouts"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Hotness(context.Background(), g, tc.opt, nil)
+			var ie *topology.InputError
+			if !errors.As(err, &ie) || ie.Field != tc.field {
+				t.Fatalf("err = %v, want an InputError on field %q", err, tc.field)
+			}
+		})
+	}
+	t.Run("canceled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := Hotness(ctx, g, HotnessOptions{}, nil); !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+	})
+}
+
+// skewBySorting is SkewOf's definition computed the obvious way.
+func skewBySorting(counts []uint32) Skew {
+	sorted := slices.Clone(counts)
+	slices.SortFunc(sorted, func(a, b uint32) int { return int(b) - int(a) })
+	var total float64
+	for _, c := range sorted {
+		total += float64(c)
+	}
+	share := func(p int) float64 {
+		if total == 0 {
+			return 0
+		}
+		var s float64
+		for _, c := range sorted[:int(math.Ceil(float64(p*len(sorted))/100))] {
+			s += float64(c)
+		}
+		return s / total
+	}
+	return Skew{share(1), share(5), share(10)}
+}
+
+func TestSkewOf(t *testing.T) {
+	// 100 vertices: one read 50 times, four read 10 times, 95 read once
+	// (185 accesses): the top 1 vertex has 50, the top 5 have 90, the
+	// top 10 have 95.
+	known := []uint32{50, 10, 10, 10, 10}
+	for range 95 {
+		known = append(known, 1)
+	}
+	rand.New(rand.NewPCG(1, 1)).Shuffle(len(known), func(i, j int) { known[i], known[j] = known[j], known[i] })
+	uniform := make([]uint32, 1000)
+	for i := range uniform {
+		uniform[i] = 7
+	}
+	for _, tc := range []struct {
+		name   string
+		counts []uint32
+		want   Skew
+	}{
+		{"known distribution", known, Skew{50.0 / 185, 90.0 / 185, 95.0 / 185}},
+		{"uniform gives the vertex shares", uniform, Skew{0.01, 0.05, 0.10}},
+		{"single vertex holds everything", []uint32{3}, Skew{1, 1, 1}},
+		{"no accesses", make([]uint32, 10), Skew{}},
+		{"no vertices", nil, Skew{}},
+		{"ties cut inside a value class", []uint32{2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 1}, Skew{2.0 / 41, 4.0 / 41, 6.0 / 41}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := SkewOf(tc.counts)
+			if math.Abs(got.Top1-tc.want.Top1) > 1e-12 || math.Abs(got.Top5-tc.want.Top5) > 1e-12 || math.Abs(got.Top10-tc.want.Top10) > 1e-12 {
+				t.Fatalf("SkewOf = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+	t.Run("histogram and sorting paths agree with the definition", func(t *testing.T) {
+		r := rand.New(rand.NewPCG(2, 3))
+		for trial := range 50 {
+			counts := make([]uint32, 1+r.IntN(3000))
+			for i := range counts {
+				counts[i] = uint32(r.ExpFloat64() * 20)
+				if trial%2 == 1 && r.IntN(100) == 0 {
+					counts[i] = histogramLimit + uint32(r.IntN(1000)) // forces the sort
+				}
+			}
+			got, want := SkewOf(counts), skewBySorting(counts)
+			if math.Abs(got.Top1-want.Top1) > 1e-9 || math.Abs(got.Top5-want.Top5) > 1e-9 || math.Abs(got.Top10-want.Top10) > 1e-9 {
+				t.Fatalf("trial %d: SkewOf = %+v, sorting gives %+v", trial, got, want)
+			}
+		}
+	})
+}
+
+func TestHotnessFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, HotnessFile)
+	counts := []uint32{0, 7, math.MaxUint32, 3, 1}
+	if err := WriteHotness(path, counts); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadHotness(path, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, counts) {
+		t.Fatalf("read %v, wrote %v", got, counts)
+	}
+
+	good, _ := os.ReadFile(path)
+	i64 := filepath.Join(dir, "i64.npy")
+	if err := WriteArray(i64, "<i8", []int64{1, 2, 3, 4, 5}, 5); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		path string
+		data []byte // written to path when not nil
+		n    int64
+		msg  string
+	}{
+		{"wrong length: another dataset's hotness", path, nil, 6, "5 entries, but the dataset has 6 vertices"},
+		{"wrong dtype", i64, nil, 5, "dtype <i8"},
+		{"truncated data", filepath.Join(dir, "short.npy"), good[:len(good)-2], 5, "truncated"},
+		{"padded data", filepath.Join(dir, "long.npy"), append(slices.Clone(good), 0, 0, 0, 0), 5, "padded"},
+		{"not an npy file", filepath.Join(dir, "text.npy"), []byte("hello"), 5, "not a .npy array"},
+		{"missing file", filepath.Join(dir, "absent.npy"), nil, 5, "cannot read hotness"},
+		{"negative vertex count", path, nil, -1, "cannot hold"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.data != nil {
+				if err := os.WriteFile(tc.path, tc.data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := ReadHotness(tc.path, tc.n)
+			var ie *topology.InputError
+			if !errors.As(err, &ie) || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("err = %v, want an InputError saying %q", err, tc.msg)
+			}
+		})
+	}
+}
+
+func FuzzReadHotness(f *testing.F) {
+	dir := f.TempDir()
+	seed := filepath.Join(dir, "seed.npy")
+	if err := WriteHotness(seed, []uint32{1, 2, 3, 4}); err != nil {
+		f.Fatal(err)
+	}
+	good, _ := os.ReadFile(seed)
+	f.Add(good)
+	f.Add(good[:20])
+	f.Add([]byte("\x93NUMPY\x02\x00"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "h.npy")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		counts, err := ReadHotness(path, 4)
+		var ie *topology.InputError
+		switch {
+		case err != nil && !errors.As(err, &ie):
+			t.Fatalf("error %v is not an InputError", err)
+		case err == nil && len(counts) != 4:
+			t.Fatalf("read %d counts, want 4", len(counts))
+		}
+	})
+}

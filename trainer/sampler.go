@@ -1,0 +1,585 @@
+package trainer
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/bits"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/gnnplan/gnnplan/topology"
+)
+
+// DefaultBatchSize is the batch size of GNNDrive and DiskGNN (DESIGN.md
+// section 14; Moment and Hyperion use 8000).
+const DefaultBatchSize = 1024
+
+// defaultFanouts is the papers' 2-hop GraphSAGE sampling: 25 neighbors of
+// each seed, then 10 of each vertex reached (DESIGN.md section 14).
+func defaultFanouts() []int { return []int{25, 10} }
+
+// DefaultSamplerOptions returns the papers' sampler: fanouts (25, 10),
+// batches of 1024 seeds, shuffled every epoch, one worker per core. A
+// zero SamplerOptions differs only in not shuffling, because a bool
+// cannot default to true.
+func DefaultSamplerOptions() SamplerOptions {
+	return SamplerOptions{Fanouts: defaultFanouts(), BatchSize: DefaultBatchSize, Shuffle: true}
+}
+
+// SamplerOptions configure a Sampler.
+type SamplerOptions struct {
+	// Fanouts[h] is how many neighbors are drawn per vertex at hop h+1
+	// counted from the seeds: (25, 10) draws 25 neighbors of each seed,
+	// then 10 of every vertex the first hop holds (the seeds included, as
+	// in DGL). This is PyG's num_neighbors order; DGL's NeighborSampler
+	// lists the same fanouts input layer first, reversed. Empty means
+	// (25, 10).
+	Fanouts []int
+	// BatchSize is the number of seeds per mini-batch (the last batch of
+	// an epoch may be smaller); 0 means DefaultBatchSize.
+	BatchSize int
+	// Seed fixes the shuffle and every neighbor draw.
+	Seed uint64
+	// Workers is the number of goroutines Epoch and Hotness sample with;
+	// 0 means GOMAXPROCS. Results do not depend on it.
+	Workers int
+	// Shuffle permutes the seeds anew every epoch (from Seed and the
+	// epoch number); without it batches take the seeds in order.
+	Shuffle bool
+	// Seeds are the vertices batches are made of; nil means the graph's
+	// training split. A data-parallel worker passes its own partition.
+	Seeds []int64
+}
+
+// Sampler draws mini-batches of uniformly sampled neighborhoods
+// (GraphSAGE's sampler, as DGL's NeighborSampler and PyG's NeighborLoader
+// implement it) from a graph held in memory. It is safe for concurrent
+// use.
+//
+// Every random choice comes from a counter-based generator keyed by
+// (Seed, epoch, batch, hop, vertex) rather than from a stream shared by
+// the workers, so a batch is a pure function of its coordinates: the
+// same whichever worker samples it, in whatever order, with any number
+// of workers. That makes runs reproducible and lets hotness, measured
+// ahead of training with the same options, see exactly the batches
+// training will see.
+//
+// Each sampling goroutine deduplicates through an array of 4 bytes per
+// vertex (444 MB for ogbn-papers100M's 111M vertices): one load per
+// lookup, where a hash map costs several times more.
+type Sampler struct {
+	g         *Graph
+	n         int // vertices
+	fanouts   []int
+	batchSize int
+	seed      uint64
+	workers   int
+	shuffle   bool
+	seeds     []int32
+
+	mu     sync.Mutex
+	orders []*epochOrder // the few most recent epochs' seed permutations
+	// scratch holds per-sampler dedup arrays of 4 bytes per vertex, so
+	// Sample called from any goroutine reuses one instead of allocating.
+	scratch sync.Pool
+}
+
+// epochOrder is one epoch's permutation of the seeds, computed once by
+// whichever goroutine asks first.
+type epochOrder struct {
+	epoch int
+	once  sync.Once
+	perm  []int32
+}
+
+// keptOrders bounds the permutation cache: a trainer and a prefetcher
+// may be one epoch apart, rarely more.
+const keptOrders = 4
+
+// Block is one hop's bipartite graph, with DGL's block semantics: Dst are
+// the vertices whose neighbors were sampled at this hop (the previous
+// hop's Src; the seeds at hop 1), and Src is Dst followed by the vertices
+// first reached at this hop, without duplicates. Putting Dst first lets a
+// layer read a destination's own representation at the same local index
+// (GraphSAGE's self term) and makes each hop's Src the next hop's Dst.
+//
+// Edges are stored as CSR over local indices: the sampled neighbors of
+// Dst[i] are Src[SrcIdx[j]] for j in [Offsets[i], Offsets[i+1]).
+// Dst and Src of all blocks of a MiniBatch share one backing array and
+// must not be modified.
+type Block struct {
+	Dst, Src []int32
+	Offsets  []int32 // len(Dst)+1
+	SrcIdx   []int32 // indices into Src
+}
+
+// NumEdges returns the number of sampled edges of the block.
+func (b *Block) NumEdges() int { return len(b.SrcIdx) }
+
+// MiniBatch is one batch of seeds and its sampled neighborhood.
+type MiniBatch struct {
+	Index int     // batch number within the epoch
+	Epoch int     // the epoch it was sampled for
+	Seeds []int32 // the batch's seeds, = Blocks[0].Dst
+	// Blocks holds one block per hop, outermost hop last. A model
+	// computes from the last block to the first (DGL's blocks list is
+	// ordered the other way round, input layer first).
+	Blocks []Block
+}
+
+// Input returns the vertices whose features the batch reads: the
+// outermost block's Src.
+func (mb *MiniBatch) Input() []int32 {
+	if len(mb.Blocks) == 0 {
+		return mb.Seeds
+	}
+	return mb.Blocks[len(mb.Blocks)-1].Src
+}
+
+// NumEdges returns the number of sampled edges over all hops.
+func (mb *MiniBatch) NumEdges() int {
+	n := 0
+	for i := range mb.Blocks {
+		n += mb.Blocks[i].NumEdges()
+	}
+	return n
+}
+
+// NewSampler checks the options against g and returns a sampler. Options
+// out of range are *topology.InputError naming the field. g's Indices are
+// trusted to be in range (LoadGraph checks them); Indptr's ends and the
+// seeds are checked here.
+func NewSampler(g *Graph, opt SamplerOptions) (*Sampler, error) {
+	bad := func(field, format string, args ...any) error {
+		return &topology.InputError{Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	if g == nil || len(g.Indptr) < 2 {
+		return nil, bad("num_nodes", "the graph has no vertices")
+	}
+	n := len(g.Indptr) - 1
+	if n > math.MaxInt32 {
+		return nil, bad("num_nodes", "%d: the sampler indexes vertices with int32 (at most %d)", n, math.MaxInt32)
+	}
+	if g.Indptr[0] != 0 || g.Indptr[n] != int64(len(g.Indices)) {
+		return nil, bad("indptr", "offsets run from %d to %d (want 0 to the %d entries of indices)", g.Indptr[0], g.Indptr[n], len(g.Indices))
+	}
+
+	s := &Sampler{g: g, n: n, batchSize: opt.BatchSize, seed: opt.Seed, workers: opt.Workers, shuffle: opt.Shuffle}
+	s.fanouts = append([]int(nil), opt.Fanouts...)
+	if len(s.fanouts) == 0 {
+		s.fanouts = defaultFanouts()
+	}
+	for h, f := range s.fanouts {
+		if f <= 0 {
+			return nil, bad("fanouts", "hop %d has fanout %d (want >= 1)", h+1, f)
+		}
+	}
+	switch {
+	case s.batchSize < 0:
+		return nil, bad("batch_size", "%d (want >= 1, or 0 for %d)", s.batchSize, DefaultBatchSize)
+	case s.batchSize == 0:
+		s.batchSize = DefaultBatchSize
+	}
+	switch {
+	case s.workers < 0:
+		return nil, bad("workers", "%d (want >= 1, or 0 for one per core)", s.workers)
+	case s.workers == 0:
+		s.workers = runtime.GOMAXPROCS(0)
+	}
+
+	src, field := opt.Seeds, "seeds"
+	if src == nil {
+		src, field = g.Train, TrainFile
+	}
+	seedErr := func(format string, args ...any) error {
+		e := bad(field, format, args...).(*topology.InputError)
+		if field == TrainFile && g.Dir != "" {
+			e.Path, e.Field = filepath.Join(g.Dir, TrainFile), ""
+		}
+		return e
+	}
+	if len(src) == 0 {
+		return nil, seedErr("no seed vertices to make batches of")
+	}
+	// A seed listed twice would appear twice in a batch's Dst, breaking
+	// the one-row-per-vertex block invariant.
+	seen := make([]uint64, (n+63)/64)
+	s.seeds = make([]int32, len(src))
+	for i, v := range src {
+		if v < 0 || v >= int64(n) {
+			return nil, seedErr("entry %d is vertex %d, out of range [0, %d)", i, v, n)
+		}
+		if seen[v/64]&(1<<(v%64)) != 0 {
+			return nil, seedErr("vertex %d is listed twice (entry %d)", v, i)
+		}
+		seen[v/64] |= 1 << (v % 64)
+		s.seeds[i] = int32(v)
+	}
+
+	// Offsets are int32: refuse fanouts that could put more than 2^31-1
+	// edges in one block.
+	if h, edges := maxBlockEdges(min(s.batchSize, len(s.seeds)), s.fanouts, n, len(g.Indices)); edges > math.MaxInt32 {
+		return nil, bad("fanouts", "batches of %d seeds with fanouts %v can sample %.0f edges at hop %d, more than one block holds (2^31-1)", s.batchSize, s.fanouts, edges, h+1)
+	}
+
+	s.scratch.New = func() any {
+		local := make([]int32, n)
+		for i := range local {
+			local[i] = -1
+		}
+		return &sampleScratch{local: local}
+	}
+	return s, nil
+}
+
+// maxBlockEdges bounds the edges of the largest block of a batch of seeds
+// seeds: each hop draws at most fanout edges per Dst, and at most every
+// one of the nnz CSR entries once (Dst are distinct). It returns the hop
+// (from 0) and its bound.
+func maxBlockEdges(seeds int, fanouts []int, n, nnz int) (hop int, edges float64) {
+	dst := float64(seeds)
+	for h, f := range fanouts {
+		e := min(dst*float64(f), float64(nnz))
+		if e > edges {
+			hop, edges = h, e
+		}
+		dst = min(dst+e, float64(n))
+	}
+	return hop, edges
+}
+
+// Fanouts returns the per-hop fanouts in use.
+func (s *Sampler) Fanouts() []int { return append([]int(nil), s.fanouts...) }
+
+// BatchSize returns the number of seeds per full batch.
+func (s *Sampler) BatchSize() int { return s.batchSize }
+
+// Workers returns the number of goroutines Epoch samples with.
+func (s *Sampler) Workers() int { return s.workers }
+
+// NumSeeds returns the number of seed vertices an epoch covers.
+func (s *Sampler) NumSeeds() int { return len(s.seeds) }
+
+// Batches returns the number of mini-batches of an epoch: every seed once,
+// the last batch possibly smaller.
+func (s *Sampler) Batches(epoch int) int {
+	return (len(s.seeds) + s.batchSize - 1) / s.batchSize
+}
+
+// Sample returns mini-batch batch of epoch. It is a pure function of
+// (Seed, epoch, batch): any goroutine may call it, in any order, and gets
+// the batch Epoch delivers. It panics if batch is outside [0, Batches).
+func (s *Sampler) Sample(epoch, batch int) *MiniBatch {
+	if nb := s.Batches(epoch); batch < 0 || batch >= nb {
+		panic(fmt.Sprintf("trainer: Sample batch %d out of range [0, %d)", batch, nb))
+	}
+	sc := s.scratch.Get().(*sampleScratch)
+	defer s.scratch.Put(sc)
+	return s.sample(sc, epoch, batch)
+}
+
+// Epoch samples every batch of epoch with Workers goroutines and calls fn
+// on them in batch order, from the calling goroutine (fn need not be safe
+// for concurrent use). At most 2*Workers batches are sampled ahead of fn,
+// which bounds memory when fn is the slower side. It stops at the first
+// error of fn, which it returns, or when ctx is done.
+func (s *Sampler) Epoch(ctx context.Context, epoch int, fn func(*MiniBatch) error) error {
+	nb := s.Batches(epoch)
+	workers := min(s.workers, nb)
+	if workers <= 1 {
+		sc := s.scratch.Get().(*sampleScratch)
+		defer s.scratch.Put(sc)
+		for b := range nb {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("sample epoch %d: %w", epoch, err)
+			}
+			if err := fn(s.sample(sc, epoch, b)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	window := 2 * workers
+	slots := make(chan struct{}, window) // batches handed out and not yet consumed
+	jobs := make(chan int)
+	results := make(chan *MiniBatch, window)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(jobs)
+		for b := range nb {
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case jobs <- b:
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+	for range workers {
+		wg.Go(func() {
+			sc := s.scratch.Get().(*sampleScratch)
+			defer s.scratch.Put(sc)
+			for b := range jobs {
+				mb := s.sample(sc, epoch, b)
+				select {
+				case results <- mb:
+				case <-ctx.Done():
+					return
+				}
+			}
+		})
+	}
+
+	// Batches are handed out in order and at most window are out, so the
+	// next one to deliver is always among them: the reorder buffer never
+	// holds more than window batches and never waits forever.
+	pending := make(map[int]*MiniBatch, window)
+	var err error
+	for next := 0; next < nb && err == nil; {
+		if err = ctx.Err(); err != nil {
+			err = fmt.Errorf("sample epoch %d: %w", epoch, err)
+			break
+		}
+		if mb, ok := pending[next]; ok {
+			delete(pending, next)
+			err = fn(mb)
+			<-slots
+			next++
+			continue
+		}
+		select {
+		case mb := <-results:
+			pending[mb.Index] = mb
+		case <-ctx.Done():
+		}
+	}
+	cancel()
+	wg.Wait()
+	return err
+}
+
+// sampleScratch is one goroutine's working memory.
+type sampleScratch struct {
+	// local maps a vertex to its index in the batch's vertex list, -1
+	// when absent. Sized to the graph so a lookup is one load; entries
+	// set by a batch are reset from the batch's own vertex list.
+	local  []int32
+	picked []int64            // chosen neighbor positions
+	drop   []int64            // positions left out, when most are kept
+	set    map[int64]struct{} // membership in Floyd's draw when it is long
+}
+
+// Keys of the counter-based generator. Each level of (seed, epoch,
+// batch, hop, vertex) is folded in with splitmix64's finalizer, a
+// bijection with full avalanche, so neighboring coordinates give
+// unrelated streams. The tags keep the shuffle's stream apart from the
+// neighbor draws'.
+const (
+	splitmixGamma = 0x9e3779b97f4a7c15
+	rngTagShuffle = 0x53485546464c4531
+	rngTagSample  = 0x53414d504c453031
+)
+
+func splitmixMix(z uint64) uint64 {
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+func rngKey(key, x uint64) uint64 { return splitmixMix(key ^ splitmixMix(x+splitmixGamma)) }
+
+// splitmix is splitmix64: a counter run through splitmixMix, so a stream is
+// fixed by its starting key alone.
+type splitmix struct{ s uint64 }
+
+func (r *splitmix) next() uint64 {
+	r.s += splitmixGamma
+	return splitmixMix(r.s)
+}
+
+// below returns a uniform integer in [0, n) by Lemire's multiply-shift
+// with rejection (no modulo bias).
+func (r *splitmix) below(n uint64) uint64 {
+	hi, lo := bits.Mul64(r.next(), n)
+	if lo < n {
+		thresh := -n % n
+		for lo < thresh {
+			hi, lo = bits.Mul64(r.next(), n)
+		}
+	}
+	return hi
+}
+
+// order returns epoch's sequence of seeds.
+func (s *Sampler) order(epoch int) []int32 {
+	if !s.shuffle {
+		return s.seeds
+	}
+	s.mu.Lock()
+	var o *epochOrder
+	for _, c := range s.orders {
+		if c.epoch == epoch {
+			o = c
+			break
+		}
+	}
+	if o == nil {
+		o = &epochOrder{epoch: epoch}
+		if len(s.orders) == keptOrders {
+			s.orders = append(s.orders[:0], s.orders[1:]...)
+		}
+		s.orders = append(s.orders, o)
+	}
+	s.mu.Unlock()
+	o.once.Do(func() {
+		perm := append([]int32(nil), s.seeds...)
+		r := splitmix{rngKey(rngKey(s.seed, rngTagShuffle), uint64(epoch))}
+		for i := len(perm) - 1; i > 0; i-- {
+			j := r.below(uint64(i) + 1)
+			perm[i], perm[j] = perm[j], perm[i]
+		}
+		o.perm = perm
+	})
+	return o.perm
+}
+
+// sample draws batch of epoch using sc, which it leaves clean.
+func (s *Sampler) sample(sc *sampleScratch, epoch, batch int) *MiniBatch {
+	order := s.order(epoch)
+	lo := batch * s.batchSize
+	hi := min(lo+s.batchSize, len(order))
+	indptr, indices, local := s.g.Indptr, s.g.Indices, sc.local
+	bkey := rngKey(rngKey(rngKey(s.seed, rngTagSample), uint64(epoch)), uint64(batch))
+
+	// all is the batch's vertex list in order of first reach; every
+	// block's Dst and Src are prefixes of it.
+	all := make([]int32, 0, 2*(hi-lo)*(1+s.fanouts[0]))
+	for _, v := range order[lo:hi] {
+		local[v] = int32(len(all))
+		all = append(all, v)
+	}
+	ends := make([]int, len(s.fanouts)+1) // len(all) before each hop and at the end
+	ends[0] = len(all)
+	blocks := make([]Block, len(s.fanouts))
+	for h, fanout := range s.fanouts {
+		k := int64(fanout)
+		hkey := rngKey(bkey, uint64(h))
+		nd := len(all)
+		// The sizes are known before drawing, so offsets and SrcIdx are
+		// allocated exactly once.
+		offsets := make([]int32, nd+1)
+		for i, v := range all[:nd] {
+			offsets[i+1] = offsets[i] + int32(min(indptr[v+1]-indptr[v], k))
+		}
+		srcIdx := make([]int32, offsets[nd])
+		for i := range nd {
+			v := all[i]
+			start, end := indptr[v], indptr[v+1]
+			out := srcIdx[offsets[i]:offsets[i+1]]
+			if end-start <= k {
+				for j, u := range indices[start:end] {
+					l := local[u]
+					if l < 0 {
+						l = int32(len(all))
+						local[u] = l
+						all = append(all, u)
+					}
+					out[j] = l
+				}
+				continue
+			}
+			r := splitmix{rngKey(hkey, uint64(v))}
+			for j, p := range sc.choose(&r, end-start, k) {
+				u := indices[start+p]
+				l := local[u]
+				if l < 0 {
+					l = int32(len(all))
+					local[u] = l
+					all = append(all, u)
+				}
+				out[j] = l
+			}
+		}
+		blocks[h] = Block{Offsets: offsets, SrcIdx: srcIdx}
+		ends[h+1] = len(all)
+	}
+	for _, v := range all {
+		local[v] = -1
+	}
+	for h := range blocks {
+		blocks[h].Dst = all[:ends[h]:ends[h]]
+		blocks[h].Src = all[:ends[h+1]:ends[h+1]]
+	}
+	return &MiniBatch{Index: batch, Epoch: epoch, Seeds: all[:ends[0]:ends[0]], Blocks: blocks}
+}
+
+// choose returns k distinct positions in [0, deg), deg > k, uniformly
+// among the k-subsets, by Floyd's algorithm: O(k) draws and no O(deg)
+// scratch, which matters for hubs with millions of neighbors. When most
+// positions are kept it draws the few to leave out instead. The returned
+// slice is sc's and valid until the next call.
+func (sc *sampleScratch) choose(r *splitmix, deg, k int64) []int64 {
+	skip := deg - k
+	if skip >= k {
+		sc.picked = sc.floyd(r, sc.picked[:0], deg, k)
+		return sc.picked
+	}
+	sc.drop = sc.floyd(r, sc.drop[:0], deg, skip)
+	slices.Sort(sc.drop)
+	kept, d := sc.picked[:0], 0
+	for p := range deg {
+		if d < len(sc.drop) && sc.drop[d] == p {
+			d++
+			continue
+		}
+		kept = append(kept, p)
+	}
+	sc.picked = kept
+	return kept
+}
+
+// floyd appends k distinct positions in [0, deg) to picked.
+func (sc *sampleScratch) floyd(r *splitmix, picked []int64, deg, k int64) []int64 {
+	if k <= 64 { // a scan of a few cache lines beats hashing
+		for j := deg - k; j < deg; j++ {
+			t := int64(r.below(uint64(j) + 1))
+			if containsPos(picked, t) {
+				t = j
+			}
+			picked = append(picked, t)
+		}
+		return picked
+	}
+	if sc.set == nil {
+		sc.set = make(map[int64]struct{}, k)
+	}
+	clear(sc.set)
+	for j := deg - k; j < deg; j++ {
+		t := int64(r.below(uint64(j) + 1))
+		if _, ok := sc.set[t]; ok {
+			t = j
+		}
+		sc.set[t] = struct{}{}
+		picked = append(picked, t)
+	}
+	return picked
+}
+
+func containsPos(xs []int64, x int64) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}

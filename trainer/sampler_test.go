@@ -1,0 +1,595 @@
+package trainer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"reflect"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gnnplan/gnnplan/topology"
+)
+
+// graphOfAdj builds a Graph from adjacency lists, neighbors in the order given.
+func graphOfAdj(adj [][]int32, train []int64) *Graph {
+	g := &Graph{Indptr: make([]int64, len(adj)+1), Train: train}
+	for v, nb := range adj {
+		g.Indptr[v+1] = g.Indptr[v] + int64(len(nb))
+		g.Indices = append(g.Indices, nb...)
+	}
+	g.Meta.NumNodes, g.Meta.NumEdges = int64(len(adj)), int64(len(g.Indices))
+	return g
+}
+
+// randomTestGraph makes a graph of n vertices with the degrees a sampler must
+// handle: isolated vertices, degrees below, at and just above a fanout, a
+// hub far above it, self-loops and repeated neighbors (a multigraph).
+// About half the vertices are training seeds.
+func randomTestGraph(r *rand.Rand, n int) *Graph {
+	adj := make([][]int32, n)
+	for v := range adj {
+		var deg int
+		switch x := r.IntN(10); {
+		case x == 0:
+			deg = 0
+		case x < 5:
+			deg = 1 + r.IntN(5)
+		case x < 8:
+			deg = 8 + r.IntN(20)
+		default:
+			deg = r.IntN(3 * n)
+		}
+		for range deg {
+			adj[v] = append(adj[v], int32(r.IntN(n)))
+		}
+	}
+	hub := r.IntN(n)
+	for range 150 + r.IntN(100) {
+		adj[hub] = append(adj[hub], int32(r.IntN(n)))
+	}
+	var train []int64
+	for _, v := range r.Perm(n) {
+		if r.IntN(2) == 0 {
+			train = append(train, int64(v))
+		}
+	}
+	if len(train) == 0 {
+		train = []int64{int64(hub)}
+	}
+	return graphOfAdj(adj, train)
+}
+
+// checkBatch checks the block invariants of mb against g's CSR, which is
+// the oracle for "every sampled neighbor is a real one".
+func checkBatch(g *Graph, fanouts []int, seeds []int32, mb *MiniBatch) error {
+	if !slices.Equal(mb.Seeds, seeds) {
+		return fmt.Errorf("seeds %v, want %v", mb.Seeds, seeds)
+	}
+	if len(mb.Blocks) != len(fanouts) {
+		return fmt.Errorf("%d blocks for %d fanouts", len(mb.Blocks), len(fanouts))
+	}
+	prev := mb.Seeds
+	for h, b := range mb.Blocks {
+		k := fanouts[h]
+		if !slices.Equal(b.Dst, prev) {
+			return fmt.Errorf("hop %d: Dst is not the previous hop's Src", h+1)
+		}
+		if len(b.Src) < len(b.Dst) || !slices.Equal(b.Src[:len(b.Dst)], b.Dst) {
+			return fmt.Errorf("hop %d: Src does not start with Dst", h+1)
+		}
+		seen := map[int32]bool{}
+		for _, v := range b.Src {
+			if seen[v] {
+				return fmt.Errorf("hop %d: vertex %d twice in Src", h+1, v)
+			}
+			seen[v] = true
+		}
+		if len(b.Offsets) != len(b.Dst)+1 || b.Offsets[0] != 0 || int(b.Offsets[len(b.Dst)]) != len(b.SrcIdx) {
+			return fmt.Errorf("hop %d: offsets %d long from %d to %d for %d dst and %d edges", h+1, len(b.Offsets), b.Offsets[0], b.Offsets[len(b.Offsets)-1], len(b.Dst), len(b.SrcIdx))
+		}
+		used := make([]bool, len(b.Src))
+		for i, v := range b.Dst {
+			lo, hi := b.Offsets[i], b.Offsets[i+1]
+			if hi < lo {
+				return fmt.Errorf("hop %d: offsets decrease at %d", h+1, i)
+			}
+			nbrs := g.Neighbors(int64(v))
+			if want := min(len(nbrs), k); int(hi-lo) != want {
+				return fmt.Errorf("hop %d: vertex %d (degree %d) got %d neighbors, want %d", h+1, v, len(nbrs), hi-lo, want)
+			}
+			// Multiset check: a neighbor may come back only as often as
+			// it is listed (repeated edges), which is "no position drawn
+			// twice" seen from outside.
+			left := map[int32]int{}
+			for _, u := range nbrs {
+				left[u]++
+			}
+			for _, li := range b.SrcIdx[lo:hi] {
+				if li < 0 || int(li) >= len(b.Src) {
+					return fmt.Errorf("hop %d: local index %d out of [0, %d)", h+1, li, len(b.Src))
+				}
+				used[li] = true
+				u := b.Src[li]
+				if left[u] == 0 {
+					return fmt.Errorf("hop %d: vertex %d sampled %d, not a neighbor or drawn more often than listed", h+1, v, u)
+				}
+				left[u]--
+			}
+		}
+		for i := len(b.Dst); i < len(b.Src); i++ {
+			if !used[i] {
+				return fmt.Errorf("hop %d: Src vertex %d reached by no edge", h+1, b.Src[i])
+			}
+		}
+		prev = b.Src
+	}
+	if !slices.Equal(mb.Input(), prev) {
+		return fmt.Errorf("Input is not the outermost Src")
+	}
+	return nil
+}
+
+func TestSamplerProperties(t *testing.T) {
+	fanoutSets := [][]int{{25, 10}, {1}, {3, 3, 3}, {70, 5}, {130}}
+	for trial := range 200 {
+		r := rand.New(rand.NewPCG(uint64(trial), 7))
+		g := randomTestGraph(r, 1+r.IntN(80))
+		opt := SamplerOptions{
+			Fanouts:   fanoutSets[trial%len(fanoutSets)],
+			BatchSize: 1 + r.IntN(12),
+			Seed:      r.Uint64(),
+			Workers:   1 + r.IntN(3),
+			Shuffle:   trial%3 != 0,
+		}
+		s, err := NewSampler(g, opt)
+		if err != nil {
+			t.Fatalf("trial %d: %v", trial, err)
+		}
+		for epoch := range 2 {
+			var covered []int64
+			err := s.Epoch(context.Background(), epoch, func(mb *MiniBatch) error {
+				want := s.order(epoch)[mb.Index*opt.BatchSize : min((mb.Index+1)*opt.BatchSize, len(g.Train))]
+				if err := checkBatch(g, opt.Fanouts, want, mb); err != nil {
+					return fmt.Errorf("epoch %d batch %d: %w", epoch, mb.Index, err)
+				}
+				for _, v := range mb.Seeds {
+					covered = append(covered, int64(v))
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("trial %d (%d vertices, %+v): %v", trial, len(g.Indptr)-1, opt, err)
+			}
+			slices.Sort(covered)
+			train := slices.Sorted(slices.Values(g.Train))
+			if !slices.Equal(covered, train) {
+				t.Fatalf("trial %d epoch %d: batches cover %v, want every seed once: %v", trial, epoch, covered, train)
+			}
+		}
+	}
+}
+
+func TestSamplerDrawsUniformly(t *testing.T) {
+	// Vertex 0's neighbors are 1..deg; every k-subset of them must be
+	// equally likely. Each case exercises one path of choose: Floyd with
+	// a scan, Floyd with a set, and drawing the left-out positions.
+	for _, tc := range []struct {
+		name    string
+		deg, k  int
+		subsets bool // also check each k-subset's frequency (small cases)
+	}{
+		{"few of many by Floyd", 5, 2, true},
+		{"most of few by leaving some out", 5, 4, true},
+		{"k just below degree", 26, 25, false},
+		{"large fanout uses a set", 200, 70, false},
+		{"large left-out draw uses a set", 200, 130, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			adj := [][]int32{make([]int32, tc.deg)}
+			for i := range tc.deg {
+				adj[0][i] = int32(i + 1)
+				adj = append(adj, nil)
+			}
+			s, err := NewSampler(graphOfAdj(adj, []int64{0}), SamplerOptions{Fanouts: []int{tc.k}, BatchSize: 1, Seed: 42})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const draws = 20000
+			freq := make([]int, tc.deg+1)
+			subsets := map[string]int{}
+			for e := range draws {
+				b := s.Sample(e, 0).Blocks[0]
+				var got []int32
+				for _, li := range b.SrcIdx {
+					freq[b.Src[li]]++
+					got = append(got, b.Src[li])
+				}
+				slices.Sort(got)
+				subsets[fmt.Sprint(got)]++
+			}
+			want := float64(draws) * float64(tc.k) / float64(tc.deg)
+			sd := math.Sqrt(want * (1 - float64(tc.k)/float64(tc.deg)))
+			for u := 1; u <= tc.deg; u++ {
+				if d := math.Abs(float64(freq[u]) - want); d > 5*sd+1 {
+					t.Errorf("neighbor %d drawn %d times, want %.0f +- %.0f", u, freq[u], want, 5*sd)
+				}
+			}
+			if tc.subsets {
+				n := binomialCoef(tc.deg, tc.k)
+				if len(subsets) != n {
+					t.Fatalf("%d distinct subsets drawn, want all %d", len(subsets), n)
+				}
+				want := float64(draws) / float64(n)
+				sd := math.Sqrt(want * (1 - 1/float64(n)))
+				for set, c := range subsets {
+					if math.Abs(float64(c)-want) > 5*sd {
+						t.Errorf("subset %s drawn %d times, want %.0f +- %.0f", set, c, want, 5*sd)
+					}
+				}
+			}
+		})
+	}
+}
+
+func binomialCoef(n, k int) int {
+	c := 1
+	for i := range k {
+		c = c * (n - i) / (i + 1)
+	}
+	return c
+}
+
+func TestSamplerDeterminism(t *testing.T) {
+	g := randomTestGraph(rand.New(rand.NewPCG(1, 2)), 300)
+	opts := func(seed uint64, workers int) SamplerOptions {
+		return SamplerOptions{Fanouts: []int{5, 3}, BatchSize: 7, Seed: seed, Workers: workers, Shuffle: true}
+	}
+	epochOf := func(t *testing.T, opt SamplerOptions, epoch int) []*MiniBatch {
+		t.Helper()
+		s, err := NewSampler(g, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []*MiniBatch
+		if err := s.Epoch(context.Background(), epoch, func(mb *MiniBatch) error { out = append(out, mb); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+
+	t.Run("same seed, 1 or 4 workers, same batches", func(t *testing.T) {
+		a, b := epochOf(t, opts(9, 1), 3), epochOf(t, opts(9, 4), 3)
+		if !reflect.DeepEqual(a, b) {
+			t.Fatal("batches differ between 1 and 4 workers")
+		}
+	})
+	t.Run("Sample in reverse order and concurrently matches Epoch", func(t *testing.T) {
+		want := epochOf(t, opts(9, 4), 3)
+		s, _ := NewSampler(g, opts(9, 2))
+		// Touch other epochs first so the permutation cache turns over.
+		for e := range 2 * keptOrders {
+			s.Sample(100+e, 0)
+		}
+		got := make([]*MiniBatch, len(want))
+		done := make(chan struct{})
+		for i := len(want) - 1; i >= 0; i-- {
+			go func() { got[i] = s.Sample(3, i); done <- struct{}{} }()
+		}
+		for range want {
+			<-done
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatal("Sample differs from Epoch's batches")
+		}
+	})
+	t.Run("different seed, different batches", func(t *testing.T) {
+		if reflect.DeepEqual(epochOf(t, opts(9, 2), 3), epochOf(t, opts(10, 2), 3)) {
+			t.Fatal("seeds 9 and 10 sample the same epoch")
+		}
+	})
+	t.Run("different epoch, different shuffle", func(t *testing.T) {
+		a, b := epochOf(t, opts(9, 2), 0), epochOf(t, opts(9, 2), 1)
+		if slices.Equal(a[0].Seeds, b[0].Seeds) {
+			t.Fatal("epochs 0 and 1 start with the same seeds")
+		}
+	})
+	t.Run("no shuffle takes seeds in order", func(t *testing.T) {
+		o := opts(9, 2)
+		o.Shuffle = false
+		mb := epochOf(t, o, 5)[1]
+		for i, v := range mb.Seeds {
+			if int64(v) != g.Train[7+i] {
+				t.Fatalf("batch 1 seeds %v, want train[7:14] %v", mb.Seeds, g.Train[7:14])
+			}
+		}
+	})
+}
+
+func TestSamplerEpochOrderAndStop(t *testing.T) {
+	g := randomTestGraph(rand.New(rand.NewPCG(3, 4)), 400)
+	s, err := NewSampler(g, SamplerOptions{Fanouts: []int{4, 4}, BatchSize: 3, Seed: 1, Workers: 4, Shuffle: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nb := s.Batches(0)
+	if nb < 20 {
+		t.Fatalf("only %d batches; the test wants many in flight", nb)
+	}
+	errBoom := errors.New("boom")
+	for _, tc := range []struct {
+		name    string
+		stopAt  int // batch index at which fn stops the epoch; -1 never
+		cancel  bool
+		wantErr error
+	}{
+		{"runs every batch in order", -1, false, nil},
+		{"stops on cancel", 4, true, context.Canceled},
+		{"stops on fn error", 6, false, errBoom},
+		{"stops on error at the first batch", 0, false, errBoom},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := runtime.NumGoroutine()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var seen []int
+			err := s.Epoch(ctx, 0, func(mb *MiniBatch) error {
+				seen = append(seen, mb.Index)
+				if mb.Index == tc.stopAt {
+					if tc.cancel {
+						cancel()
+						return nil
+					}
+					return errBoom
+				}
+				return nil
+			})
+			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			last := nb - 1
+			if tc.stopAt >= 0 {
+				last = tc.stopAt
+			}
+			for i, b := range seen {
+				if b != i {
+					t.Fatalf("fn saw batches %v, want 0..%d in order", seen, last)
+				}
+			}
+			if len(seen) != last+1 {
+				t.Fatalf("fn saw %d batches, want %d", len(seen), last+1)
+			}
+			// The workers must be gone when Epoch returns (allow the
+			// runtime a moment to reap them).
+			for i := 0; runtime.NumGoroutine() > before && i < 100; i++ {
+				time.Sleep(time.Millisecond)
+			}
+			if n := runtime.NumGoroutine(); n > before {
+				t.Errorf("%d goroutines left running after Epoch, %d before", n, before)
+			}
+		})
+	}
+	t.Run("canceled before start", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		for _, w := range []int{1, 4} {
+			s, _ := NewSampler(g, SamplerOptions{BatchSize: 3, Workers: w})
+			err := s.Epoch(ctx, 0, func(*MiniBatch) error { t.Fatal("fn called after cancel"); return nil })
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("workers %d: err = %v, want context.Canceled", w, err)
+			}
+		}
+	})
+}
+
+func TestNewSamplerRejects(t *testing.T) {
+	g := graphOfAdj([][]int32{{1}, {0, 2}, {1}}, []int64{0, 2})
+	for _, tc := range []struct {
+		name  string
+		g     *Graph
+		opt   SamplerOptions
+		field string
+	}{
+		{"zero fanout", g, SamplerOptions{Fanouts: []int{25, 0}}, "fanouts"},
+		{"negative fanout", g, SamplerOptions{Fanouts: []int{-1}}, "fanouts"},
+		{"negative batch size", g, SamplerOptions{BatchSize: -5}, "batch_size"},
+		{"negative workers", g, SamplerOptions{Workers: -1}, "workers"},
+		{"seed out of range", g, SamplerOptions{Seeds: []int64{0, 3}}, "seeds"},
+		{"negative seed", g, SamplerOptions{Seeds: []int64{-1}}, "seeds"},
+		{"seed listed twice", g, SamplerOptions{Seeds: []int64{1, 2, 1}}, "seeds"},
+		{"explicitly empty seeds", g, SamplerOptions{Seeds: []int64{}}, "seeds"},
+		{"no training split", graphOfAdj([][]int32{{}}, nil), SamplerOptions{}, TrainFile},
+		{"empty graph", &Graph{Indptr: []int64{0}}, SamplerOptions{}, "num_nodes"},
+		{"offsets not matching indices", &Graph{Indptr: []int64{0, 2}, Indices: []int32{0}, Train: []int64{0}}, SamplerOptions{}, "indptr"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := NewSampler(tc.g, tc.opt)
+			var ie *topology.InputError
+			if !errors.As(err, &ie) || ie.Field != tc.field {
+				t.Fatalf("err = %v, want an InputError on field %q", err, tc.field)
+			}
+		})
+	}
+	t.Run("train split error names the file", func(t *testing.T) {
+		g := graphOfAdj([][]int32{{}}, []int64{5})
+		g.Dir = "/data/x"
+		_, err := NewSampler(g, SamplerOptions{})
+		var ie *topology.InputError
+		if !errors.As(err, &ie) || ie.Path != "/data/x/"+TrainFile {
+			t.Fatalf("err = %v, want an InputError on %s", err, "/data/x/"+TrainFile)
+		}
+	})
+}
+
+func TestMaxBlockEdges(t *testing.T) {
+	// A graph of 8 billion entries cannot be built in a test, so the
+	// bound NewSampler refuses by is checked on its own.
+	for _, tc := range []struct {
+		name          string
+		seeds, n, nnz int
+		fanouts       []int
+		wantHop       int
+		wantEdges     float64
+	}{
+		{"papers workload stays small", 8000, 111e6, 1.6e9, []int{25, 10}, 1, 8000 * 26 * 10},
+		{"bounded by the graph's entries", 1024, 100, 500, []int{25, 10}, 0, 500},
+		{"huge fanouts on a huge graph overflow", 8000, 2e9, 8e9, []int{1000, 1000}, 1, 8e9},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, e := maxBlockEdges(tc.seeds, tc.fanouts, tc.n, tc.nnz)
+			if h != tc.wantHop || e != tc.wantEdges {
+				t.Fatalf("maxBlockEdges = hop %d, %.0f edges; want hop %d, %.0f", h, e, tc.wantHop, tc.wantEdges)
+			}
+		})
+	}
+}
+
+func TestSamplerDefaults(t *testing.T) {
+	g := graphOfAdj([][]int32{{1}, {0}}, []int64{0, 1})
+	s, err := NewSampler(g, SamplerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(s.Fanouts(), []int{25, 10}) || s.BatchSize() != DefaultBatchSize || s.Workers() != runtime.GOMAXPROCS(0) {
+		t.Fatalf("defaults: fanouts %v batch %d workers %d", s.Fanouts(), s.BatchSize(), s.Workers())
+	}
+	if d := DefaultSamplerOptions(); !d.Shuffle || !slices.Equal(d.Fanouts, []int{25, 10}) {
+		t.Fatalf("DefaultSamplerOptions = %+v", d)
+	}
+}
+
+// benchPowerLawGraph is a power-law graph: each undirected edge joins two
+// vertices drawn with density proportional to rank^(-2/3), relabeled at
+// random so hubs are spread over the id space (and over memory). A
+// dataset directory in GNNPLAN_BENCH_DATASET replaces it, so the same
+// benchmark runs on a synthetic graph written by `gnnplan dataset synth`.
+func benchPowerLawGraph(b *testing.B) *Graph {
+	if dir := os.Getenv("GNNPLAN_BENCH_DATASET"); dir != "" {
+		g, err := LoadGraph(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return g
+	}
+	const n, pairs = 1 << 20, 10_000_000
+	r := rand.New(rand.NewPCG(1, 1))
+	relabel := make([]int32, n)
+	for i, v := range r.Perm(n) {
+		relabel[i] = int32(v)
+	}
+	ends := make([]int32, 0, 2*pairs)
+	for len(ends) < 2*pairs {
+		u := relabel[int(n*math.Pow(r.Float64(), 3))]
+		v := relabel[int(n*math.Pow(r.Float64(), 3))]
+		if u != v {
+			ends = append(ends, u, v)
+		}
+	}
+	g := &Graph{Indptr: make([]int64, n+1), Indices: make([]int32, 2*pairs)}
+	for _, v := range ends {
+		g.Indptr[v+1]++
+	}
+	for v := range n {
+		g.Indptr[v+1] += g.Indptr[v]
+	}
+	fill := slices.Clone(g.Indptr[:n])
+	for i := 0; i < len(ends); i += 2 {
+		u, v := ends[i], ends[i+1]
+		g.Indices[fill[u]], g.Indices[fill[v]] = v, u
+		fill[u]++
+		fill[v]++
+	}
+	// 10% of the vertices train: about 100 batches of 1024, enough to
+	// keep two workers busy for a measurable epoch.
+	for _, v := range r.Perm(n)[:n/10] {
+		g.Train = append(g.Train, int64(v))
+	}
+	return g
+}
+
+// baselineSample is the plain sampler the optimized one is compared with:
+// one goroutine, a map for deduplication, and a permutation of the whole
+// neighbor list to pick from. It returns the number of edges sampled.
+func baselineSample(g *Graph, seeds []int32, fanouts []int, r *rand.Rand) int {
+	local := map[int32]int32{}
+	var all []int32
+	for _, v := range seeds {
+		local[v] = int32(len(all))
+		all = append(all, v)
+	}
+	edges := 0
+	for _, k := range fanouts {
+		nd := len(all)
+		var srcIdx []int32
+		for _, v := range all[:nd] {
+			nbrs := g.Neighbors(int64(v))
+			pick := func(u int32) {
+				l, ok := local[u]
+				if !ok {
+					l = int32(len(all))
+					local[u] = l
+					all = append(all, u)
+				}
+				srcIdx = append(srcIdx, l)
+			}
+			if len(nbrs) <= k {
+				for _, u := range nbrs {
+					pick(u)
+				}
+				continue
+			}
+			for _, p := range r.Perm(len(nbrs))[:k] {
+				pick(nbrs[p])
+			}
+		}
+		edges += len(srcIdx)
+	}
+	return edges
+}
+
+// BenchmarkSampleEpoch samples one epoch of (25, 10) with batches of 1024
+// and reports sampled edges per second: the sampler with one worker and
+// with GOMAXPROCS, and the plain baseline, on the same graph.
+func BenchmarkSampleEpoch(b *testing.B) {
+	start := time.Now()
+	g := benchPowerLawGraph(b)
+	b.Logf("graph: %d vertices, %d CSR entries, %d seeds, built in %s, GOMAXPROCS %d",
+		len(g.Indptr)-1, len(g.Indices), len(g.Train), time.Since(start).Round(time.Millisecond), runtime.GOMAXPROCS(0))
+	fanouts := []int{25, 10}
+	for _, w := range []int{1, runtime.GOMAXPROCS(0)} {
+		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
+			s, err := NewSampler(g, SamplerOptions{Fanouts: fanouts, BatchSize: 1024, Seed: 1, Workers: w, Shuffle: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			edges := 0
+			for i := 0; b.Loop(); i++ {
+				if err := s.Epoch(context.Background(), i, func(mb *MiniBatch) error { edges += mb.NumEdges(); return nil }); err != nil {
+					b.Fatal(err)
+				}
+			}
+			eps := float64(edges) / b.Elapsed().Seconds()
+			b.ReportMetric(eps, "edges/s")
+			b.ReportMetric(eps/float64(w), "edges/s/worker")
+		})
+	}
+	b.Run("baseline", func(b *testing.B) {
+		r := rand.New(rand.NewPCG(1, 2))
+		seeds := make([]int32, len(g.Train))
+		edges := 0
+		for b.Loop() {
+			for i, v := range r.Perm(len(g.Train)) {
+				seeds[i] = int32(g.Train[v])
+			}
+			for lo := 0; lo < len(seeds); lo += 1024 {
+				edges += baselineSample(g, seeds[lo:min(lo+1024, len(seeds))], fanouts, r)
+			}
+		}
+		b.ReportMetric(float64(edges)/b.Elapsed().Seconds(), "edges/s")
+	})
+}
