@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gnnplan/gnnplan/ddak"
+	"github.com/gnnplan/gnnplan/maxflow"
 	"github.com/gnnplan/gnnplan/tpc"
 	"github.com/gnnplan/gnnplan/trainer"
 )
@@ -159,8 +160,40 @@ func runPlace(ctx context.Context, o *placeOptions) error {
 	}
 	line(string(chosen.Policy), ev)
 	line(string(other.Policy), evOther)
+	if split, err := placeCacheSplit(g, hot, bins, rowBytes); err == nil {
+		gib := func(b int64) float64 { return float64(b) / (1 << 30) }
+		saved := 0.0
+		if split.TxAllSSD > 0 {
+			saved = 1 - split.Tx/split.TxAllSSD
+		}
+		fmt.Fprintf(out, "unified cache (Hyperion III-B2): GPU %.2f GiB topology + %.2f GiB features, CPU %.2f GiB topology + %.2f GiB features; %.1f%% fewer PCIe transactions than reading everything from SSD\n",
+			gib(split.GPUTopologyBytes), gib(split.GPUFeatureBytes), gib(split.CPUTopologyBytes), gib(split.CPUFeatureBytes), 100*saved)
+	}
 	fmt.Fprintf(out, "wrote %s, %s and %s\n", filepath.Join(o.Dataset, "layout_bin.npy"), filepath.Join(o.Dataset, "layout_row.npy"), filepath.Join(o.Dataset, "layout.json"))
 	return nil
+}
+
+// placeCacheSplit sizes Hyperion's unified cache with one GPU bin's and all
+// CPU bins' memory.
+func placeCacheSplit(g *trainer.Graph, hot []uint32, bins []ddak.Bin, rowBytes int64) (*ddak.Split, error) {
+	var gpu, cpu int64
+	for _, b := range bins {
+		switch b.Kind {
+		case maxflow.StorageGPUMem:
+			gpu = max(gpu, b.CapacityRows*rowBytes)
+		case maxflow.StorageHostMem:
+			cpu += b.CapacityRows * rowBytes
+		}
+	}
+	idx := 4
+	if g.Meta.IndexDType == "int64" {
+		idx = 8
+	}
+	topo, err := ddak.TopologyRowBytes(g.Indptr, idx)
+	if err != nil {
+		return nil, err
+	}
+	return ddak.CacheSplit(hot, topo, ddak.CacheOptions{GPUBytes: gpu, CPUBytes: cpu, FeatureRowBytes: rowBytes})
 }
 
 // placeHotness reads --hotness, or pre-samples the dataset with the plan's

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gnnplan/gnnplan/trainer"
+)
+
+// writeDataset writes a random graph of n vertices with dim features.
+func writeDataset(t *testing.T, dir string, n, deg, dim int) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(5, 6))
+	indptr := make([]int64, n+1)
+	var indices []int32
+	for v := 0; v < n; v++ {
+		for k := 0; k < deg; k++ {
+			// Skewed endpoints: low ids are hubs.
+			u := int32(float64(n) * rng.Float64() * rng.Float64())
+			indices = append(indices, u)
+		}
+		indptr[v+1] = int64(len(indices))
+	}
+	feats := make([]float32, n*dim)
+	labels := make([]int64, n)
+	var train []int64
+	for v := range labels {
+		labels[v] = int64(v % 3)
+		if v%10 == 0 {
+			train = append(train, int64(v))
+		}
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(trainer.WriteArray(filepath.Join(dir, trainer.IndptrFile), "<i8", indptr, int64(n+1)))
+	must(trainer.WriteArray(filepath.Join(dir, trainer.IndicesFile), "<i4", indices, int64(len(indices))))
+	must(trainer.WriteArray(filepath.Join(dir, trainer.FeaturesFile), "<f4", feats, int64(n), int64(dim)))
+	must(trainer.WriteArray(filepath.Join(dir, trainer.LabelsFile), "<i8", labels, int64(n)))
+	must(trainer.WriteArray(filepath.Join(dir, trainer.TrainFile), "<i8", train, int64(len(train))))
+	must(trainer.WriteArray(filepath.Join(dir, trainer.ValFile), "<i8", []int64{}, 0))
+	must(trainer.WriteArray(filepath.Join(dir, trainer.TestFile), "<i8", []int64{}, 0))
+	must(trainer.WriteMeta(dir, trainer.Meta{Name: "skewed", NumNodes: int64(n), NumEdges: int64(len(indices)), FeatureDim: dim,
+		FeatureDType: "float32", IndexDType: "int32", NumClasses: 3, NumTrain: int64(len(train))}))
+}
+
+func TestPlaceEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	os.Mkdir(data, 0o755)
+	writeDataset(t, data, 3000, 8, 16)
+	plan := filepath.Join(dir, "plan.json")
+	if code, _, errOut := runCLI(t, "recommend", "--dataset", data, "--ssds", "2-4", "--gpus", "2", "-o", plan); code != 0 {
+		t.Fatalf("recommend: %s", errOut)
+	}
+	code, out, errOut := runCLI(t, "place", "--plan", plan, "--dataset", data)
+	if code != 0 {
+		t.Fatalf("place: exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"skewed: 3000 vertices", "ddak  distance from targets", "hash  distance from targets", "unified cache", "wrote "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, f := range []string{"layout_bin.npy", "layout_row.npy", "layout.json", trainer.HotnessFile} {
+		if _, err := os.Stat(filepath.Join(data, f)); err != nil {
+			t.Errorf("%s not written: %v", f, err)
+		}
+	}
+	// Again from the saved hotness, as JSON, with the hash policy.
+	code, out, errOut = runCLI(t, "place", "--plan", plan, "--dataset", data, "--hotness", filepath.Join(data, trainer.HotnessFile), "--policy", "hash", "-o", "json")
+	if code != 0 {
+		t.Fatalf("place -o json: %s", errOut)
+	}
+	var rep placeReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Policy != "hash" || len(rep.Evaluation.Bins) == 0 || len(rep.Other) != 1 {
+		t.Fatalf("json report %+v (%v)", rep, err)
+	}
+}
+
+func TestPlaceBadInputExitsTwo(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	os.Mkdir(data, 0o755)
+	writeDataset(t, data, 500, 4, 8)
+	plan := filepath.Join(dir, "plan.json")
+	if code, _, errOut := runCLI(t, "recommend", "--dataset", data, "--gpus", "1", "-o", plan); code != 0 {
+		t.Fatalf("recommend: %s", errOut)
+	}
+	short := filepath.Join(dir, "short.npy")
+	trainer.WriteHotness(short, make([]uint32, 10))
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"missing plan", []string{"place", "--plan", filepath.Join(dir, "none.json"), "--dataset", data}, "none.json"},
+		{"not a dataset", []string{"place", "--plan", plan, "--dataset", dir}, "meta.json"},
+		{"hotness of another dataset", []string{"place", "--plan", plan, "--dataset", data, "--hotness", short}, "short.npy"},
+		{"unknown policy", []string{"place", "--plan", plan, "--dataset", data, "--policy", "random"}, "--policy"},
+		{"flags missing", []string{"place", "--plan", plan}, "--dataset"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := runCLI(t, tc.args...)
+			if code != 2 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d, stderr %q: want exit 2 and one line mentioning %q", code, errOut, tc.want)
+			}
+		})
+	}
+}
