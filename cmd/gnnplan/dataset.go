@@ -58,6 +58,7 @@ dataset's sizes, degree statistics and skew.`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(newDatasetImportCmd(d, nil), newDatasetInfoCmd(d, nil))
+	addSynthCmd(cmd, d)
 	return cmd
 }
 
