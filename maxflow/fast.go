@@ -51,7 +51,7 @@ func newFastEvaluator(m *topology.Machine, inv Inventory, groups []slotGroup, ti
 				}
 				n := dev.tmpl
 				n.ID, n.Parent = dev.stem+s, s
-				gen, lanes := minKnown(n.PCIeGen, slot.PCIeGen), minKnown(n.Lanes, slot.Lanes)
+				gen, lanes := topology.MinKnown(n.PCIeGen, slot.PCIeGen), topology.MinKnown(n.Lanes, slot.Lanes)
 				gbps := topology.PCIeGBps(gen, lanes)
 				if gbps == 0 {
 					gbps = topology.PCIeGBps(3, 16)
@@ -199,21 +199,4 @@ func (f *fastEvaluator) unboundSSDs(p Placement) {
 			}
 		}
 	}
-}
-
-// fabricLowerBound is lowerBound with the SSDs unbounded.
-func (f *fastEvaluator) fabricLowerBound(p Placement) (float64, error) {
-	f.set(p)
-	f.unboundSSDs(p)
-	flow, err := f.net.solver().maxflow(int32(f.src), int32(f.sink), f.net.rate)
-	if err == ErrUnbounded {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	if flow <= 0 {
-		return math.Inf(1), nil
-	}
-	return f.tiers.DemandGB / flow, nil
 }

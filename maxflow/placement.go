@@ -120,7 +120,7 @@ func Apply(m *topology.Machine, inv Inventory, p Placement) (*topology.Machine, 
 		used[id] = true
 		n := tmpl
 		n.ID, n.Parent = id, slotID
-		gen, lanes := minKnown(n.PCIeGen, s.PCIeGen), minKnown(n.Lanes, s.Lanes)
+		gen, lanes := topology.MinKnown(n.PCIeGen, s.PCIeGen), topology.MinKnown(n.Lanes, s.Lanes)
 		gbps := topology.PCIeGBps(gen, lanes)
 		src := topology.SourceDerived
 		if gbps == 0 {
@@ -142,16 +142,6 @@ func Apply(m *topology.Machine, inv Inventory, p Placement) (*topology.Machine, 
 		}
 	}
 	return out, nil
-}
-
-func minKnown(a, b int) int {
-	switch {
-	case a == 0:
-		return b
-	case b == 0 || a < b:
-		return a
-	}
-	return b
 }
 
 // slotGroup is a set of interchangeable free slots: same parent, same
@@ -478,54 +468,6 @@ func timesOnly(ctx context.Context, m *topology.Machine, inv Inventory, groups [
 		w.FabricGBps = tiers.DemandGB / fab
 	}
 	return cands, nil
-}
-
-// fabricForFastest computes fabric headroom for the candidates tied with
-// the fastest, where it decides the winner.
-func fabricForFastest(m *topology.Machine, inv Inventory, groups []slotGroup, tiers Tiers, cands []*Candidate) error {
-	if inv.GPUs == 0 || len(cands) == 0 {
-		return nil // detailed already: no universal graph without GPUs
-	}
-	best := math.Inf(1)
-	for _, c := range cands {
-		best = math.Min(best, c.Seconds)
-	}
-	fe, err := newFastEvaluator(m, inv, groups, tiers)
-	if err != nil {
-		return err
-	}
-	// The same pruning as timesOnly, on the fabric times of the tied set.
-	var tied []*Candidate
-	var lbs []float64
-	for _, c := range cands {
-		if c.LowerBound || math.Abs(c.Seconds-best) > 1e-9*best {
-			continue
-		}
-		lb, err := fe.fabricLowerBound(c.Placement)
-		if err != nil {
-			return err
-		}
-		tied, lbs = append(tied, c), append(lbs, lb)
-	}
-	order := make([]int, len(tied))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return lbs[order[a]] < lbs[order[b]] })
-	bestFabric := math.Inf(1)
-	for _, i := range order {
-		secs := lbs[i]
-		if secs <= bestFabric*(1+1e-9) {
-			_, fab, err := fe.times(tied[i].Placement, true)
-			if err != nil {
-				return err
-			}
-			secs = fab
-			bestFabric = math.Min(bestFabric, fab)
-		}
-		tied[i].FabricGBps = tiers.DemandGB / secs
-	}
-	return nil
 }
 
 // detailCandidate fills c.Eval with the full evaluation of its placement;

@@ -109,7 +109,7 @@ func (b *Builder) Finish(sockets CPUArch) (*Machine, error) {
 		gen, lanes := n.PCIeGen, n.Lanes
 		if p.Kind == KindSlot {
 			// A card runs at the lesser of its own and its slot's link.
-			gen, lanes = minKnown(gen, p.PCIeGen), minKnown(lanes, p.Lanes)
+			gen, lanes = MinKnown(gen, p.PCIeGen), MinKnown(lanes, p.Lanes)
 		}
 		b.PCIeLink(n.Parent, n.ID, gen, lanes, SourceDerived)
 		hasUplink[n.ID] = true
@@ -162,8 +162,9 @@ func (b *Builder) Finish(sockets CPUArch) (*Machine, error) {
 	return m, nil
 }
 
-// minKnown is the smaller of two values where 0 means unknown.
-func minKnown(a, b int) int {
+// MinKnown is the smaller of two values where 0 means unknown: a card
+// runs at the lesser of its own and its slot's width and generation.
+func MinKnown(a, b int) int {
 	switch {
 	case a == 0:
 		return b
