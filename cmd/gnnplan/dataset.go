@@ -50,7 +50,7 @@ type datasetInfoOptions struct {
 func newDatasetCmd(d *deps) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dataset",
-		Short: "Import public graph datasets and describe dataset directories",
+		Short: "Import, generate and describe graph datasets",
 		Long: `A dataset is a directory of meta.json and NumPy .npy arrays: CSR indptr and
 indices, float32 features, labels and train/val/test vertex ids (DESIGN.md
 section 8). "import" converts public text formats into it; "info" prints a
