@@ -149,10 +149,10 @@ func tiersFor(s Shares, ssd float64, a Assumptions) maxflow.Tiers {
 // stages overlap in the pipeline, so the epoch takes the longer of the two
 // (Hyperion eq. 4, T_batch = max(T_ssd, T_pcie, T_train), with the flow
 // model standing for T_ssd and T_pcie across many GPUs).
-func predict(w Workload, hw Hardware, host profiles.HostCost, ioSecs float64, s Shares, a Assumptions) Prediction {
+func predict(w Workload, hw Hardware, host profiles.HostCost, ioSecs float64, s Shares, a Assumptions, ssd float64) Prediction {
 	b := w.PerBatch()
 	batches := float64(w.BatchesPerEpoch())
-	p := Prediction{Shares: s, EpochIOSeconds: ioSecs, CostUSD: hw.TCOUSD(host), SSDGBps: ssdGBps(hw.SSD, w.FeatureRowBytes(), a)}
+	p := Prediction{Shares: s, EpochIOSeconds: ioSecs, CostUSD: hw.TCOUSD(host), SSDGBps: ssd}
 	perBatchTrain := b.FLOPs / (hw.GPU.FP32TFLOPS * 1e12 * a.ComputeEfficiency)
 	p.TrainTimeSource = fmt.Sprintf("catalog FP32 peak (%g TFLOPS) x efficiency %g x model FLOPs per batch", hw.GPU.FP32TFLOPS, a.ComputeEfficiency)
 	p.EpochTrainSecs = perBatchTrain * batches / float64(max(hw.GPUs, 1))

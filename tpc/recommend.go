@@ -27,6 +27,9 @@ type Request struct {
 	GPUModels, SSDModels []string
 	// MinGPUs..MaxGPUs bounds the GPU count (default 1..4).
 	MinGPUs, MaxGPUs int
+	// MeasuredSSDGBps, when > 0, replaces every SSD model's catalog read
+	// rate for feature rows with a measured one (gnnplan profile).
+	MeasuredSSDGBps float64
 	// SSDCounts lists the SSD counts to consider; empty means every count
 	// from 0 to what the free slots take.
 	SSDCounts   []int
@@ -325,13 +328,16 @@ func (r *recommender) evaluate(ctx context.Context, hw Hardware) (*Option, error
 		s.HostShare, s.SSDShare = s.HostShare+s.SSDShare, 0
 	}
 	ssd := ssdGBps(hw.SSD, r.req.Workload.FeatureRowBytes(), a)
+	if r.req.MeasuredSSDGBps > 0 {
+		ssd = r.req.MeasuredSSDGBps
+	}
 	tiers := tiersFor(s, ssd, a)
 	out := r.search(ctx, hw, tiers)
 	if out.err != nil {
 		return nil, out.err
 	}
 	o := &Option{Hardware: hw, Placement: out.best.Placement, FabricGBps: out.best.FabricGBps}
-	o.Prediction = predict(r.req.Workload, hw, r.req.Catalog.Host, out.best.Seconds, s, a)
+	o.Prediction = predict(r.req.Workload, hw, r.req.Catalog.Host, out.best.Seconds, s, a, ssd)
 	return o, nil
 }
 

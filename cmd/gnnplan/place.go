@@ -28,6 +28,10 @@ type placeOptions struct {
 	Fraction float64
 	Seed     uint64
 	Output   string
+	// Materialize writes the SSD bins as files after the layout (see
+	// materialize.go), one per SSDDirs entry.
+	Materialize bool
+	SSDDirs     []string
 }
 
 func newPlaceCmd(d *deps, runF func(context.Context, *placeOptions) error) *cobra.Command {
@@ -65,6 +69,9 @@ policy and the other one.`,
 			if opts.Fraction <= 0 || opts.Fraction > 1 {
 				return usageErrorf("--fraction: %v (valid: more than 0, at most 1)", opts.Fraction)
 			}
+			if len(opts.SSDDirs) > 0 && !opts.Materialize {
+				return usageErrorf("--ssd-dir: only with --materialize")
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -81,6 +88,8 @@ policy and the other one.`,
 	f.Float64Var(&opts.Fraction, "fraction", 1, "share of an epoch's batches to pre-sample for hotness")
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed for pre-sampling and the hash baseline")
 	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, json")
+	f.BoolVar(&opts.Materialize, "materialize", false, "then write the SSD bins as files for the feature store (as gnnplan materialize)")
+	f.StringArrayVar(&opts.SSDDirs, "ssd-dir", nil, "with --materialize: a directory on one SSD for its bin file (repeat for each SSD)")
 	return cmd
 }
 
@@ -132,6 +141,11 @@ func runPlace(ctx context.Context, o *placeOptions) error {
 	evOther := ddak.Evaluate(other, hot, bins, gpuSockets)
 	if err := ddak.WriteLayout(o.Dataset, chosen, bins); err != nil {
 		return err
+	}
+	if o.Materialize {
+		if err := materializeLayout(ctx, o.IO, o.Dataset, o.SSDDirs); err != nil {
+			return err
+		}
 	}
 	if o.Output == "json" {
 		enc := json.NewEncoder(o.IO.Out)

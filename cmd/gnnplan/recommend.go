@@ -32,6 +32,7 @@ type recommendOptions struct {
 	GPUs      string
 	SSDs      string
 	Catalog   string
+	Measured  string
 	PlanPath  string
 	PlotPath  string
 	Top       int
@@ -93,6 +94,7 @@ IGB-HOM with a $80,000 budget. Workloads: ` + strings.Join(workloads, ", ") + `.
 	f.StringVar(&opts.GPUs, "gpus", "1-4", "GPU count or range, e.g. 2 or 1-4")
 	f.StringVar(&opts.SSDs, "ssds", "", "SSD count or range, e.g. 8 or 0-12 (default: 0 to as many as the free slots take)")
 	f.StringVar(&opts.Catalog, "catalog", "", "a catalog file (JSON or YAML) whose entries override the built-in prices and rates")
+	f.StringVar(&opts.Measured, "measured", "", "a profile from `gnnplan profile --save`: its measured SSD and memory rates replace catalog figures")
 	f.StringVarP(&opts.PlanPath, "output", "o", "", "write the best plan to this file (plan.json)")
 	f.StringVar(&opts.PlotPath, "plot", "", "draw TPC and throughput against SSD count to this SVG file")
 	f.IntVar(&opts.Top, "top", 10, "how many plans to list")
@@ -178,6 +180,16 @@ func (o *recommendOptions) request(ctx context.Context) (tpc.Request, error) {
 	if o.Catalog != "" {
 		if req.Catalog, err = profiles.LoadCatalog(o.Catalog); err != nil {
 			return req, err
+		}
+	}
+	if o.Measured != "" {
+		p, err := loadMeasured(o.Measured)
+		if err != nil {
+			return req, err
+		}
+		req.MeasuredSSDGBps = p.SSDGBps
+		if p.MemcpyGBps > 0 {
+			req.Assumptions.HostMemGBps = p.MemcpyGBps
 		}
 	}
 	return req, nil

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+	"github.com/spf13/cobra"
+
+	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/trainer/store"
+)
+
+// profileOptions holds the profile command's flags.
+type profileOptions struct {
+	IO      *deps
+	Opts    store.ProfileOptions
+	Seconds float64
+	FileMiB int64
+	Output  string
+	Save    string
+}
+
+func newProfileCmd(d *deps, runF func(context.Context, *profileOptions) error) *cobra.Command {
+	o := &profileOptions{IO: d}
+	cmd := &cobra.Command{
+		Use:   "profile [--ssd-dir DIR ...] [--feature-bytes N]",
+		Short: "Measure this machine's SSD random reads at the feature size and its memory bandwidth",
+		Long: `Measure random-read throughput and IOPS of the devices under each --ssd-dir at
+the feature row size, with O_DIRECT and io_uring (or the pread pool where
+io_uring is unavailable), at several queue depths; and memory copy
+bandwidth. -o json prints the profile; --save writes it, for
+"gnnplan recommend --measured FILE" to use instead of catalog figures.`,
+		Example: `  gnnplan profile --ssd-dir /mnt/nvme0 --ssd-dir /mnt/nvme1 --feature-bytes 4096
+  gnnplan profile --ssd-dir /var/tmp --depths 1,32,128 --save profile.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Output != "table" && o.Output != "json" {
+				return usageErrorf("-o/--output: %q (valid: table, json)", o.Output)
+			}
+			if o.Seconds <= 0 || o.FileMiB <= 0 {
+				return usageErrorf("--seconds and --file-size-mib must be > 0")
+			}
+			o.Opts.Duration = time.Duration(o.Seconds * float64(time.Second))
+			o.Opts.FileBytes = o.FileMiB << 20
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runProfile(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&o.Opts.Dirs, "ssd-dir", nil, "a directory on an SSD to measure (repeatable)")
+	f.IntVar(&o.Opts.FeatureBytes, "feature-bytes", 4096, "bytes per feature row (e.g. 512 for 128-d float32, 4096 for 1024-d)")
+	f.IntSliceVar(&o.Opts.Depths, "depths", []int{1, 4, 16, 64, 256}, "queue depths to measure")
+	f.Float64Var(&o.Seconds, "seconds", 2, "seconds per queue depth")
+	f.Int64Var(&o.FileMiB, "file-size-mib", 1024, "size of the test file per directory, MiB (reused between runs)")
+	f.StringVar(&o.Opts.Engine, "engine", "auto", "read engine: auto, io_uring, pread")
+	f.StringVarP(&o.Output, "output", "o", "table", "output format: table, json")
+	f.StringVar(&o.Save, "save", "", "also write the profile as JSON to this file")
+	return cmd
+}
+
+func runProfile(ctx context.Context, o *profileOptions) error {
+	p, err := store.Profile(ctx, o.Opts, o.IO.Err)
+	if err != nil {
+		return err
+	}
+	var js bytes.Buffer
+	enc := json.NewEncoder(&js)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(p); err != nil {
+		return err
+	}
+	if o.Save != "" {
+		if err := topology.WriteFileAtomic(o.Save, js.Bytes()); err != nil {
+			return fmt.Errorf("--save: %w", err)
+		}
+	}
+	if o.Output == "json" {
+		_, err := o.IO.Out.Write(js.Bytes())
+		return err
+	}
+	out := o.IO.Out
+	t := tablewriter.NewTable(out, tablewriter.WithHeaderAutoFormat(tw.Off))
+	t.Header("DIR", "ENGINE", "QUEUE DEPTH", "IOPS", "USEFUL GB/s", "DEVICE GB/s", "CPU s/GB")
+	for _, d := range p.Disks {
+		for _, r := range d.Depths {
+			if err := t.Append(d.Dir, d.Engine, fmt.Sprint(r.QueueDepth), fmt.Sprintf("%.0f", r.IOPS), fmt.Sprintf("%.3f", r.UsefulGBps),
+				fmt.Sprintf("%.3f", r.DeviceGBps), fmt.Sprintf("%.2f", r.CPUSecondsPerG)); err != nil {
+				return err
+			}
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "feature rows of %d bytes: %.3f GB/s per SSD (best queue depth); memory copy %.1f GB/s\n", p.FeatureBytes, p.SSDGBps, p.MemcpyGBps)
+	for _, n := range p.Notes {
+		fmt.Fprintf(out, "note: %s\n", n)
+	}
+	return nil
+}
+
+// loadMeasured reads a profile written by `gnnplan profile --save`.
+func loadMeasured(path string) (*store.MachineProfile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &topology.InputError{Path: path, Field: "--measured", Msg: "cannot read profile", Err: err}
+	}
+	var p store.MachineProfile
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, &topology.InputError{Path: path, Field: "--measured", Msg: "malformed profile JSON", Err: err}
+	}
+	if p.SchemaVersion != store.ProfileSchemaVersion {
+		return nil, &topology.InputError{Path: path, Field: "schema_version", Msg: fmt.Sprintf("%d (want %d, from gnnplan profile)", p.SchemaVersion, store.ProfileSchemaVersion)}
+	}
+	return &p, nil
+}

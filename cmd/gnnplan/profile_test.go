@@ -1,0 +1,58 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gnnplan/gnnplan/trainer/store"
+)
+
+func TestProfileMeasuresAndRecommendUsesIt(t *testing.T) {
+	dir := t.TempDir()
+	save := filepath.Join(dir, "profile.json")
+	code, out, errOut := runCLI(t, "profile", "--ssd-dir", dir, "--feature-bytes", "512", "--depths", "1,8", "--seconds", "0.2",
+		"--file-size-mib", "8", "-o", "json", "--save", save)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var p store.MachineProfile
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Disks) != 1 || len(p.Disks[0].Depths) != 2 || p.SSDGBps <= 0 || p.MemcpyGBps <= 0 || p.Disks[0].Depths[1].IOPS <= 0 {
+		t.Fatalf("profile %+v", p)
+	}
+	code, out, errOut = runCLI(t, "recommend", "--measured", save, "--top", "1")
+	if code != 0 {
+		t.Fatalf("recommend --measured: exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "recommended:") {
+		t.Errorf("no recommendation:\n%s", out)
+	}
+}
+
+func TestProfileBadInputExitsTwo(t *testing.T) {
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "p.json")
+	os.WriteFile(garbage, []byte("{not json"), 0o644)
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"zero feature bytes", []string{"profile", "--feature-bytes", "0"}, "--feature-bytes"},
+		{"missing directory", []string{"profile", "--ssd-dir", filepath.Join(dir, "none")}, "none"},
+		{"garbage measured profile", []string{"recommend", "--measured", garbage}, "p.json"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := runCLI(t, tc.args...)
+			if code != 2 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d, stderr %q: want exit 2 and one line mentioning %q", code, errOut, tc.want)
+			}
+		})
+	}
+}

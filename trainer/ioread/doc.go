@@ -1,0 +1,34 @@
+// Package ioread reads byte ranges ("rows") of feature files at the speed of
+// the disk, for the out-of-core feature store (DESIGN.md section 9, issue 6).
+//
+// A batch of Requests is turned into device reads: each request is widened
+// to the aligned span around it (the file's direct-IO alignment, queried with
+// statx STATX_DIOALIGN), spans that overlap or touch in the same file are
+// merged into one read of at most Options.MaxMergeBytes, the reads go to the
+// disk with O_DIRECT into page-aligned staging buffers, and the useful bytes
+// are copied out to each request's Dst.
+//
+// Ideas from the papers:
+//   - Hyperion section III-A (disaggregated IO submission and completion), CPU
+//     edition: one goroutine keeps the io_uring submission queue full, another
+//     reaps completions and copies rows out. They meet only at the bounded
+//     pool of staging buffers and a retry channel, never by waiting for each
+//     other's IO.
+//   - GNNDrive section 4.2 and appendix A: asynchronous io_uring reads with
+//     direct IO, so features never occupy the page cache, into a staging
+//     buffer whose size is bounded by the queue depth (QueueDepth buffers of
+//     MaxMergeBytes each, allocated once with an anonymous mmap).
+//   - DiskGNN: requests for the same block are merged, and read amplification
+//     (Stats.DeviceBytes / Stats.UsefulBytes) is counted.
+//
+// When io_uring is unavailable (io_uring_setup fails with ENOSYS or EPERM, as
+// in some sandboxes) the reader falls back to a pool of goroutines calling
+// pread on the same merged spans, and says so in Notes.
+//
+// Units: offsets, lengths and alignments are bytes; QueueDepth is device
+// reads in flight.
+//
+// Building: giouring reaches into the runtime with //go:linkname, so binaries
+// and tests that import this package need -ldflags=-checklinkname=0 on Go >=
+// 1.23, e.g. go test -ldflags=-checklinkname=0 ./trainer/ioread.
+package ioread

@@ -1,0 +1,715 @@
+package ioread
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// testTimeout bounds every Read in the tests, so a hang fails instead of
+// stalling the run.
+const testTimeout = 10 * time.Second
+
+func testCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// diskDir returns a directory whose filesystem accepts O_DIRECT: t.TempDir()
+// when it does (here /tmp is on the disk), else a temp dir under /var/tmp,
+// which is on the disk on most machines where /tmp is tmpfs.
+func diskDir(t *testing.T) string {
+	t.Helper()
+	dirs := []string{t.TempDir()}
+	if d, err := os.MkdirTemp("/var/tmp", "ioread-test-"); err == nil {
+		t.Cleanup(func() { os.RemoveAll(d) })
+		dirs = append(dirs, d)
+	}
+	for _, d := range dirs {
+		p := filepath.Join(d, "probe")
+		if err := os.WriteFile(p, make([]byte, 4096), 0o644); err != nil {
+			continue
+		}
+		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECT, 0)
+		os.Remove(p)
+		if err == nil {
+			unix.Close(fd)
+			return d
+		}
+	}
+	t.Skipf("no directory among %v accepts O_DIRECT", dirs)
+	return ""
+}
+
+// writeFile writes size pseudo-random bytes (seeded, so failures repeat) to
+// dir/name and returns the path and the bytes.
+func writeFile(t testing.TB, dir, name string, size int, seed uint64) (string, []byte) {
+	t.Helper()
+	b := make([]byte, size)
+	r := rand.New(rand.NewPCG(seed, 0x5eed))
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p, b
+}
+
+func openT(t *testing.T, paths []string, opt Options, hooks openHooks) *Reader {
+	t.Helper()
+	if hooks.openFD == nil {
+		hooks.openFD = unix.Open
+	}
+	if hooks.newUring == nil {
+		hooks.newUring = newUringEngine
+	}
+	r, err := open(paths, opt, hooks)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// checkPoolFull says whether every staging buffer is back in the pool, as it
+// must be between Reads.
+func checkPoolFull(t *testing.T, r *Reader) {
+	t.Helper()
+	if u, ok := r.eng.(*uringEngine); ok && len(u.free) != u.pool.n {
+		t.Errorf("after Read %d of %d staging buffers are free", len(u.free), u.pool.n)
+	}
+}
+
+var engines = []string{EngineIOUring, EnginePread}
+
+func TestReadMatchesFile(t *testing.T) {
+	dir := diskDir(t)
+	// Sizes off any alignment, so requests end inside a partial last block.
+	sizes := []int{3<<20 + 1234, 777, 256 << 10}
+	var paths []string
+	var content [][]byte
+	for i, n := range sizes {
+		p, b := writeFile(t, dir, fmt.Sprintf("f%d", i), n, uint64(i))
+		paths, content = append(paths, p), append(content, b)
+	}
+	for _, eng := range engines {
+		for _, qd := range []int{1, 8, 64} {
+			for _, direct := range []bool{true, false} {
+				t.Run(fmt.Sprintf("%s/qd=%d/direct=%v", eng, qd, direct), func(t *testing.T) {
+					opt := Options{QueueDepth: qd, Direct: direct, Engine: eng}
+					r := openT(t, paths, opt, openHooks{})
+					if r.Engine() != eng {
+						t.Fatalf("Engine() = %q, want %q (notes: %s)", r.Engine(), eng, r.Notes())
+					}
+					for i, f := range r.files {
+						if f.direct != direct {
+							t.Errorf("file %d opened direct=%v, want %v", i, f.direct, direct)
+						}
+					}
+					rng := rand.New(rand.NewPCG(uint64(qd), 7))
+					for round := range 5 {
+						reqs := randomRequests(rng, r, content, 300)
+						st, err := r.Read(testCtx(t), reqs)
+						if err != nil {
+							t.Fatalf("round %d: %v", round, err)
+						}
+						checkRequests(t, reqs, content)
+						checkPoolFull(t, r)
+						if st.Requests != len(reqs) || st.DeviceReads < 1 || st.DeviceBytes < 1 {
+							t.Errorf("round %d: implausible stats %+v", round, st)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// randomRequests draws n requests: random files, offsets and lengths (up to
+// 300 KiB, so some exceed a staging buffer), rows straddling blocks, rows
+// ending exactly at end of file, zero-length rows, and duplicates.
+func randomRequests(rng *rand.Rand, r *Reader, content [][]byte, n int) []Request {
+	var reqs []Request
+	for len(reqs) < n {
+		f := rng.IntN(len(content))
+		size := len(content[f])
+		var off, l int
+		switch rng.IntN(6) {
+		case 0: // straddles an alignment boundary
+			a := r.Alignment(f)
+			b := rng.IntN(size/a+1) * a
+			off = max(0, b-1-rng.IntN(64))
+			l = min(size-off, 1+rng.IntN(3*a))
+		case 1: // ends exactly at end of file
+			l = 1 + rng.IntN(min(size, 10000))
+			off = size - l
+		case 2: // large
+			off = rng.IntN(size)
+			l = min(size-off, rng.IntN(300<<10))
+		case 3: // zero length
+			off = rng.IntN(size)
+		case 4: // duplicate of an earlier request
+			if len(reqs) > 0 {
+				q := reqs[rng.IntN(len(reqs))]
+				reqs = append(reqs, Request{File: q.File, Offset: q.Offset, Length: q.Length, Dst: make([]byte, q.Length), Tag: uint64(len(reqs))})
+				continue
+			}
+			fallthrough
+		default: // a feature row
+			off = rng.IntN(size)
+			l = min(size-off, 1+rng.IntN(2048))
+		}
+		// Dst larger than Length: the bytes past Length must stay untouched.
+		dst := bytes.Repeat([]byte{0xA5}, l+rng.IntN(3))
+		reqs = append(reqs, Request{File: f, Offset: int64(off), Length: l, Dst: dst, Tag: uint64(len(reqs))})
+	}
+	return reqs
+}
+
+func checkRequests(t *testing.T, reqs []Request, content [][]byte) {
+	t.Helper()
+	bad := 0
+	for i, q := range reqs {
+		want := content[q.File][q.Offset : q.Offset+int64(q.Length)]
+		if !bytes.Equal(q.Dst[:q.Length], want) {
+			if bad++; bad <= 5 {
+				t.Errorf("request %d (file %d, offset %d, length %d): bytes differ from the file", i, q.File, q.Offset, q.Length)
+			}
+		}
+		for _, b := range q.Dst[q.Length:] {
+			if b != 0xA5 {
+				t.Errorf("request %d: Dst written past Length", i)
+				break
+			}
+		}
+	}
+}
+
+func TestPlan(t *testing.T) {
+	files := []fileInfo{{path: "a", align: 4096}, {path: "b", align: 512}}
+	row := func(file int, off int64, n int) Request {
+		return Request{File: file, Offset: off, Length: n, Dst: make([]byte, n)}
+	}
+	type span struct {
+		file   int
+		start  int64
+		length int
+	}
+	tests := []struct {
+		name     string
+		reqs     []Request
+		maxMerge int
+		want     []span
+	}{
+		{"rows in one block share a read", []Request{row(0, 0, 512), row(0, 512, 512), row(0, 4000, 96)}, 128 << 10,
+			[]span{{0, 0, 4096}}},
+		{"row straddling blocks reads both", []Request{row(0, 4000, 200)}, 128 << 10,
+			[]span{{0, 0, 8192}}},
+		{"adjacent blocks merge", []Request{row(0, 8192, 10), row(0, 0, 10), row(0, 4096, 10)}, 128 << 10,
+			[]span{{0, 0, 12288}}},
+		{"a gap splits reads", []Request{row(0, 0, 10), row(0, 3*4096, 10)}, 128 << 10,
+			[]span{{0, 0, 4096}, {0, 3 * 4096, 4096}}},
+		{"merging stops at the cap", []Request{row(0, 0, 10), row(0, 4096, 10), row(0, 8192, 10)}, 8192,
+			[]span{{0, 0, 8192}, {0, 8192, 4096}}},
+		{"cap below alignment still shares a block", []Request{row(0, 0, 10), row(0, 100, 10), row(0, 4096, 10)}, 1,
+			[]span{{0, 0, 4096}, {0, 4096, 4096}}},
+		{"duplicates read once", []Request{row(1, 700, 100), row(1, 700, 100)}, 128 << 10,
+			[]span{{1, 512, 512}}},
+		{"files never merge", []Request{row(1, 0, 10), row(0, 0, 10)}, 128 << 10,
+			[]span{{0, 0, 4096}, {1, 0, 512}}},
+		{"request larger than a buffer is split", []Request{row(1, 100, 20000)}, 8192,
+			[]span{{1, 0, 8192}, {1, 8192, 8192}, {1, 16384, 4096}}},
+		{"zero length reads nothing", []Request{row(0, 100, 0)}, 128 << 10, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			slot := int(alignUp(int64(max(tc.maxMerge, 4096)), 4096))
+			j, err := plan(files, tc.reqs, slot, tc.maxMerge)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []span
+			for _, d := range j.reads {
+				got = append(got, span{d.file, d.start, d.length})
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("reads = %v, want %v", got, tc.want)
+			}
+			covered := 0
+			for _, p := range j.pieces {
+				covered += p.n
+			}
+			useful := 0
+			for _, q := range tc.reqs {
+				useful += q.Length
+			}
+			if covered != useful {
+				t.Errorf("pieces cover %d bytes, requests ask for %d", covered, useful)
+			}
+		})
+	}
+}
+
+func TestPlanRejectsBadRequests(t *testing.T) {
+	files := []fileInfo{{path: "a", align: 4096}}
+	tests := []struct {
+		name string
+		req  Request
+		want string
+	}{
+		{"file index out of range", Request{File: 1, Length: 1, Dst: make([]byte, 1)}, "file 1"},
+		{"negative offset", Request{Offset: -1, Length: 1, Dst: make([]byte, 1)}, "negative offset"},
+		{"negative length", Request{Length: -1}, "negative length"},
+		{"Dst too small", Request{Length: 10, Dst: make([]byte, 9)}, "Dst holds 9 bytes"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := plan(files, []Request{tc.req}, 4096, 4096)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want it to mention %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestMergingReducesDeviceReads(t *testing.T) {
+	dir := diskDir(t)
+	p, content := writeFile(t, dir, "rows", 1<<20, 3)
+	for _, eng := range engines {
+		t.Run(eng, func(t *testing.T) {
+			r := openT(t, []string{p}, Options{QueueDepth: 8, Direct: true, Engine: eng}, openHooks{})
+			a := r.Alignment(0)
+			// 512-byte rows packed into 4 aligned blocks, in shuffled order.
+			var reqs []Request
+			for off := 0; off < 4*a; off += 512 {
+				reqs = append(reqs, Request{Offset: int64(off), Length: 512, Dst: make([]byte, 512)})
+			}
+			rand.New(rand.NewPCG(1, 2)).Shuffle(len(reqs), func(i, k int) { reqs[i], reqs[k] = reqs[k], reqs[i] })
+			st, err := r.Read(testCtx(t), reqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRequests(t, reqs, [][]byte{content})
+			if st.DeviceReads != 1 || st.Merged != len(reqs)-1 || st.DeviceBytes != int64(4*a) {
+				t.Errorf("4 adjacent blocks: stats %+v, want 1 device read of %d bytes", st, 4*a)
+			}
+
+			// With merging of neighbours off, rows still share their block.
+			r2 := openT(t, []string{p}, Options{QueueDepth: 8, Direct: true, Engine: eng, MaxMergeBytes: a}, openHooks{})
+			st2, err := r2.Read(testCtx(t), reqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st2.DeviceReads != 4 || st2.DeviceBytes != int64(4*a) {
+				t.Errorf("merge cap = one block: stats %+v, want 4 device reads", st2)
+			}
+			if amp := float64(st2.DeviceBytes) / float64(st2.UsefulBytes); amp != 1 {
+				t.Errorf("read amplification %.2f, want 1 for rows tiling whole blocks", amp)
+			}
+		})
+	}
+}
+
+func TestShortFile(t *testing.T) {
+	dir := diskDir(t)
+	for _, eng := range engines {
+		for _, direct := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/direct=%v", eng, direct), func(t *testing.T) {
+				p, content := writeFile(t, dir, "short", 10000, 4)
+				r := openT(t, []string{p}, Options{QueueDepth: 4, Direct: direct, Engine: eng}, openHooks{})
+				tests := []struct {
+					name string
+					off  int64
+					n    int
+				}{
+					{"row runs past the end", 9000, 2000},
+					{"row starts past the end", 20000, 10},
+					{"row starts in the last partial block", 9999, 2},
+				}
+				for _, tc := range tests {
+					reqs := []Request{
+						{Offset: 0, Length: 100, Dst: make([]byte, 100)},
+						{Offset: tc.off, Length: tc.n, Dst: make([]byte, tc.n)},
+					}
+					_, err := r.Read(testCtx(t), reqs)
+					var re *ReadError
+					if !errors.As(err, &re) || !errors.Is(err, ErrShortFile) {
+						t.Fatalf("%s: err = %v, want a *ReadError wrapping ErrShortFile", tc.name, err)
+					}
+					if re.Path != p || re.Offset != tc.off || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), fmt.Sprint(tc.off)) {
+						t.Errorf("%s: error %q should name %s and offset %d", tc.name, err, p, tc.off)
+					}
+					checkPoolFull(t, r)
+				}
+				// The reader stays usable, and a row ending exactly at EOF is fine.
+				reqs := []Request{{Offset: 9000, Length: 1000, Dst: make([]byte, 1000)}}
+				if _, err := r.Read(testCtx(t), reqs); err != nil {
+					t.Fatalf("read to exactly EOF: %v", err)
+				}
+				checkRequests(t, reqs, [][]byte{content})
+
+				// Truncated under an open reader: the error comes from the
+				// read itself, not from a size checked at Open.
+				if err := os.Truncate(p, 5000); err != nil {
+					t.Fatal(err)
+				}
+				_, err := r.Read(testCtx(t), []Request{{Offset: 4900, Length: 200, Dst: make([]byte, 200)}})
+				if !errors.Is(err, ErrShortFile) || !strings.Contains(err.Error(), "offset 4900") {
+					t.Errorf("after truncate: err = %v, want a short-file error at offset 4900", err)
+				}
+			})
+		}
+	}
+}
+
+func TestRemovedAndClosed(t *testing.T) {
+	dir := diskDir(t)
+	for _, eng := range engines {
+		t.Run(eng, func(t *testing.T) {
+			p, content := writeFile(t, dir, "gone", 64<<10, 5)
+			r := openT(t, []string{p}, Options{QueueDepth: 4, Direct: true, Engine: eng}, openHooks{})
+			// Unlinking keeps the inode while it is open: reads still work.
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			reqs := []Request{{Offset: 123, Length: 5000, Dst: make([]byte, 5000)}}
+			if _, err := r.Read(testCtx(t), reqs); err != nil {
+				t.Fatalf("read of a removed (still open) file: %v", err)
+			}
+			checkRequests(t, reqs, [][]byte{content})
+			if err := r.Close(); err != nil {
+				t.Fatalf("close: %v", err)
+			}
+			if _, err := r.Read(testCtx(t), reqs); !errors.Is(err, ErrClosed) {
+				t.Errorf("read after Close: err = %v, want ErrClosed", err)
+			}
+			if err := r.Close(); err != nil {
+				t.Errorf("second Close: %v", err)
+			}
+		})
+	}
+	t.Run("missing file fails at Open", func(t *testing.T) {
+		_, err := Open([]string{filepath.Join(dir, "nope")}, DefaultOptions())
+		if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "nope") {
+			t.Errorf("err = %v, want not-exist naming the file", err)
+		}
+	})
+	t.Run("directory fails at Open", func(t *testing.T) {
+		_, err := Open([]string{dir}, DefaultOptions())
+		if !errors.Is(err, syscall.EISDIR) {
+			t.Errorf("err = %v, want EISDIR", err)
+		}
+	})
+	t.Run("descriptor closed under the pread pool", func(t *testing.T) {
+		p, _ := writeFile(t, dir, "badfd", 8192, 6)
+		r := openT(t, []string{p}, Options{QueueDepth: 2, Direct: true, Engine: EnginePread}, openHooks{})
+		unix.Close(r.files[0].fd)
+		_, err := r.Read(testCtx(t), []Request{{Offset: 4096, Length: 10, Dst: make([]byte, 10)}})
+		var re *ReadError
+		if !errors.As(err, &re) || !errors.Is(err, syscall.EBADF) || re.Path != p || re.Offset != 4096 {
+			t.Errorf("err = %v, want a *ReadError for %s at offset 4096 wrapping EBADF", err, p)
+		}
+		r.files[0].fd = -1 // already closed; keep Close from closing a reused number
+	})
+}
+
+// TestInjectedFaults drives the retry and error paths through the fault hook:
+// the kernel rarely returns short reads, EINTR or EAGAIN on demand.
+func TestInjectedFaults(t *testing.T) {
+	dir := diskDir(t)
+	p, content := writeFile(t, dir, "faults", 1<<20, 7)
+	type hookState struct {
+		mu    sync.Mutex
+		calls map[int64]int
+	}
+	tests := []struct {
+		name    string
+		fault   func(s *hookState, off int64, n, res int) int
+		wantErr error
+		retries bool
+	}{
+		{"short reads are resumed", func(s *hookState, off int64, n, res int) int {
+			// Return one block at a time: aligned, like a real direct read.
+			if res > 4096 {
+				return 4096
+			}
+			return res
+		}, nil, true},
+		{"EINTR and EAGAIN are retried", func(s *hookState, off int64, n, res int) int {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.calls[off]++
+			switch s.calls[off] {
+			case 1:
+				return -int(syscall.EINTR)
+			case 2:
+				return -int(syscall.EAGAIN)
+			}
+			return res
+		}, nil, true},
+		{"EIO names file and offset", func(s *hookState, off int64, n, res int) int {
+			if off >= 512<<10 {
+				return -int(syscall.EIO)
+			}
+			return res
+		}, syscall.EIO, false},
+		{"endless EAGAIN gives up", func(s *hookState, off int64, n, res int) int {
+			return -int(syscall.EAGAIN)
+		}, syscall.EAGAIN, false},
+	}
+	for _, eng := range engines {
+		for _, tc := range tests {
+			t.Run(eng+"/"+tc.name, func(t *testing.T) {
+				s := &hookState{calls: map[int64]int{}}
+				hooks := openHooks{fault: func(file int, off int64, n, res int) int { return tc.fault(s, off, n, res) }}
+				r := openT(t, []string{p}, Options{QueueDepth: 8, Direct: true, Engine: eng}, hooks)
+				var reqs []Request
+				for off := int64(100); off < 1<<20-70000; off += 65536 {
+					reqs = append(reqs, Request{Offset: off, Length: 70000, Dst: make([]byte, 70000)})
+				}
+				st, err := r.Read(testCtx(t), reqs)
+				checkPoolFull(t, r)
+				if tc.wantErr == nil {
+					if err != nil {
+						t.Fatal(err)
+					}
+					checkRequests(t, reqs, [][]byte{content})
+					if tc.retries && st.Retries == 0 {
+						t.Errorf("stats %+v: want retries counted", st)
+					}
+					return
+				}
+				var re *ReadError
+				if !errors.As(err, &re) || !errors.Is(err, tc.wantErr) || !strings.Contains(err.Error(), p) {
+					t.Fatalf("err = %v, want a *ReadError naming %s wrapping %v", err, p, tc.wantErr)
+				}
+				if !strings.Contains(err.Error(), fmt.Sprintf("offset %d", re.Offset)) {
+					t.Errorf("error %q does not name the offset", err)
+				}
+			})
+		}
+	}
+}
+
+func TestCancel(t *testing.T) {
+	dir := diskDir(t)
+	p, content := writeFile(t, dir, "big", 32<<20, 8)
+	for _, eng := range engines {
+		t.Run(eng, func(t *testing.T) {
+			// Slow every read down so the batch is surely in flight when
+			// the context is cancelled, whatever the disk's speed.
+			hooks := openHooks{fault: func(file int, off int64, n, res int) int {
+				time.Sleep(200 * time.Microsecond)
+				return res
+			}}
+			r := openT(t, []string{p}, Options{QueueDepth: 8, Direct: true, Engine: eng}, hooks)
+			rng := rand.New(rand.NewPCG(9, 9))
+			var reqs []Request
+			for range 20000 {
+				off := rng.Int64N(32<<20 - 4096)
+				reqs = append(reqs, Request{Offset: off, Length: 4096, Dst: make([]byte, 4096)})
+			}
+			ctx, cancel := context.WithCancel(testCtx(t))
+			time.AfterFunc(50*time.Millisecond, cancel)
+			start := time.Now()
+			st, err := r.Read(ctx, reqs)
+			took := time.Since(start)
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("err = %v, want context.Canceled (stats %+v)", err, st)
+			}
+			if took > 2*time.Second {
+				t.Errorf("Read took %v to return after cancel at 50ms", took)
+			}
+			checkPoolFull(t, r)
+			// The reader is usable after a cancelled Read.
+			reqs = reqs[:50]
+			if _, err := r.Read(testCtx(t), reqs); err != nil {
+				t.Fatal(err)
+			}
+			checkRequests(t, reqs, [][]byte{content})
+			// An already-cancelled context reads nothing.
+			if _, err := r.Read(ctx, reqs); !errors.Is(err, context.Canceled) {
+				t.Errorf("pre-cancelled: err = %v", err)
+			}
+		})
+	}
+}
+
+func TestEngineSelection(t *testing.T) {
+	dir := diskDir(t)
+	p, content := writeFile(t, dir, "eng", 200<<10, 10)
+	noUring := func([]fileInfo, int, int) (*uringEngine, []string, error) {
+		return nil, nil, fmt.Errorf("io_uring_setup: %w", syscall.ENOSYS)
+	}
+	t.Run("auto uses io_uring when it works", func(t *testing.T) {
+		r := openT(t, []string{p}, DefaultOptions(), openHooks{})
+		if r.Engine() != EngineIOUring {
+			t.Errorf("Engine() = %q (notes: %s)", r.Engine(), r.Notes())
+		}
+		t.Logf("notes: %q, alignment %d", r.Notes(), r.Alignment(0))
+	})
+	t.Run("auto falls back to pread and says so", func(t *testing.T) {
+		r := openT(t, []string{p}, DefaultOptions(), openHooks{newUring: noUring})
+		if r.Engine() != EnginePread || !strings.Contains(r.Notes(), "io_uring unavailable") || !strings.Contains(r.Notes(), "ENOSYS") &&
+			!strings.Contains(r.Notes(), "not implemented") {
+			t.Errorf("Engine() = %q, notes %q", r.Engine(), r.Notes())
+		}
+	})
+	t.Run("io_uring asked explicitly fails without it", func(t *testing.T) {
+		_, err := open([]string{p}, Options{Engine: EngineIOUring}, openHooks{openFD: unix.Open, newUring: noUring})
+		if !errors.Is(err, syscall.ENOSYS) {
+			t.Errorf("err = %v, want ENOSYS", err)
+		}
+	})
+	t.Run("unknown engine", func(t *testing.T) {
+		if _, err := Open([]string{p}, Options{Engine: "aio"}); err == nil || !strings.Contains(err.Error(), `"aio"`) {
+			t.Errorf("err = %v", err)
+		}
+	})
+	t.Run("pread gives the same bytes as io_uring", func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(11, 11))
+		ru := openT(t, []string{p}, DefaultOptions(), openHooks{})
+		opt := DefaultOptions()
+		opt.Engine = EnginePread
+		rp := openT(t, []string{p}, opt, openHooks{})
+		if rp.Engine() != EnginePread {
+			t.Fatalf("Engine() = %q", rp.Engine())
+		}
+		a := randomRequests(rng, ru, [][]byte{content}, 200)
+		b := make([]Request, len(a))
+		for i, q := range a {
+			b[i] = q
+			b[i].Dst = bytes.Repeat([]byte{0xA5}, len(q.Dst))
+		}
+		sa, err := ru.Read(testCtx(t), a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb, err := rp.Read(testCtx(t), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range a {
+			if !bytes.Equal(a[i].Dst[:a[i].Length], b[i].Dst[:b[i].Length]) {
+				t.Fatalf("request %d differs between engines", i)
+			}
+		}
+		checkRequests(t, b, [][]byte{content})
+		if sa != sb {
+			t.Errorf("stats differ: io_uring %+v, pread %+v", sa, sb)
+		}
+	})
+	t.Run("O_DIRECT refused falls back to buffered with a note", func(t *testing.T) {
+		refuse := func(path string, flags int, mode uint32) (int, error) {
+			if flags&unix.O_DIRECT != 0 {
+				return -1, unix.EINVAL
+			}
+			return unix.Open(path, flags, mode)
+		}
+		r := openT(t, []string{p}, DefaultOptions(), openHooks{openFD: refuse})
+		if r.files[0].direct || !strings.Contains(r.Notes(), "O_DIRECT refused") {
+			t.Errorf("direct=%v notes=%q", r.files[0].direct, r.Notes())
+		}
+		reqs := randomRequests(rand.New(rand.NewPCG(12, 12)), r, [][]byte{content}, 50)
+		if _, err := r.Read(testCtx(t), reqs); err != nil {
+			t.Fatal(err)
+		}
+		checkRequests(t, reqs, [][]byte{content})
+	})
+}
+
+func TestAlignment(t *testing.T) {
+	dirs := []string{diskDir(t)}
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		dirs = append(dirs, "/dev/shm")
+	}
+	for _, d := range dirs {
+		f, err := os.CreateTemp(d, "align-")
+		if err != nil {
+			t.Logf("%s: %v", d, err)
+			continue
+		}
+		f.Close()
+		defer os.Remove(f.Name())
+		r, err := Open([]string{f.Name()}, DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := r.Alignment(0)
+		if a < 512 || a&(a-1) != 0 {
+			t.Errorf("%s: alignment %d, want a power of two >= 512", d, a)
+		}
+		if r.Alignment(1) != 0 || r.Alignment(-1) != 0 {
+			t.Errorf("Alignment of a bad index should be 0")
+		}
+		t.Logf("%s: alignment %d bytes, direct=%v, notes %q", d, a, r.files[0].direct, r.Notes())
+		r.Close()
+	}
+}
+
+func TestConcurrentReads(t *testing.T) {
+	dir := diskDir(t)
+	p, content := writeFile(t, dir, "conc", 2<<20, 13)
+	for _, eng := range engines {
+		t.Run(eng, func(t *testing.T) {
+			r := openT(t, []string{p}, Options{QueueDepth: 16, Direct: true, Engine: eng}, openHooks{})
+			var wg sync.WaitGroup
+			for g := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					rng := rand.New(rand.NewPCG(uint64(g), 14))
+					for range 5 {
+						reqs := randomRequests(rng, r, [][]byte{content}, 100)
+						if _, err := r.Read(testCtx(t), reqs); err != nil {
+							t.Error(err)
+							return
+						}
+						checkRequests(t, reqs, [][]byte{content})
+					}
+				}()
+			}
+			wg.Wait()
+			checkPoolFull(t, r)
+		})
+	}
+}
+
+func TestOpenOptions(t *testing.T) {
+	p, _ := writeFile(t, t.TempDir(), "opt", 100, 15)
+	tests := []struct {
+		name string
+		opt  Options
+		want string
+	}{
+		{"negative queue depth", Options{QueueDepth: -1}, "queue depth"},
+		{"queue depth too large", Options{QueueDepth: maxQueueDepth + 1}, "queue depth"},
+		{"negative workers", Options{Workers: -1}, "workers"},
+		{"negative merge cap", Options{MaxMergeBytes: -1}, "max merge"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := Open([]string{p}, tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want it to mention %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := Open(nil, DefaultOptions()); err == nil {
+		t.Error("Open with no files should fail")
+	}
+}

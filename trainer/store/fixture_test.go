@@ -1,0 +1,161 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gnnplan/gnnplan/ddak"
+	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/trainer"
+)
+
+// fixture is a small dataset (meta.json and features.npy only: the store
+// reads nothing else) with its features also kept in memory.
+type fixture struct {
+	dir   string
+	meta  trainer.Meta
+	feats []float32
+}
+
+// newFixture writes n rows of dim random features under a new directory.
+func newFixture(t testing.TB, n, dim int, seed uint64) *fixture {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(seed, 7))
+	feats := make([]float32, n*dim)
+	for i := range feats {
+		feats[i] = float32(rng.NormFloat64())
+	}
+	if err := trainer.WriteArray(filepath.Join(dir, trainer.FeaturesFile), "<f4", feats, int64(n), int64(dim)); err != nil {
+		t.Fatal(err)
+	}
+	meta := trainer.Meta{Name: "fx", NumNodes: int64(n), FeatureDim: dim, FeatureDType: "float32", IndexDType: "int32"}
+	if err := trainer.WriteMeta(dir, meta); err != nil {
+		t.Fatal(err)
+	}
+	meta.SchemaVersion = trainer.DatasetSchemaVersion
+	return &fixture{dir: dir, meta: meta, feats: feats}
+}
+
+// zipfHotness gives vertices Zipf(s) access counts in a random order, so
+// hot vertices are scattered over the ids as in a real graph.
+func zipfHotness(n int, s float64, rng *rand.Rand) []uint32 {
+	hot := make([]uint32, n)
+	for rank, v := range rng.Perm(n) {
+		hot[v] = uint32(1e6/math.Pow(float64(rank+1), s)) + 1
+	}
+	return hot
+}
+
+// tierMix names which tiers a layout's rows go to.
+type tierMix string
+
+const (
+	mixAllCache tierMix = "all cache"
+	mixAllSSD   tierMix = "all ssd"
+	mixMixed    tierMix = "mixed"
+)
+
+// randomBins makes hand-made bins for n rows of the given mix with random
+// capacities: a GPU cache, two sockets' CPU caches and 3-4 SSDs.
+func randomBins(n int, mix tierMix, rng *rand.Rand) []ddak.Bin {
+	var bins []ddak.Bin
+	nSSD := 3 + rng.IntN(2)
+	ssd := func(capRows int64) {
+		for i := range nSSD {
+			bins = append(bins, ddak.Bin{ID: fmt.Sprintf("nvme%d", i), Kind: maxflow.StorageSSD, Socket: i % 2, CapacityRows: capRows,
+				TargetShare: 0.1 + rng.Float64()})
+		}
+	}
+	switch mix {
+	case mixAllCache:
+		bins = append(bins,
+			ddak.Bin{ID: "gpu0", Kind: maxflow.StorageGPUMem, Socket: 0, CapacityRows: int64(n/4 + rng.IntN(n/4+1)), TargetShare: 0.5},
+			ddak.Bin{ID: "socket0", Kind: maxflow.StorageHostMem, Socket: 0, CapacityRows: int64(n), TargetShare: 0.2},
+			ddak.Bin{ID: "socket1", Kind: maxflow.StorageHostMem, Socket: 1, CapacityRows: int64(n), TargetShare: 0.2})
+		ssd(int64(n)) // present, but the caches leave them empty
+	case mixAllSSD:
+		ssd(int64(n))
+	case mixMixed:
+		bins = append(bins,
+			ddak.Bin{ID: "gpu0", Kind: maxflow.StorageGPUMem, Socket: 0, CapacityRows: int64(rng.IntN(n/5 + 1)), TargetShare: 0.3},
+			ddak.Bin{ID: "socket0", Kind: maxflow.StorageHostMem, Socket: 0, CapacityRows: int64(rng.IntN(n/5 + 1)), TargetShare: 0.1},
+			ddak.Bin{ID: "socket1", Kind: maxflow.StorageHostMem, Socket: 1, CapacityRows: int64(rng.IntN(n/5 + 1)), TargetShare: 0.1})
+		ssd(int64(n))
+	}
+	return bins
+}
+
+// place lays the fixture out over bins (DDAK on Zipf hotness) and writes
+// the layout into the dataset directory.
+func (fx *fixture) place(t testing.TB, bins []ddak.Bin, rng *rand.Rand) *ddak.Layout {
+	t.Helper()
+	l, err := ddak.Place(zipfHotness(int(fx.meta.NumNodes), 1.1, rng), bins, ddak.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ddak.WriteLayout(fx.dir, l, bins); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// ssdDirs makes k directories for SSD bin files.
+func ssdDirs(t testing.TB, k int) []string {
+	t.Helper()
+	base := t.TempDir()
+	dirs := make([]string, k)
+	for i := range dirs {
+		dirs[i] = filepath.Join(base, fmt.Sprintf("ssd%d", i))
+		if err := os.Mkdir(dirs[i], 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dirs
+}
+
+// rowBytes is vertex v's features as stored (little-endian float32).
+func (fx *fixture) rowBytes(v int) []byte {
+	dim := fx.meta.FeatureDim
+	b := make([]byte, 4*dim)
+	for j, x := range fx.feats[v*dim : (v+1)*dim] {
+		binary.LittleEndian.PutUint32(b[4*j:], math.Float32bits(x))
+	}
+	return b
+}
+
+// checkBinFiles checks every SSD bin file of m byte for byte: each
+// vertex's row at its offset, zeros elsewhere.
+func (fx *fixture) checkBinFiles(t testing.TB, m *Manifest, l *ddak.Layout) {
+	t.Helper()
+	want := map[int][]byte{}
+	for i, b := range m.Bins {
+		if b.Kind != maxflow.StorageSSD {
+			continue
+		}
+		want[i] = make([]byte, b.FileBytes)
+	}
+	for v, b := range l.Bin {
+		if w, ok := want[int(b)]; ok {
+			copy(w[int64(l.Row[v])*m.Bins[b].StrideBytes:], fx.rowBytes(v))
+		}
+	}
+	for i, w := range want {
+		got, err := os.ReadFile(m.Bins[i].Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, w) {
+			t.Errorf("bin %s: %s differs from the features (%d bytes, want %d)", m.Bins[i].ID, m.Bins[i].Path, len(got), len(w))
+		}
+	}
+}

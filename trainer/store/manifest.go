@@ -1,0 +1,203 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+
+	"github.com/gnnplan/gnnplan/ddak"
+	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/topology"
+)
+
+// ManifestFile is the store's index, in the dataset directory.
+const ManifestFile = "store.json"
+
+// journalFile lists the bin files an unfinished Materialize has completed,
+// so that a rerun after a crash keeps them; it is removed once
+// ManifestFile is written.
+const journalFile = "store.partial.json"
+
+// ManifestSchemaVersion versions store.json.
+const ManifestSchemaVersion = 1
+
+// Alignment of the SSD bin files.
+const (
+	// RowAlignBytes is the row stride's granularity: a row starts on a
+	// 512-byte sector, the smallest logical block size of NVMe and SATA
+	// devices, so a row is never split over more sectors than its size
+	// needs. The stride is not rounded up to the device's direct-IO
+	// alignment (4 KiB on most SSDs): for 512-byte rows that would waste
+	// 7/8 of the disk, while the reader reads the aligned span around a
+	// row and merges rows that share a block, so a row straddling two 4 KiB
+	// blocks costs one extra block of read amplification, not an error.
+	RowAlignBytes = 512
+	// FileAlignBytes pads every bin file to a multiple of 4 KiB, so the
+	// aligned span around the last row lies within the file for any
+	// direct-IO alignment up to 4 KiB.
+	FileAlignBytes = 4096
+)
+
+// Manifest is store.json: where every bin's rows are.
+type Manifest struct {
+	SchemaVersion int    `json:"schema_version"`
+	Dataset       string `json:"dataset"`
+	NumNodes      int64  `json:"num_nodes"`
+	FeatureDim    int    `json:"feature_dim"`
+	RowBytes      int64  `json:"row_bytes"`
+	// LayoutDir is the layout the files were made from: relative to the
+	// dataset directory when inside it, else absolute.
+	LayoutDir string `json:"layout_dir"`
+	// LayoutCRC32C is the CRC-32C of the layout's bin and row arrays, so
+	// a store is never read with a layout it was not made from.
+	LayoutCRC32C uint32 `json:"layout_crc32c"`
+	// FeaturesBytes and FeaturesMtimeUnixNs identify the features.npy the
+	// files were cut from; a rerun of Materialize keeps a bin file only
+	// when both match.
+	FeaturesBytes       int64     `json:"features_bytes"`
+	FeaturesMtimeUnixNs int64     `json:"features_mtime_unix_ns"`
+	Bins                []BinFile `json:"bins"`
+}
+
+// BinFile is one bin of the layout. Cache bins (GPU and host memory) have
+// no file: Open fills them from features.npy.
+type BinFile struct {
+	ID     string              `json:"id"`
+	Kind   maxflow.StorageKind `json:"kind"`
+	Socket int                 `json:"socket"`
+	Rows   int64               `json:"rows"`
+	// RowBytes is one row's data (feature_dim x 4).
+	RowBytes int64 `json:"row_bytes"`
+	// Path is the SSD bin's file (absolute); row r is at r x StrideBytes.
+	Path        string `json:"path,omitempty"`
+	StrideBytes int64  `json:"stride_bytes,omitempty"`
+	// FileBytes is the file's size: Rows x StrideBytes rounded up to
+	// FileAlignBytes.
+	FileBytes int64 `json:"file_bytes,omitempty"`
+	// CRC32C is the Castagnoli CRC of the whole file, padding included.
+	CRC32C uint32 `json:"crc32c,omitempty"`
+}
+
+// sameSource reports whether two manifests describe files cut from the
+// same features with the same layout.
+func (m *Manifest) sameSource(o *Manifest) bool {
+	return m.NumNodes == o.NumNodes && m.FeatureDim == o.FeatureDim && m.RowBytes == o.RowBytes &&
+		m.LayoutCRC32C == o.LayoutCRC32C && m.FeaturesBytes == o.FeaturesBytes && m.FeaturesMtimeUnixNs == o.FeaturesMtimeUnixNs
+}
+
+// sameFile reports whether two records name the same file with the same
+// content shape (the CRC is checked against the file itself).
+func (b BinFile) sameFile(o BinFile) bool {
+	return b.ID == o.ID && b.Kind == o.Kind && b.Path == o.Path && b.Rows == o.Rows && b.RowBytes == o.RowBytes &&
+		b.StrideBytes == o.StrideBytes && b.FileBytes == o.FileBytes
+}
+
+// ReadManifest reads and checks datasetDir/store.json.
+func ReadManifest(datasetDir string) (*Manifest, error) {
+	return readManifestFile(filepath.Join(datasetDir, ManifestFile))
+}
+
+func readManifestFile(path string) (*Manifest, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		msg := "cannot read the feature store's manifest"
+		if errors.Is(err, os.ErrNotExist) {
+			msg = "no feature store: materialize the layout first (gnnplan place --materialize --ssd-dir DIR)"
+		}
+		return nil, &topology.InputError{Path: path, Msg: msg, Err: err}
+	}
+	var m Manifest
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return nil, &topology.InputError{Path: path, Msg: "malformed manifest", Err: err}
+	}
+	if m.SchemaVersion != ManifestSchemaVersion {
+		return nil, &topology.InputError{Path: path, Field: "schema_version", Msg: fmt.Sprintf("%d (want %d)", m.SchemaVersion, ManifestSchemaVersion)}
+	}
+	rowBytes := int64(m.FeatureDim) * 4
+	if m.NumNodes <= 0 || m.FeatureDim <= 0 || m.RowBytes != rowBytes {
+		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("num_nodes %d, feature_dim %d, row_bytes %d (want positive counts, row_bytes = 4 x feature_dim)", m.NumNodes, m.FeatureDim, m.RowBytes)}
+	}
+	for i, b := range m.Bins {
+		field := fmt.Sprintf("bins[%d]", i)
+		bad := func(msg string) error {
+			return &topology.InputError{Path: path, Field: field, Msg: msg}
+		}
+		switch {
+		case b.Rows < 0 || b.RowBytes != rowBytes:
+			return nil, bad(fmt.Sprintf("rows %d, row_bytes %d (want rows >= 0, row_bytes %d)", b.Rows, b.RowBytes, rowBytes))
+		case b.Kind == maxflow.StorageSSD:
+			if !filepath.IsAbs(b.Path) || b.StrideBytes < rowBytes || b.StrideBytes%RowAlignBytes != 0 ||
+				b.FileBytes != roundUp(b.Rows*b.StrideBytes, FileAlignBytes) {
+				return nil, bad(fmt.Sprintf("path %q, stride_bytes %d, file_bytes %d (want an absolute path, a stride of at least %d in multiples of %d, and file_bytes = rows x stride rounded up to %d)",
+					b.Path, b.StrideBytes, b.FileBytes, rowBytes, RowAlignBytes, FileAlignBytes))
+			}
+		case b.Kind == maxflow.StorageGPUMem || b.Kind == maxflow.StorageHostMem:
+			if b.Path != "" {
+				return nil, bad(fmt.Sprintf("a %s bin with a file %q (cache bins have none)", b.Kind, b.Path))
+			}
+		default:
+			return nil, bad(fmt.Sprintf("kind %q (valid: %s, %s, %s)", b.Kind, maxflow.StorageGPUMem, maxflow.StorageHostMem, maxflow.StorageSSD))
+		}
+	}
+	return &m, nil
+}
+
+// writeManifestFile writes m to path atomically.
+func writeManifestFile(path string, m *Manifest) error {
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", path, err)
+	}
+	return topology.WriteFileAtomic(path, append(data, '\n'))
+}
+
+// layoutCRC is the CRC-32C of a layout's bin array followed by its row
+// array (little-endian), what Manifest.LayoutCRC32C records.
+func layoutCRC(l *ddak.Layout) uint32 {
+	tab := crc32.MakeTable(crc32.Castagnoli)
+	c := crc32.Update(0, tab, l.Bin)
+	buf := make([]byte, 1<<16)
+	for rows := l.Row; len(rows) > 0; {
+		n := min(len(rows), len(buf)/4)
+		for i, r := range rows[:n] {
+			binary.LittleEndian.PutUint32(buf[4*i:], r)
+		}
+		c = crc32.Update(c, tab, buf[:4*n])
+		rows = rows[n:]
+	}
+	return c
+}
+
+// relPath is path relative to base when it lies inside base, else
+// absolute, so a dataset directory moved with its layout keeps working.
+func relPath(base, path string) (string, error) {
+	absBase, err := filepath.Abs(base)
+	if err != nil {
+		return "", err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if rel, err := filepath.Rel(absBase, abs); err == nil && filepath.IsLocal(rel) {
+		return rel, nil
+	}
+	return abs, nil
+}
+
+// resolve is the inverse of relPath.
+func resolve(base, path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(base, path)
+}
+
+func roundUp(n, align int64) int64 { return (n + align - 1) / align * align }

@@ -1,0 +1,252 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/trainer/ioread"
+)
+
+// ProfileSchemaVersion versions the machine profile JSON.
+const ProfileSchemaVersion = 1
+
+// ProfileOptions say what `gnnplan profile` measures.
+type ProfileOptions struct {
+	// Dirs are directories on the SSDs to measure (one test file each).
+	Dirs []string
+	// FeatureBytes is the size of one feature row: reads are this size,
+	// at offsets aligned as a materialized bin file lays rows out.
+	FeatureBytes int
+	// Depths are the queue depths to measure (default 1, 4, 16, 64, 256).
+	Depths []int
+	// FileBytes is the test file's size (default 1 GiB); larger than the
+	// device cache makes the numbers honest.
+	FileBytes int64
+	// Duration is how long each queue depth runs (default 2 s).
+	Duration time.Duration
+	// Engine is ioread's engine ("auto", "io_uring", "pread").
+	Engine string
+	// Seed fixes the random offsets.
+	Seed uint64
+}
+
+// DepthResult is one disk at one queue depth.
+type DepthResult struct {
+	QueueDepth     int     `json:"queue_depth"`
+	IOPS           float64 `json:"iops"`
+	UsefulGBps     float64 `json:"useful_GBps"` // feature bytes per second
+	DeviceGBps     float64 `json:"device_GBps"` // bytes read from the device per second
+	CPUSecondsPerG float64 `json:"cpu_s_per_GB"`
+}
+
+// DiskProfile is one directory's measurements.
+type DiskProfile struct {
+	Dir        string        `json:"dir"`
+	Engine     string        `json:"engine"`
+	Alignment  int           `json:"alignment_bytes"`
+	Depths     []DepthResult `json:"depths"`
+	BestGBps   float64       `json:"best_useful_GBps"`
+	BestDepth  int           `json:"best_queue_depth"`
+	FileBytes  int64         `json:"file_bytes"`
+	StrideByte int           `json:"stride_bytes"`
+}
+
+// MachineProfile is what `gnnplan profile -o json` writes: measured rates
+// that `gnnplan recommend --measured` uses instead of catalog figures.
+type MachineProfile struct {
+	SchemaVersion int           `json:"schema_version"`
+	FeatureBytes  int           `json:"feature_bytes"`
+	Disks         []DiskProfile `json:"disks"`
+	// SSDGBps is the mean over disks of their best useful rate: one SSD's
+	// feature-row read rate for the TPC model.
+	SSDGBps float64 `json:"ssd_GBps"`
+	// MemcpyGBps is single-threaded memory copy bandwidth (a lower bound
+	// for one socket's DRAM read rate).
+	MemcpyGBps float64  `json:"memcpy_GBps"`
+	Notes      []string `json:"notes,omitempty"`
+}
+
+// Profile measures random-read throughput and IOPS of each directory's
+// device at the feature size and each queue depth, and memory copy
+// bandwidth.
+func Profile(ctx context.Context, opt ProfileOptions, progress io.Writer) (*MachineProfile, error) {
+	if opt.FeatureBytes <= 0 {
+		return nil, &topology.InputError{Field: "--feature-bytes", Msg: fmt.Sprintf("%d (want > 0)", opt.FeatureBytes)}
+	}
+	if len(opt.Depths) == 0 {
+		opt.Depths = []int{1, 4, 16, 64, 256}
+	}
+	for _, d := range opt.Depths {
+		if d < 1 || d > 4096 {
+			return nil, &topology.InputError{Field: "--depths", Msg: fmt.Sprintf("%d (want 1 to 4096)", d)}
+		}
+	}
+	if opt.FileBytes <= 0 {
+		opt.FileBytes = 1 << 30
+	}
+	if opt.Duration <= 0 {
+		opt.Duration = 2 * time.Second
+	}
+	if opt.Engine == "" {
+		opt.Engine = ioread.EngineAuto
+	}
+	p := &MachineProfile{SchemaVersion: ProfileSchemaVersion, FeatureBytes: opt.FeatureBytes}
+	for _, dir := range opt.Dirs {
+		dp, err := profileDir(ctx, dir, opt, progress)
+		if err != nil {
+			return nil, err
+		}
+		p.Disks = append(p.Disks, *dp)
+		p.SSDGBps += dp.BestGBps / float64(len(opt.Dirs))
+	}
+	p.MemcpyGBps = memcpyGBps(ctx)
+	if len(opt.Dirs) == 0 {
+		p.Notes = append(p.Notes, "no --ssd-dir: disks not measured")
+	}
+	return p, ctx.Err()
+}
+
+// profileDir creates (or reuses) a test file in dir and reads it at each
+// queue depth.
+func profileDir(ctx context.Context, dir string, opt ProfileOptions, progress io.Writer) (*DiskProfile, error) {
+	st, err := os.Stat(dir)
+	if err != nil || !st.IsDir() {
+		return nil, &topology.InputError{Path: dir, Field: "--ssd-dir", Msg: "not a directory"}
+	}
+	path := filepath.Join(dir, "gnnplan-profile.dat")
+	if err := ensureTestFile(path, opt.FileBytes, progress); err != nil {
+		return nil, err
+	}
+	stride := (opt.FeatureBytes + RowAlignBytes - 1) / RowAlignBytes * RowAlignBytes
+	rows := opt.FileBytes / int64(stride)
+	dp := &DiskProfile{Dir: dir, FileBytes: opt.FileBytes, StrideByte: stride}
+	rng := rand.New(rand.NewPCG(opt.Seed, 0x9e3779b97f4a7c15))
+	for _, depth := range opt.Depths {
+		r, err := ioread.Open([]string{path}, ioread.Options{QueueDepth: depth, Direct: true, Engine: opt.Engine})
+		if err != nil {
+			return nil, fmt.Errorf("profile %s: %w", dir, err)
+		}
+		dp.Engine, dp.Alignment = r.Engine(), r.Alignment(0)
+		// A batch of depth distinct rows keeps depth reads in flight.
+		batch := max(depth, 1)
+		reqs := make([]ioread.Request, batch)
+		bufs := make([]byte, batch*opt.FeatureBytes)
+		var reads, useful, device int64
+		cpu0 := cpuSeconds()
+		start := time.Now()
+		for time.Since(start) < opt.Duration {
+			if err := ctx.Err(); err != nil {
+				r.Close()
+				return nil, err
+			}
+			for i := range reqs {
+				row := rng.Int64N(rows)
+				reqs[i] = ioread.Request{Offset: row * int64(stride), Length: opt.FeatureBytes, Dst: bufs[i*opt.FeatureBytes : (i+1)*opt.FeatureBytes]}
+			}
+			st, err := r.Read(ctx, reqs)
+			if err != nil {
+				r.Close()
+				return nil, fmt.Errorf("profile %s: %w", dir, err)
+			}
+			reads += int64(st.Requests)
+			useful += st.UsefulBytes
+			device += st.DeviceBytes
+		}
+		secs := time.Since(start).Seconds()
+		cpu := cpuSeconds() - cpu0
+		r.Close()
+		res := DepthResult{QueueDepth: depth, IOPS: float64(reads) / secs, UsefulGBps: float64(useful) / secs / 1e9, DeviceGBps: float64(device) / secs / 1e9}
+		if useful > 0 {
+			res.CPUSecondsPerG = cpu / (float64(useful) / 1e9)
+		}
+		dp.Depths = append(dp.Depths, res)
+		if res.UsefulGBps > dp.BestGBps {
+			dp.BestGBps, dp.BestDepth = res.UsefulGBps, depth
+		}
+		if progress != nil {
+			fmt.Fprintf(progress, "profile %s: queue depth %d: %.0f IOPS, %.3f GB/s\n", dir, depth, res.IOPS, res.UsefulGBps)
+		}
+	}
+	return dp, nil
+}
+
+// ensureTestFile writes size bytes of random data to path unless a file
+// of that size is there already (reused across runs: writing GBs is slow).
+func ensureTestFile(path string, size int64, progress io.Writer) error {
+	if st, err := os.Stat(path); err == nil && st.Size() == size {
+		return nil
+	}
+	if progress != nil {
+		fmt.Fprintf(progress, "profile: writing a %d MiB test file %s\n", size>>20, path)
+	}
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	buf := make([]byte, 8<<20)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i+8 <= len(buf); i += 8 {
+		v := rng.Uint64()
+		for k := 0; k < 8; k++ {
+			buf[i+k] = byte(v >> (8 * k))
+		}
+	}
+	for left := size; left > 0; {
+		n := int64(len(buf))
+		if left < n {
+			n = left
+		}
+		if _, err := f.Write(buf[:n]); err != nil {
+			f.Close()
+			os.Remove(tmp)
+			return fmt.Errorf("profile: write %s: %w", tmp, err)
+		}
+		left -= n
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("profile: %w", err)
+	}
+	f.Close()
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("profile: %w", err)
+	}
+	return nil
+}
+
+// memcpyGBps times copying a 256 MiB buffer a few times.
+func memcpyGBps(ctx context.Context) float64 {
+	const size = 256 << 20
+	src, dst := make([]byte, size), make([]byte, size)
+	for i := range src {
+		src[i] = byte(i)
+	}
+	copy(dst, src) // touch the pages before timing
+	start := time.Now()
+	n := 0
+	for time.Since(start) < 500*time.Millisecond && ctx.Err() == nil {
+		copy(dst, src)
+		n++
+	}
+	return float64(n) * size / time.Since(start).Seconds() / 1e9
+}
+
+// cpuSeconds is the process's user + system CPU time.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return tv(ru.Utime) + tv(ru.Stime)
+}

@@ -1,0 +1,384 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/gnnplan/gnnplan/ddak"
+	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/trainer"
+	"github.com/gnnplan/gnnplan/trainer/ioread"
+)
+
+// DefaultQueueDepth is the SSD reads kept in flight when Options leave it
+// 0: deep enough to keep an NVMe SSD's internal parallelism busy with
+// small random reads, while the reader's staging buffers (one merged read
+// of at most ioread.DefaultMaxMergeBytes each) stay at 16 MiB.
+const DefaultQueueDepth = 128
+
+// Options tune Open. The zero value reads with io_uring when the kernel
+// has it, O_DIRECT, DefaultQueueDepth reads in flight.
+type Options struct {
+	// QueueDepth is how many SSD reads are in flight; it bounds the
+	// reader's staging buffers (QueueDepth of them). 0 means
+	// DefaultQueueDepth.
+	QueueDepth int
+	// Engine is the reader's engine: "auto" (or ""), "io_uring" or "pread".
+	Engine string
+	// Workers is the pread pool's size when that engine is used; 0 lets
+	// the reader choose.
+	Workers int
+	// Buffered reads the SSD bin files through the page cache instead of
+	// O_DIRECT. Training never should (the page cache would hold a second,
+	// unplanned copy of the features); it is for file systems without
+	// direct IO and for measuring what direct IO saves.
+	Buffered bool
+}
+
+// tier is where a bin's rows are served from.
+type tier uint8
+
+const (
+	tierWorker tier = iota // the worker-local cache: GPU bins (in host memory when there is no GPU)
+	tierSocket             // a socket's CPU cache: host-memory bins
+	tierSSD                // an SSD bin file
+)
+
+// Store serves feature rows from the tiers a layout put them in. Gather
+// is safe for concurrent use; the SSD reads of concurrent batches take
+// turns on the one reader, whose queue is what bounds the IO memory.
+type Store struct {
+	m        *Manifest
+	dim      int
+	rowBytes int64
+	bin      []uint8  // per vertex: index into m.Bins
+	row      []uint32 // per vertex: row within its bin
+	tiers    []tier   // per bin
+	caches   [][]float32
+	file     []int // per SSD bin: its index among the reader's files
+	paths    []string
+
+	mu     sync.Mutex // guards reader and reqs
+	reader *ioread.Reader
+	reqs   []ioread.Request
+}
+
+// GatherStats describe one Gather (or, added up, many).
+type GatherStats struct {
+	Rows            int `json:"rows"`
+	WorkerCacheHits int `json:"worker_cache_hits"` // rows from the worker-local (GPU) cache
+	SocketCacheHits int `json:"socket_cache_hits"` // rows from the CPU caches
+	SSDRows         int `json:"ssd_rows"`
+	// Bytes is the matrix gathered: Rows x row bytes.
+	Bytes int64 `json:"bytes"`
+	// UsefulBytes is what the SSD rows hold, DeviceBytes what the reader
+	// read from the devices for them (aligned blocks; rows sharing a block
+	// read it once), DeviceReads in how many reads.
+	UsefulBytes int64   `json:"useful_bytes"`
+	DeviceBytes int64   `json:"device_bytes"`
+	DeviceReads int     `json:"device_reads"`
+	Seconds     float64 `json:"seconds"`
+}
+
+// ReadAmplification is device bytes per useful byte read from SSD
+// (DiskGNN's measure), 0 when nothing was read.
+func (g GatherStats) ReadAmplification() float64 {
+	if g.UsefulBytes == 0 {
+		return 0
+	}
+	return float64(g.DeviceBytes) / float64(g.UsefulBytes)
+}
+
+// Add accumulates o into g.
+func (g *GatherStats) Add(o GatherStats) {
+	g.Rows += o.Rows
+	g.WorkerCacheHits += o.WorkerCacheHits
+	g.SocketCacheHits += o.SocketCacheHits
+	g.SSDRows += o.SSDRows
+	g.Bytes += o.Bytes
+	g.UsefulBytes += o.UsefulBytes
+	g.DeviceBytes += o.DeviceBytes
+	g.DeviceReads += o.DeviceReads
+	g.Seconds += o.Seconds
+}
+
+// Open opens the feature store of datasetDir (its store.json, written by
+// Materialize): it checks that the layout (by checksum), features.npy and
+// the SSD bin files (by size: a checksum would read every file) are those
+// the manifest describes, loads the cache bins' rows from
+// features.npy (one sequential pass; each socket's cache first touched by
+// a thread on that socket, so its pages land in that socket's memory) and
+// opens the SSD bin files for direct IO.
+//
+// The cache bins are held in memory whole: the worker-local cache takes
+// what the layout gave the GPU bins, which on a machine without a GPU is
+// host memory too.
+func Open(datasetDir string, opt Options) (*Store, error) {
+	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
+		// Rows are copied into the float32 matrix as they lie on disk.
+		return nil, errors.New("store: feature files are little-endian; this machine is not")
+	}
+	m, err := ReadManifest(datasetDir)
+	if err != nil {
+		return nil, err
+	}
+	manifestPath := filepath.Join(datasetDir, ManifestFile)
+	stale := func(what string) error {
+		return &topology.InputError{Path: manifestPath, Msg: what + " since the store was materialized: materialize it again"}
+	}
+	meta, err := trainer.ReadMeta(datasetDir)
+	if err != nil {
+		return nil, err
+	}
+	if meta.NumNodes != m.NumNodes || meta.FeatureDim != m.FeatureDim {
+		return nil, stale(fmt.Sprintf("the dataset changed (%d x %d features, the store has %d x %d)", meta.NumNodes, meta.FeatureDim, m.NumNodes, m.FeatureDim))
+	}
+	l, bins, err := ddak.ReadLayout(resolve(datasetDir, m.LayoutDir))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(l.Bin)) != m.NumNodes || len(bins) != len(m.Bins) || layoutCRC(l) != m.LayoutCRC32C {
+		return nil, stale("the layout in " + resolve(datasetDir, m.LayoutDir) + " changed")
+	}
+	for i, b := range bins {
+		if b.ID != m.Bins[i].ID || b.Kind != m.Bins[i].Kind || l.Stats[i].Rows != m.Bins[i].Rows {
+			return nil, stale("the layout in " + resolve(datasetDir, m.LayoutDir) + " changed")
+		}
+	}
+	src, err := openFeatures(datasetDir, meta)
+	if err != nil {
+		return nil, err
+	}
+	defer src.f.Close()
+	// Size only, not the modification time Materialize also keeps: a
+	// copied dataset gets new times but keeps its rows.
+	if src.size != m.FeaturesBytes {
+		return nil, stale(fmt.Sprintf("%s changed (%d bytes, the store was cut from %d)", src.path, src.size, m.FeaturesBytes))
+	}
+
+	s := &Store{m: m, dim: m.FeatureDim, rowBytes: m.RowBytes, bin: l.Bin, row: l.Row,
+		tiers: make([]tier, len(m.Bins)), caches: make([][]float32, len(m.Bins)), file: make([]int, len(m.Bins))}
+	for i, b := range m.Bins {
+		s.file[i] = -1
+		switch b.Kind {
+		case maxflow.StorageGPUMem:
+			s.tiers[i] = tierWorker
+		case maxflow.StorageHostMem:
+			s.tiers[i] = tierSocket
+		case maxflow.StorageSSD:
+			s.tiers[i] = tierSSD
+			if b.Rows == 0 {
+				continue // no vertex reads it
+			}
+			if err := checkBinFile(b); err != nil {
+				return nil, err
+			}
+			s.file[i] = len(s.paths)
+			s.paths = append(s.paths, b.Path)
+		}
+	}
+	if err := s.loadCaches(src); err != nil {
+		return nil, err
+	}
+	if len(s.paths) > 0 {
+		qd := opt.QueueDepth
+		if qd == 0 {
+			qd = DefaultQueueDepth
+		}
+		s.reader, err = ioread.Open(s.paths, ioread.Options{QueueDepth: qd, Direct: !opt.Buffered, Engine: opt.Engine, Workers: opt.Workers})
+		if err != nil {
+			return nil, fmt.Errorf("store: open SSD bin files: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// checkBinFile checks that an SSD bin's file is a regular file of the
+// size the manifest gives, so a truncated or replaced file is reported by
+// name at Open rather than as a failed read in the middle of training.
+func checkBinFile(b BinFile) error {
+	st, err := os.Stat(b.Path)
+	switch {
+	case err != nil:
+		return &topology.InputError{Path: b.Path, Msg: fmt.Sprintf("SSD bin %s: cannot read its file", b.ID), Err: err}
+	case !st.Mode().IsRegular():
+		return &topology.InputError{Path: b.Path, Msg: fmt.Sprintf("SSD bin %s: not a regular file (%s)", b.ID, st.Mode().Type())}
+	case st.Size() != b.FileBytes:
+		return &topology.InputError{Path: b.Path, Msg: fmt.Sprintf("SSD bin %s: %d bytes, the manifest says %d: truncated or replaced; materialize again", b.ID, st.Size(), b.FileBytes)}
+	}
+	return nil
+}
+
+// loadCaches fills the cache bins from features.npy in one pass.
+func (s *Store) loadCaches(src *features) error {
+	views := make([][]byte, len(s.m.Bins))
+	have := false
+	for i, b := range s.m.Bins {
+		if s.tiers[i] == tierSSD || b.Rows == 0 {
+			continue
+		}
+		s.caches[i] = make([]float32, b.Rows*int64(s.dim))
+		views[i] = floatBytes(s.caches[i])
+		if s.tiers[i] == tierSocket {
+			touchOnNode(views[i], b.Socket)
+		}
+		have = true
+	}
+	if !have {
+		return nil
+	}
+	rb := s.rowBytes
+	return src.scan(context.Background(), func(first int64, data []byte) error {
+		for j := int64(0); j*rb < int64(len(data)); j++ {
+			v := first + j
+			if c := views[s.bin[v]]; c != nil {
+				copy(c[int64(s.row[v])*rb:], data[j*rb:(j+1)*rb])
+			}
+		}
+		return nil
+	})
+}
+
+// Dim is the feature dimension: Gather writes Dim floats per vertex.
+func (s *Store) Dim() int { return s.dim }
+
+// Manifest is the store's manifest (not to be modified).
+func (s *Store) Manifest() *Manifest { return s.m }
+
+// Engine is the SSD reader's engine ("io_uring" or "pread"), "" when the
+// layout has no SSD rows.
+func (s *Store) Engine() string {
+	if s.reader == nil {
+		return ""
+	}
+	return s.reader.Engine()
+}
+
+// Notes is what the SSD reader chose and why (a fallback to pread, files
+// read without O_DIRECT), "" when all went as asked.
+func (s *Store) Notes() string {
+	if s.reader == nil {
+		return ""
+	}
+	return s.reader.Notes()
+}
+
+// Close releases the reader and the caches. It must not race a Gather.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.caches = nil
+	if s.reader == nil {
+		return nil
+	}
+	err := s.reader.Close()
+	s.reader = nil
+	return err
+}
+
+// Gather writes the feature rows of vertices into dst, row i of the
+// row-major matrix (len(vertices) x Dim) for vertices[i]; duplicates are
+// allowed. Cache rows are copied from memory; SSD rows are read with one
+// reader call for the batch, which sorts them by file and offset and merges
+// rows sharing a device block.
+// On error dst holds no promise: rows may be partly written.
+func (s *Store) Gather(ctx context.Context, vertices []int32, dst []float32) (GatherStats, error) {
+	start := time.Now()
+	st := GatherStats{Rows: len(vertices), Bytes: int64(len(vertices)) * s.rowBytes}
+	dim := s.dim
+	if len(dst) < len(vertices)*dim {
+		return st, fmt.Errorf("gather: dst holds %d floats, %d rows of %d need %d", len(dst), len(vertices), dim, len(vertices)*dim)
+	}
+	caches := s.caches
+	if caches == nil {
+		return st, errors.New("gather: the store is closed")
+	}
+	// The SSD rows, in batch order; the cache rows are copied on the way.
+	var ssd []int
+	for i, v := range vertices {
+		if v < 0 || int64(v) >= s.m.NumNodes {
+			return st, fmt.Errorf("gather: vertex %d (batch row %d) out of range [0, %d)", v, i, s.m.NumNodes)
+		}
+		b, r := s.bin[v], int(s.row[v])
+		switch s.tiers[b] {
+		case tierWorker:
+			copy(dst[i*dim:(i+1)*dim], caches[b][r*dim:(r+1)*dim])
+			st.WorkerCacheHits++
+		case tierSocket:
+			copy(dst[i*dim:(i+1)*dim], caches[b][r*dim:(r+1)*dim])
+			st.SocketCacheHits++
+		default:
+			ssd = append(ssd, i)
+		}
+	}
+	st.SSDRows = len(ssd)
+	if len(ssd) > 0 {
+		rs, err := s.readSSD(ctx, vertices, ssd, dst)
+		st.UsefulBytes, st.DeviceBytes, st.DeviceReads = rs.UsefulBytes, rs.DeviceBytes, rs.DeviceReads
+		if err != nil {
+			st.Seconds = time.Since(start).Seconds()
+			return st, err
+		}
+	}
+	st.Seconds = time.Since(start).Seconds()
+	return st, nil
+}
+
+// readSSD reads the batch rows ssd (indices into vertices) straight into
+// their places in dst.
+func (s *Store) readSSD(ctx context.Context, vertices []int32, ssd []int, dst []float32) (ioread.Stats, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reader == nil {
+		return ioread.Stats{}, errors.New("gather: the store is closed")
+	}
+	dim, rb := s.dim, int(s.rowBytes)
+	reqs := s.reqs[:0]
+	for _, i := range ssd {
+		v := vertices[i]
+		b := s.bin[v]
+		reqs = append(reqs, ioread.Request{File: s.file[b], Offset: int64(s.row[v]) * s.m.Bins[b].StrideBytes, Length: rb,
+			Dst: floatBytes(dst[i*dim : (i+1)*dim]), Tag: uint64(i)})
+	}
+	s.reqs = reqs[:0]
+	defer clear(reqs) // the requests point into dst: do not keep it alive
+	rs, err := s.reader.Read(ctx, reqs)
+	if err != nil {
+		return rs, s.readError(err)
+	}
+	return rs, nil
+}
+
+// readError names the file behind a failed read when it no longer is what
+// the manifest says (truncated or replaced since Open), so the message
+// points at the file to fix.
+func (s *Store) readError(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("gather: %w", err)
+	}
+	for _, b := range s.m.Bins {
+		if b.Kind == maxflow.StorageSSD && b.Rows > 0 {
+			if ferr := checkBinFile(b); ferr != nil {
+				return fmt.Errorf("gather: %w (read: %w)", ferr, err)
+			}
+		}
+	}
+	return fmt.Errorf("gather: read SSD bins (%v): %w", s.paths, err)
+}
+
+// floatBytes views f's memory as bytes: the rows on disk are
+// little-endian float32, as f is in memory (Open checks the byte order).
+func floatBytes(f []float32) []byte {
+	if len(f) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(f))), 4*len(f))
+}
