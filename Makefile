@@ -50,7 +50,7 @@ unit:
 # fuzz runs every Fuzz target for FUZZTIME each (seeded from the fixtures).
 fuzz:
 	@set -e; for pkg in $$($(GO) list ./...); do \
-		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+		for f in $$($(GO) test -ldflags='$(LINKFLAGS)' -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 			echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
 			$(GO) test -ldflags='$(LINKFLAGS)' -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >/dev/null \
 				|| { $(GO) test -ldflags='$(LINKFLAGS)' -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; exit 1; }; \
