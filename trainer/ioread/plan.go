@@ -3,6 +3,7 @@ package ioread
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"syscall"
 )
@@ -74,7 +75,7 @@ func plan(files []fileInfo, reqs []Request, slotSize, maxMerge int) (*job, error
 		start, end int64 // aligned span of the piece
 		p          piece
 	}
-	var ks []keyed
+	ks := make([]keyed, 0, len(reqs))
 	for i, q := range reqs {
 		switch {
 		case q.File < 0 || q.File >= len(files):
@@ -83,6 +84,8 @@ func plan(files []fileInfo, reqs []Request, slotSize, maxMerge int) (*job, error
 			return nil, fmt.Errorf("ioread: request %d (%s): negative offset %d", i, files[q.File].path, q.Offset)
 		case q.Length < 0:
 			return nil, fmt.Errorf("ioread: request %d (%s): negative length %d", i, files[q.File].path, q.Length)
+		case q.Offset > math.MaxInt64-int64(q.Length)-int64(slotSize):
+			return nil, fmt.Errorf("ioread: request %d (%s): offset %d + length %d overflows", i, files[q.File].path, q.Offset, q.Length)
 		case len(q.Dst) < q.Length:
 			return nil, fmt.Errorf("ioread: request %d (%s at offset %d): Dst holds %d bytes, want %d", i, files[q.File].path, q.Offset, len(q.Dst), q.Length)
 		case q.Length == 0:

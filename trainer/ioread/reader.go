@@ -46,8 +46,11 @@ type Request struct {
 // Options configure a Reader. Start from DefaultOptions: the zero Options
 // reads through the page cache, because Direct is false.
 type Options struct {
-	// QueueDepth is the number of device reads in flight and of staging
-	// buffers; 0 means DefaultQueueDepth.
+	// QueueDepth is the number of device reads in flight; 0 means
+	// DefaultQueueDepth. Staging memory is bounded by it: the io_uring
+	// engine has 2 x QueueDepth buffers of MaxMergeBytes (QueueDepth in
+	// flight while up to QueueDepth more are copied out), the pread pool one
+	// per worker.
 	QueueDepth int
 	// Direct opens the files with O_DIRECT, bypassing the page cache. A file
 	// whose filesystem refuses O_DIRECT (EINVAL) is read buffered, with a note.
@@ -288,6 +291,9 @@ func (r *Reader) release() error {
 		errs = append(errs, r.eng.close())
 	}
 	for _, f := range r.files {
+		if f.fd < 0 {
+			continue
+		}
 		if err := unix.Close(f.fd); err != nil {
 			errs = append(errs, fmt.Errorf("ioread: close %s: %w", f.path, err))
 		}

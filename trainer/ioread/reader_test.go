@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -107,14 +108,19 @@ func TestReadMatchesFile(t *testing.T) {
 		p, b := writeFile(t, dir, fmt.Sprintf("f%d", i), n, uint64(i))
 		paths, content = append(paths, p), append(content, b)
 	}
-	for _, eng := range engines {
+	// io_uring-plain is io_uring without registered files and buffers, as
+	// when the kernel or RLIMIT_MEMLOCK refuses to register them.
+	for _, eng := range []string{EngineIOUring, "io_uring-plain", EnginePread} {
 		for _, qd := range []int{1, 8, 64} {
 			for _, direct := range []bool{true, false} {
 				t.Run(fmt.Sprintf("%s/qd=%d/direct=%v", eng, qd, direct), func(t *testing.T) {
-					opt := Options{QueueDepth: qd, Direct: direct, Engine: eng}
+					opt := Options{QueueDepth: qd, Direct: direct, Engine: strings.TrimSuffix(eng, "-plain")}
 					r := openT(t, paths, opt, openHooks{})
-					if r.Engine() != eng {
-						t.Fatalf("Engine() = %q, want %q (notes: %s)", r.Engine(), eng, r.Notes())
+					if r.Engine() != opt.Engine {
+						t.Fatalf("Engine() = %q, want %q (notes: %s)", r.Engine(), opt.Engine, r.Notes())
+					}
+					if u, ok := r.eng.(*uringEngine); ok && eng == "io_uring-plain" {
+						u.fixedFiles, u.fixedBufs = false, false
 					}
 					for i, f := range r.files {
 						if f.direct != direct {
@@ -276,6 +282,7 @@ func TestPlanRejectsBadRequests(t *testing.T) {
 		{"negative offset", Request{Offset: -1, Length: 1, Dst: make([]byte, 1)}, "negative offset"},
 		{"negative length", Request{Length: -1}, "negative length"},
 		{"Dst too small", Request{Length: 10, Dst: make([]byte, 9)}, "Dst holds 9 bytes"},
+		{"offset overflows", Request{Offset: math.MaxInt64 - 5, Length: 10, Dst: make([]byte, 10)}, "overflows"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -514,10 +521,11 @@ func TestCancel(t *testing.T) {
 			// Slow every read down so the batch is surely in flight when
 			// the context is cancelled, whatever the disk's speed.
 			hooks := openHooks{fault: func(file int, off int64, n, res int) int {
-				time.Sleep(200 * time.Microsecond)
+				time.Sleep(time.Millisecond)
 				return res
 			}}
-			r := openT(t, []string{p}, Options{QueueDepth: 8, Direct: true, Engine: eng}, hooks)
+			// One block per device read, so the batch is thousands of reads.
+			r := openT(t, []string{p}, Options{QueueDepth: 8, Direct: true, Engine: eng, MaxMergeBytes: 1}, hooks)
 			rng := rand.New(rand.NewPCG(9, 9))
 			var reqs []Request
 			for range 20000 {
@@ -613,6 +621,17 @@ func TestEngineSelection(t *testing.T) {
 		if sa != sb {
 			t.Errorf("stats differ: io_uring %+v, pread %+v", sa, sb)
 		}
+	})
+	t.Run("pread pool smaller than the queue depth", func(t *testing.T) {
+		r := openT(t, []string{p}, Options{QueueDepth: 16, Workers: 3, Direct: true, Engine: EnginePread}, openHooks{})
+		if pe := r.eng.(*preadEngine); pe.workers != 3 || pe.pool.n != 3 {
+			t.Errorf("workers %d, buffers %d; want 3 and 3", pe.workers, pe.pool.n)
+		}
+		reqs := randomRequests(rand.New(rand.NewPCG(13, 13)), r, [][]byte{content}, 100)
+		if _, err := r.Read(testCtx(t), reqs); err != nil {
+			t.Fatal(err)
+		}
+		checkRequests(t, reqs, [][]byte{content})
 	})
 	t.Run("O_DIRECT refused falls back to buffered with a note", func(t *testing.T) {
 		refuse := func(path string, flags int, mode uint32) (int, error) {

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -205,15 +203,14 @@ func (u *uringRun) submitLoop() {
 	next := 0    // first read not yet issued
 	pending := 0 // SQEs prepared but not yet consumed by the kernel
 	batch := make([]retryMsg, 0, u.e.qd)
-	chunk := 1
-	switch dbgMode {
-	case 0:
-		chunk = 1 << 30
-	case 2:
-		chunk = max(1, u.e.qd/8)
-	case 3:
-		chunk = 4
-	}
+	// Submit in chunks of an eighth of the queue depth rather than all that
+	// is ready at once: completions arrive in bursts (a virtio disk answers
+	// a whole queue with one interrupt), and the disk can start on the first
+	// reads of a refill while the rest are still being prepared. One
+	// io_uring_enter per read would cost more CPU for no more IOPS; one per
+	// burst left the disk idle for the whole refill (about 10% of the IOPS
+	// at depth 32 here).
+	chunk := max(1, u.e.qd/8)
 
 	for {
 		select {
@@ -251,9 +248,6 @@ func (u *uringRun) submitLoop() {
 				}
 				continue
 			}
-			if dbgMode == 1 {
-				chunk = 1
-			}
 			select {
 			case <-u.wake:
 			case <-u.stop:
@@ -267,25 +261,16 @@ func (u *uringRun) submitLoop() {
 				// Cannot happen while reads in flight <= qd <= SQ entries,
 				// but a full SQ only needs a submit.
 				if !u.flush(&pending) {
-					// The rest of the batch never reached the ring.
-					var slots []int
-					for _, m := range batch[i:] {
-						slots = append(slots, m.slot)
-					}
-					u.give(len(slots), slots, nil)
+					u.abandon(batch[i:])
 					goto out
 				}
 				sqe = ring.GetSQE()
 			}
 			u.prepare(sqe, m)
 			pending++
-			if pending >= chunk {
-				if !u.flush(&pending) {
-					goto out
-				}
-				if dbgMode == 1 {
-					chunk = min(2*chunk, max(1, u.e.qd/4))
-				}
+			if pending >= chunk && !u.flush(&pending) {
+				u.abandon(batch[i+1:])
+				goto out
 			}
 		}
 	}
@@ -303,6 +288,16 @@ out:
 	}
 	u.retries = nil
 	u.mu.Unlock()
+}
+
+// abandon returns the buffers of reads taken for issue that will never reach
+// the ring, because submitting failed.
+func (u *uringRun) abandon(ms []retryMsg) {
+	slots := make([]int, len(ms))
+	for i, m := range ms {
+		slots[i] = m.slot
+	}
+	u.give(len(ms), slots, nil)
 }
 
 func (u *uringRun) prepare(sqe *giouring.SubmissionQueueEntry, m retryMsg) {
@@ -486,5 +481,3 @@ func (u *uringRun) reapLoop(ctx context.Context) (counters, error) {
 		}
 	}
 }
-
-var dbgMode = func() int { n, _ := strconv.Atoi(os.Getenv("MODE")); return n }()
