@@ -11,14 +11,18 @@
 // Ideas from the papers:
 //   - Hyperion section III-A (disaggregated IO submission and completion), CPU
 //     edition: one goroutine keeps the io_uring submission queue full, another
-//     reaps completions and copies rows out. They meet only at the bounded
-//     pool of staging buffers and a retry channel, never by waiting for each
-//     other's IO.
+//     reaps completions and copies rows out. They meet only at a small
+//     hand-off (credits for reads in flight, free staging buffers, reads to
+//     reissue) taken once per batch, and a wake-up channel; neither waits for
+//     the other's IO. Credits come back before the rows are copied out, so
+//     the disk is refilled while the completion side copies.
 //   - GNNDrive section 4.2 and appendix A: asynchronous io_uring reads with
 //     direct IO, so features never occupy the page cache, into a staging
-//     buffer whose size is bounded by the queue depth (QueueDepth buffers of
-//     MaxMergeBytes each, allocated once with an anonymous mmap).
-//   - DiskGNN: requests for the same block are merged, and read amplification
+//     buffer bounded by the queue depth (2 x QueueDepth buffers of
+//     MaxMergeBytes, allocated once with an anonymous mmap and registered
+//     with the ring, as are the files).
+//   - DiskGNN section 2: rows smaller than a block cost a whole block each;
+//     requests for the same block are merged, and read amplification
 //     (Stats.DeviceBytes / Stats.UsefulBytes) is counted.
 //
 // When io_uring is unavailable (io_uring_setup fails with ENOSYS or EPERM, as

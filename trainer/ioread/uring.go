@@ -399,26 +399,28 @@ func (u *uringRun) reapLoop(ctx context.Context) (counters, error) {
 			}
 		}
 		// Load after checking subDone: once it is closed the count is final.
-		if reaped == u.submitted.Load() {
-			if subDone {
-				return c, firstErr
-			}
-			// Nothing in flight: wait for the submission side, not the ring,
-			// since waiting on an idle ring would never return.
-			select {
-			case <-u.notify:
-			case <-u.subDone:
-				subDone = true
-			case <-ctxDone:
-				ctxDone = nil
-				halt(ctx.Err())
-			}
-			continue
+		sub := u.submitted.Load()
+		if subDone && reaped == sub {
+			return c, firstErr
 		}
-
 		n := int(ring.PeekBatchCQE(cqes))
 		if n == 0 {
-			// At least one read is in flight, so this returns.
+			// Wait in the kernel only while a read the kernel took has not
+			// completed: then a CQE is sure to come. reaped can run ahead of
+			// sub, since a read may complete (a page-cache hit, inline)
+			// before Submit returns and the submission side counts it;
+			// waiting on the ring then would never return.
+			if reaped >= sub {
+				select {
+				case <-u.notify:
+				case <-u.subDone:
+					subDone = true
+				case <-ctxDone:
+					ctxDone = nil
+					halt(ctx.Err())
+				}
+				continue
+			}
 			if _, err := ring.WaitCQE(); err != nil && !errors.Is(err, syscall.EINTR) &&
 				!errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.ETIME) && !errors.Is(err, syscall.EBUSY) {
 				// The ring is unusable and reads are in flight: their buffers
