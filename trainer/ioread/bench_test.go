@@ -21,15 +21,21 @@ const (
 	benchFileBytes = 4 << 30 // larger than any disk cache we expect to meet
 	benchBlock     = 4096
 	benchBatch     = 1 << 16 // requests per Read call
+	// benchSegments is how many times the reader and fio take turns.
+	benchSegments = 20
+	// minFioSegment is the shortest segment fio is compared over.
+	minFioSegment = 200 * time.Millisecond
 )
 
 // BenchmarkRandRead4K measures random 4 KiB O_DIRECT reads over a 4 GiB file
-// on the disk at queue depths 1, 32 and 128, and runs fio with the same block
-// size, depth and engine right after, in the same run, for the issue's target:
-// at least 95% of fio's IOPS using at most one core.
+// on the disk at queue depths 1 to 128, taking turns with fio at the same
+// block size, depth and engine (benchSegments turns each), for
+// the issue's target: at least 95% of fio's IOPS using at most one core.
 //
-//	go test -ldflags=-checklinkname=0 ./trainer/ioread -run '^$' -bench RandRead4K -benchtime 20000x
+//	go test -ldflags=-checklinkname=0 ./trainer/ioread -run '^$' -bench RandRead4K -benchtime 10s
 //
+// fio's figure is reported only when each segment lasts at least
+// minFioSegment, so a short -benchtime shows the reader alone.
 // Metrics: IOPS (device reads per second), fio-IOPS, vs-fio (IOPS/fio-IOPS),
 // cpu-s/op (user+system CPU seconds of this process per read, io_uring
 // kernel workers included), cores (CPU seconds per wall second).
@@ -46,19 +52,21 @@ func BenchmarkRandRead4K(b *testing.B) {
 		b.Fatal(err)
 	}
 	fio, fioErr := ensureFio()
-	// fio's IOPS per queue depth. The framework runs each sub-benchmark
-	// several times with growing b.N; fio runs again only for a round at
-	// least twice as long as the one it last ran after, so that the final
-	// (longest) round is compared with an fio run close to it in time: this
-	// disk's speed drifts by 10% and more over minutes.
-	type fioRun struct {
-		iops  float64
-		after time.Duration // wall time of the round fio ran after
+	// Each depth runs with the mode the reader picks for it; the depths
+	// around inlineMaxDepth run with the other mode too, to show the choice.
+	cases := []struct {
+		qd   int
+		mode string // "" (the reader's choice), "inline" or "split"
+	}{
+		{1, ""}, {1, "split"}, {4, ""}, {4, "split"}, {8, ""}, {8, "inline"}, {32, ""}, {32, "inline"}, {128, ""},
 	}
-	fioIOPS := map[int]fioRun{}
-
-	for _, qd := range []int{1, 32, 128} {
-		b.Run(fmt.Sprintf("qd=%d", qd), func(b *testing.B) {
+	for _, tc := range cases {
+		qd := tc.qd
+		name := fmt.Sprintf("qd=%d", qd)
+		if tc.mode != "" {
+			name += "/" + tc.mode
+		}
+		b.Run(name, func(b *testing.B) {
 			// MaxMergeBytes = one block: fio reads blocks one by one, so
 			// neighbouring blocks must not be merged into larger reads.
 			r, err := Open([]string{path}, Options{QueueDepth: qd, Direct: true, Engine: EngineIOUring, MaxMergeBytes: benchBlock})
@@ -66,6 +74,9 @@ func BenchmarkRandRead4K(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer r.Close()
+			if tc.mode != "" {
+				r.eng.(*uringEngine).inline = tc.mode == "inline"
+			}
 			if r.Notes() != "" {
 				b.Logf("notes: %s", r.Notes())
 			}
@@ -77,65 +88,91 @@ func BenchmarkRandRead4K(b *testing.B) {
 				arena[i] = 1
 			}
 			rng := rand.New(rand.NewPCG(uint64(qd), uint64(b.N)))
-			var batches [][]Request
+			// The reads are cut into benchSegments segments, and fio runs
+			// after each for as long as the segment took: the two alternate,
+			// so the disk's drift (10% and more over minutes here) hits both
+			// alike.
+			var segments [][][]Request
+			per := (b.N + benchSegments - 1) / benchSegments
 			for left := b.N; left > 0; {
-				n := min(left, benchBatch)
-				left -= n
-				// Distinct blocks within a batch: duplicates would merge and
-				// flatter the IOPS against fio, which reads each block once.
-				seen := make(map[int64]bool, n)
-				reqs := make([]Request, 0, n)
-				for len(reqs) < n {
-					blk := rng.Int64N(blocks)
-					if seen[blk] {
-						continue
+				seg := min(left, per)
+				left -= seg
+				var batches [][]Request
+				for seg > 0 {
+					n := min(seg, benchBatch)
+					seg -= n
+					// Distinct blocks within a batch: duplicates would merge
+					// and flatter the IOPS against fio, which reads each block
+					// once.
+					seen := make(map[int64]bool, n)
+					reqs := make([]Request, 0, n)
+					for len(reqs) < n {
+						blk := rng.Int64N(blocks)
+						if seen[blk] {
+							continue
+						}
+						seen[blk] = true
+						k := len(reqs) % 4096
+						reqs = append(reqs, Request{Offset: blk * benchBlock, Length: benchBlock, Dst: arena[k*benchBlock : (k+1)*benchBlock]})
 					}
-					seen[blk] = true
-					k := len(reqs) % 4096
-					reqs = append(reqs, Request{Offset: blk * benchBlock, Length: benchBlock, Dst: arena[k*benchBlock : (k+1)*benchBlock]})
+					batches = append(batches, reqs)
 				}
-				batches = append(batches, reqs)
+				segments = append(segments, batches)
 			}
 
+			// fio runs only in rounds whose segments last long enough for
+			// its figure to mean something: the framework's last, long round,
+			// not its short probes.
+			withFio := fioErr == nil
 			ctx := context.Background()
-			var ru0, ru1 unix.Rusage
-			unix.Getrusage(unix.RUSAGE_SELF, &ru0)
+			var (
+				reads          int
+				wall           time.Duration
+				cpu            float64
+				fioIOs, fioSec float64
+			)
 			b.ResetTimer()
-			start := time.Now()
-			var reads int
-			for _, reqs := range batches {
-				st, err := r.Read(ctx, reqs)
-				if err != nil {
-					b.Fatal(err)
+			for _, batches := range segments {
+				var ru0, ru1 unix.Rusage
+				unix.Getrusage(unix.RUSAGE_SELF, &ru0)
+				b.StartTimer()
+				start := time.Now()
+				for _, reqs := range batches {
+					st, err := r.Read(ctx, reqs)
+					if err != nil {
+						b.Fatal(err)
+					}
+					reads += st.DeviceReads
 				}
-				reads += st.DeviceReads
+				took := time.Since(start)
+				b.StopTimer()
+				unix.Getrusage(unix.RUSAGE_SELF, &ru1)
+				wall += took
+				cpu += tvSeconds(ru1.Utime) - tvSeconds(ru0.Utime) + tvSeconds(ru1.Stime) - tvSeconds(ru0.Stime)
+				if took < minFioSegment {
+					withFio = false
+				}
+				if withFio {
+					ios, sec, err := runFio(fio, path, qd, took)
+					if err != nil {
+						b.Fatal(err)
+					}
+					fioIOs += ios
+					fioSec += sec
+				}
 			}
-			wall := time.Since(start)
-			b.StopTimer()
-			unix.Getrusage(unix.RUSAGE_SELF, &ru1)
-			cpu := tvSeconds(ru1.Utime) - tvSeconds(ru0.Utime) + tvSeconds(ru1.Stime) - tvSeconds(ru0.Stime)
 			iops := float64(reads) / wall.Seconds()
 			b.ReportMetric(iops, "IOPS")
 			b.ReportMetric(cpu/float64(b.N), "cpu-s/op")
 			b.ReportMetric(cpu/wall.Seconds(), "cores")
-
-			if b.N == 1 {
-				return // the framework's probe run; fio runs for the real one
-			}
-			if fioErr != nil {
+			switch {
+			case fioErr != nil && b.N > 1:
 				b.Logf("fio comparison skipped: %v", fioErr)
-				return
+			case withFio:
+				f := fioIOs / fioSec
+				b.ReportMetric(f, "fio-IOPS")
+				b.ReportMetric(iops/f, "vs-fio")
 			}
-			if f, ok := fioIOPS[qd]; !ok || wall >= 2*f.after {
-				v, err := runFio(fio, path, qd)
-				if err != nil {
-					b.Fatal(err)
-				}
-				fioIOPS[qd] = fioRun{iops: v, after: wall}
-			}
-			f := fioIOPS[qd].iops
-			b.ReportMetric(f, "fio-IOPS")
-			b.ReportMetric(iops/f, "vs-fio")
 		})
 	}
 }
@@ -237,27 +274,30 @@ func lastLine(b []byte) string {
 	return s[strings.LastIndexByte(s, '\n')+1:]
 }
 
-// runFio runs the issue's fio command line and returns jobs[0].read.iops.
-func runFio(fio, path string, qd int) (float64, error) {
+// runFio runs the issue's fio command line for about d (at least half a
+// second) and returns the reads it completed and the seconds it ran them in.
+func runFio(fio, path string, qd int, d time.Duration) (ios, seconds float64, err error) {
+	ms := max(d, 500*time.Millisecond).Milliseconds()
 	cmd := exec.Command(fio, "--name=r", "--filename="+path, "--rw=randread", "--bs=4k", "--direct=1",
-		"--ioengine=io_uring", "--iodepth="+strconv.Itoa(qd), "--runtime=10", "--time_based",
+		"--ioengine=io_uring", "--iodepth="+strconv.Itoa(qd), "--runtime="+strconv.FormatInt(ms, 10)+"ms", "--time_based",
 		"--numjobs=1", "--output-format=json")
 	out, err := cmd.Output()
 	if err != nil {
-		return 0, fmt.Errorf("fio: %w", err)
+		return 0, 0, fmt.Errorf("fio: %w", err)
 	}
 	var res struct {
 		Jobs []struct {
 			Read struct {
-				IOPS float64 `json:"iops"`
+				TotalIOs  float64 `json:"total_ios"`
+				RuntimeMs float64 `json:"runtime"`
 			} `json:"read"`
 		} `json:"jobs"`
 	}
 	if err := json.Unmarshal(out, &res); err != nil {
-		return 0, fmt.Errorf("fio: parse JSON output: %w", err)
+		return 0, 0, fmt.Errorf("fio: parse JSON output: %w", err)
 	}
-	if len(res.Jobs) == 0 || res.Jobs[0].Read.IOPS <= 0 {
-		return 0, fmt.Errorf("fio: no read IOPS in output")
+	if len(res.Jobs) == 0 || res.Jobs[0].Read.TotalIOs <= 0 || res.Jobs[0].Read.RuntimeMs <= 0 {
+		return 0, 0, fmt.Errorf("fio: no reads in output")
 	}
-	return res.Jobs[0].Read.IOPS, nil
+	return res.Jobs[0].Read.TotalIOs, res.Jobs[0].Read.RuntimeMs / 1e3, nil
 }

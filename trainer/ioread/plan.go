@@ -1,10 +1,8 @@
 package ioread
 
 import (
-	"cmp"
 	"fmt"
 	"math"
-	"slices"
 	"syscall"
 )
 
@@ -70,11 +68,6 @@ func alignUp(x int64, a int) int64   { return alignDown(x+int64(a)-1, a) }
 // merged span stays within maxMerge bytes (never below the file's alignment,
 // so requests in the same block always share a read).
 func plan(files []fileInfo, reqs []Request, slotSize, maxMerge int) (*job, error) {
-	type keyed struct {
-		file       int
-		start, end int64 // aligned span of the piece
-		p          piece
-	}
 	ks := make([]keyed, 0, len(reqs))
 	for i, q := range reqs {
 		switch {
@@ -102,12 +95,11 @@ func plan(files []fileInfo, reqs []Request, slotSize, maxMerge int) (*job, error
 			})
 		}
 	}
-	slices.SortFunc(ks, func(x, y keyed) int {
-		return cmp.Or(cmp.Compare(x.file, y.file), cmp.Compare(x.start, y.start), cmp.Compare(x.end, y.end))
-	})
-
-	j := &job{files: files, reqs: reqs, pieces: make([]piece, len(ks))}
-	for i, k := range ks {
+	order := sortOrder(ks, len(files))
+	// At most one device read per piece: sized once, not grown.
+	j := &job{files: files, reqs: reqs, pieces: make([]piece, len(ks)), reads: make([]devRead, 0, len(ks))}
+	for i, o := range order {
+		k := &ks[o]
 		j.pieces[i] = k.p
 		limit := int64(max(maxMerge, files[k.file].align))
 		if n := len(j.reads); n > 0 {

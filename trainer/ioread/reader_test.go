@@ -71,6 +71,11 @@ func writeFile(t testing.TB, dir, name string, size int, seed uint64) (string, [
 	return p, b
 }
 
+// openT opens a Reader for a test. opt.Engine may name a variant of the
+// io_uring engine: "io_uring-split" and "io_uring-inline" force the split
+// submission/completion sides or the single-goroutine loop whatever the
+// queue depth; "io_uring-plain" is io_uring without registered files and
+// buffers, as when the kernel or RLIMIT_MEMLOCK refuses to register them.
 func openT(t *testing.T, paths []string, opt Options, hooks openHooks) *Reader {
 	t.Helper()
 	if hooks.openFD == nil {
@@ -79,12 +84,40 @@ func openT(t *testing.T, paths []string, opt Options, hooks openHooks) *Reader {
 	if hooks.newUring == nil {
 		hooks.newUring = newUringEngine
 	}
+	variant := ""
+	if v, ok := strings.CutPrefix(opt.Engine, EngineIOUring+"-"); ok {
+		variant, opt.Engine = v, EngineIOUring
+	}
 	r, err := open(paths, opt, hooks)
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
 	t.Cleanup(func() { r.Close() })
+	if variant != "" {
+		u, ok := r.eng.(*uringEngine)
+		if !ok {
+			t.Fatalf("engine %q, want io_uring for variant %q (notes: %s)", r.Engine(), variant, r.Notes())
+		}
+		switch variant {
+		case "split":
+			u.inline = false
+		case "inline":
+			u.inline = true
+		case "plain":
+			u.fixedFiles, u.fixedBufs = false, false
+		default:
+			t.Fatalf("unknown io_uring variant %q", variant)
+		}
+	}
 	return r
+}
+
+// engineName is the name Reader.Engine returns for a test's engine variant.
+func engineName(variant string) string {
+	if strings.HasPrefix(variant, EngineIOUring) {
+		return EngineIOUring
+	}
+	return variant
 }
 
 // checkPoolFull says whether every staging buffer is back in the pool, as it
@@ -96,7 +129,8 @@ func checkPoolFull(t *testing.T, r *Reader) {
 	}
 }
 
-var engines = []string{EngineIOUring, EnginePread}
+// engines are the engine variants every behaviour test runs with.
+var engines = []string{"io_uring-split", "io_uring-inline", EnginePread}
 
 func TestReadMatchesFile(t *testing.T) {
 	dir := diskDir(t)
@@ -108,19 +142,16 @@ func TestReadMatchesFile(t *testing.T) {
 		p, b := writeFile(t, dir, fmt.Sprintf("f%d", i), n, uint64(i))
 		paths, content = append(paths, p), append(content, b)
 	}
-	// io_uring-plain is io_uring without registered files and buffers, as
-	// when the kernel or RLIMIT_MEMLOCK refuses to register them.
-	for _, eng := range []string{EngineIOUring, "io_uring-plain", EnginePread} {
+	// io_uring at depth 1 runs inline, at 8 and 64 split; io_uring-plain
+	// is without registered files and buffers.
+	for _, eng := range []string{EngineIOUring, "io_uring-inline", "io_uring-split", "io_uring-plain", EnginePread} {
 		for _, qd := range []int{1, 8, 64} {
 			for _, direct := range []bool{true, false} {
 				t.Run(fmt.Sprintf("%s/qd=%d/direct=%v", eng, qd, direct), func(t *testing.T) {
-					opt := Options{QueueDepth: qd, Direct: direct, Engine: strings.TrimSuffix(eng, "-plain")}
+					opt := Options{QueueDepth: qd, Direct: direct, Engine: eng}
 					r := openT(t, paths, opt, openHooks{})
-					if r.Engine() != opt.Engine {
-						t.Fatalf("Engine() = %q, want %q (notes: %s)", r.Engine(), opt.Engine, r.Notes())
-					}
-					if u, ok := r.eng.(*uringEngine); ok && eng == "io_uring-plain" {
-						u.fixedFiles, u.fixedBufs = false, false
+					if r.Engine() != engineName(eng) {
+						t.Fatalf("Engine() = %q, want %q (notes: %s)", r.Engine(), engineName(eng), r.Notes())
 					}
 					for i, f := range r.files {
 						if f.direct != direct {

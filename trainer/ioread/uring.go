@@ -28,6 +28,10 @@ type uringEngine struct {
 	qd         int  // reads in flight at most
 	fixedFiles bool // files registered: SQEs name them by index, sparing an fget/fput per read
 	fixedBufs  bool // staging buffers registered: the kernel skips pinning their pages per read
+	// inline runs a Read in one goroutine (runInline) instead of split
+	// submission and completion sides; set for queue depths up to
+	// inlineMaxDepth.
+	inline bool
 	// free lists the staging buffers no read owns; all of them between
 	// Reads. During a Read it is guarded by uringRun.mu.
 	free []int
@@ -38,13 +42,21 @@ type uringEngine struct {
 // it. A failure to set up the ring is returned (the caller may fall back to
 // pread); a failure to register only costs speed and is reported as a note.
 func newUringEngine(files []fileInfo, qd, slotSize int) (*uringEngine, []string, error) {
+	return newUringEngineSized(files, qd, qd, slotSize)
+}
+
+// newUringEngineSized is newUringEngine with a ring of the given number of
+// SQ entries (the kernel rounds it up to a power of two; the CQ gets twice
+// as many). Fewer entries than qd make the submission queue fill up and the
+// completion queue overflow, which tests use.
+func newUringEngineSized(files []fileInfo, qd, entries, slotSize int) (*uringEngine, []string, error) {
 	ring := giouring.NewRing()
 	// SUBMIT_ALL (5.18+) keeps submitting after an SQE fails to prepare, so
 	// every prepared SQE ends as a CQE; older kernels refuse the flag.
-	err := ring.QueueInit(uint32(qd), giouring.SetupSubmitAll)
+	err := ring.QueueInit(uint32(entries), giouring.SetupSubmitAll)
 	if errors.Is(err, syscall.EINVAL) {
 		ring = giouring.NewRing()
-		err = ring.QueueInit(uint32(qd), 0)
+		err = ring.QueueInit(uint32(entries), 0)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("io_uring_setup: %w", err)
@@ -54,7 +66,7 @@ func newUringEngine(files []fileInfo, qd, slotSize int) (*uringEngine, []string,
 		ring.QueueExit()
 		return nil, nil, err
 	}
-	e := &uringEngine{ring: ring, pool: pool, qd: qd, free: make([]int, pool.n)}
+	e := &uringEngine{ring: ring, pool: pool, qd: qd, inline: qd <= inlineMaxDepth, free: make([]int, pool.n)}
 	for i := range e.free {
 		e.free[i] = i
 	}
@@ -145,6 +157,9 @@ type cqeCopy struct {
 func userData(idx, slot int) uint64 { return uint64(idx)<<32 | uint64(uint32(slot)) }
 
 func (e *uringEngine) run(ctx context.Context, j *job) (counters, error) {
+	if e.inline {
+		return e.runInline(ctx, j)
+	}
 	u := &uringRun{
 		e: e, j: j,
 		credits: e.qd,
@@ -301,25 +316,30 @@ func (u *uringRun) abandon(ms []retryMsg) {
 }
 
 func (u *uringRun) prepare(sqe *giouring.SubmissionQueueEntry, m retryMsg) {
-	d := &u.j.reads[m.idx]
-	addr := u.e.pool.addr(m.slot, m.done)
+	u.e.prepare(sqe, u.j, m, &u.subCounters)
+}
+
+// prepare fills sqe with device read m of j and counts it in c.
+func (e *uringEngine) prepare(sqe *giouring.SubmissionQueueEntry, j *job, m retryMsg, c *counters) {
+	d := &j.reads[m.idx]
+	addr := e.pool.addr(m.slot, m.done)
 	n := uint32(d.length - m.done)
 	off := uint64(d.start + int64(m.done))
-	fd := u.j.files[d.file].fd
-	if u.e.fixedFiles {
+	fd := j.files[d.file].fd
+	if e.fixedFiles {
 		fd = d.file
 	}
-	if u.e.fixedBufs {
+	if e.fixedBufs {
 		sqe.PrepareReadFixed(fd, addr, n, off, m.slot)
 	} else {
 		sqe.PrepareRead(fd, addr, n, off)
 	}
 	sqe.OpcodeFlags = 0 // rw_flags: prepareRW leaves the previous SQE's value
-	if u.e.fixedFiles {
+	if e.fixedFiles {
 		sqe.Flags |= giouring.SqeFixedFile
 	}
 	sqe.UserData = userData(m.idx, m.slot)
-	u.subCounters.deviceReads++
+	c.deviceReads++
 }
 
 // flush submits the prepared SQEs. It returns false if the ring failed; the
