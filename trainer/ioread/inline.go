@@ -119,6 +119,7 @@ func (e *uringEngine) runInline(ctx context.Context, j *job) (counters, error) {
 			}
 			sqe := ring.GetSQE()
 			if sqe == nil {
+				c.sqFull++
 				break // the submission queue is full: submit what is in it first
 			}
 			if nr > 0 {

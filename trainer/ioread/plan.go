@@ -46,6 +46,7 @@ type counters struct {
 	deviceReads int
 	deviceBytes int64
 	retries     int
+	sqFull      int // times an SQE was wanted and the submission queue had none free
 	// broken is set when the engine can no longer account for its staging
 	// buffers (the ring failed while reads were in flight); the Reader then
 	// refuses further reads.
@@ -56,6 +57,7 @@ func (c *counters) add(o counters) {
 	c.deviceReads += o.deviceReads
 	c.deviceBytes += o.deviceBytes
 	c.retries += o.retries
+	c.sqFull += o.sqFull
 }
 
 func alignDown(x int64, a int) int64 { return x - x%int64(a) }

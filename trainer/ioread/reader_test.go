@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -761,5 +762,124 @@ func TestOpenOptions(t *testing.T) {
 	}
 	if _, err := Open(nil, DefaultOptions()); err == nil {
 		t.Error("Open with no files should fail")
+	}
+}
+
+// readOrHang runs r.Read and fails the test if it has not returned within
+// testTimeout: a reader stuck waiting on a full queue must show up as a
+// failure, not as a test binary killed by go test's timeout.
+func readOrHang(t *testing.T, r *Reader, ctx context.Context, reqs []Request) (Stats, error) {
+	t.Helper()
+	type result struct {
+		st  Stats
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		st, err := r.Read(ctx, reqs)
+		done <- result{st, err}
+	}()
+	select {
+	case res := <-done:
+		return res.st, res.err
+	case <-time.After(testTimeout):
+		t.Fatalf("Read did not return within %v", testTimeout)
+		return Stats{}, nil
+	}
+}
+
+// TestFullQueue runs batches many times the queue depth on a ring with
+// fewer entries than the reads it keeps in flight: the submission queue
+// fills up (GetSQE finds no free entry and the reader must submit first) and
+// the completion queue overflows into the kernel's backlog (a submit may
+// fail with EBUSY until completions are reaped). The pread pool is full
+// whenever a batch has more reads than workers. Each case must give the
+// right bytes, or the right error, without hanging or losing a buffer.
+func TestFullQueue(t *testing.T) {
+	dir := diskDir(t)
+	p, content := writeFile(t, dir, "full", 8<<20, 11)
+	// Depth 32: the split submission side prepares qd/8 = 4 SQEs before it
+	// submits, more than the ring holds.
+	const qd = 32
+	smallRing := openHooks{newUring: func(files []fileInfo, qd, slotSize int) (*uringEngine, []string, error) {
+		return newUringEngineSized(files, qd, 2, slotSize) // SQ 2 entries, CQ 4
+	}}
+	// One block per device read: thousands of reads, each queue full all
+	// the time.
+	var reqs []Request
+	rng := rand.New(rand.NewPCG(11, 11))
+	// The last 128 KiB are kept out of these requests: the EIO case
+	// fails reads there.
+	badFrom := int64(len(content)) - 64<<10
+	for range 3000 {
+		off := rng.Int64N(int64(len(content)) - 128<<10)
+		reqs = append(reqs, Request{Offset: off, Length: 512, Dst: make([]byte, 512)})
+	}
+	for _, eng := range engines {
+		t.Run(eng, func(t *testing.T) {
+			hooks := smallRing
+			opt := Options{QueueDepth: qd, Workers: 3, Direct: true, Engine: eng, MaxMergeBytes: 1}
+			r := openT(t, []string{p}, opt, hooks)
+			u, isUring := r.eng.(*uringEngine)
+			if isUring {
+				if n := int(u.ring.SQSpaceLeft()); n >= qd {
+					t.Fatalf("ring has %d SQ entries, want fewer than the depth %d", n, qd)
+				}
+			}
+			for round := range 3 {
+				for i := range reqs {
+					clear(reqs[i].Dst)
+				}
+				st, err := readOrHang(t, r, testCtx(t), reqs)
+				if err != nil {
+					t.Fatalf("round %d: %v", round, err)
+				}
+				checkRequests(t, reqs, [][]byte{content})
+				checkPoolFull(t, r)
+				if st.DeviceReads < 1000 {
+					t.Errorf("round %d: %d device reads, want one per distinct block (>1000)", round, st.DeviceReads)
+				}
+				if isUring && u.lastSQFull == 0 {
+					t.Errorf("round %d: the submission queue was never full; the test does not test what it says", round)
+				}
+			}
+		})
+		t.Run(eng+"/EIO while full", func(t *testing.T) {
+			hooks := smallRing
+			hooks.fault = func(file int, off int64, n, res int) int {
+				if off+int64(n) > badFrom {
+					return -int(syscall.EIO)
+				}
+				return res
+			}
+			r := openT(t, []string{p}, Options{QueueDepth: qd, Workers: 3, Direct: true, Engine: eng, MaxMergeBytes: 1}, hooks)
+			bad := append(slices.Clone(reqs), Request{Offset: badFrom + 100, Length: 512, Dst: make([]byte, 512)})
+			_, err := readOrHang(t, r, testCtx(t), bad)
+			var re *ReadError
+			if !errors.As(err, &re) || !errors.Is(err, syscall.EIO) || re.Path != p {
+				t.Fatalf("err = %v, want a *ReadError for %s wrapping EIO", err, p)
+			}
+			checkPoolFull(t, r)
+			// The reader still works once the bad range is not asked for.
+			good := reqs[:500]
+			if _, err := readOrHang(t, r, testCtx(t), good); err != nil {
+				t.Fatalf("after EIO: %v", err)
+			}
+			checkRequests(t, good, [][]byte{content})
+		})
+		t.Run(eng+"/cancel while full", func(t *testing.T) {
+			hooks := smallRing
+			hooks.fault = func(file int, off int64, n, res int) int {
+				time.Sleep(200 * time.Microsecond)
+				return res
+			}
+			r := openT(t, []string{p}, Options{QueueDepth: qd, Workers: 3, Direct: true, Engine: eng, MaxMergeBytes: 1}, hooks)
+			ctx, cancel := context.WithCancel(testCtx(t))
+			time.AfterFunc(20*time.Millisecond, cancel)
+			if _, err := readOrHang(t, r, ctx, reqs); !errors.Is(err, context.Canceled) {
+				t.Fatalf("err = %v, want context.Canceled", err)
+			}
+			checkPoolFull(t, r)
+		})
 	}
 }

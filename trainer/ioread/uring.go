@@ -32,6 +32,9 @@ type uringEngine struct {
 	// submission and completion sides; set for queue depths up to
 	// inlineMaxDepth.
 	inline bool
+	// lastSQFull is how often the last Read found the submission queue
+	// full (tests check that they reach that path).
+	lastSQFull int
 	// free lists the staging buffers no read owns; all of them between
 	// Reads. During a Read it is guarded by uringRun.mu.
 	free []int
@@ -158,7 +161,9 @@ func userData(idx, slot int) uint64 { return uint64(idx)<<32 | uint64(uint32(slo
 
 func (e *uringEngine) run(ctx context.Context, j *job) (counters, error) {
 	if e.inline {
-		return e.runInline(ctx, j)
+		c, err := e.runInline(ctx, j)
+		e.lastSQFull = c.sqFull
+		return c, err
 	}
 	u := &uringRun{
 		e: e, j: j,
@@ -171,6 +176,7 @@ func (e *uringEngine) run(ctx context.Context, j *job) (counters, error) {
 	go u.submitLoop()
 	c, err := u.reapLoop(ctx)
 	c.add(u.subCounters) // subDone is closed: the submission side has finished writing it
+	e.lastSQFull = c.sqFull
 	if u.subErr != nil {
 		// SQEs left in the submission queue hold staging buffers.
 		if c.broken == nil {
@@ -273,8 +279,9 @@ func (u *uringRun) submitLoop() {
 		for i, m := range batch {
 			sqe := ring.GetSQE()
 			if sqe == nil {
-				// Cannot happen while reads in flight <= qd <= SQ entries,
-				// but a full SQ only needs a submit.
+				// The SQ has fewer entries than reads may be in flight (the
+				// kernel caps entries, or a test asked so): submit first.
+				u.subCounters.sqFull++
 				if !u.flush(&pending) {
 					u.abandon(batch[i:])
 					goto out
