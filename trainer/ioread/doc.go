@@ -6,7 +6,9 @@
 // statx STATX_DIOALIGN), spans that overlap or touch in the same file are
 // merged into one read of at most Options.MaxMergeBytes, the reads go to the
 // disk with O_DIRECT into page-aligned staging buffers, and the useful bytes
-// are copied out to each request's Dst.
+// are copied out to each request's Dst. Planning sorts the spans with a radix
+// sort, 25-36 ns a request here, so the disk waits little before a batch's
+// first read.
 //
 // Ideas from the papers:
 //   - Hyperion section III-A (disaggregated IO submission and completion), CPU
@@ -16,6 +18,11 @@
 //     reissue) taken once per batch, and a wake-up channel; neither waits for
 //     the other's IO. Credits come back before the rows are copied out, so
 //     the disk is refilled while the completion side copies.
+//     At queue depths up to 4 a single goroutine does both instead, the way
+//     fio does: with so few reads in flight the disk answers in about the
+//     time a wake-up between goroutines takes, and the hand-off would sit
+//     between one read and the next. It still refills the queue before it
+//     copies rows out.
 //   - GNNDrive section 4.2 and appendix A: asynchronous io_uring reads with
 //     direct IO, so features never occupy the page cache, into a staging
 //     buffer bounded by the queue depth (2 x QueueDepth buffers of

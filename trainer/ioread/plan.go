@@ -69,8 +69,14 @@ func alignUp(x int64, a int) int64   { return alignDown(x+int64(a)-1, a) }
 // the previous device read when its span overlaps or touches it and the
 // merged span stays within maxMerge bytes (never below the file's alignment,
 // so requests in the same block always share a read).
-func plan(files []fileInfo, reqs []Request, slotSize, maxMerge int) (*job, error) {
-	ks := make([]keyed, 0, len(reqs))
+//
+// sc, when not nil, lends plan its memory from the previous batch; the job
+// returned uses it until the next call with the same sc.
+func plan(files []fileInfo, reqs []Request, slotSize, maxMerge int, sc *planScratch) (*job, error) {
+	if sc == nil {
+		sc = &planScratch{}
+	}
+	ks := sc.ks[:0]
 	for i, q := range reqs {
 		switch {
 		case q.File < 0 || q.File >= len(files):
@@ -97,9 +103,12 @@ func plan(files []fileInfo, reqs []Request, slotSize, maxMerge int) (*job, error
 			})
 		}
 	}
-	order := sortOrder(ks, len(files))
+	sc.ks = ks
+	order := sc.sortOrder(ks, len(files))
 	// At most one device read per piece: sized once, not grown.
-	j := &job{files: files, reqs: reqs, pieces: make([]piece, len(ks)), reads: make([]devRead, 0, len(ks))}
+	sc.pieces = grow(sc.pieces, len(ks))
+	sc.reads = grow(sc.reads, len(ks))
+	j := &job{files: files, reqs: reqs, pieces: sc.pieces, reads: sc.reads[:0]}
 	for i, o := range order {
 		k := &ks[o]
 		j.pieces[i] = k.p

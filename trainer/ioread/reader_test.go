@@ -277,7 +277,7 @@ func TestPlan(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			slot := int(alignUp(int64(max(tc.maxMerge, 4096)), 4096))
-			j, err := plan(files, tc.reqs, slot, tc.maxMerge)
+			j, err := plan(files, tc.reqs, slot, tc.maxMerge, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -318,7 +318,7 @@ func TestPlanRejectsBadRequests(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := plan(files, []Request{tc.req}, 4096, 4096)
+			_, err := plan(files, []Request{tc.req}, 4096, 4096, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want it to mention %q", err, tc.want)
 			}

@@ -34,7 +34,7 @@ func TestSortOrderMatchesComparisonSort(t *testing.T) {
 				start := rng.Int64N(tc.maxStart/tc.align) * tc.align
 				ks[i] = keyed{file: rng.IntN(tc.files), start: start, end: start + tc.align*(1+rng.Int64N(3)), p: piece{req: i}}
 			}
-			order := sortOrder(ks, tc.files)
+			order := (&planScratch{}).sortOrder(ks, tc.files)
 			if len(order) != len(ks) {
 				t.Fatalf("order has %d entries, want %d", len(order), len(ks))
 			}
