@@ -2,6 +2,7 @@ package tpc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -443,8 +444,14 @@ func (r *recommender) hint(ctx context.Context, rec *Recommendation) Hint {
 func (r *recommender) nextStep(ctx context.Context, h *Hint, best *Option, next Hardware, what string) {
 	o, err := r.evaluate(ctx, next)
 	if err != nil || o == nil {
-		h.Next = "nothing: no free slot takes " + what
-		h.Text += "; " + h.Next
+		var in *topology.InputError
+		if errors.As(err, &in) {
+			// The machine has no room for it: every slot that takes one is used.
+			h.Next = fmt.Sprintf("nothing: %s has no free slot for %s", r.stripped.Name, what)
+		} else {
+			h.Next = fmt.Sprintf("nothing: %s not evaluated (%v)", what, err)
+		}
+		h.Text += "; next: " + h.Next
 		return
 	}
 	h.ThroughputGain = o.SamplesPerSec/best.SamplesPerSec - 1
