@@ -74,22 +74,19 @@ func (e *uringEngine) runInline(ctx context.Context, j *job) (counters, error) {
 	// short ones, and frees their buffers.
 	settle := func(got []cqeCopy) {
 		for _, cq := range got {
-			idx, slot := int(cq.ud>>32), int(uint32(cq.ud))
 			if stopped {
 				// Cancelled or failed: drain, do not deliver or reissue.
-				e.free = append(e.free, slot)
+				e.free = append(e.free, cq.slot())
 				continue
 			}
-			d := &j.reads[idx]
-			out, err := j.settle(d, e.pool.slot(slot)[:d.length], &states[idx], int(cq.res), &c)
-			switch out {
-			case readAgain:
-				retries = append(retries, retryMsg{idx: idx, slot: slot, done: states[idx].done})
-			case failed:
-				e.free = append(e.free, slot)
+			m, reissue, err := e.settleCQE(j, states, cq, &c)
+			if reissue {
+				retries = append(retries, m)
+				continue
+			}
+			e.free = append(e.free, m.slot)
+			if err != nil {
 				halt(err)
-			default:
-				e.free = append(e.free, slot)
 			}
 		}
 	}

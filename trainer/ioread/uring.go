@@ -159,6 +159,25 @@ type cqeCopy struct {
 // shares no per-read state with the submission side.
 func userData(idx, slot int) uint64 { return uint64(idx)<<32 | uint64(uint32(slot)) }
 
+// slot is the staging buffer of the read cq completes.
+func (cq cqeCopy) slot() int { return int(uint32(cq.ud)) }
+
+// settleCQE applies completion cq to its device read, as both modes do: m is
+// the read with its buffer; reissue says to submit m again for the rest of a
+// short or interrupted read (it keeps the buffer); otherwise m.slot is free
+// and err, if not nil, says why the read failed.
+func (e *uringEngine) settleCQE(j *job, states []readState, cq cqeCopy, c *counters) (m retryMsg, reissue bool, err error) {
+	idx := int(cq.ud >> 32)
+	m = retryMsg{idx: idx, slot: cq.slot()}
+	d := &j.reads[idx]
+	out, err := j.settle(d, e.pool.slot(m.slot)[:d.length], &states[idx], int(cq.res), c)
+	if out == readAgain {
+		m.done = states[idx].done
+		return m, true, nil
+	}
+	return m, false, err
+}
+
 func (e *uringEngine) run(ctx context.Context, j *job) (counters, error) {
 	if e.inline {
 		c, err := e.runInline(ctx, j)
@@ -288,7 +307,7 @@ func (u *uringRun) submitLoop() {
 				}
 				sqe = ring.GetSQE()
 			}
-			u.prepare(sqe, m)
+			u.e.prepare(sqe, u.j, m, &u.subCounters)
 			pending++
 			if pending >= chunk && !u.flush(&pending) {
 				u.abandon(batch[i+1:])
@@ -320,10 +339,6 @@ func (u *uringRun) abandon(ms []retryMsg) {
 		slots[i] = m.slot
 	}
 	u.give(len(ms), slots, nil)
-}
-
-func (u *uringRun) prepare(sqe *giouring.SubmissionQueueEntry, m retryMsg) {
-	u.e.prepare(sqe, u.j, m, &u.subCounters)
 }
 
 // prepare fills sqe with device read m of j and counts it in c.
@@ -369,7 +384,7 @@ func (u *uringRun) flush(pending *int) bool {
 		case err == nil || errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EBUSY):
 			// The kernel is short of memory or the CQ is backed up; the
 			// completion side drains it. Back off briefly, but not forever.
-			if busy++; busy < 10000 {
+			if busy++; busy < maxSoftFailures {
 				time.Sleep(10 * time.Microsecond)
 				continue
 			}
@@ -448,8 +463,7 @@ func (u *uringRun) reapLoop(ctx context.Context) (counters, error) {
 				}
 				continue
 			}
-			if _, err := ring.WaitCQE(); err != nil && !errors.Is(err, syscall.EINTR) &&
-				!errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.ETIME) && !errors.Is(err, syscall.EBUSY) {
+			if _, err := ring.WaitCQE(); err != nil && !softEnterError(err) {
 				// The ring is unusable and reads are in flight: their buffers
 				// cannot be reused. Stop the submission side and give up.
 				err = fmt.Errorf("ioread: io_uring_enter (wait): %w", err)
@@ -477,24 +491,20 @@ func (u *uringRun) reapLoop(ctx context.Context) (counters, error) {
 
 		freed, again = freed[:0], again[:0]
 		for _, cq := range got[:n] {
-			idx, slot := int(cq.ud>>32), int(uint32(cq.ud))
 			if stopped {
 				// Cancelled or failed: drain, do not deliver or reissue.
-				freed = append(freed, slot)
+				freed = append(freed, cq.slot())
 				continue
 			}
-			d := &u.j.reads[idx]
-			out, err := u.j.settle(d, u.e.pool.slot(slot)[:d.length], &states[idx], int(cq.res), &c)
-			switch out {
-			case readAgain:
-				again = append(again, retryMsg{idx: idx, slot: slot, done: states[idx].done})
-			case failed:
-				freed = append(freed, slot)
-				settled++
+			m, reissue, err := u.e.settleCQE(u.j, states, cq, &c)
+			if reissue {
+				again = append(again, m)
+				continue
+			}
+			freed = append(freed, m.slot)
+			settled++
+			if err != nil {
 				halt(err)
-			default:
-				freed = append(freed, slot)
-				settled++
 			}
 		}
 		if u.give(0, freed, again) && len(again) > 0 && !stopped {
