@@ -1,9 +1,20 @@
-// Package trainer holds what training needs at run time: the dataset
-// store (a directory of meta.json and NumPy .npy arrays, DESIGN.md section
-// 8), importers for public graph formats, a synthetic graph generator, the
-// neighbor sampler and access-hotness counting (Moment section 3.3,
-// Hyperion section III-B), and later the tiered feature store, models and
-// the pipelined training loop.
+// Package trainer is the training loop (DESIGN.md section 10): the
+// pipeline of samplers, feature extractors and data-parallel workers that
+// trains a GNN on the machine a plan describes, and what it reports.
 //
-// Units: vertex and edge counts, bytes in files, float32 features.
+// What the loop builds on lives in one subpackage per idea:
+//   - dataset: the dataset directory format (meta.json and NumPy .npy
+//     arrays, DESIGN.md section 8), importers for LINQS, SNAP and Geom-GCN
+//     files, dataset statistics, and the synthetic graph generator.
+//   - sample: the neighbor sampler that cuts mini-batches into per-hop
+//     blocks, and access hotness measured by running it ahead of training
+//     (Moment section 3.3, Hyperion section III-B).
+//   - nn: the models (GraphSAGE, GCN, GAT) on sampled blocks, their
+//     backward passes and the optimizer.
+//   - store: the tiered feature store that serves a batch's feature rows
+//     from GPU, CPU and SSD bins as a ddak layout placed them.
+//   - ioread: the io_uring reader the store reads SSD bins with.
+//
+// Units: vertices, mini-batches and epochs are counts; sizes are bytes;
+// times are seconds of wall time.
 package trainer

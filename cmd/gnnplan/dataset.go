@@ -11,11 +11,11 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
 
-	"github.com/gnnplan/gnnplan/trainer"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
-// datasetImporter is the signature shared by the trainer's importers.
-type datasetImporter func(ctx context.Context, src, out string, opt trainer.ImportOptions) (*trainer.ImportSummary, error)
+// datasetImporter is the signature shared by package dataset's importers.
+type datasetImporter func(ctx context.Context, src, out string, opt dataset.ImportOptions) (*dataset.ImportSummary, error)
 
 // importFormats lists the --format values, in the order help shows them.
 func importFormats() []string { return []string{"linqs", "snap", "geomgcn"} }
@@ -42,7 +42,7 @@ type datasetInfoOptions struct {
 	Dir    string
 	Output string
 
-	Info func(dir string) (*trainer.DatasetInfo, error)
+	Info func(dir string) (*dataset.Info, error)
 }
 
 // newDatasetCmd returns the `dataset` parent command: import and info
@@ -64,9 +64,9 @@ dataset's sizes, degree statistics and skew.`,
 
 func newDatasetImportCmd(d *deps, runF func(context.Context, *datasetImportOptions) error) *cobra.Command {
 	opts := &datasetImportOptions{IO: d, Importers: map[string]datasetImporter{
-		"linqs":   trainer.ImportLINQS,
-		"snap":    trainer.ImportSNAP,
-		"geomgcn": trainer.ImportGeomGCN,
+		"linqs":   dataset.ImportLINQS,
+		"snap":    dataset.ImportSNAP,
+		"geomgcn": dataset.ImportGeomGCN,
 	}}
 	cmd := &cobra.Command{
 		Use:   "import --format linqs|snap|geomgcn --from SRC --out DIR",
@@ -151,7 +151,7 @@ func (o *datasetImportOptions) validate(cmd *cobra.Command) error {
 }
 
 func runDatasetImport(ctx context.Context, o *datasetImportOptions) error {
-	sum, err := o.Importers[o.Format](ctx, o.From, o.Out, trainer.ImportOptions{
+	sum, err := o.Importers[o.Format](ctx, o.From, o.Out, dataset.ImportOptions{
 		Undirected: o.Undirected, SplitFile: o.Split, SplitID: o.SplitID, LabelFile: o.Labels, Name: o.Name,
 	})
 	if err != nil {
@@ -162,7 +162,7 @@ func runDatasetImport(ctx context.Context, o *datasetImportOptions) error {
 
 // writeImportSummary prints one "key: value" line per fact, stable for
 // scripts and readable for people.
-func writeImportSummary(w io.Writer, out string, s *trainer.ImportSummary) error {
+func writeImportSummary(w io.Writer, out string, s *dataset.ImportSummary) error {
 	lines := []struct {
 		key string
 		val any
@@ -195,7 +195,7 @@ func writeImportSummary(w io.Writer, out string, s *trainer.ImportSummary) error
 }
 
 func newDatasetInfoCmd(d *deps, runF func(context.Context, *datasetInfoOptions) error) *cobra.Command {
-	opts := &datasetInfoOptions{IO: d, Info: trainer.Info}
+	opts := &datasetInfoOptions{IO: d, Info: dataset.InfoOf}
 	cmd := &cobra.Command{
 		Use:   "info DIR",
 		Short: "Print a dataset's sizes, splits, degree statistics and skew",
@@ -284,7 +284,7 @@ func runDatasetInfo(o *datasetInfoOptions) error {
 	return nil
 }
 
-func datasetDegreeRows(what string, s trainer.DegreeStats) [][]string {
+func datasetDegreeRows(what string, s dataset.DegreeStats) [][]string {
 	return [][]string{
 		{what + " min / max", fmt.Sprintf("%d / %d", s.Min, s.Max)},
 		{what + " mean / median / p99", fmt.Sprintf("%.2f / %.1f / %.1f", s.Mean, s.Median, s.P99)},

@@ -13,7 +13,8 @@ import (
 	"github.com/gnnplan/gnnplan/ddak"
 	"github.com/gnnplan/gnnplan/maxflow"
 	"github.com/gnnplan/gnnplan/tpc"
-	"github.com/gnnplan/gnnplan/trainer"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
+	"github.com/gnnplan/gnnplan/trainer/sample"
 )
 
 // placeOptions holds the place command's flags.
@@ -97,7 +98,7 @@ policy and the other one.`,
 type placeReport struct {
 	SchemaVersion int                        `json:"schema_version"`
 	Policy        ddak.Policy                `json:"policy"`
-	Skew          trainer.Skew               `json:"hotness_skew"`
+	Skew          sample.Skew                `json:"hotness_skew"`
 	Evaluation    ddak.Evaluation            `json:"evaluation"`
 	Other         map[string]ddak.Evaluation `json:"other_policy"`
 	Layout        string                     `json:"layout_dir"`
@@ -108,7 +109,7 @@ func runPlace(ctx context.Context, o *placeOptions) error {
 	if err != nil {
 		return err
 	}
-	g, err := trainer.LoadGraph(o.Dataset)
+	g, err := dataset.LoadGraph(o.Dataset)
 	if err != nil {
 		return err
 	}
@@ -150,11 +151,11 @@ func runPlace(ctx context.Context, o *placeOptions) error {
 	if o.Output == "json" {
 		enc := json.NewEncoder(o.IO.Out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(placeReport{SchemaVersion: 1, Policy: chosen.Policy, Skew: trainer.SkewOf(hot), Evaluation: ev,
+		return enc.Encode(placeReport{SchemaVersion: 1, Policy: chosen.Policy, Skew: sample.SkewOf(hot), Evaluation: ev,
 			Other: map[string]ddak.Evaluation{string(other.Policy): evOther}, Layout: o.Dataset})
 	}
 	out := o.IO.Out
-	sk := trainer.SkewOf(hot)
+	sk := sample.SkewOf(hot)
 	fmt.Fprintf(out, "%s: %d vertices, %d bins; hotness: top 1%% of vertices get %.1f%% of accesses, top 5%% %.1f%%, top 10%% %.1f%%\n",
 		g.Meta.Name, g.Meta.NumNodes, len(bins), 100*sk.Top1, 100*sk.Top5, 100*sk.Top10)
 	t := tablewriter.NewTable(out, tablewriter.WithHeaderAutoFormat(tw.Off))
@@ -189,7 +190,7 @@ func runPlace(ctx context.Context, o *placeOptions) error {
 
 // placeCacheSplit sizes Hyperion's unified cache with one GPU bin's and all
 // CPU bins' memory.
-func placeCacheSplit(g *trainer.Graph, hot []uint32, bins []ddak.Bin, rowBytes int64) (*ddak.Split, error) {
+func placeCacheSplit(g *dataset.Graph, hot []uint32, bins []ddak.Bin, rowBytes int64) (*ddak.Split, error) {
 	var gpu, cpu int64
 	for _, b := range bins {
 		switch b.Kind {
@@ -212,11 +213,11 @@ func placeCacheSplit(g *trainer.Graph, hot []uint32, bins []ddak.Bin, rowBytes i
 
 // placeHotness reads --hotness, or pre-samples the dataset with the plan's
 // fanouts and batch size and saves the counts next to the dataset.
-func placeHotness(ctx context.Context, o *placeOptions, plan *tpc.Plan, g *trainer.Graph) ([]uint32, error) {
+func placeHotness(ctx context.Context, o *placeOptions, plan *tpc.Plan, g *dataset.Graph) ([]uint32, error) {
 	if o.Hotness != "" {
-		return trainer.ReadHotness(o.Hotness, g.Meta.NumNodes)
+		return sample.ReadHotness(o.Hotness, g.Meta.NumNodes)
 	}
-	so := trainer.DefaultSamplerOptions()
+	so := sample.DefaultSamplerOptions()
 	if len(plan.Workload.Fanouts) > 0 {
 		so.Fanouts = plan.Workload.Fanouts
 	}
@@ -224,11 +225,11 @@ func placeHotness(ctx context.Context, o *placeOptions, plan *tpc.Plan, g *train
 		so.BatchSize = plan.Workload.BatchSize
 	}
 	so.Seed = o.Seed
-	hot, err := trainer.Hotness(ctx, g, trainer.HotnessOptions{Sampler: so, Fraction: o.Fraction}, o.IO.Err)
+	hot, err := sample.Hotness(ctx, g, sample.HotnessOptions{Sampler: so, Fraction: o.Fraction}, o.IO.Err)
 	if err != nil {
 		return nil, err
 	}
-	if err := trainer.WriteHotness(filepath.Join(o.Dataset, trainer.HotnessFile), hot); err != nil {
+	if err := sample.WriteHotness(filepath.Join(o.Dataset, sample.HotnessFile), hot); err != nil {
 		return nil, err
 	}
 	return hot, nil

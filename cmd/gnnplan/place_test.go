@@ -8,7 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gnnplan/gnnplan/trainer"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
+	"github.com/gnnplan/gnnplan/trainer/sample"
 )
 
 // writeDataset writes a random graph of n vertices with dim features.
@@ -40,14 +41,14 @@ func writeDataset(t *testing.T, dir string, n, deg, dim int) {
 			t.Fatal(err)
 		}
 	}
-	must(trainer.WriteArray(filepath.Join(dir, trainer.IndptrFile), "<i8", indptr, int64(n+1)))
-	must(trainer.WriteArray(filepath.Join(dir, trainer.IndicesFile), "<i4", indices, int64(len(indices))))
-	must(trainer.WriteArray(filepath.Join(dir, trainer.FeaturesFile), "<f4", feats, int64(n), int64(dim)))
-	must(trainer.WriteArray(filepath.Join(dir, trainer.LabelsFile), "<i8", labels, int64(n)))
-	must(trainer.WriteArray(filepath.Join(dir, trainer.TrainFile), "<i8", train, int64(len(train))))
-	must(trainer.WriteArray(filepath.Join(dir, trainer.ValFile), "<i8", []int64{}, 0))
-	must(trainer.WriteArray(filepath.Join(dir, trainer.TestFile), "<i8", []int64{}, 0))
-	must(trainer.WriteMeta(dir, trainer.Meta{Name: "skewed", NumNodes: int64(n), NumEdges: int64(len(indices)), FeatureDim: dim,
+	must(dataset.WriteArray(filepath.Join(dir, dataset.IndptrFile), "<i8", indptr, int64(n+1)))
+	must(dataset.WriteArray(filepath.Join(dir, dataset.IndicesFile), "<i4", indices, int64(len(indices))))
+	must(dataset.WriteArray(filepath.Join(dir, dataset.FeaturesFile), "<f4", feats, int64(n), int64(dim)))
+	must(dataset.WriteArray(filepath.Join(dir, dataset.LabelsFile), "<i8", labels, int64(n)))
+	must(dataset.WriteArray(filepath.Join(dir, dataset.TrainFile), "<i8", train, int64(len(train))))
+	must(dataset.WriteArray(filepath.Join(dir, dataset.ValFile), "<i8", []int64{}, 0))
+	must(dataset.WriteArray(filepath.Join(dir, dataset.TestFile), "<i8", []int64{}, 0))
+	must(dataset.WriteMeta(dir, dataset.Meta{Name: "skewed", NumNodes: int64(n), NumEdges: int64(len(indices)), FeatureDim: dim,
 		FeatureDType: "float32", IndexDType: "int32", NumClasses: 3, NumTrain: int64(len(train))}))
 }
 
@@ -69,13 +70,13 @@ func TestPlaceEndToEnd(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	for _, f := range []string{"layout_bin.npy", "layout_row.npy", "layout.json", trainer.HotnessFile} {
+	for _, f := range []string{"layout_bin.npy", "layout_row.npy", "layout.json", sample.HotnessFile} {
 		if _, err := os.Stat(filepath.Join(data, f)); err != nil {
 			t.Errorf("%s not written: %v", f, err)
 		}
 	}
 	// Again from the saved hotness, as JSON, with the hash policy.
-	code, out, errOut = runCLI(t, "place", "--plan", plan, "--dataset", data, "--hotness", filepath.Join(data, trainer.HotnessFile), "--policy", "hash", "-o", "json")
+	code, out, errOut = runCLI(t, "place", "--plan", plan, "--dataset", data, "--hotness", filepath.Join(data, sample.HotnessFile), "--policy", "hash", "-o", "json")
 	if code != 0 {
 		t.Fatalf("place -o json: %s", errOut)
 	}
@@ -95,7 +96,7 @@ func TestPlaceBadInputExitsTwo(t *testing.T) {
 		t.Fatalf("recommend: %s", errOut)
 	}
 	short := filepath.Join(dir, "short.npy")
-	trainer.WriteHotness(short, make([]uint32, 10))
+	sample.WriteHotness(short, make([]uint32, 10))
 	cases := []struct {
 		name string
 		args []string

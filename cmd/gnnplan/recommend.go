@@ -15,7 +15,7 @@ import (
 	"github.com/gnnplan/gnnplan/profiles"
 	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/tpc"
-	"github.com/gnnplan/gnnplan/trainer"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
 // recommendOptions holds the recommend command's flags.
@@ -104,7 +104,7 @@ IGB-HOM with a $80,000 budget. Workloads: ` + strings.Join(workloads, ", ") + `.
 // workloadFromMeta sizes a workload from a dataset's meta.json with the
 // papers' model and sampling (GraphSAGE, hidden 256, fanouts 25,10) and a
 // batch of 1024 seeds, or fewer when the training split is smaller.
-func workloadFromMeta(dir string, m trainer.Meta) tpc.Workload {
+func workloadFromMeta(dir string, m dataset.Meta) tpc.Workload {
 	w := tpc.Workload{Name: m.Name, Vertices: m.NumNodes, Edges: m.NumEdges, FeatureDim: m.FeatureDim, FeatureBytes: 4,
 		Classes: max(m.NumClasses, 1), Model: tpc.ModelGraphSAGE, Hidden: 256, Heads: 1, Fanouts: []int{25, 10}, BatchSize: 1024,
 		Source: "dataset " + dir}
@@ -163,7 +163,7 @@ func (o *recommendOptions) request(ctx context.Context) (tpc.Request, error) {
 		return req, err
 	}
 	if o.Dataset != "" {
-		meta, err := trainer.ReadMeta(o.Dataset)
+		meta, err := dataset.ReadMeta(o.Dataset)
 		if err != nil {
 			return req, err
 		}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gnnplan/gnnplan/trainer"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
 func TestRecommendDefaultRun(t *testing.T) {
@@ -97,9 +97,9 @@ func TestRecommendBadInputExitsTwo(t *testing.T) {
 
 func TestRecommendFromDatasetMeta(t *testing.T) {
 	dir := t.TempDir()
-	meta := trainer.Meta{Name: "small-graph", NumNodes: 1_000_000, NumEdges: 20_000_000, Undirected: true, FeatureDim: 128,
+	meta := dataset.Meta{Name: "small-graph", NumNodes: 1_000_000, NumEdges: 20_000_000, Undirected: true, FeatureDim: 128,
 		FeatureDType: "float32", IndexDType: "int32", NumClasses: 10, NumTrain: 10_000}
-	if err := trainer.WriteMeta(dir, meta); err != nil {
+	if err := dataset.WriteMeta(dir, meta); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errOut := runCLI(t, "recommend", "--dataset", dir, "--top", "2")

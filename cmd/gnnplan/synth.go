@@ -6,14 +6,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gnnplan/gnnplan/trainer"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
 // synthOptions holds the dataset synth command's flags.
 type synthOptions struct {
 	IO   *deps
 	Out  string
-	Opts trainer.SynthOptions
+	Opts dataset.SynthOptions
 }
 
 // addSynthCmd adds `dataset synth` to the dataset command.
@@ -22,7 +22,7 @@ func addSynthCmd(parent *cobra.Command, d *deps) {
 }
 
 func newSynthCmd(d *deps, runF func(context.Context, *synthOptions) error) *cobra.Command {
-	o := &synthOptions{IO: d, Opts: trainer.DefaultSynthOptions()}
+	o := &synthOptions{IO: d, Opts: dataset.DefaultSynthOptions()}
 	cmd := &cobra.Command{
 		Use:   "synth --out DIR [--nodes N --edges M ...]",
 		Short: "Generate a power-law graph with class-correlated features, streaming to disk",
@@ -67,7 +67,7 @@ under --out only when complete.`,
 }
 
 func runSynth(ctx context.Context, o *synthOptions) error {
-	sum, err := trainer.Synth(ctx, o.Opts, o.Out, o.IO.Err)
+	sum, err := dataset.Synth(ctx, o.Opts, o.Out, o.IO.Err)
 	if err != nil {
 		return err
 	}

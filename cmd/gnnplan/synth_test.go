@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gnnplan/gnnplan/trainer"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
 func TestDatasetSynthWritesALoadableGraph(t *testing.T) {
@@ -17,7 +17,7 @@ func TestDatasetSynthWritesALoadableGraph(t *testing.T) {
 	if !strings.Contains(stdout, "wrote "+out+": 3000 vertices") {
 		t.Errorf("summary missing: %s", stdout)
 	}
-	g, err := trainer.LoadGraph(out)
+	g, err := dataset.LoadGraph(out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/gnnplan/gnnplan/ddak"
 	"github.com/gnnplan/gnnplan/maxflow"
-	"github.com/gnnplan/gnnplan/trainer"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
 // Benchmark dataset: 4 Mi vertices of 128 float32 (512-byte rows, 2 GiB),
@@ -97,9 +97,9 @@ func BenchmarkGather(b *testing.B) {
 
 // benchFeatures writes (once) the benchmark's features.npy and meta.json.
 func benchFeatures(b *testing.B, dir string) (string, error) {
-	meta := trainer.Meta{Name: "bench", NumNodes: benchVertices, FeatureDim: benchDim, FeatureDType: "float32", IndexDType: "int32"}
-	if m, err := trainer.ReadMeta(dir); err == nil && m.NumNodes == meta.NumNodes && m.FeatureDim == meta.FeatureDim {
-		if fr, err := trainer.OpenFeatures(dir, m); err == nil {
+	meta := dataset.Meta{Name: "bench", NumNodes: benchVertices, FeatureDim: benchDim, FeatureDType: "float32", IndexDType: "int32"}
+	if m, err := dataset.ReadMeta(dir); err == nil && m.NumNodes == meta.NumNodes && m.FeatureDim == meta.FeatureDim {
+		if fr, err := dataset.OpenFeatures(dir, m); err == nil {
 			fr.Close()
 			return dir, nil
 		}
@@ -108,7 +108,7 @@ func benchFeatures(b *testing.B, dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	a, err := trainer.CreateArray(filepath.Join(dir, trainer.FeaturesFile), "<f4", benchVertices, benchDim)
+	a, err := dataset.CreateArray(filepath.Join(dir, dataset.FeaturesFile), "<f4", benchVertices, benchDim)
 	if err != nil {
 		return "", err
 	}
@@ -127,7 +127,7 @@ func benchFeatures(b *testing.B, dir string) (string, error) {
 	if err := a.Close(); err != nil {
 		return "", err
 	}
-	return dir, trainer.WriteMeta(dir, meta)
+	return dir, dataset.WriteMeta(dir, meta)
 }
 
 // benchStore opens the store in dir, building it first (dataset links,
@@ -143,7 +143,7 @@ func benchStore(b *testing.B, feats, dir string, hot []uint32, cache bool, opt O
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	for _, f := range []string{trainer.MetaFile, trainer.FeaturesFile} {
+	for _, f := range []string{dataset.MetaFile, dataset.FeaturesFile} {
 		if err := os.Link(filepath.Join(feats, f), filepath.Join(dir, f)); err != nil {
 			return nil, err
 		}

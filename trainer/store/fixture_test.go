@@ -12,14 +12,14 @@ import (
 
 	"github.com/gnnplan/gnnplan/ddak"
 	"github.com/gnnplan/gnnplan/maxflow"
-	"github.com/gnnplan/gnnplan/trainer"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
 // fixture is a small dataset (meta.json and features.npy only: the store
 // reads nothing else) with its features also kept in memory.
 type fixture struct {
 	dir   string
-	meta  trainer.Meta
+	meta  dataset.Meta
 	feats []float32
 }
 
@@ -35,14 +35,14 @@ func newFixture(t testing.TB, n, dim int, seed uint64) *fixture {
 	for i := range feats {
 		feats[i] = float32(rng.NormFloat64())
 	}
-	if err := trainer.WriteArray(filepath.Join(dir, trainer.FeaturesFile), "<f4", feats, int64(n), int64(dim)); err != nil {
+	if err := dataset.WriteArray(filepath.Join(dir, dataset.FeaturesFile), "<f4", feats, int64(n), int64(dim)); err != nil {
 		t.Fatal(err)
 	}
-	meta := trainer.Meta{Name: "fx", NumNodes: int64(n), FeatureDim: dim, FeatureDType: "float32", IndexDType: "int32"}
-	if err := trainer.WriteMeta(dir, meta); err != nil {
+	meta := dataset.Meta{Name: "fx", NumNodes: int64(n), FeatureDim: dim, FeatureDType: "float32", IndexDType: "int32"}
+	if err := dataset.WriteMeta(dir, meta); err != nil {
 		t.Fatal(err)
 	}
-	meta.SchemaVersion = trainer.DatasetSchemaVersion
+	meta.SchemaVersion = dataset.SchemaVersion
 	return &fixture{dir: dir, meta: meta, feats: feats}
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/gnnplan/gnnplan/ddak"
 	"github.com/gnnplan/gnnplan/maxflow"
 	"github.com/gnnplan/gnnplan/topology"
-	"github.com/gnnplan/gnnplan/trainer"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
 // chunkBytes is how much of features.npy Materialize and Open hold at a
@@ -52,7 +52,7 @@ func Materialize(ctx context.Context, datasetDir, layoutDir string, ssdDirs []st
 	if progress == nil {
 		progress = io.Discard
 	}
-	meta, err := trainer.ReadMeta(datasetDir)
+	meta, err := dataset.ReadMeta(datasetDir)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ func Materialize(ctx context.Context, datasetDir, layoutDir string, ssdDirs []st
 }
 
 // newManifest describes the store Materialize will write, checksums aside.
-func newManifest(datasetDir, layoutDir string, meta trainer.Meta, l *ddak.Layout, bins []ddak.Bin, src *features, ssdDirs []string) (*Manifest, error) {
+func newManifest(datasetDir, layoutDir string, meta dataset.Meta, l *ddak.Layout, bins []ddak.Bin, src *features, ssdDirs []string) (*Manifest, error) {
 	ld, err := relPath(datasetDir, layoutDir)
 	if err != nil {
 		return nil, fmt.Errorf("materialize: %w", err)
@@ -209,15 +209,15 @@ type features struct {
 }
 
 // openFeatures checks dir/features.npy against the dataset's meta (by
-// trainer.OpenFeatures) and opens it for reading in large chunks, which
+// dataset.OpenFeatures) and opens it for reading in large chunks, which
 // FeatureReader, made for single rows, does not do.
-func openFeatures(dir string, meta trainer.Meta) (*features, error) {
-	fr, err := trainer.OpenFeatures(dir, meta)
+func openFeatures(dir string, meta dataset.Meta) (*features, error) {
+	fr, err := dataset.OpenFeatures(dir, meta)
 	if err != nil {
 		return nil, err
 	}
 	fr.Close()
-	path := filepath.Join(dir, trainer.FeaturesFile)
+	path := filepath.Join(dir, dataset.FeaturesFile)
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, &topology.InputError{Path: path, Msg: "cannot read features", Err: err}

@@ -14,7 +14,7 @@ import (
 	"github.com/gnnplan/gnnplan/ddak"
 	"github.com/gnnplan/gnnplan/maxflow"
 	"github.com/gnnplan/gnnplan/topology"
-	"github.com/gnnplan/gnnplan/trainer"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
 	"github.com/gnnplan/gnnplan/trainer/ioread"
 )
 
@@ -134,7 +134,7 @@ func Open(datasetDir string, opt Options) (*Store, error) {
 	stale := func(what string) error {
 		return &topology.InputError{Path: manifestPath, Msg: what + " since the store was materialized: materialize it again"}
 	}
-	meta, err := trainer.ReadMeta(datasetDir)
+	meta, err := dataset.ReadMeta(datasetDir)
 	if err != nil {
 		return nil, err
 	}

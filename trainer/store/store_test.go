@@ -16,7 +16,7 @@ import (
 	"github.com/gnnplan/gnnplan/ddak"
 	"github.com/gnnplan/gnnplan/maxflow"
 	"github.com/gnnplan/gnnplan/topology"
-	"github.com/gnnplan/gnnplan/trainer"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
 // materialized is a fixture placed and materialized, ready to Open.
@@ -96,7 +96,7 @@ func TestGatherMatchesFeaturesReadStraight(t *testing.T) {
 			}
 			defer s.Close()
 			t.Logf("engine %q; notes %q", s.Engine(), s.Notes())
-			fr, err := trainer.OpenFeatures(fx.dir, fx.meta)
+			fr, err := dataset.OpenFeatures(fx.dir, fx.meta)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -195,7 +195,7 @@ func TestOpenRefusesAStoreThatIsNotWhatItsManifestSays(t *testing.T) {
 			fx.place(t, randomBins(int(fx.meta.NumNodes), mixMixed, rng), rng)
 		}, "materialize it again"},
 		{"features of another size", func(t *testing.T, fx *fixture, _ *Manifest, _ BinFile) {
-			f, _ := os.OpenFile(filepath.Join(fx.dir, trainer.FeaturesFile), os.O_APPEND|os.O_WRONLY, 0)
+			f, _ := os.OpenFile(filepath.Join(fx.dir, dataset.FeaturesFile), os.O_APPEND|os.O_WRONLY, 0)
 			f.Write(make([]byte, 64))
 			f.Close()
 		}, ""}, // features.npy itself no longer matches its header

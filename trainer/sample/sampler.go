@@ -1,4 +1,4 @@
-package trainer
+package sample
 
 import (
 	"context"
@@ -11,11 +11,18 @@ import (
 	"sync"
 
 	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
 // DefaultBatchSize is the batch size of GNNDrive and DiskGNN (DESIGN.md
 // section 14; Moment and Hyperion use 8000).
 const DefaultBatchSize = 1024
+
+// AllNeighbors as a fanout takes every neighbor of each vertex at that hop
+// (DGL's fanout -1, PyG's num_neighbors -1), so a small graph can train
+// full-batch: with every hop at AllNeighbors and one batch of all the
+// seeds, the blocks are the seeds' whole L-hop neighborhood.
+const AllNeighbors = -1
 
 // defaultFanouts is the papers' 2-hop GraphSAGE sampling: 25 neighbors of
 // each seed, then 10 of each vertex reached (DESIGN.md section 14).
@@ -35,8 +42,9 @@ type SamplerOptions struct {
 	// counted from the seeds: (25, 10) draws 25 neighbors of each seed,
 	// then 10 of every vertex the first hop holds (the seeds included, as
 	// in DGL). This is PyG's num_neighbors order; DGL's NeighborSampler
-	// lists the same fanouts input layer first, reversed. Empty means
-	// (25, 10).
+	// lists the same fanouts input layer first, reversed. A fanout of
+	// AllNeighbors (-1) takes every neighbor, each as often as the CSR
+	// lists it. Empty means (25, 10).
 	Fanouts []int
 	// BatchSize is the number of seeds per mini-batch (the last batch of
 	// an epoch may be smaller); 0 means DefaultBatchSize.
@@ -71,7 +79,7 @@ type SamplerOptions struct {
 // vertex (444 MB for ogbn-papers100M's 111M vertices): one load per
 // lookup, where a hash map costs several times more.
 type Sampler struct {
-	g         *Graph
+	g         *dataset.Graph
 	n         int // vertices
 	fanouts   []int
 	batchSize int
@@ -152,7 +160,7 @@ func (mb *MiniBatch) NumEdges() int {
 // out of range are *topology.InputError naming the field. g's Indices are
 // trusted to be in range (LoadGraph checks them); Indptr's ends and the
 // seeds are checked here.
-func NewSampler(g *Graph, opt SamplerOptions) (*Sampler, error) {
+func NewSampler(g *dataset.Graph, opt SamplerOptions) (*Sampler, error) {
 	bad := func(field, format string, args ...any) error {
 		return &topology.InputError{Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -173,8 +181,8 @@ func NewSampler(g *Graph, opt SamplerOptions) (*Sampler, error) {
 		s.fanouts = defaultFanouts()
 	}
 	for h, f := range s.fanouts {
-		if f <= 0 {
-			return nil, bad("fanouts", "hop %d has fanout %d (want >= 1)", h+1, f)
+		if f < 1 && f != AllNeighbors {
+			return nil, bad("fanouts", "hop %d has fanout %d (want >= 1, or -1 for every neighbour)", h+1, f)
 		}
 	}
 	switch {
@@ -192,12 +200,12 @@ func NewSampler(g *Graph, opt SamplerOptions) (*Sampler, error) {
 
 	src, field := opt.Seeds, "seeds"
 	if src == nil {
-		src, field = g.Train, TrainFile
+		src, field = g.Train, dataset.TrainFile
 	}
 	seedErr := func(format string, args ...any) error {
 		e := bad(field, format, args...).(*topology.InputError)
-		if field == TrainFile && g.Dir != "" {
-			e.Path, e.Field = filepath.Join(g.Dir, TrainFile), ""
+		if field == dataset.TrainFile && g.Dir != "" {
+			e.Path, e.Field = filepath.Join(g.Dir, dataset.TrainFile), ""
 		}
 		return e
 	}
@@ -237,12 +245,15 @@ func NewSampler(g *Graph, opt SamplerOptions) (*Sampler, error) {
 
 // maxBlockEdges bounds the edges of the largest block of a batch of seeds
 // seeds: each hop draws at most fanout edges per Dst, and at most every
-// one of the nnz CSR entries once (Dst are distinct). It returns the hop
-// (from 0) and its bound.
+// one of the nnz CSR entries once (Dst are distinct), which is the only
+// bound for AllNeighbors. It returns the hop (from 0) and its bound.
 func maxBlockEdges(seeds int, fanouts []int, n, nnz int) (hop int, edges float64) {
 	dst := float64(seeds)
 	for h, f := range fanouts {
-		e := min(dst*float64(f), float64(nnz))
+		e := float64(nnz)
+		if f != AllNeighbors {
+			e = min(dst*float64(f), e)
+		}
 		if e > edges {
 			hop, edges = h, e
 		}
@@ -274,7 +285,7 @@ func (s *Sampler) Batches(epoch int) int {
 // the batch Epoch delivers. It panics if batch is outside [0, Batches).
 func (s *Sampler) Sample(epoch, batch int) *MiniBatch {
 	if nb := s.Batches(epoch); batch < 0 || batch >= nb {
-		panic(fmt.Sprintf("trainer: Sample batch %d out of range [0, %d)", batch, nb))
+		panic(fmt.Sprintf("sample: Sample batch %d out of range [0, %d)", batch, nb))
 	}
 	sc := s.scratch.Get().(*sampleScratch)
 	defer s.scratch.Put(sc)
@@ -287,12 +298,21 @@ func (s *Sampler) Sample(epoch, batch int) *MiniBatch {
 // which bounds memory when fn is the slower side. It stops at the first
 // error of fn, which it returns, or when ctx is done.
 func (s *Sampler) Epoch(ctx context.Context, epoch int, fn func(*MiniBatch) error) error {
+	return s.EpochFrom(ctx, epoch, 0, fn)
+}
+
+// EpochFrom is Epoch starting at batch first (a resumed run's next
+// batch): batches before it are not sampled.
+func (s *Sampler) EpochFrom(ctx context.Context, epoch, first int, fn func(*MiniBatch) error) error {
 	nb := s.Batches(epoch)
-	workers := min(s.workers, nb)
+	if first < 0 || first > nb {
+		return fmt.Errorf("sample epoch %d: first batch %d out of range [0, %d]", epoch, first, nb)
+	}
+	workers := min(s.workers, nb-first)
 	if workers <= 1 {
 		sc := s.scratch.Get().(*sampleScratch)
 		defer s.scratch.Put(sc)
-		for b := range nb {
+		for b := first; b < nb; b++ {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("sample epoch %d: %w", epoch, err)
 			}
@@ -312,7 +332,7 @@ func (s *Sampler) Epoch(ctx context.Context, epoch int, fn func(*MiniBatch) erro
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		defer close(jobs)
-		for b := range nb {
+		for b := first; b < nb; b++ {
 			select {
 			case slots <- struct{}{}:
 			case <-ctx.Done():
@@ -345,7 +365,7 @@ func (s *Sampler) Epoch(ctx context.Context, epoch int, fn func(*MiniBatch) erro
 	// holds more than window batches and never waits forever.
 	pending := make(map[int]*MiniBatch, window)
 	var err error
-	for next := 0; next < nb && err == nil; {
+	for next := first; next < nb && err == nil; {
 		if err = ctx.Err(); err != nil {
 			err = fmt.Errorf("sample epoch %d: %w", epoch, err)
 			break
@@ -463,7 +483,7 @@ func (s *Sampler) sample(sc *sampleScratch, epoch, batch int) *MiniBatch {
 
 	// all is the batch's vertex list in order of first reach; every
 	// block's Dst and Src are prefixes of it.
-	all := make([]int32, 0, 2*(hi-lo)*(1+s.fanouts[0]))
+	all := make([]int32, 0, 2*(hi-lo)*(1+max(s.fanouts[0], 0)))
 	for _, v := range order[lo:hi] {
 		local[v] = int32(len(all))
 		all = append(all, v)
@@ -473,6 +493,9 @@ func (s *Sampler) sample(sc *sampleScratch, epoch, batch int) *MiniBatch {
 	blocks := make([]Block, len(s.fanouts))
 	for h, fanout := range s.fanouts {
 		k := int64(fanout)
+		if fanout == AllNeighbors {
+			k = math.MaxInt64 // no degree exceeds it: every list is taken whole
+		}
 		hkey := rngKey(bkey, uint64(h))
 		nd := len(all)
 		// The sizes are known before drawing, so offsets and SrcIdx are

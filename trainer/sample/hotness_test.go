@@ -1,4 +1,4 @@
-package trainer
+package sample
 
 import (
 	"bytes"
@@ -13,10 +13,11 @@ import (
 	"testing"
 
 	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
 // starTestGraph is hub 0 joined to leaves 1..n, every leaf a seed.
-func starTestGraph(n int) *Graph {
+func starTestGraph(n int) *dataset.Graph {
 	adj := make([][]int32, n+1)
 	var train []int64
 	for v := 1; v <= n; v++ {
@@ -52,40 +53,67 @@ func TestHotnessStarHubIsHottest(t *testing.T) {
 	}
 }
 
+func TestHotnessEveryNeighborReadsTheWholeStar(t *testing.T) {
+	// With every neighbor at both hops, each batch's seeds reach the hub
+	// and the hub reaches every leaf: every vertex is read by every batch.
+	g := starTestGraph(1000)
+	opt := HotnessOptions{Sampler: SamplerOptions{Fanouts: []int{AllNeighbors, AllNeighbors}, BatchSize: 10, Seed: 5, Shuffle: true}}
+	counts, err := Hotness(context.Background(), g, opt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v, c := range counts {
+		if c != 100 {
+			t.Fatalf("vertex %d read by %d batches, want all 100", v, c)
+		}
+	}
+}
+
 // TestHotnessMatchesEpoch checks Hotness against a second, slower way:
 // counting each batch's input as Epoch delivers them, one at a time.
 func TestHotnessMatchesEpoch(t *testing.T) {
 	g := randomTestGraph(rand.New(rand.NewPCG(11, 12)), 500)
-	sopt := SamplerOptions{Fanouts: []int{4, 3}, BatchSize: 9, Seed: 77, Shuffle: true}
-	s, err := NewSampler(g, sopt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nb := s.Batches(0)
-	perEpoch := (nb + 1) / 2 // Fraction 0.5, rounded up
-	want := make([]uint32, len(g.Indptr)-1)
-	for epoch := range 3 {
-		err := s.Epoch(context.Background(), epoch, func(mb *MiniBatch) error {
-			if mb.Index < perEpoch {
-				for _, v := range mb.Input() {
-					want[v]++
+	for _, tc := range []struct {
+		name    string
+		fanouts []int
+	}{
+		{"sampled hops", []int{4, 3}},
+		{"every neighbor then sampled", []int{AllNeighbors, 3}},
+		{"every neighbor at both hops", []int{AllNeighbors, AllNeighbors}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sopt := SamplerOptions{Fanouts: tc.fanouts, BatchSize: 9, Seed: 77, Shuffle: true}
+			s, err := NewSampler(g, sopt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nb := s.Batches(0)
+			perEpoch := (nb + 1) / 2 // Fraction 0.5, rounded up
+			want := make([]uint32, len(g.Indptr)-1)
+			for epoch := range 3 {
+				err := s.Epoch(context.Background(), epoch, func(mb *MiniBatch) error {
+					if mb.Index < perEpoch {
+						for _, v := range mb.Input() {
+							want[v]++
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
 				}
 			}
-			return nil
+			for _, workers := range []int{1, 3} {
+				sopt.Workers = workers
+				got, err := Hotness(context.Background(), g, HotnessOptions{Sampler: sopt, Fraction: 0.5, Epochs: 3}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("workers %d: Hotness differs from counting Epoch's batches", workers)
+				}
+			}
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, workers := range []int{1, 3} {
-		sopt.Workers = workers
-		got, err := Hotness(context.Background(), g, HotnessOptions{Sampler: sopt, Fraction: 0.5, Epochs: 3}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(got, want) {
-			t.Fatalf("workers %d: Hotness differs from counting Epoch's batches", workers)
-		}
 	}
 }
 
@@ -101,6 +129,7 @@ func TestHotnessRejects(t *testing.T) {
 		{"NaN fraction", HotnessOptions{Fraction: math.NaN()}, "fraction"},
 		{"negative epochs", HotnessOptions{Epochs: -1}, "epochs"},
 		{"bad sampler options", HotnessOptions{Sampler: SamplerOptions{Fanouts: []int{0}}}, "fanouts"},
+		{"fanout below -1", HotnessOptions{Sampler: SamplerOptions{Fanouts: []int{-1, -3}}}, "fanouts"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Hotness(context.Background(), g, tc.opt, nil)
@@ -207,7 +236,7 @@ func TestHotnessFile(t *testing.T) {
 
 	good, _ := os.ReadFile(path)
 	i64 := filepath.Join(dir, "i64.npy")
-	if err := WriteArray(i64, "<i8", []int64{1, 2, 3, 4, 5}, 5); err != nil {
+	if err := dataset.WriteArray(i64, "<i8", []int64{1, 2, 3, 4, 5}, 5); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {

@@ -1,4 +1,4 @@
-package trainer
+package sample
 
 import (
 	"context"
@@ -10,15 +10,17 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
 // graphOfAdj builds a Graph from adjacency lists, neighbors in the order given.
-func graphOfAdj(adj [][]int32, train []int64) *Graph {
-	g := &Graph{Indptr: make([]int64, len(adj)+1), Train: train}
+func graphOfAdj(adj [][]int32, train []int64) *dataset.Graph {
+	g := &dataset.Graph{Indptr: make([]int64, len(adj)+1), Train: train}
 	for v, nb := range adj {
 		g.Indptr[v+1] = g.Indptr[v] + int64(len(nb))
 		g.Indices = append(g.Indices, nb...)
@@ -31,7 +33,7 @@ func graphOfAdj(adj [][]int32, train []int64) *Graph {
 // handle: isolated vertices, degrees below, at and just above a fanout, a
 // hub far above it, self-loops and repeated neighbors (a multigraph).
 // About half the vertices are training seeds.
-func randomTestGraph(r *rand.Rand, n int) *Graph {
+func randomTestGraph(r *rand.Rand, n int) *dataset.Graph {
 	adj := make([][]int32, n)
 	for v := range adj {
 		var deg int
@@ -67,7 +69,7 @@ func randomTestGraph(r *rand.Rand, n int) *Graph {
 
 // checkBatch checks the block invariants of mb against g's CSR, which is
 // the oracle for "every sampled neighbor is a real one".
-func checkBatch(g *Graph, fanouts []int, seeds []int32, mb *MiniBatch) error {
+func checkBatch(g *dataset.Graph, fanouts []int, seeds []int32, mb *MiniBatch) error {
 	if !slices.Equal(mb.Seeds, seeds) {
 		return fmt.Errorf("seeds %v, want %v", mb.Seeds, seeds)
 	}
@@ -100,7 +102,11 @@ func checkBatch(g *Graph, fanouts []int, seeds []int32, mb *MiniBatch) error {
 				return fmt.Errorf("hop %d: offsets decrease at %d", h+1, i)
 			}
 			nbrs := g.Neighbors(int64(v))
-			if want := min(len(nbrs), k); int(hi-lo) != want {
+			want := min(len(nbrs), k)
+			if k == AllNeighbors {
+				want = len(nbrs)
+			}
+			if int(hi-lo) != want {
 				return fmt.Errorf("hop %d: vertex %d (degree %d) got %d neighbors, want %d", h+1, v, len(nbrs), hi-lo, want)
 			}
 			// Multiset check: a neighbor may come back only as often as
@@ -136,7 +142,7 @@ func checkBatch(g *Graph, fanouts []int, seeds []int32, mb *MiniBatch) error {
 }
 
 func TestSamplerProperties(t *testing.T) {
-	fanoutSets := [][]int{{25, 10}, {1}, {3, 3, 3}, {70, 5}, {130}}
+	fanoutSets := [][]int{{25, 10}, {1}, {3, 3, 3}, {70, 5}, {130}, {-1, 4}, {4, -1}}
 	for trial := range 200 {
 		r := rand.New(rand.NewPCG(uint64(trial), 7))
 		g := randomTestGraph(r, 1+r.IntN(80))
@@ -172,6 +178,130 @@ func TestSamplerProperties(t *testing.T) {
 				t.Fatalf("trial %d epoch %d: batches cover %v, want every seed once: %v", trial, epoch, covered, train)
 			}
 		}
+	}
+}
+
+// hopsFrom returns the vertices within hops steps of seeds along CSR
+// edges, sorted: the oracle for a batch sampled with every neighbor.
+func hopsFrom(g *dataset.Graph, seeds []int32, hops int) []int32 {
+	seen := map[int32]bool{}
+	frontier := slices.Clone(seeds)
+	for _, v := range seeds {
+		seen[v] = true
+	}
+	for range hops {
+		var next []int32
+		for _, v := range frontier {
+			for _, u := range g.Neighbors(int64(v)) {
+				if !seen[u] {
+					seen[u] = true
+					next = append(next, u)
+				}
+			}
+		}
+		frontier = next
+	}
+	out := make([]int32, 0, len(seen))
+	for v := range seen {
+		out = append(out, v)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestSamplerAllNeighbors(t *testing.T) {
+	small := graphOfAdj([][]int32{{1, 2, 2}, {0, 3}, {0, 0, 2}, {}, {3}}, []int64{0, 4})
+	for _, tc := range []struct {
+		name      string
+		g         *dataset.Graph
+		fanouts   []int
+		batchSize int
+	}{
+		{"every neighbor at both hops, multigraph with self-loop", small, []int{-1, -1}, 1},
+		{"every neighbor at both hops, one full batch", small, []int{-1, -1}, 2},
+		{"every neighbor at both hops, random graph with a hub", randomTestGraph(rand.New(rand.NewPCG(5, 6)), 60), []int{-1, -1}, 4},
+		{"every neighbor then 5", randomTestGraph(rand.New(rand.NewPCG(7, 8)), 60), []int{-1, 5}, 4},
+		{"5 then every neighbor", randomTestGraph(rand.New(rand.NewPCG(9, 10)), 60), []int{5, -1}, 4},
+		{"three hops of every neighbor, full batch", randomTestGraph(rand.New(rand.NewPCG(11, 12)), 40), []int{-1, -1, -1}, 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := tc.g
+			// whole: no hop draws at random, every one takes all neighbors.
+			whole := !slices.ContainsFunc(tc.fanouts, func(f int) bool { return f != AllNeighbors })
+			opt := func(seed uint64, workers int, shuffle bool) SamplerOptions {
+				return SamplerOptions{Fanouts: tc.fanouts, BatchSize: tc.batchSize, Seed: seed, Workers: workers, Shuffle: shuffle}
+			}
+			epochOf := func(o SamplerOptions, epoch int) []*MiniBatch {
+				t.Helper()
+				s, err := NewSampler(g, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var out []*MiniBatch
+				err = s.Epoch(context.Background(), epoch, func(mb *MiniBatch) error {
+					want := s.order(epoch)[mb.Index*tc.batchSize : min((mb.Index+1)*tc.batchSize, len(g.Train))]
+					if err := checkBatch(g, tc.fanouts, want, mb); err != nil {
+						return fmt.Errorf("batch %d: %w", mb.Index, err)
+					}
+					out = append(out, mb)
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+
+			batches := epochOf(opt(3, 1, true), 2)
+			for _, mb := range batches {
+				// Every neighbor list of every Dst is the CSR list, as a
+				// multiset (repeated edges and self-loops included).
+				for h, b := range mb.Blocks {
+					if tc.fanouts[h] != AllNeighbors {
+						continue
+					}
+					for i, v := range b.Dst {
+						var got []int32
+						for _, li := range b.SrcIdx[b.Offsets[i]:b.Offsets[i+1]] {
+							got = append(got, b.Src[li])
+						}
+						slices.Sort(got)
+						want := slices.Sorted(slices.Values(g.Neighbors(int64(v))))
+						if !slices.Equal(got, want) {
+							t.Fatalf("batch %d hop %d: vertex %d has neighbors %v, CSR lists %v", mb.Index, h+1, v, got, want)
+						}
+					}
+				}
+				// With every hop whole, the input is exactly the seeds'
+				// L-hop neighborhood.
+				if whole {
+					got := slices.Sorted(slices.Values(mb.Input()))
+					if want := hopsFrom(g, mb.Seeds, len(tc.fanouts)); !slices.Equal(got, want) {
+						t.Fatalf("batch %d: input %v, want the %d-hop neighborhood %v", mb.Index, got, len(tc.fanouts), want)
+					}
+				}
+			}
+
+			if again := epochOf(opt(3, 4, true), 2); !reflect.DeepEqual(again, batches) {
+				t.Fatal("batches differ between 1 and 4 workers")
+			}
+			s, err := NewSampler(g, opt(3, 2, true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, want := range batches {
+				if got := s.Sample(2, i); !reflect.DeepEqual(got, want) {
+					t.Fatalf("Sample(2, %d) differs from Epoch's batch", i)
+				}
+			}
+			if whole {
+				// No hop draws at random, so without a shuffle the seed
+				// changes nothing.
+				if a, b := epochOf(opt(3, 2, false), 0), epochOf(opt(4, 2, false), 0); !reflect.DeepEqual(a, b) {
+					t.Fatal("seeds 3 and 4 give different batches though no hop draws")
+				}
+			}
+		})
 	}
 }
 
@@ -391,27 +521,30 @@ func TestNewSamplerRejects(t *testing.T) {
 	g := graphOfAdj([][]int32{{1}, {0, 2}, {1}}, []int64{0, 2})
 	for _, tc := range []struct {
 		name  string
-		g     *Graph
+		g     *dataset.Graph
 		opt   SamplerOptions
 		field string
 	}{
 		{"zero fanout", g, SamplerOptions{Fanouts: []int{25, 0}}, "fanouts"},
-		{"negative fanout", g, SamplerOptions{Fanouts: []int{-1}}, "fanouts"},
+		{"fanout below -1", g, SamplerOptions{Fanouts: []int{-1, -2}}, "fanouts"},
 		{"negative batch size", g, SamplerOptions{BatchSize: -5}, "batch_size"},
 		{"negative workers", g, SamplerOptions{Workers: -1}, "workers"},
 		{"seed out of range", g, SamplerOptions{Seeds: []int64{0, 3}}, "seeds"},
 		{"negative seed", g, SamplerOptions{Seeds: []int64{-1}}, "seeds"},
 		{"seed listed twice", g, SamplerOptions{Seeds: []int64{1, 2, 1}}, "seeds"},
 		{"explicitly empty seeds", g, SamplerOptions{Seeds: []int64{}}, "seeds"},
-		{"no training split", graphOfAdj([][]int32{{}}, nil), SamplerOptions{}, TrainFile},
-		{"empty graph", &Graph{Indptr: []int64{0}}, SamplerOptions{}, "num_nodes"},
-		{"offsets not matching indices", &Graph{Indptr: []int64{0, 2}, Indices: []int32{0}, Train: []int64{0}}, SamplerOptions{}, "indptr"},
+		{"no training split", graphOfAdj([][]int32{{}}, nil), SamplerOptions{}, dataset.TrainFile},
+		{"empty graph", &dataset.Graph{Indptr: []int64{0}}, SamplerOptions{}, "num_nodes"},
+		{"offsets not matching indices", &dataset.Graph{Indptr: []int64{0, 2}, Indices: []int32{0}, Train: []int64{0}}, SamplerOptions{}, "indptr"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := NewSampler(tc.g, tc.opt)
 			var ie *topology.InputError
 			if !errors.As(err, &ie) || ie.Field != tc.field {
 				t.Fatalf("err = %v, want an InputError on field %q", err, tc.field)
+			}
+			if tc.field == "fanouts" && !strings.Contains(err.Error(), "want >= 1, or -1 for every neighbour") {
+				t.Fatalf("err = %v, want it to say what is valid", err)
 			}
 		})
 	}
@@ -420,8 +553,8 @@ func TestNewSamplerRejects(t *testing.T) {
 		g.Dir = "/data/x"
 		_, err := NewSampler(g, SamplerOptions{})
 		var ie *topology.InputError
-		if !errors.As(err, &ie) || ie.Path != "/data/x/"+TrainFile {
-			t.Fatalf("err = %v, want an InputError on %s", err, "/data/x/"+TrainFile)
+		if !errors.As(err, &ie) || ie.Path != "/data/x/"+dataset.TrainFile {
+			t.Fatalf("err = %v, want an InputError on %s", err, "/data/x/"+dataset.TrainFile)
 		}
 	})
 }
@@ -439,6 +572,10 @@ func TestMaxBlockEdges(t *testing.T) {
 		{"papers workload stays small", 8000, 111e6, 1.6e9, []int{25, 10}, 1, 8000 * 26 * 10},
 		{"bounded by the graph's entries", 1024, 100, 500, []int{25, 10}, 0, 500},
 		{"huge fanouts on a huge graph overflow", 8000, 2e9, 8e9, []int{1000, 1000}, 1, 8e9},
+		{"every neighbor is bounded by the graph's entries", 1024, 100, 500, []int{-1, -1}, 0, 500},
+		{"every neighbor after a small hop", 10, 1000, 5000, []int{5, -1}, 1, 5000},
+		{"small hop after every neighbor", 10, 1000, 5000, []int{-1, 5}, 0, 5000},
+		{"every neighbor of a huge graph overflows", 1, 2e9, 8e9, []int{-1}, 0, 8e9},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, e := maxBlockEdges(tc.seeds, tc.fanouts, tc.n, tc.nnz)
@@ -468,9 +605,9 @@ func TestSamplerDefaults(t *testing.T) {
 // random so hubs are spread over the id space (and over memory). A
 // dataset directory in GNNPLAN_BENCH_DATASET replaces it, so the same
 // benchmark runs on a synthetic graph written by `gnnplan dataset synth`.
-func benchPowerLawGraph(b *testing.B) *Graph {
+func benchPowerLawGraph(b *testing.B) *dataset.Graph {
 	if dir := os.Getenv("GNNPLAN_BENCH_DATASET"); dir != "" {
-		g, err := LoadGraph(dir)
+		g, err := dataset.LoadGraph(dir)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -490,7 +627,7 @@ func benchPowerLawGraph(b *testing.B) *Graph {
 			ends = append(ends, u, v)
 		}
 	}
-	g := &Graph{Indptr: make([]int64, n+1), Indices: make([]int32, 2*pairs)}
+	g := &dataset.Graph{Indptr: make([]int64, n+1), Indices: make([]int32, 2*pairs)}
 	for _, v := range ends {
 		g.Indptr[v+1]++
 	}
@@ -515,7 +652,7 @@ func benchPowerLawGraph(b *testing.B) *Graph {
 // baselineSample is the plain sampler the optimized one is compared with:
 // one goroutine, a map for deduplication, and a permutation of the whole
 // neighbor list to pick from. It returns the number of edges sampled.
-func baselineSample(g *Graph, seeds []int32, fanouts []int, r *rand.Rand) int {
+func baselineSample(g *dataset.Graph, seeds []int32, fanouts []int, r *rand.Rand) int {
 	local := map[int32]int32{}
 	var all []int32
 	for _, v := range seeds {

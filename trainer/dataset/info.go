@@ -1,4 +1,4 @@
-package trainer
+package dataset
 
 import (
 	"errors"
@@ -9,12 +9,12 @@ import (
 	"slices"
 )
 
-// InfoSchemaVersion versions DatasetInfo's JSON.
+// InfoSchemaVersion versions Info's JSON.
 const InfoSchemaVersion = 1
 
-// DatasetInfo describes a dataset directory: sizes, splits, degree
+// Info describes a dataset directory: sizes, splits, degree
 // statistics and skew, for `gnnplan dataset info`.
-type DatasetInfo struct {
+type Info struct {
 	SchemaVersion int    `json:"schema_version"`
 	Dir           string `json:"dir"`
 	Name          string `json:"name"`
@@ -64,14 +64,14 @@ type DegreeStats struct {
 	Top10PctShare float64 `json:"top_10pct_edge_share"`
 }
 
-// Info reads a dataset's structure (not its features) and describes it.
-func Info(dir string) (*DatasetInfo, error) {
+// InfoOf reads a dataset's structure (not its features) and describes it.
+func InfoOf(dir string) (*Info, error) {
 	g, err := LoadGraph(dir)
 	if err != nil {
 		return nil, err
 	}
 	m := g.Meta
-	info := &DatasetInfo{SchemaVersion: InfoSchemaVersion, Dir: dir, Name: m.Name, Source: m.Source,
+	info := &Info{SchemaVersion: InfoSchemaVersion, Dir: dir, Name: m.Name, Source: m.Source,
 		NumNodes: m.NumNodes, NumEdges: m.NumEdges, Undirected: m.Undirected, NumClasses: m.NumClasses,
 		FeatureDim: m.FeatureDim, NumTrain: m.NumTrain, NumVal: m.NumVal, NumTest: m.NumTest,
 		IndexDType: m.IndexDType, Notes: m.Notes}

@@ -1,4 +1,4 @@
-package trainer
+package dataset
 
 import (
 	"archive/tar"
@@ -19,7 +19,7 @@ import (
 
 // sharedDatasets is where the shared graph fixtures live (see
 // SOURCES.md there for what each file holds and its verified counts).
-const sharedDatasets = "../../shared/datasets"
+const sharedDatasets = "../../../shared/datasets"
 
 // needShared returns a shared fixture's path, or skips the test saying
 // what is missing. Cora is also bundled (testdata/cora/cora.tgz) and

@@ -1,4 +1,4 @@
-package trainer
+package dataset
 
 import (
 	"context"
@@ -27,7 +27,7 @@ func importShared(t *testing.T, format, rel string, opt ImportOptions) string {
 
 func TestInfoCoraJSONKeysAndDegrees(t *testing.T) {
 	dir := importShared(t, "linqs", "cora", ImportOptions{SplitFile: "cora/planetoid_split_linqs_ids.tsv"})
-	info, err := Info(dir)
+	info, err := InfoOf(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestInfoCoraJSONKeysAndDegrees(t *testing.T) {
 
 func TestInfoDirectedGivesInDegree(t *testing.T) {
 	dir := importShared(t, "snap", "snap-email-Eu-core/email-Eu-core.txt", ImportOptions{})
-	info, err := Info(dir)
+	info, err := InfoOf(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestInfoDirectedGivesInDegree(t *testing.T) {
 
 func TestInfoFacebookHub(t *testing.T) {
 	dir := importShared(t, "snap", "snap-ego-facebook/facebook_combined.txt", ImportOptions{Undirected: true})
-	info, err := Info(dir)
+	info, err := InfoOf(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestDegreeStatsSmall(t *testing.T) {
 }
 
 func TestInfoBadDir(t *testing.T) {
-	if _, err := Info(t.TempDir()); err == nil {
+	if _, err := InfoOf(t.TempDir()); err == nil {
 		t.Fatal("a directory without meta.json accepted")
 	}
 }

@@ -1,4 +1,4 @@
-package trainer
+package sample
 
 import (
 	"context"
@@ -12,9 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sbinet/npyio/npy"
-
 	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
 // HotnessFile is the name hotness is stored under next to a dataset.
@@ -43,7 +42,7 @@ type HotnessOptions struct {
 // Workers count with atomic adds into one array, so the result is the
 // same whatever the schedule. A one-line summary goes to progress unless
 // it is nil.
-func Hotness(ctx context.Context, g *Graph, opt HotnessOptions, progress io.Writer) ([]uint32, error) {
+func Hotness(ctx context.Context, g *dataset.Graph, opt HotnessOptions, progress io.Writer) ([]uint32, error) {
 	frac, epochs := opt.Fraction, opt.Epochs
 	switch {
 	case frac == 0:
@@ -181,7 +180,7 @@ func SkewOf(counts []uint32) Skew {
 // WriteHotness writes per-vertex access counts to path as a 1-d <u4 .npy,
 // atomically.
 func WriteHotness(path string, counts []uint32) error {
-	return WriteArray(path, "<u4", counts, int64(len(counts)))
+	return dataset.WriteArray(path, "<u4", counts, int64(len(counts)))
 }
 
 // ReadHotness reads a hotness .npy of n vertices (a 1-d <u4 array, as
@@ -196,27 +195,26 @@ func ReadHotness(path string, n int64) ([]uint32, error) {
 		return nil, &topology.InputError{Path: path, Msg: "cannot read hotness", Err: err}
 	}
 	defer f.Close()
-	// Unbuffered, so the file offset is where the data starts once the
-	// header is parsed.
-	r, err := newNpyReader(f)
+	h, err := dataset.ReadArrayHeader(f)
 	if err != nil {
 		return nil, &topology.InputError{Path: path, Msg: "not a .npy array", Err: err}
 	}
-	shape, dtype := r.Header.Descr.Shape, r.Header.Descr.Type
+	shape, dtype := h.Shape, h.DType
 	if dtype != "<u4" || len(shape) != 1 {
 		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("dtype %s shape %v (want <u4 of shape [%d], as `gnnplan` writes hotness)", dtype, shape, n)}
 	}
 	if int64(shape[0]) != n {
 		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("%d entries, but the dataset has %d vertices: hotness of another dataset?", shape[0], n)}
 	}
-	if _, err := checkDataSize(f, path, n, 4); err != nil {
+	if err := h.CheckDataSize(f, path, n, 4); err != nil {
 		return nil, err
 	}
 	counts := make([]uint32, n)
+	data := io.NewSectionReader(f, h.DataOffset, 4*n)
 	buf := make([]byte, 1<<20)
 	for i := int64(0); i < n; {
 		chunk := buf[:4*min(n-i, int64(len(buf)/4))]
-		if _, err := io.ReadFull(f, chunk); err != nil {
+		if _, err := io.ReadFull(data, chunk); err != nil {
 			return nil, &topology.InputError{Path: path, Msg: "truncated array data", Err: err}
 		}
 		for j := 0; j < len(chunk); j += 4 {
@@ -225,33 +223,4 @@ func ReadHotness(path string, n int64) ([]uint32, error) {
 		}
 	}
 	return counts, nil
-}
-
-// newNpyReader is npy.NewReader made safe for untrusted files. npyio
-// v0.6.0 allocates whatever header length the file claims (a 16-byte file
-// can ask for 4 GB) and slices the header without bounds checks, so it
-// panics on a file cut inside its header; a bad input must be an error.
-// The header length is checked against the file's size first.
-func newNpyReader(f *os.File) (rd *npy.Reader, err error) {
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	var pre [12]byte
-	if _, err := f.ReadAt(pre[:], 0); err != nil {
-		return nil, fmt.Errorf("%d bytes, too short for a header: %w", st.Size(), err)
-	}
-	end := int64(10 + binary.LittleEndian.Uint16(pre[8:10]))
-	if pre[6] >= 2 {
-		end = int64(12 + binary.LittleEndian.Uint32(pre[8:12]))
-	}
-	if end > st.Size() {
-		return nil, fmt.Errorf("header of %d bytes in a file of %d", end, st.Size())
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			rd, err = nil, fmt.Errorf("malformed header: %v", p)
-		}
-	}()
-	return npy.NewReader(f)
 }

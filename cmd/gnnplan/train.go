@@ -1,0 +1,482 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/gnnplan/gnnplan/kernels"
+	"github.com/gnnplan/gnnplan/tpc"
+	"github.com/gnnplan/gnnplan/trainer"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
+	"github.com/gnnplan/gnnplan/trainer/nn"
+)
+
+// trainOptions holds the train command's flags.
+type trainOptions struct {
+	IO      *deps
+	Dataset string
+	Plan    string
+	Model   string
+	Fanouts string
+	Output  string
+	BLAS    string
+	// Set records which flags were given, so the plan's workload and the
+	// model's defaults fill only the others.
+	Set func(name string) bool
+
+	Epochs, Batch, Hidden, Heads, Patience, EvalEvery, Threads int
+	LR, WeightDecay, Dropout                                   float64
+	Seed                                                       uint64
+	RowNormalize                                               bool
+	Checkpoint                                                 string
+	Resume                                                     bool
+	// SynthNodes sizes the synthetic graph trained on without --dataset.
+	SynthNodes int64
+}
+
+func newTrainCmd(d *deps, runF func(context.Context, *trainOptions) error) *cobra.Command {
+	opts := &trainOptions{IO: d}
+	cmd := &cobra.Command{
+		Use:   "train",
+		Short: "Train GraphSAGE, GCN or GAT on a dataset, in memory, on the CPU kernels",
+		Long: `Train a GNN on a dataset's training split and report, per epoch, the time,
+samples/s, the time per stage (sampling, feature gather, forward+backward,
+optimizer), the loss and the train/validation/test accuracy; at the end, the
+test accuracy at the epoch of the best validation accuracy.
+
+Without --plan each model starts from its paper's settings on the citation
+graphs (row-normalised features; GCN: hidden 16, dropout 0.5, lr 0.01, weight
+decay 5e-4, 200 epochs; GAT: 8 heads x 8 hidden, 1 output head, dropout 0.6
+on inputs and attention, lr 0.005, weight decay 5e-4, early stopping with
+patience 100; GraphSAGE-mean: as GCN, DGL's example), with fanouts 25,10 and
+batches of 1024 seeds. Fanout -1 takes every neighbour, so
+  gnnplan train --dataset DIR --model gcn --fanouts -1,-1
+trains full-batch as the papers did. With --plan, the plan's workload sets
+the model, fanouts, batch size and widths; flags override either.
+
+Without --dataset it generates a small synthetic graph and trains on it.
+Ctrl-C stops after the current batch, writes the checkpoint when
+--checkpoint is set, and exits 130; --resume continues from it and ends with
+the parameters an uninterrupted run would have.`,
+		Example: `  gnnplan train
+  gnnplan train --dataset data/cora --model gcn --fanouts -1,-1
+  gnnplan train --dataset data/cora --model gat --fanouts -1,-1 -o json
+  gnnplan train --plan plan.json --dataset data/synth --epochs 3 --checkpoint ckpt
+  gnnplan train --plan plan.json --dataset data/synth --epochs 3 --checkpoint ckpt --resume`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.Set = func(name string) bool { return cmd.Flags().Changed(name) }
+			if opts.Output != "table" && opts.Output != "json" {
+				return usageErrorf("-o/--output: %q (valid: table, json)", opts.Output)
+			}
+			if opts.Set("model") {
+				if _, err := nn.ParseKind(opts.Model); err != nil {
+					return usageErrorf("--model: %q (valid: graphsage, gcn, gat)", opts.Model)
+				}
+			}
+			if opts.Resume && opts.Checkpoint == "" {
+				return usageErrorf("--resume needs --checkpoint DIR (where the checkpoint is)")
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runTrain(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Dataset, "dataset", "", "the dataset directory (default: a small synthetic graph)")
+	f.StringVar(&opts.Plan, "plan", "", "plan.json from gnnplan recommend: its workload sets model, fanouts, batch and widths")
+	f.StringVar(&opts.Model, "model", "graphsage", "graphsage, gcn or gat")
+	f.StringVar(&opts.Fanouts, "fanouts", "25,10", "neighbours sampled per hop, seeds' hop first; -1 takes every neighbour; one layer per hop")
+	f.IntVar(&opts.Epochs, "epochs", 200, "epochs to train (GAT: at most this many, with early stopping)")
+	f.IntVar(&opts.Batch, "batch", 1024, "training seeds per step (0: the whole training split in one batch)")
+	f.IntVar(&opts.Hidden, "hidden", 16, "hidden width (per head for GAT; GAT's default is 8)")
+	f.IntVar(&opts.Heads, "heads", 8, "GAT: attention heads on hidden layers")
+	f.Float64Var(&opts.LR, "lr", 0.01, "Adam's learning rate (GAT's default is 0.005)")
+	f.Float64Var(&opts.WeightDecay, "weight-decay", 5e-4, "L2 weight decay added to the gradient, as PyTorch's Adam")
+	f.Float64Var(&opts.Dropout, "dropout", 0.5, "dropout on every layer's input (GAT's default is 0.6, also on attention)")
+	f.IntVar(&opts.Patience, "patience", 0, "stop after this many epochs without validation progress (0: never; GAT's default is 100)")
+	f.IntVar(&opts.EvalEvery, "eval-every", 1, "evaluate on the validation and test splits every N epochs (0: never)")
+	f.BoolVar(&opts.RowNormalize, "row-normalize", true, "scale each feature row to sum 1 (the papers' preprocessing; default off with --plan)")
+	f.Uint64Var(&opts.Seed, "seed", 1, "seed for initialisation, shuffling, sampling and dropout")
+	f.IntVar(&opts.Threads, "threads", 0, "threads for kernels and sampling (0: one per core)")
+	f.StringVar(&opts.BLAS, "blas", "", "GEMM library: openblas, gonum, or a path to a libopenblas.so (default: OpenBLAS when it loads)")
+	f.StringVar(&opts.Checkpoint, "checkpoint", "", "directory to checkpoint into after every epoch and on Ctrl-C")
+	f.BoolVar(&opts.Resume, "resume", false, "continue from the checkpoint in --checkpoint")
+	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, json")
+	f.Int64Var(&opts.SynthNodes, "synthetic-nodes", 20_000, "without --dataset: vertices of the generated graph")
+	return cmd
+}
+
+// parseFanouts reads "25,10" or "-1,-1".
+func parseFanouts(s string) ([]int, error) {
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || v == 0 || v < -1 {
+			return nil, usageErrorf("--fanouts: %q (valid: comma-separated counts >= 1, or -1 for every neighbour, e.g. 25,10)", s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// trainReport is train's JSON output.
+type trainReport struct {
+	SchemaVersion  int                  `json:"schema_version"`
+	Dataset        string               `json:"dataset"`
+	Model          nn.Config            `json:"model"`
+	Params         int                  `json:"params"`
+	Backend        string               `json:"backend"`
+	Fanouts        []int                `json:"fanouts"`
+	BatchSize      int                  `json:"batch_size"`
+	LR             float32              `json:"lr"`
+	WeightDecay    float32              `json:"weight_decay"`
+	Seed           uint64               `json:"seed"`
+	Epochs         []trainer.EpochStats `json:"epochs"`
+	BestEpoch      int                  `json:"best_epoch"`
+	BestValAcc     trainer.Metric       `json:"best_val_acc"`
+	TestAcc        trainer.Metric       `json:"test_acc"`
+	Stop           string               `json:"stop"`
+	ResumedEpoch   int                  `json:"resumed_from_epoch,omitempty"`
+	TrainSeconds   float64              `json:"train_s"`
+	SamplesPerSec  float64              `json:"samples_per_s"`
+	CheckpointPath string               `json:"checkpoint,omitempty"`
+	Notes          []string             `json:"notes,omitempty"`
+}
+
+func runTrain(ctx context.Context, o *trainOptions) error {
+	var plan *tpc.Plan
+	if o.Plan != "" {
+		p, err := tpc.LoadPlan(o.Plan)
+		if err != nil {
+			return err
+		}
+		plan = p
+	}
+	var notes []string
+	dir := o.Dataset
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "gnnplan-train-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp + "/synth"
+		so := trainSynthOptions(o.SynthNodes, plan)
+		if _, err := dataset.Synth(ctx, so, dir, io.Discard); err != nil {
+			return err
+		}
+		notes = append(notes, fmt.Sprintf("no --dataset: trained on a synthetic graph of %d vertices, %d features, %d classes", so.Nodes, so.FeatureDim, so.Classes))
+	}
+	g, err := dataset.LoadGraph(dir)
+	if err != nil {
+		return err
+	}
+	if plan != nil && o.Dataset != "" {
+		if err := checkPlanMatches(plan, g.Meta, o.Plan); err != nil {
+			return err
+		}
+	}
+	to, err := trainSettings(o, plan)
+	if err != nil {
+		return err
+	}
+	if g.Meta.NumClasses < 2 || len(g.Train) == 0 {
+		return usageErrorf("--dataset %s: it has no labels or no training split to train on (num_classes %d, %d training vertices)", dir, g.Meta.NumClasses, len(g.Train))
+	}
+	if len(to.Fanouts) > 0 && g.Meta.FeatureDim == 0 {
+		return usageErrorf("--dataset %s: it has no features to train on", dir)
+	}
+	feats, err := trainer.LoadFeatures(dir, g.Meta)
+	if err != nil {
+		return err
+	}
+	be, err := kernels.NewCPU(kernels.CPUOptions{Threads: o.Threads, BLAS: o.BLAS})
+	if err != nil {
+		return usageErrorf("--blas: %v", err)
+	}
+	if n := be.Note(); n != "" {
+		notes = append(notes, n)
+	}
+	tr, err := trainer.New(be, g, feats, to)
+	if err != nil {
+		return err
+	}
+	cfg := tr.Config()
+	if o.Output == "table" {
+		fmt.Fprintf(o.IO.Out, "training %s on %s (%d vertices, %d training): %d layers, hidden %d, %d parameters, fanouts %s, batch %s; %s\n",
+			cfg.Kind, g.Meta.Name, g.Meta.NumNodes, len(g.Train), cfg.Layers, cfg.Hidden, tr.Model().NumParams(),
+			strings.Trim(strings.Join(strings.Fields(fmt.Sprint(to.Fanouts)), ","), "[]"), batchName(to.BatchSize), be.Name())
+		for _, n := range notes {
+			fmt.Fprintf(o.IO.Out, "note: %s\n", n)
+		}
+	}
+	rep := newTrainReporter(o.IO, o.Output == "table")
+	start := time.Now()
+	res, runErr := tr.Run(ctx, rep)
+	rep.finish()
+	if runErr != nil && !errors.Is(runErr, trainer.ErrInterrupted) {
+		return runErr
+	}
+	wall := time.Since(start).Seconds()
+	var samples, secs float64
+	for _, e := range res.Epochs {
+		samples += e.SamplesPerSecond * e.Seconds
+		secs += e.Seconds
+	}
+	r := trainReport{SchemaVersion: 1, Dataset: g.Meta.Name, Model: cfg, Params: res.Params, Backend: res.Backend,
+		Fanouts: to.Fanouts, BatchSize: to.BatchSize, LR: to.LR, WeightDecay: to.WeightDecay, Seed: to.Seed,
+		Epochs: res.Epochs, BestEpoch: res.BestEpoch, BestValAcc: res.BestValAcc, TestAcc: res.TestAcc,
+		Stop: res.Stop, ResumedEpoch: res.ResumedEpoch, TrainSeconds: wall, Notes: notes}
+	if secs > 0 {
+		r.SamplesPerSec = samples / secs
+	}
+	if o.Checkpoint != "" {
+		r.CheckpointPath = o.Checkpoint + "/" + trainer.CheckpointFile
+	}
+	if o.Output == "json" {
+		enc := json.NewEncoder(o.IO.Out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	} else {
+		printTrainSummary(o.IO.Out, r)
+	}
+	return runErr
+}
+
+func batchName(b int) string {
+	if b == 0 {
+		return "full"
+	}
+	return strconv.Itoa(b)
+}
+
+// trainSettings merges the model's paper defaults, the plan's workload and
+// the flags, in that order of precedence (flags win).
+func trainSettings(o *trainOptions, plan *tpc.Plan) (trainer.Options, error) {
+	kind := nn.GraphSAGE
+	if plan != nil && plan.Workload.Model != "" {
+		k, err := nn.ParseKind(plan.Workload.Model)
+		if err != nil {
+			return trainer.Options{}, usageErrorf("--plan %s: workload.model %q (valid: graphsage, gcn, gat)", o.Plan, plan.Workload.Model)
+		}
+		kind = k
+	}
+	if o.Set("model") {
+		k, _ := nn.ParseKind(o.Model)
+		kind = k
+	}
+	to := trainer.Defaults(kind)
+	if plan != nil {
+		w := plan.Workload
+		if len(w.Fanouts) > 0 {
+			to.Fanouts = append([]int(nil), w.Fanouts...)
+		}
+		if w.BatchSize > 0 {
+			to.BatchSize = w.BatchSize
+		}
+		if w.Hidden > 0 {
+			to.Model.Hidden = w.Hidden
+		}
+		if kind == nn.GAT && w.Heads > 0 {
+			to.Model.Heads = w.Heads
+		}
+		// A plan describes a workload at scale: features as stored.
+		to.RowNormalize = false
+	}
+	if o.Set("fanouts") {
+		f, err := parseFanouts(o.Fanouts)
+		if err != nil {
+			return trainer.Options{}, err
+		}
+		to.Fanouts = f
+	}
+	ints := []struct {
+		flag string
+		val  int
+		dst  *int
+		min  int
+	}{
+		{"epochs", o.Epochs, &to.Epochs, 1}, {"batch", o.Batch, &to.BatchSize, 0}, {"hidden", o.Hidden, &to.Model.Hidden, 1},
+		{"heads", o.Heads, &to.Model.Heads, 1}, {"patience", o.Patience, &to.Patience, 0}, {"eval-every", o.EvalEvery, &to.EvalEvery, 0},
+	}
+	for _, f := range ints {
+		if !o.Set(f.flag) {
+			continue
+		}
+		if f.val < f.min {
+			return trainer.Options{}, usageErrorf("--%s: %d (valid: >= %d)", f.flag, f.val, f.min)
+		}
+		*f.dst = f.val
+	}
+	if o.Set("heads") && kind != nn.GAT {
+		return trainer.Options{}, usageErrorf("--heads: only GAT has attention heads (--model gat)")
+	}
+	floats := []struct {
+		flag     string
+		val      float64
+		dst      *float32
+		min, max float64
+	}{
+		{"lr", o.LR, &to.LR, math.SmallestNonzeroFloat32, 10}, {"weight-decay", o.WeightDecay, &to.WeightDecay, 0, 1},
+		{"dropout", o.Dropout, &to.Model.Dropout, 0, 0.999},
+	}
+	for _, f := range floats {
+		if !o.Set(f.flag) {
+			continue
+		}
+		if !(f.val >= f.min && f.val <= f.max) {
+			return trainer.Options{}, usageErrorf("--%s: %v (valid: %g to %g)", f.flag, f.val, f.min, f.max)
+		}
+		*f.dst = float32(f.val)
+	}
+	if o.Set("dropout") && kind == nn.GAT {
+		to.Model.AttnDropout = to.Model.Dropout
+	}
+	if o.Set("row-normalize") {
+		to.RowNormalize = o.RowNormalize
+	}
+	if o.Set("seed") {
+		to.Seed = o.Seed
+	}
+	if o.Threads < 0 {
+		return trainer.Options{}, usageErrorf("--threads: %d (valid: >= 1, or 0 for one per core)", o.Threads)
+	}
+	to.Threads = o.Threads
+	to.Checkpoint, to.Resume = o.Checkpoint, o.Resume
+	return to, nil
+}
+
+// checkPlanMatches refuses a plan made for another dataset: its workload's
+// vertex count, feature width and classes must be the dataset's.
+func checkPlanMatches(p *tpc.Plan, m dataset.Meta, path string) error {
+	w := p.Workload
+	switch {
+	case w.Vertices != m.NumNodes:
+		return usageErrorf("--plan %s: workload %q has %d vertices, dataset %s has %d (make the plan with recommend --dataset)", path, w.Name, w.Vertices, m.Name, m.NumNodes)
+	case w.FeatureDim != m.FeatureDim:
+		return usageErrorf("--plan %s: workload %q has %d features per vertex, dataset %s has %d", path, w.Name, w.FeatureDim, m.Name, m.FeatureDim)
+	case w.Classes > 1 && w.Classes != m.NumClasses:
+		return usageErrorf("--plan %s: workload %q has %d classes, dataset %s has %d", path, w.Name, w.Classes, m.Name, m.NumClasses)
+	}
+	return nil
+}
+
+// trainSynthOptions is the graph train generates without --dataset: the
+// generator's defaults scaled down, with the plan's feature width and
+// classes when a plan is given.
+func trainSynthOptions(nodes int64, plan *tpc.Plan) dataset.SynthOptions {
+	so := dataset.DefaultSynthOptions()
+	so.Name = "synthetic"
+	so.Nodes = max(nodes, 100)
+	so.Edges = 10 * so.Nodes
+	so.FeatureDim = 64
+	so.Classes = 8
+	so.TrainFraction, so.ValFraction, so.TestFraction = 0.1, 0.05, 0.1
+	if plan != nil {
+		if plan.Workload.FeatureDim > 0 {
+			so.FeatureDim = plan.Workload.FeatureDim
+		}
+		if plan.Workload.Classes > 1 {
+			so.Classes = plan.Workload.Classes
+		}
+	}
+	return so
+}
+
+func fmtMetric(m trainer.Metric) string {
+	if math.IsNaN(float64(m)) {
+		return "-"
+	}
+	return fmt.Sprintf("%.4f", float64(m))
+}
+
+// trainReporter prints a progress bar per epoch on a terminal and a line
+// per epoch on stdout.
+type trainReporter struct {
+	d     *deps
+	lines bool
+	tty   bool
+	bar   *progressbar.ProgressBar
+	epoch int
+}
+
+func newTrainReporter(d *deps, lines bool) *trainReporter {
+	return &trainReporter{d: d, lines: lines, tty: isTerminal(d.Err)}
+}
+
+func (r *trainReporter) Batch(p trainer.BatchProgress) {
+	if !r.tty {
+		return
+	}
+	if r.bar == nil || r.epoch != p.Epoch {
+		r.finish()
+		r.epoch = p.Epoch
+		r.bar = progressbar.NewOptions(p.Batches, progressbar.OptionSetWriter(r.d.Err),
+			progressbar.OptionSetDescription(fmt.Sprintf("epoch %d/%d", p.Epoch, p.Epochs)),
+			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish(),
+			progressbar.OptionSetWidth(30), progressbar.OptionThrottle(100*time.Millisecond))
+	}
+	rate := 0.0
+	if p.Elapsed > 0 {
+		rate = float64(p.Samples) / p.Elapsed.Seconds()
+	}
+	r.bar.Describe(fmt.Sprintf("epoch %d/%d  loss %.4f  %.0f samples/s", p.Epoch, p.Epochs, p.Loss, rate))
+	r.bar.Set(p.Batch)
+}
+
+func (r *trainReporter) Epoch(e trainer.EpochStats) {
+	r.finish()
+	if !r.lines {
+		if !r.tty {
+			fmt.Fprintf(r.d.Err, "epoch %d: %.3f s, loss %.4f, val %s\n", e.Epoch, e.Seconds, e.Loss, fmtMetric(e.ValAcc))
+		}
+		return
+	}
+	fmt.Fprintf(r.d.Out, "epoch %4d  %8.3f s  %10.0f samples/s  sample %.3f  gather %.3f  fwd+bwd %.3f  optim %.3f s  loss %.4f  train %.4f  val %s  test %s\n",
+		e.Epoch, e.Seconds, e.SamplesPerSecond, e.SampleSeconds, e.GatherSeconds, e.ComputeSeconds, e.OptimizerSeconds,
+		e.Loss, e.TrainAcc, fmtMetric(e.ValAcc), fmtMetric(e.TestAcc))
+}
+
+func (r *trainReporter) finish() {
+	if r.bar != nil {
+		r.bar.Finish()
+		r.bar = nil
+	}
+}
+
+func printTrainSummary(w io.Writer, r trainReport) {
+	how := map[string]string{"epochs": "trained", "early_stop": "stopped early after", "interrupted": "interrupted after"}[r.Stop]
+	fmt.Fprintf(w, "%s %d epochs in %.1f s (%.0f samples/s)", how, len(r.Epochs), r.TrainSeconds, r.SamplesPerSec)
+	if r.BestEpoch > 0 {
+		fmt.Fprintf(w, "; best validation accuracy %s at epoch %d: test accuracy %s", fmtMetric(r.BestValAcc), r.BestEpoch, fmtMetric(r.TestAcc))
+	}
+	fmt.Fprintln(w)
+	if r.CheckpointPath != "" {
+		fmt.Fprintf(w, "checkpoint: %s\n", r.CheckpointPath)
+	}
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

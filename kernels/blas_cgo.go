@@ -1,0 +1,244 @@
+//go:build cgo
+
+package kernels
+
+/*
+#cgo LDFLAGS: -ldl
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+
+// CBLAS's enum values (cblas.h), spelled out so the build needs no BLAS
+// headers: the library is found at run time, never at link time.
+enum { gnnplanRowMajor = 101, gnnplanNoTrans = 111, gnnplanTrans = 112 };
+
+typedef void (*gnnplan_sgemm_fn)(int order, int transA, int transB, int m, int n, int k,
+	float alpha, const float *a, int lda, const float *b, int ldb,
+	float beta, float *c, int ldc);
+
+static void gnnplan_sgemm(void *f, int transA, int transB, int m, int n, int k,
+	float alpha, const float *a, int lda, const float *b, int ldb,
+	float beta, float *c, int ldc) {
+	((gnnplan_sgemm_fn)f)(gnnplanRowMajor,
+		transA ? gnnplanTrans : gnnplanNoTrans, transB ? gnnplanTrans : gnnplanNoTrans,
+		m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+static void gnnplan_set_int(void *f, int v) { ((void (*)(int))f)(v); }
+static int gnnplan_get_int(void *f) { return ((int (*)(void))f)(); }
+static const char *gnnplan_get_str(void *f) { return ((const char *(*)(void))f)(); }
+
+// gnnplan_file names the file a symbol was loaded from, or NULL.
+static const char *gnnplan_file(void *sym) {
+	Dl_info info;
+	if (dladdr(sym, &info) == 0) return NULL;
+	return info.dli_fname;
+}
+
+// gnnplan_dlerror copies dlerror's message (it lives in thread-local
+// storage, and a cgo call may be followed by another on the same thread).
+static char *gnnplan_dlerror(void) {
+	const char *e = dlerror();
+	if (e == NULL) return NULL;
+	size_t n = 0;
+	while (e[n]) n++;
+	char *s = malloc(n + 1);
+	if (s == NULL) return NULL;
+	for (size_t i = 0; i <= n; i++) s[i] = e[i];
+	return s;
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"unsafe"
+)
+
+// haveDlopen says whether loadBLAS can open shared libraries.
+const haveDlopen = true
+
+// cblas is a C BLAS library opened with dlopen. It holds the library's
+// entry points; dlopen counts references, so opening the same library
+// twice gives the same code and the same process-wide OpenBLAS settings.
+type cblas struct {
+	// file is the library's path as the dynamic linker resolved it.
+	file string
+	// kChunk, when > 0, is the most k one call into the library sums
+	// over; a longer product is summed chunk by chunk into C (beta = 1
+	// after the first), which keeps OpenBLAS's results independent of
+	// its thread count (see threadIndependentK).
+	kChunk int
+	// sgemmFn is cblas_sgemm; the others are OpenBLAS extensions and nil
+	// when the library lacks them.
+	sgemmFn, setThreads, getThreads, getConfig, getParallel, getCorename unsafe.Pointer
+}
+
+// openCBLAS opens the first of names that loads and exports cblas_sgemm.
+// The error lists why each one failed.
+func openCBLAS(names []string, threads int) (blasLib, error) {
+	var errs []string
+	for _, name := range names {
+		lib, err := openOneCBLAS(name)
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		if threads > 0 {
+			if lib.setThreads == nil {
+				return nil, fmt.Errorf("%s: cannot set %d threads: no openblas_set_num_threads", lib.file, threads)
+			}
+			C.gnnplan_set_int(lib.setThreads, C.int(threads))
+		}
+		return lib, nil
+	}
+	return nil, errors.New(strings.Join(errs, "; "))
+}
+
+func openOneCBLAS(name string) (*cblas, error) {
+	// dlerror's state is per thread: keep dlopen, dlsym and dlerror on one.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	// RTLD_LOCAL keeps the library's symbols out of the global namespace;
+	// the process never links against it.
+	h := C.dlopen(cname, C.RTLD_NOW|C.RTLD_LOCAL)
+	if h == nil {
+		// dlerror's message usually starts with the name already.
+		msg := dlerrorString()
+		if !strings.Contains(msg, name) {
+			msg = name + ": " + msg
+		}
+		return nil, fmt.Errorf("dlopen %s", msg)
+	}
+	sym := func(s string) unsafe.Pointer {
+		cs := C.CString(s)
+		defer C.free(unsafe.Pointer(cs))
+		return C.dlsym(h, cs)
+	}
+	lib := &cblas{
+		file:        name,
+		kChunk:      threadIndependentK,
+		sgemmFn:     sym("cblas_sgemm"),
+		setThreads:  sym("openblas_set_num_threads"),
+		getThreads:  sym("openblas_get_num_threads"),
+		getConfig:   sym("openblas_get_config"),
+		getParallel: sym("openblas_get_parallel"),
+		getCorename: sym("openblas_get_corename"),
+	}
+	if lib.sgemmFn == nil {
+		C.dlclose(h)
+		return nil, fmt.Errorf("%s has no cblas_sgemm", name)
+	}
+	if f := C.gnnplan_file(lib.sgemmFn); f != nil {
+		lib.file = C.GoString(f)
+	}
+	// The handle stays open for the life of the process: the function
+	// pointers are only valid while it is.
+	return lib, nil
+}
+
+func dlerrorString() string {
+	e := C.gnnplan_dlerror()
+	if e == nil {
+		return "unknown error"
+	}
+	defer C.free(unsafe.Pointer(e))
+	return C.GoString(e)
+}
+
+func (l *cblas) name() string {
+	var s strings.Builder
+	if l.getConfig != nil {
+		// "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ...": name and version.
+		f := strings.Fields(C.GoString(C.gnnplan_get_str(l.getConfig)))
+		s.WriteString(strings.Join(f[:min(2, len(f))], " "))
+	} else {
+		s.WriteString("cblas_sgemm")
+	}
+	var attrs []string
+	if l.getParallel != nil {
+		switch C.gnnplan_get_int(l.getParallel) {
+		case 0:
+			attrs = append(attrs, "sequential")
+		case 1:
+			attrs = append(attrs, "pthread")
+		case 2:
+			attrs = append(attrs, "OpenMP")
+		}
+	}
+	if l.getCorename != nil {
+		attrs = append(attrs, C.GoString(C.gnnplan_get_str(l.getCorename))+" kernels")
+	}
+	if n := l.threads(); n > 0 {
+		unit := "threads"
+		if n == 1 {
+			unit = "thread"
+		}
+		attrs = append(attrs, fmt.Sprintf("%d %s", n, unit))
+	}
+	if len(attrs) > 0 {
+		fmt.Fprintf(&s, " (%s)", strings.Join(attrs, ", "))
+	}
+	fmt.Fprintf(&s, " via dlopen %s", l.file)
+	return s.String()
+}
+
+// threads returns OpenBLAS's current thread count, 0 when the library
+// does not say.
+func (l *cblas) threads() int {
+	if l.getThreads == nil {
+		return 0
+	}
+	return int(C.gnnplan_get_int(l.getThreads))
+}
+
+func (l *cblas) sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	checkSgemm(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		// A and B are empty, so &a[0] does not exist; C = beta*C.
+		scaleC(m, n, beta, c, ldc)
+		return
+	}
+	chunk := l.kChunk
+	if chunk <= 0 {
+		chunk = k
+	}
+	for k0 := 0; k0 < k; k0 += chunk {
+		kc := min(chunk, k-k0)
+		// Columns k0.. of op(A) and rows k0.. of op(B).
+		var ak, bk []float32
+		if transA {
+			ak = a[k0*lda:]
+		} else {
+			ak = a[k0:]
+		}
+		if transB {
+			bk = b[k0:]
+		} else {
+			bk = b[k0*ldb:]
+		}
+		// The slices hold no Go pointers, and the library keeps none of
+		// them after the call: cgo's pointer rules allow passing them.
+		C.gnnplan_sgemm(l.sgemmFn, cblasFlag(transA), cblasFlag(transB), C.int(m), C.int(n), C.int(kc),
+			C.float(alpha), (*C.float)(unsafe.Pointer(&ak[0])), C.int(lda),
+			(*C.float)(unsafe.Pointer(&bk[0])), C.int(ldb),
+			C.float(beta), (*C.float)(unsafe.Pointer(&c[0])), C.int(ldc))
+		beta = 1
+	}
+}
+
+func cblasFlag(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,279 @@
+package trainer
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/gnnplan/gnnplan/kernels"
+	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/trainer/nn"
+)
+
+// CheckpointFile is the checkpoint's name inside --checkpoint DIR.
+const CheckpointFile = "checkpoint.gnnckpt"
+
+// CheckpointVersion versions the checkpoint format.
+const CheckpointVersion = 1
+
+// checkpointMagic starts every checkpoint file. The layout after it: the
+// header's length (uint32, little-endian), the header (JSON), each
+// parameter's value, Adam first and second moments (float32,
+// little-endian, row-major, in the header's order), and a CRC-32C of
+// everything before it (uint32).
+const checkpointMagic = "GNNPLAN-CHECKPOINT\n"
+
+// maxCheckpointHeader bounds the header a reader accepts (the epoch
+// history of a long run is a few hundred bytes an epoch).
+const maxCheckpointHeader = 64 << 20
+
+type ckptHeader struct {
+	SchemaVersion int         `json:"schema_version"`
+	Model         nn.Config   `json:"model"`
+	Dataset       ckptDataset `json:"dataset"`
+	Run           ckptRun     `json:"run"`
+	State         runState    `json:"state"`
+	Params        []ckptParam `json:"params"`
+}
+
+// ckptDataset identifies the dataset a checkpoint was trained on.
+type ckptDataset struct {
+	Name       string `json:"name"`
+	NumNodes   int64  `json:"num_nodes"`
+	NumEdges   int64  `json:"num_edges"`
+	FeatureDim int    `json:"feature_dim"`
+	NumClasses int    `json:"num_classes"`
+	NumTrain   int    `json:"num_train"`
+	NumVal     int    `json:"num_val"`
+	NumTest    int    `json:"num_test"`
+	// TrainHash is a hash of the training split, so a reshuffled split
+	// of the same sizes is told apart.
+	TrainHash uint32 `json:"train_hash"`
+}
+
+// ckptRun holds the options that decide the parameters a run ends with
+// (the number of epochs may grow on resume; threads do not change
+// results).
+type ckptRun struct {
+	Fanouts       []int   `json:"fanouts"`
+	BatchSize     int     `json:"batch_size"`
+	EvalBatchSize int     `json:"eval_batch_size"`
+	LR            float32 `json:"lr"`
+	WeightDecay   float32 `json:"weight_decay"`
+	Patience      int     `json:"patience"`
+	EvalEvery     int     `json:"eval_every"`
+	Seed          uint64  `json:"seed"`
+	RowNormalize  bool    `json:"row_normalize"`
+}
+
+type ckptParam struct {
+	Name string `json:"name"`
+	Rows int    `json:"rows"`
+	Cols int    `json:"cols"`
+}
+
+func (t *Trainer) ckptIdentity() (ckptDataset, ckptRun) {
+	m := t.g.Meta
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	var buf [8]byte
+	for _, v := range t.g.Train {
+		binary.LittleEndian.PutUint64(buf[:], uint64(v))
+		h.Write(buf[:])
+	}
+	return ckptDataset{Name: m.Name, NumNodes: m.NumNodes, NumEdges: m.NumEdges, FeatureDim: m.FeatureDim, NumClasses: m.NumClasses,
+			NumTrain: len(t.g.Train), NumVal: len(t.g.Val), NumTest: len(t.g.Test), TrainHash: h.Sum32()},
+		ckptRun{Fanouts: t.o.Fanouts, BatchSize: t.o.BatchSize, EvalBatchSize: t.o.EvalBatchSize, LR: t.o.LR, WeightDecay: t.o.WeightDecay,
+			Patience: t.o.Patience, EvalEvery: t.o.EvalEvery, Seed: t.o.Seed, RowNormalize: t.o.RowNormalize}
+}
+
+// saveCheckpoint writes the run's state atomically: a temporary file,
+// fsynced, renamed over the old checkpoint.
+func (t *Trainer) saveCheckpoint() error {
+	ds, run := t.ckptIdentity()
+	h := ckptHeader{SchemaVersion: CheckpointVersion, Model: t.cfg, Dataset: ds, Run: run, State: t.st}
+	h.State.AdamSteps = t.adam.Steps
+	params := t.model.Params()
+	for _, p := range params {
+		h.Params = append(h.Params, ckptParam{Name: p.Name, Rows: p.W.Rows, Cols: p.W.Cols})
+	}
+	hdr, err := json.Marshal(h)
+	if err != nil {
+		return fmt.Errorf("checkpoint header: %w", err)
+	}
+	var buf bytes.Buffer
+	buf.WriteString(checkpointMagic)
+	binary.Write(&buf, binary.LittleEndian, uint32(len(hdr)))
+	buf.Write(hdr)
+	for _, p := range params {
+		vals := make([]float32, p.W.Len())
+		for _, m := range []*kernels.Mat{p.W, p.M, p.V} {
+			t.b.Download(vals, m)
+			binary.Write(&buf, binary.LittleEndian, vals)
+		}
+	}
+	binary.Write(&buf, binary.LittleEndian, crc32.Checksum(buf.Bytes(), crc32.MakeTable(crc32.Castagnoli)))
+	return writeFileAtomic(filepath.Join(t.o.Checkpoint, CheckpointFile), buf.Bytes())
+}
+
+// writeFileAtomic writes data to path through path.tmp, fsync and rename.
+func writeFileAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// loadCheckpoint restores parameters, Adam's state and the run's position
+// from the checkpoint, refusing one that is damaged or was written for
+// another model, dataset or set of options.
+func (t *Trainer) loadCheckpoint() error {
+	path := filepath.Join(t.o.Checkpoint, CheckpointFile)
+	bad := func(format string, args ...any) error {
+		return &topology.InputError{Path: path, Msg: fmt.Sprintf(format, args...)}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return &topology.InputError{Path: path, Field: "--resume", Msg: "no checkpoint to resume from"}
+		}
+		return &topology.InputError{Path: path, Msg: "cannot read checkpoint", Err: err}
+	}
+	h, payload, err := parseCheckpoint(data)
+	if err != nil {
+		return bad("%s", err)
+	}
+	if f, a, b := firstDifference(h.Model, t.cfg); f != "" {
+		return bad("written for a different model: %s is %s there, %s in this run", "model."+f, a, b)
+	}
+	ds, run := t.ckptIdentity()
+	if f, a, b := firstDifference(h.Dataset, ds); f != "" {
+		return bad("written for a different dataset: %s is %s there, %s in %s", "dataset."+f, a, b, t.g.Dir)
+	}
+	if f, a, b := firstDifference(h.Run, run); f != "" {
+		return bad("written with different training options: %s is %s there, %s in this run (a resumed run must repeat them)", f, a, b)
+	}
+	params := t.model.Params()
+	if len(h.Params) != len(params) {
+		return bad("holds %d parameters, the model has %d", len(h.Params), len(params))
+	}
+	off := 0
+	for i, p := range params {
+		hp := h.Params[i]
+		if hp.Name != p.Name || hp.Rows != p.W.Rows || hp.Cols != p.W.Cols {
+			return bad("parameter %d is %s %dx%d, the model's is %s %dx%d", i, hp.Name, hp.Rows, hp.Cols, p.Name, p.W.Rows, p.W.Cols)
+		}
+		n := p.W.Len()
+		for _, m := range []*kernels.Mat{p.W, p.M, p.V} {
+			vals := make([]float32, n)
+			for j := range vals {
+				vals[j] = math.Float32frombits(binary.LittleEndian.Uint32(payload[4*(off+j):]))
+			}
+			t.b.Upload(m, p.W.Rows, p.W.Cols, vals)
+			off += n
+		}
+	}
+	if 4*off != len(payload) {
+		return bad("%d bytes of parameters, the model has %d", len(payload), 4*off)
+	}
+	t.st = h.State
+	t.adam.Steps = h.State.AdamSteps
+	return nil
+}
+
+// parseCheckpoint checks a checkpoint's magic, version and checksum and
+// returns its header and the parameter bytes.
+func parseCheckpoint(data []byte) (*ckptHeader, []byte, error) {
+	if !bytes.HasPrefix(data, []byte(checkpointMagic)) {
+		return nil, nil, errors.New("not a gnnplan checkpoint")
+	}
+	if len(data) < len(checkpointMagic)+8 {
+		return nil, nil, errors.New("truncated checkpoint")
+	}
+	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
+	if crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)) != sum {
+		return nil, nil, errors.New("checksum mismatch: the checkpoint is damaged or truncated")
+	}
+	rest := body[len(checkpointMagic):]
+	n := binary.LittleEndian.Uint32(rest)
+	rest = rest[4:]
+	if n > maxCheckpointHeader || int(n) > len(rest) {
+		return nil, nil, fmt.Errorf("header of %d bytes in a checkpoint of %d", n, len(data))
+	}
+	var h ckptHeader
+	dec := json.NewDecoder(bytes.NewReader(rest[:n]))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&h); err != nil {
+		return nil, nil, fmt.Errorf("malformed header: %w", err)
+	}
+	if h.SchemaVersion != CheckpointVersion {
+		return nil, nil, fmt.Errorf("schema_version %d (this gnnplan reads %d)", h.SchemaVersion, CheckpointVersion)
+	}
+	return &h, rest[n:], nil
+}
+
+// firstDifference compares two values field by field through their JSON
+// form and returns the first key (sorted) whose values differ, with both
+// values, or "" when they are equal.
+func firstDifference(a, b any) (field, va, vb string) {
+	ma, mb := jsonFields(a), jsonFields(b)
+	keys := make([]string, 0, len(ma))
+	for k := range ma {
+		keys = append(keys, k)
+	}
+	for k := range mb {
+		if _, ok := ma[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !bytes.Equal(ma[k], mb[k]) {
+			return k, orNone(ma[k]), orNone(mb[k])
+		}
+	}
+	return "", "", ""
+}
+
+func jsonFields(v any) map[string]json.RawMessage {
+	data, _ := json.Marshal(v)
+	var m map[string]json.RawMessage
+	json.Unmarshal(data, &m)
+	return m
+}
+
+func orNone(b json.RawMessage) string {
+	if b == nil {
+		return "absent"
+	}
+	return string(b)
+}

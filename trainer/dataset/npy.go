@@ -1,0 +1,248 @@
+package dataset
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/sbinet/npyio/npy"
+
+	"github.com/gnnplan/gnnplan/topology"
+)
+
+// ArrayHeader is what a .npy file's header says about the array after it.
+type ArrayHeader struct {
+	DType   string // NumPy type string: "<f4", "<i4", "<i8", "<u4", ...
+	Shape   []int
+	Fortran bool // column-major
+	// DataOffset is where the first element starts, in bytes from the
+	// start of the file.
+	DataOffset int64
+}
+
+// ReadArrayHeader parses the header of the .npy file f, which must be
+// positioned at its start. It is npy.NewReader made safe for untrusted
+// files: npyio v0.6.0 allocates whatever header length the file claims (a
+// 16-byte file can ask for 4 GB) and slices the header without bounds
+// checks, so it panics on a file cut inside its header; a bad input must
+// be an error. The header length is checked against the file's size first.
+func ReadArrayHeader(f *os.File) (h ArrayHeader, err error) {
+	st, err := f.Stat()
+	if err != nil {
+		return ArrayHeader{}, err
+	}
+	var pre [12]byte
+	if _, err := f.ReadAt(pre[:], 0); err != nil {
+		return ArrayHeader{}, fmt.Errorf("%d bytes, too short for a header: %w", st.Size(), err)
+	}
+	end := int64(10 + binary.LittleEndian.Uint16(pre[8:10]))
+	if pre[6] >= 2 { // version 2 and 3: 4-byte header length
+		end = int64(12 + binary.LittleEndian.Uint32(pre[8:12]))
+	}
+	if end > st.Size() {
+		return ArrayHeader{}, fmt.Errorf("header of %d bytes in a file of %d", end, st.Size())
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			h, err = ArrayHeader{}, fmt.Errorf("malformed header: %v", p)
+		}
+	}()
+	r, err := npy.NewReader(f)
+	if err != nil {
+		return ArrayHeader{}, err
+	}
+	d := r.Header.Descr
+	return ArrayHeader{DType: d.Type, Shape: d.Shape, Fortran: d.Fortran, DataOffset: end}, nil
+}
+
+// CheckDataSize compares the size of f (named path in errors) with its
+// header plus n elements of elem bytes, so a truncated or padded array is
+// refused, as a *topology.InputError, before it is read.
+func (h ArrayHeader) CheckDataSize(f *os.File, path string, n, elem int64) error {
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", path, err)
+	}
+	if want := h.DataOffset + n*elem; st.Size() != want {
+		return &topology.InputError{Path: path, Msg: fmt.Sprintf("%d bytes, want %d for %d elements: truncated or padded", st.Size(), want, n)}
+	}
+	return nil
+}
+
+// readInt64s reads a 1-d integer .npy of any integer dtype into int64,
+// checking its length. A missing file is an error unless want is 0.
+func readInt64s(path string, want int64) ([]int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if want == 0 && errors.Is(err, os.ErrNotExist) {
+			return []int64{}, nil
+		}
+		return nil, &topology.InputError{Path: path, Msg: "cannot read array", Err: err}
+	}
+	defer f.Close()
+	h, err := ReadArrayHeader(f)
+	if err != nil {
+		return nil, &topology.InputError{Path: path, Msg: "not a .npy array", Err: err}
+	}
+	shape := h.Shape
+	n := int64(1)
+	for _, d := range shape {
+		n *= int64(d)
+	}
+	if len(shape) != 1 || n != want {
+		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("shape %v (want [%d], from meta.json)", shape, want)}
+	}
+	elem := map[string]int64{"<i8": 8, "<i4": 4, "<u4": 4}[h.DType]
+	if elem == 0 {
+		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("dtype %s (want <i8, <i4 or <u4)", h.DType)}
+	}
+	if err := h.CheckDataSize(f, path, n, elem); err != nil {
+		return nil, err
+	}
+	// Decode the little-endian data ourselves, in large buffered reads:
+	// npyio reads 4-byte types an element at a time.
+	out := make([]int64, n)
+	br := bufio.NewReaderSize(io.NewSectionReader(f, h.DataOffset, n*elem), 1<<20)
+	var buf [8]byte
+	for i := range out {
+		if _, err := io.ReadFull(br, buf[:elem]); err != nil {
+			return nil, &topology.InputError{Path: path, Msg: "truncated or unreadable array data", Err: err}
+		}
+		switch h.DType {
+		case "<i8":
+			out[i] = int64(binary.LittleEndian.Uint64(buf[:8]))
+		case "<i4":
+			out[i] = int64(int32(binary.LittleEndian.Uint32(buf[:4])))
+		default:
+			out[i] = int64(binary.LittleEndian.Uint32(buf[:4]))
+		}
+	}
+	return out, nil
+}
+
+// ArrayWriter streams a .npy array of known shape to disk, so arrays
+// larger than memory can be written chunk by chunk. The file appears
+// under its name only when Close has checked that every element came.
+type ArrayWriter struct {
+	path, tmp string
+	f         *os.File
+	w         *bufio.Writer
+	want, got int64
+	elem      int
+}
+
+// CreateArray starts path as a little-endian .npy of dtype ("<f4", "<i4",
+// "<i8", "<u4") and shape.
+func CreateArray(path, dtype string, shape ...int64) (*ArrayWriter, error) {
+	elem := map[string]int{"<f4": 4, "<i4": 4, "<u4": 4, "<i8": 8, "<f8": 8, "|u1": 1}[dtype]
+	if elem == 0 {
+		return nil, fmt.Errorf("create %s: unsupported dtype %s", path, dtype)
+	}
+	dims := make([]string, len(shape))
+	n := int64(1)
+	for i, d := range shape {
+		dims[i] = fmt.Sprint(d)
+		n *= d
+	}
+	shapeStr := strings.Join(dims, ", ")
+	if len(shape) == 1 {
+		shapeStr += ","
+	}
+	hdr := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", dtype, shapeStr)
+	// Version 1.0: magic, version, 2-byte header length; the header is
+	// padded with spaces and a newline so the data starts 64-aligned.
+	total := 10 + len(hdr) + 1
+	pad := (64 - total%64) % 64
+	hdr += strings.Repeat(" ", pad) + "\n"
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	aw := &ArrayWriter{path: path, tmp: f.Name(), f: f, w: bufio.NewWriterSize(f, 1<<20), want: n, elem: elem}
+	aw.w.Write([]byte("\x93NUMPY\x01\x00"))
+	var l [2]byte
+	binary.LittleEndian.PutUint16(l[:], uint16(len(hdr)))
+	aw.w.Write(l[:])
+	aw.w.WriteString(hdr)
+	return aw, nil
+}
+
+// Write appends elements: a []float32, []int32, []uint32, []int64,
+// []float64 or []uint8 matching the dtype's width.
+func (a *ArrayWriter) Write(data any) error {
+	var n int64
+	var err error
+	switch d := data.(type) {
+	case []float32:
+		n, err = int64(len(d)), binary.Write(a.w, binary.LittleEndian, d)
+	case []int32:
+		n, err = int64(len(d)), binary.Write(a.w, binary.LittleEndian, d)
+	case []uint32:
+		n, err = int64(len(d)), binary.Write(a.w, binary.LittleEndian, d)
+	case []int64:
+		n, err = int64(len(d)), binary.Write(a.w, binary.LittleEndian, d)
+	case []float64:
+		n, err = int64(len(d)), binary.Write(a.w, binary.LittleEndian, d)
+	case []uint8:
+		n, err = int64(len(d)), binary.Write(a.w, binary.LittleEndian, d)
+	default:
+		return fmt.Errorf("write %s: unsupported element type %T", a.path, data)
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", a.path, err)
+	}
+	a.got += n
+	return nil
+}
+
+// Close finishes the array: it checks the element count, syncs and
+// renames the file into place. On any error the partial file is removed.
+func (a *ArrayWriter) Close() error {
+	fail := func(err error) error {
+		a.f.Close()
+		os.Remove(a.tmp)
+		return err
+	}
+	if a.got != a.want {
+		return fail(fmt.Errorf("write %s: %d elements written, shape says %d", a.path, a.got, a.want))
+	}
+	if err := a.w.Flush(); err != nil {
+		return fail(fmt.Errorf("write %s: %w", a.path, err))
+	}
+	if err := a.f.Sync(); err != nil {
+		return fail(fmt.Errorf("write %s: %w", a.path, err))
+	}
+	if err := a.f.Close(); err != nil {
+		os.Remove(a.tmp)
+		return fmt.Errorf("write %s: %w", a.path, err)
+	}
+	if err := os.Rename(a.tmp, a.path); err != nil {
+		os.Remove(a.tmp)
+		return fmt.Errorf("write %s: %w", a.path, err)
+	}
+	return nil
+}
+
+// Abort removes the partial file.
+func (a *ArrayWriter) Abort() {
+	a.f.Close()
+	os.Remove(a.tmp)
+}
+
+// WriteArray writes a whole in-memory array to path atomically.
+func WriteArray(path, dtype string, data any, shape ...int64) error {
+	a, err := CreateArray(path, dtype, shape...)
+	if err != nil {
+		return err
+	}
+	if err := a.Write(data); err != nil {
+		a.Abort()
+		return err
+	}
+	return a.Close()
+}

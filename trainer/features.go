@@ -1,0 +1,76 @@
+package trainer
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"unsafe"
+
+	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
+)
+
+// LoadFeatures reads a dataset's whole feature matrix (float32, num_nodes
+// x feature_dim, row-major) into memory, checking dtype, shape and size
+// against its header and meta.json.
+func LoadFeatures(dir string, m dataset.Meta) ([]float32, error) {
+	path := filepath.Join(dir, dataset.FeaturesFile)
+	if m.FeatureDim < 1 {
+		return nil, &topology.InputError{Path: filepath.Join(dir, dataset.MetaFile), Field: "feature_dim", Msg: "0: the dataset has no features to train on"}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &topology.InputError{Path: path, Msg: "cannot read features", Err: err}
+	}
+	defer f.Close()
+	h, err := dataset.ReadArrayHeader(f)
+	if err != nil {
+		return nil, &topology.InputError{Path: path, Msg: "not a .npy array", Err: err}
+	}
+	if h.DType != "<f4" || h.Fortran || len(h.Shape) != 2 || int64(h.Shape[0]) != m.NumNodes || h.Shape[1] != m.FeatureDim {
+		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("dtype %s shape %v (want <f4 [%d, %d], row-major, from meta.json)", h.DType, h.Shape, m.NumNodes, m.FeatureDim)}
+	}
+	n := m.NumNodes * int64(m.FeatureDim)
+	if err := h.CheckDataSize(f, path, n, 4); err != nil {
+		return nil, err
+	}
+	out := make([]float32, n)
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(out))), 4*n)
+	if _, err := io.ReadFull(io.NewSectionReader(f, h.DataOffset, 4*n), buf); err != nil {
+		return nil, &topology.InputError{Path: path, Msg: "truncated or unreadable feature data", Err: err}
+	}
+	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 { // big-endian host: the file is little-endian
+		for i, v := range out {
+			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(unsafe.Slice((*byte)(unsafe.Pointer(&v)), 4)))
+		}
+	}
+	for i, v := range out {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("row %d column %d is %v (features must be finite)", int64(i)/int64(m.FeatureDim), int64(i)%int64(m.FeatureDim), v)}
+		}
+	}
+	return out, nil
+}
+
+// RowNormalize scales every row of x (dim columns) to sum to 1, the
+// preprocessing of Kipf and Welling's and Velickovic et al.'s citation
+// experiments; rows that sum to 0 stay as they are.
+func RowNormalize(x []float32, dim int) {
+	for r := 0; r+dim <= len(x); r += dim {
+		row := x[r : r+dim]
+		var s float64
+		for _, v := range row {
+			s += float64(v)
+		}
+		if s == 0 {
+			continue
+		}
+		inv := 1 / s
+		for j, v := range row {
+			row[j] = float32(float64(v) * inv)
+		}
+	}
+}

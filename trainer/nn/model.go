@@ -1,0 +1,224 @@
+package nn
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/gnnplan/gnnplan/kernels"
+)
+
+// Kind names a model.
+type Kind string
+
+// The models gnnplan trains.
+const (
+	GraphSAGE Kind = "graphsage"
+	GCN       Kind = "gcn"
+	GAT       Kind = "gat"
+)
+
+// Kinds lists the models, for messages.
+var Kinds = []Kind{GraphSAGE, GCN, GAT}
+
+// ParseKind returns the model named s (case as written in Kinds).
+func ParseKind(s string) (Kind, error) {
+	for _, k := range Kinds {
+		if string(k) == s {
+			return k, nil
+		}
+	}
+	return "", fmt.Errorf("unknown model %q (want graphsage, gcn or gat)", s)
+}
+
+// Config describes a model's shape and regularisation.
+type Config struct {
+	Kind    Kind `json:"kind"`
+	InDim   int  `json:"in_dim"` // feature width
+	Classes int  `json:"classes"`
+	// Layers is the number of graph layers, one per sampled hop.
+	Layers int `json:"layers"`
+	// Hidden is the width of hidden layers (per head for GAT).
+	Hidden int `json:"hidden"`
+	// Heads is GAT's number of heads on hidden layers (concatenated);
+	// OutHeads on the output layer (averaged).
+	Heads    int `json:"heads,omitempty"`
+	OutHeads int `json:"out_heads,omitempty"`
+	// Dropout applies to every layer's input; AttnDropout to GAT's
+	// attention weights.
+	Dropout     float32 `json:"dropout"`
+	AttnDropout float32 `json:"attn_dropout,omitempty"`
+	// Slope is GAT's LeakyReLU negative slope.
+	Slope float32 `json:"slope,omitempty"`
+}
+
+// Check returns an error naming the first field out of range.
+func (c Config) Check() error {
+	switch {
+	case c.Kind != GraphSAGE && c.Kind != GCN && c.Kind != GAT:
+		return fmt.Errorf("unknown model %q (want graphsage, gcn or gat)", c.Kind)
+	case c.InDim < 1:
+		return fmt.Errorf("feature width %d (want >= 1)", c.InDim)
+	case c.Classes < 2:
+		return fmt.Errorf("%d classes (want >= 2)", c.Classes)
+	case c.Layers < 1:
+		return fmt.Errorf("%d layers (want >= 1)", c.Layers)
+	case c.Layers > 1 && c.Hidden < 1:
+		return fmt.Errorf("hidden width %d (want >= 1)", c.Hidden)
+	case c.Kind == GAT && (c.Heads < 1 || c.OutHeads < 1):
+		return fmt.Errorf("GAT heads %d, output heads %d (want >= 1)", c.Heads, c.OutHeads)
+	case c.Dropout < 0 || c.Dropout >= 1 || c.AttnDropout < 0 || c.AttnDropout >= 1:
+		return fmt.Errorf("dropout %g, attention dropout %g (want [0, 1))", c.Dropout, c.AttnDropout)
+	}
+	return nil
+}
+
+// layer is one graph convolution over a block. forward reads x (the
+// block's sources) and returns the destinations' output, owned by the
+// layer until its next forward; backward takes the output's gradient,
+// sets the parameters' gradients, and returns the input's gradient when
+// needInput (also owned by the layer).
+type layer interface {
+	forward(g *Block, x *kernels.Mat, train bool, seed uint64) *kernels.Mat
+	backward(dy *kernels.Mat, needInput bool) *kernels.Mat
+	params() []*Param
+}
+
+// Model is a stack of graph layers with dropout before each and an
+// activation between them (ReLU; ELU for GAT, as its paper).
+type Model struct {
+	cfg    Config
+	b      kernels.Backend
+	layers []layer
+	act    kernels.Activation
+	params []*Param
+
+	// Per layer: the dropped input, the pre-activation output and the
+	// activated output kept for Backward.
+	dropped, pre, post []*kernels.Mat
+	seeds              []uint64 // dropout seeds of the last forward
+	train              bool
+}
+
+// New builds a model with Glorot-initialised weights drawn from seed.
+func New(b kernels.Backend, cfg Config, seed uint64) (*Model, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
+	r := rand.New(rand.NewPCG(seed, 0x676e6e706c616e)) // "gnnplan"
+	m := &Model{cfg: cfg, b: b, act: kernels.Activation{Kind: kernels.ReLU}}
+	if cfg.Kind == GAT {
+		m.act = kernels.Activation{Kind: kernels.ELU, Slope: 1}
+	}
+	in := cfg.InDim
+	for l := range cfg.Layers {
+		last := l == cfg.Layers-1
+		out := cfg.Hidden
+		if last {
+			out = cfg.Classes
+		}
+		name := fmt.Sprintf("layers.%d", l)
+		var ly layer
+		switch cfg.Kind {
+		case GraphSAGE:
+			ly = newSAGE(b, r, name, in, out)
+		case GCN:
+			ly = newGCN(b, r, name, in, out)
+		case GAT:
+			heads := cfg.Heads
+			if last {
+				heads = cfg.OutHeads
+			}
+			ly = newGAT(b, r, name, in, heads, out, cfg.Slope, cfg.AttnDropout, last)
+			out *= heads
+			if last {
+				out = cfg.Classes
+			}
+		}
+		m.layers = append(m.layers, ly)
+		m.params = append(m.params, ly.params()...)
+		m.dropped = append(m.dropped, b.NewMat(0, 0))
+		m.pre = append(m.pre, nil)
+		m.post = append(m.post, b.NewMat(0, 0))
+		in = out
+	}
+	m.seeds = make([]uint64, 2*cfg.Layers)
+	return m, nil
+}
+
+// Config returns the model's configuration.
+func (m *Model) Config() Config { return m.cfg }
+
+// Params returns the learnable parameters in a fixed order.
+func (m *Model) Params() []*Param { return m.params }
+
+// NumParams returns the number of learnable scalars.
+func (m *Model) NumParams() int {
+	n := 0
+	for _, p := range m.params {
+		n += p.W.Len()
+	}
+	return n
+}
+
+// Forward computes the logits of the innermost block's destinations (the
+// batch's seeds). blocks are ordered as the sampler returns them,
+// innermost hop first (one per layer); x holds the features of the
+// outermost block's sources. With train, dropout is applied with masks
+// drawn from seed (one seed per step makes steps differ and runs repeat).
+func (m *Model) Forward(blocks []*Block, x *kernels.Mat, train bool, seed uint64) *kernels.Mat {
+	L := len(m.layers)
+	if len(blocks) != L {
+		panic(fmt.Sprintf("nn: %d blocks for %d layers", len(blocks), L))
+	}
+	m.train = train
+	b := m.b
+	h := x
+	for l, ly := range m.layers {
+		g := blocks[L-1-l]
+		m.seeds[2*l] = mixSeed(seed, uint64(2*l))
+		m.seeds[2*l+1] = mixSeed(seed, uint64(2*l+1))
+		in := h
+		if train && m.cfg.Dropout > 0 {
+			b.Resize(m.dropped[l], h.Rows, h.Cols)
+			b.Dropout(m.dropped[l], h, m.cfg.Dropout, m.seeds[2*l])
+			in = m.dropped[l]
+		}
+		y := ly.forward(g, in, train, m.seeds[2*l+1])
+		m.pre[l] = y
+		if l == L-1 {
+			return y
+		}
+		b.Resize(m.post[l], y.Rows, y.Cols)
+		b.Act(m.act, m.post[l], y)
+		h = m.post[l]
+	}
+	return h
+}
+
+// Backward takes the gradient of the loss with respect to the logits of
+// the last Forward and sets every parameter's gradient.
+func (m *Model) Backward(dlogits *kernels.Mat) {
+	b := m.b
+	dy := dlogits
+	for l := len(m.layers) - 1; l >= 0; l-- {
+		if l < len(m.layers)-1 {
+			b.ActBackward(m.act, dy, dy, m.pre[l], m.post[l])
+		}
+		dx := m.layers[l].backward(dy, l > 0)
+		if l == 0 {
+			return
+		}
+		if m.train && m.cfg.Dropout > 0 {
+			b.DropoutBackward(dx, dx, m.cfg.Dropout, m.seeds[2*l])
+		}
+		dy = dx
+	}
+}
+
+// mixSeed derives an independent stream key (splitmix64's finalizer).
+func mixSeed(seed, x uint64) uint64 {
+	z := seed ^ (x+1)*0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}

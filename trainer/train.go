@@ -1,0 +1,525 @@
+package trainer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/gnnplan/gnnplan/kernels"
+	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
+	"github.com/gnnplan/gnnplan/trainer/nn"
+	"github.com/gnnplan/gnnplan/trainer/sample"
+)
+
+// Options configure a training run.
+type Options struct {
+	// Model gives the kind, widths and regularisation; InDim, Classes
+	// and Layers are filled from the dataset and Fanouts.
+	Model nn.Config
+	// Fanouts per hop, seeds' hop first (-1: every neighbour); one graph
+	// layer per hop.
+	Fanouts []int
+	// BatchSize is the number of seeds per step; 0 puts every training
+	// vertex in one batch (full-batch training, as the citation papers).
+	BatchSize int
+	// EvalBatchSize is the number of seeds per evaluation batch; 0 means
+	// BatchSize, or all of a split when BatchSize is 0.
+	EvalBatchSize int
+	Epochs        int
+	LR            float32
+	WeightDecay   float32
+	// Patience stops training when validation accuracy has not risen and
+	// validation loss has not fallen for this many epochs (GAT's rule);
+	// 0 trains every epoch.
+	Patience int
+	// EvalEvery evaluates on the validation and test splits every this
+	// many epochs (and after the last); 0 never evaluates.
+	EvalEvery int
+	Seed      uint64
+	// RowNormalize scales each feature row to sum 1 before training.
+	RowNormalize bool
+	// Threads bounds the kernels' and sampler's threads; 0: one per core.
+	Threads int
+	// Checkpoint is a directory to write a checkpoint to after every
+	// epoch and when interrupted; "" writes none.
+	Checkpoint string
+	// Resume continues from the checkpoint in Checkpoint.
+	Resume bool
+}
+
+// Defaults returns the settings of kind's paper on the citation graphs
+// (Kipf and Welling 2017; Velickovic et al. 2018; GraphSAGE-mean as DGL's
+// full-graph example), with the papers' workload fanouts (25, 10) and
+// batches of 1024 seeds: the citation graphs' training splits fit in one
+// batch, so with fanouts -1,-1 this is the papers' full-batch training.
+func Defaults(kind nn.Kind) Options {
+	o := Options{
+		Model:     nn.Config{Kind: kind, Hidden: 16, Dropout: 0.5},
+		Fanouts:   []int{25, 10},
+		BatchSize: sample.DefaultBatchSize, Epochs: 200, LR: 0.01, WeightDecay: 5e-4,
+		EvalEvery: 1, Seed: 1, RowNormalize: true,
+	}
+	if kind == nn.GAT {
+		o.Model = nn.Config{Kind: kind, Hidden: 8, Heads: 8, OutHeads: 1, Dropout: 0.6, AttnDropout: 0.6, Slope: 0.2}
+		o.LR, o.Epochs, o.Patience = 0.005, 1000, 100
+	}
+	return o
+}
+
+// EpochStats is one epoch's measurements. Times are wall-clock seconds
+// spent by the training loop in each stage: waiting for the sampler,
+// gathering features, forward and backward passes, the optimizer.
+type EpochStats struct {
+	Epoch            int     `json:"epoch"` // from 1
+	Seconds          float64 `json:"seconds"`
+	SamplesPerSecond float64 `json:"samples_per_s"`
+	SampleSeconds    float64 `json:"sample_s"`
+	GatherSeconds    float64 `json:"gather_s"`
+	ComputeSeconds   float64 `json:"forward_backward_s"`
+	OptimizerSeconds float64 `json:"optimizer_s"`
+	EvalSeconds      float64 `json:"eval_s"`
+	Batches          int     `json:"batches"`
+	Loss             float64 `json:"loss"`
+	// TrainAcc is measured on the training batches as they trained
+	// (dropout on); ValAcc and TestAcc in evaluation mode, NaN (null in
+	// JSON) when the epoch was not evaluated.
+	TrainAcc float64 `json:"train_acc"`
+	ValAcc   Metric  `json:"val_acc"`
+	ValLoss  Metric  `json:"val_loss"`
+	TestAcc  Metric  `json:"test_acc"`
+}
+
+// Metric is a measurement that may be missing: NaN, written as null in
+// JSON.
+type Metric float64
+
+// MarshalJSON writes NaN and infinities as null.
+func (m Metric) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(float64(m)) || math.IsInf(float64(m), 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(m))
+}
+
+// UnmarshalJSON reads null as NaN.
+func (m *Metric) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*m = Metric(math.NaN())
+		return nil
+	}
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	*m = Metric(f)
+	return nil
+}
+
+// Result is a whole run's outcome.
+type Result struct {
+	Epochs []EpochStats
+	// BestEpoch is the epoch of the highest validation accuracy (ties:
+	// the lower validation loss, then the earlier), 0 when never
+	// evaluated; TestAcc is the test accuracy at it.
+	BestEpoch  int
+	BestValAcc Metric
+	TestAcc    Metric
+	// Stop says why training ended: "epochs", "early_stop" or
+	// "interrupted".
+	Stop string
+	// Resumed is the epoch and batch the run resumed from (0, 0 for a
+	// fresh run).
+	ResumedEpoch, ResumedBatch int
+	Params                     int
+	Backend                    string
+}
+
+// Reporter receives progress; both methods are called from the training
+// goroutine.
+type Reporter interface {
+	// Batch is called after every training step.
+	Batch(p BatchProgress)
+	// Epoch is called after every epoch.
+	Epoch(e EpochStats)
+}
+
+// BatchProgress is the state of an epoch after a step.
+type BatchProgress struct {
+	Epoch, Epochs, Batch, Batches int
+	Samples                       int // seeds trained this epoch
+	Elapsed                       time.Duration
+	Loss                          float64 // mean over the epoch so far
+}
+
+// Trainer trains one model on one in-memory dataset.
+type Trainer struct {
+	b      kernels.Backend
+	g      *dataset.Graph
+	o      Options
+	cfg    nn.Config
+	model  *nn.Model
+	adam   *nn.Adam
+	feat   *kernels.Mat
+	deg    []int32
+	forms  nn.BlockForms
+	smp    *sample.Sampler
+	evals  [2]*sample.Sampler // validation, test; nil when the split is empty
+	x, dl  *kernels.Mat
+	labels []int32
+
+	st runState
+}
+
+// runState is what a checkpoint holds besides the parameters: where the
+// run is and what it has measured so far.
+type runState struct {
+	Epoch     int          `json:"epoch"`      // the epoch in progress, from 0
+	NextBatch int          `json:"next_batch"` // its first batch not yet trained
+	Partial   partialEpoch `json:"partial"`
+	History   []EpochStats `json:"history"`
+	Best      bestState    `json:"best"`
+	AdamSteps int          `json:"adam_steps"`
+}
+
+// partialEpoch accumulates an epoch's measurements over its batches.
+type partialEpoch struct {
+	Seconds, Sample, Gather, Compute, Optim float64
+	LossSum                                 float64
+	Labeled, Correct, Samples, Batches      int
+}
+
+// bestState tracks the best validation epoch (0: none evaluated yet).
+type bestState struct {
+	Epoch   int    `json:"epoch"`
+	ValAcc  Metric `json:"val_acc"`
+	ValLoss Metric `json:"val_loss"`
+	TestAcc Metric `json:"test_acc"`
+	// Since counts evaluations without progress (GAT's patience):
+	// progress is a validation accuracy above MaxAcc or a loss below
+	// MinLoss.
+	Since   int    `json:"since"`
+	MinLoss Metric `json:"min_val_loss"`
+	MaxAcc  Metric `json:"max_val_acc"`
+	Stopped bool   `json:"stopped"`
+}
+
+// New prepares training of o.Model on g with features (num_nodes x
+// feature_dim, row-major; row-normalised in place when o.RowNormalize).
+func New(b kernels.Backend, g *dataset.Graph, features []float32, o Options) (*Trainer, error) {
+	m := g.Meta
+	bad := func(field, format string, args ...any) error {
+		return &topology.InputError{Path: g.Dir, Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case m.FeatureDim < 1 || int64(len(features)) != m.NumNodes*int64(m.FeatureDim):
+		return nil, bad("features", "%d values for %d vertices of %d features", len(features), m.NumNodes, m.FeatureDim)
+	case m.NumClasses < 2:
+		return nil, bad("num_classes", "%d: the dataset has no labels to train on (want >= 2 classes)", m.NumClasses)
+	case len(g.Train) == 0:
+		return nil, bad("train_idx", "the dataset has no training split")
+	case len(o.Fanouts) == 0:
+		return nil, bad("fanouts", "none given (want one per layer, e.g. 25,10)")
+	case o.Epochs < 1:
+		return nil, bad("epochs", "%d (want >= 1)", o.Epochs)
+	case o.BatchSize < 0 || o.EvalBatchSize < 0:
+		return nil, bad("batch", "%d (want >= 1, or 0 for full batch)", o.BatchSize)
+	case !(o.LR > 0) || o.WeightDecay < 0:
+		return nil, bad("lr", "learning rate %g, weight decay %g (want > 0 and >= 0)", o.LR, o.WeightDecay)
+	case o.Patience < 0 || o.EvalEvery < 0:
+		return nil, bad("patience", "patience %d, eval-every %d (want >= 0)", o.Patience, o.EvalEvery)
+	}
+	for _, v := range g.Train {
+		if g.Labels[v] < 0 {
+			return nil, bad("labels", "training vertex %d has no label", v)
+		}
+	}
+	cfg := o.Model
+	cfg.InDim, cfg.Classes, cfg.Layers = m.FeatureDim, m.NumClasses, len(o.Fanouts)
+	if cfg.Kind == nn.GAT && cfg.Slope == 0 {
+		cfg.Slope = 0.2
+	}
+	if err := cfg.Check(); err != nil {
+		return nil, &topology.InputError{Field: "model", Msg: err.Error()}
+	}
+	if o.RowNormalize {
+		RowNormalize(features, m.FeatureDim)
+	}
+	t := &Trainer{b: b, g: g, o: o, cfg: cfg, forms: nn.Forms(cfg.Kind),
+		x: b.NewMat(0, 0), dl: b.NewMat(0, 0)}
+	var err error
+	if t.model, err = nn.New(b, cfg, o.Seed); err != nil {
+		return nil, &topology.InputError{Field: "model", Msg: err.Error()}
+	}
+	t.adam = nn.NewAdam(o.LR, o.WeightDecay)
+	t.feat = b.Wrap(int(m.NumNodes), m.FeatureDim, features)
+	if cfg.Kind == nn.GCN {
+		t.deg = nn.Degrees(g.Indptr, g.Indices)
+	}
+	batch := o.BatchSize
+	if batch == 0 {
+		batch = len(g.Train)
+	}
+	so := sample.SamplerOptions{Fanouts: o.Fanouts, BatchSize: batch, Seed: o.Seed, Workers: o.Threads, Shuffle: true}
+	if t.smp, err = sample.NewSampler(g, so); err != nil {
+		return nil, err
+	}
+	for i, split := range [][]int64{g.Val, g.Test} {
+		if len(split) == 0 || o.EvalEvery == 0 {
+			continue
+		}
+		eb := o.EvalBatchSize
+		if eb == 0 {
+			eb = o.BatchSize
+		}
+		if eb == 0 {
+			eb = len(split)
+		}
+		// A fixed seed and no shuffle: every evaluation sees the same
+		// neighbourhoods, so accuracies compare across epochs.
+		eo := sample.SamplerOptions{Fanouts: o.Fanouts, BatchSize: eb, Seed: o.Seed ^ 0x6576616c, Workers: o.Threads, Seeds: split}
+		if t.evals[i], err = sample.NewSampler(g, eo); err != nil {
+			return nil, err
+		}
+	}
+	t.st.Best = bestState{ValAcc: Metric(math.NaN()), ValLoss: Metric(math.NaN()), TestAcc: Metric(math.NaN()), MinLoss: Metric(math.NaN()), MaxAcc: Metric(math.NaN())}
+	return t, nil
+}
+
+// Model returns the model being trained.
+func (t *Trainer) Model() *nn.Model { return t.model }
+
+// Config returns the model's full configuration.
+func (t *Trainer) Config() nn.Config { return t.cfg }
+
+// ErrInterrupted marks a run stopped by its context after a finished
+// batch; the Result and any checkpoint describe the state at that batch.
+var ErrInterrupted = errors.New("training interrupted")
+
+// Run trains until the last epoch, early stopping, or ctx's end, which
+// stops it after the batch in progress (checkpointing when a checkpoint
+// directory is set) and returns ErrInterrupted wrapped with ctx's error.
+func (t *Trainer) Run(ctx context.Context, rep Reporter) (*Result, error) {
+	res := &Result{Params: t.model.NumParams(), Backend: t.b.Name()}
+	if t.o.Resume {
+		if err := t.loadCheckpoint(); err != nil {
+			return nil, err
+		}
+		res.ResumedEpoch, res.ResumedBatch = t.st.Epoch, t.st.NextBatch
+	}
+	for t.st.Epoch < t.o.Epochs && !t.st.Best.Stopped {
+		err := t.runEpoch(ctx, rep)
+		if err != nil {
+			if ctx.Err() == nil {
+				return nil, err
+			}
+			t.fillResult(res, "interrupted")
+			if t.o.Checkpoint != "" {
+				if cerr := t.saveCheckpoint(); cerr != nil {
+					return res, fmt.Errorf("%w; and the checkpoint failed: %w", ErrInterrupted, cerr)
+				}
+			}
+			return res, fmt.Errorf("%w at epoch %d, batch %d: %w", ErrInterrupted, t.st.Epoch+1, t.st.NextBatch, ctx.Err())
+		}
+		if t.o.Checkpoint != "" {
+			if err := t.saveCheckpoint(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	stop := "epochs"
+	if t.st.Best.Stopped {
+		stop = "early_stop"
+	}
+	t.fillResult(res, stop)
+	return res, nil
+}
+
+func (t *Trainer) fillResult(res *Result, stop string) {
+	res.Epochs = slices.Clone(t.st.History)
+	res.BestEpoch, res.BestValAcc, res.TestAcc = t.st.Best.Epoch, t.st.Best.ValAcc, t.st.Best.TestAcc
+	res.Stop = stop
+}
+
+// runEpoch trains the rest of epoch t.st.Epoch, then evaluates.
+func (t *Trainer) runEpoch(ctx context.Context, rep Reporter) error {
+	epoch := t.st.Epoch
+	nb := t.smp.Batches(epoch)
+	p := &t.st.Partial
+	start := time.Now()
+	waitStart := start
+	err := t.smp.EpochFrom(ctx, epoch, t.st.NextBatch, func(mb *sample.MiniBatch) error {
+		now := time.Now()
+		p.Sample += now.Sub(waitStart).Seconds()
+		loss, labeled, correct := t.step(mb, p)
+		p.LossSum += loss
+		p.Labeled += labeled
+		p.Correct += correct
+		p.Samples += len(mb.Seeds)
+		p.Batches++
+		t.st.NextBatch = mb.Index + 1
+		waitStart = time.Now()
+		p.Seconds += waitStart.Sub(start).Seconds()
+		start = waitStart
+		if rep != nil {
+			rep.Batch(BatchProgress{Epoch: epoch + 1, Epochs: t.o.Epochs, Batch: mb.Index + 1, Batches: nb, Samples: p.Samples,
+				Elapsed: time.Duration(p.Seconds * float64(time.Second)), Loss: p.LossSum / float64(max(p.Labeled, 1))})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	es := EpochStats{Epoch: epoch + 1, Seconds: p.Seconds, SampleSeconds: p.Sample, GatherSeconds: p.Gather,
+		ComputeSeconds: p.Compute, OptimizerSeconds: p.Optim, Batches: p.Batches,
+		Loss: p.LossSum / float64(max(p.Labeled, 1)), TrainAcc: float64(p.Correct) / float64(max(p.Labeled, 1)),
+		ValAcc: Metric(math.NaN()), ValLoss: Metric(math.NaN()), TestAcc: Metric(math.NaN())}
+	if p.Seconds > 0 {
+		es.SamplesPerSecond = float64(p.Samples) / p.Seconds
+	}
+	last := epoch+1 == t.o.Epochs
+	if t.o.EvalEvery > 0 && ((epoch+1)%t.o.EvalEvery == 0 || last) {
+		evalStart := time.Now()
+		for i, dst := range [][2]*Metric{{&es.ValAcc, &es.ValLoss}, {&es.TestAcc, nil}} {
+			if t.evals[i] == nil {
+				continue
+			}
+			acc, loss, err := t.evaluate(ctx, t.evals[i])
+			if err != nil {
+				return err
+			}
+			*dst[0] = Metric(acc)
+			if dst[1] != nil {
+				*dst[1] = Metric(loss)
+			}
+		}
+		es.EvalSeconds = time.Since(evalStart).Seconds()
+		t.track(es)
+	}
+	t.st.History = append(t.st.History, es)
+	t.st.Epoch++
+	t.st.NextBatch = 0
+	t.st.Partial = partialEpoch{}
+	if rep != nil {
+		rep.Epoch(es)
+	}
+	return nil
+}
+
+// track updates the best validation epoch and the patience counter.
+func (t *Trainer) track(es EpochStats) {
+	b := &t.st.Best
+	if math.IsNaN(float64(es.ValAcc)) {
+		return
+	}
+	first := b.Epoch == 0
+	if first || es.ValAcc > b.ValAcc || (es.ValAcc == b.ValAcc && es.ValLoss < b.ValLoss) {
+		b.Epoch, b.ValAcc, b.ValLoss, b.TestAcc = es.Epoch, es.ValAcc, es.ValLoss, es.TestAcc
+	}
+	// GAT's rule: progress is a new highest accuracy or lowest loss.
+	if first || es.ValAcc > b.MaxAcc || es.ValLoss < b.MinLoss {
+		if first || es.ValAcc > b.MaxAcc {
+			b.MaxAcc = es.ValAcc
+		}
+		if first || es.ValLoss < b.MinLoss {
+			b.MinLoss = es.ValLoss
+		}
+		b.Since = 0
+	} else {
+		b.Since++
+	}
+	if t.o.Patience > 0 && b.Since >= t.o.Patience {
+		b.Stopped = true
+	}
+}
+
+// stepSeed is the dropout seed of one training step: a function of the
+// run's seed and the step's coordinates, so a resumed run draws the same
+// masks.
+func stepSeed(seed uint64, epoch, batch int) uint64 {
+	z := seed ^ 0x64726f70 // "drop"
+	for _, x := range []uint64{uint64(epoch), uint64(batch)} {
+		z ^= (x + 1) * 0x9e3779b97f4a7c15
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+		z ^= z >> 31
+	}
+	return z
+}
+
+// prepare builds mb's blocks and gathers its input features and seed
+// labels.
+func (t *Trainer) prepare(mb *sample.MiniBatch) ([]*nn.Block, *kernels.Index) {
+	b := t.b
+	blocks := make([]*nn.Block, len(mb.Blocks))
+	for h := range mb.Blocks {
+		blk := &mb.Blocks[h]
+		blocks[h] = nn.NewBlock(b, blk.Offsets, blk.SrcIdx, blk.Src, t.deg, t.forms)
+	}
+	in := mb.Input()
+	b.Resize(t.x, len(in), t.cfg.InDim)
+	b.GatherRows(t.x, t.feat, b.NewIndex(in))
+	t.labels = t.labels[:0]
+	for _, v := range mb.Seeds {
+		t.labels = append(t.labels, int32(t.g.Labels[v]))
+	}
+	return blocks, b.NewIndex(slices.Clone(t.labels))
+}
+
+// step trains on one batch and returns the summed loss, the number of
+// labelled seeds and how many of them the model got right.
+func (t *Trainer) step(mb *sample.MiniBatch, p *partialEpoch) (float64, int, int) {
+	b := t.b
+	t0 := time.Now()
+	blocks, labels := t.prepare(mb)
+	t1 := time.Now()
+	logits := t.model.Forward(blocks, t.x, true, stepSeed(t.o.Seed, mb.Epoch, mb.Index))
+	labeled := 0
+	for _, l := range t.labels {
+		if l >= 0 {
+			labeled++
+		}
+	}
+	b.Resize(t.dl, logits.Rows, logits.Cols)
+	loss, correct := b.SoftmaxCrossEntropy(t.dl, logits, labels, 1/float32(max(labeled, 1)))
+	t.model.Backward(t.dl)
+	t2 := time.Now()
+	t.adam.Step(b, t.model.Params())
+	t.st.AdamSteps = t.adam.Steps
+	t3 := time.Now()
+	p.Gather += t1.Sub(t0).Seconds()
+	p.Compute += t2.Sub(t1).Seconds()
+	p.Optim += t3.Sub(t2).Seconds()
+	return loss, labeled, correct
+}
+
+// evaluate returns accuracy and mean loss over the split s samples, with
+// dropout off.
+func (t *Trainer) evaluate(ctx context.Context, s *sample.Sampler) (acc, loss float64, err error) {
+	var sum float64
+	var labeled, correct int
+	err = s.Epoch(ctx, 0, func(mb *sample.MiniBatch) error {
+		blocks, labels := t.prepare(mb)
+		logits := t.model.Forward(blocks, t.x, false, 0)
+		l, c := t.b.SoftmaxCrossEntropy(nil, logits, labels, 1)
+		sum += l
+		correct += c
+		for _, v := range t.labels {
+			if v >= 0 {
+				labeled++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	if labeled == 0 {
+		return math.NaN(), math.NaN(), nil
+	}
+	return float64(correct) / float64(labeled), sum / float64(labeled), nil
+}
