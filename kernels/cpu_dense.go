@@ -142,15 +142,14 @@ func (c *CPU) Act(f Activation, y, x *Mat) {
 		case Identity:
 			copy(yr, xr)
 		case ReLU:
+			yr = yr[:len(xr)]
 			for j, v := range xr {
-				yr[j] = max(v, 0)
+				yr[j] = math.Float32frombits(math.Float32bits(v) & positive(v))
 			}
 		case LeakyReLU:
+			yr = yr[:len(xr)]
 			for j, v := range xr {
-				if v < 0 {
-					v *= f.Slope
-				}
-				yr[j] = v
+				yr[j] = v * choose(negative(v), f.Slope, 1)
 			}
 		case ELU:
 			for j, v := range xr {
@@ -174,20 +173,14 @@ func (c *CPU) ActBackward(f Activation, dx, dy, x, y *Mat) {
 		case Identity:
 			copy(dxr, dyr)
 		case ReLU:
+			dxr, dyr = dxr[:len(xr)], dyr[:len(xr)]
 			for j, v := range xr {
-				if v <= 0 {
-					dxr[j] = 0
-				} else {
-					dxr[j] = dyr[j]
-				}
+				dxr[j] = math.Float32frombits(math.Float32bits(dyr[j]) & positive(v))
 			}
 		case LeakyReLU:
+			dxr, dyr = dxr[:len(xr)], dyr[:len(xr)]
 			for j, v := range xr {
-				if v < 0 {
-					dxr[j] = dyr[j] * f.Slope
-				} else {
-					dxr[j] = dyr[j]
-				}
+				dxr[j] = dyr[j] * choose(negative(v), f.Slope, 1)
 			}
 		case ELU:
 			// d/dx alpha*(e^x - 1) = y + alpha for x < 0.
@@ -226,7 +219,9 @@ func dropThreshold(p float32) uint32 {
 }
 
 // Dropout implements Backend. Element k is the element's row-major
-// position (r*Cols + c), so views drop what the whole matrix would.
+// position in the matrix given (r*Cols + c): a view drops what a whole
+// matrix of its shape would, so Dropout and DropoutBackward agree on
+// any storage.
 // Elements of x that are 0 stay 0 without a draw (sparse inputs such as
 // bag-of-words features cost little).
 func (c *CPU) Dropout(y, x *Mat, p float32, seed uint64) {
@@ -251,26 +246,46 @@ func (c *CPU) dropout(y, x *Mat, p float32, seed uint64, skipZeros bool) {
 	}
 	scale := float32(1 / (1 - float64(th)/(1<<dropBits)))
 	c.rows(y.Rows, y.Cols, func(r int) {
-		yr, xr := y.row(r), x.row(r)
-		base := r * y.Cols
-		group, h := -1, uint64(0)
-		for j, v := range xr {
-			if skipZeros && v == 0 {
-				yr[j] = 0
-				continue
-			}
-			k := base + j
-			if k>>2 != group {
-				group = k >> 2
-				h = dropHash(seed, group)
-			}
-			if uint32(h>>(dropBits*(k&3)))&(1<<dropBits-1) >= th {
-				yr[j] = v * scale
-			} else {
-				yr[j] = 0
-			}
-		}
+		dropRow(y.row(r), x.row(r), r*y.Cols, seed, th, scale, skipZeros)
 	})
+}
+
+// dropRow applies dropout to one row whose first element is element base.
+// The select is arithmetic: a branch on a coin flip mispredicts half the
+// time.
+func dropRow(yr, xr []float32, base int, seed uint64, th uint32, scale float32, skipZeros bool) {
+	yr = yr[:len(xr)]
+	one := func(v float32, bits uint64, lane int) float32 {
+		d := int32(uint32(bits>>(dropBits*lane))&(1<<dropBits-1)) - int32(th)
+		return math.Float32frombits(math.Float32bits(v*scale) & ^uint32(d>>31))
+	}
+	j := 0
+	// Up to the first element of a group of four, then whole groups (one
+	// hash each), then the rest.
+	if head := (4 - base&3) & 3; head > 0 {
+		h := dropHash(seed, base>>2)
+		for ; j < head && j < len(xr); j++ {
+			yr[j] = one(xr[j], h, (base+j)&3)
+		}
+	}
+	for ; j+4 <= len(xr); j += 4 {
+		x4, y4 := xr[j:j+4:j+4], yr[j:j+4:j+4]
+		if skipZeros && x4[0] == 0 && x4[1] == 0 && x4[2] == 0 && x4[3] == 0 {
+			y4[0], y4[1], y4[2], y4[3] = 0, 0, 0, 0
+			continue
+		}
+		h := dropHash(seed, (base+j)>>2)
+		y4[0] = one(x4[0], h, 0)
+		y4[1] = one(x4[1], h, 1)
+		y4[2] = one(x4[2], h, 2)
+		y4[3] = one(x4[3], h, 3)
+	}
+	if j < len(xr) {
+		h := dropHash(seed, (base+j)>>2)
+		for ; j < len(xr); j++ {
+			yr[j] = one(xr[j], h, (base+j)&3)
+		}
+	}
 }
 
 // SoftmaxCrossEntropy implements Backend.
@@ -299,17 +314,19 @@ func (c *CPU) SoftmaxCrossEntropy(dlogits, logits *Mat, labels *Index, scale flo
 				mx, best = v, j
 			}
 		}
+		// Work relative to the largest logit, so huge logits keep the
+		// log-sum term (mx + log(sum) would lose it past 1e15).
 		var sum float64
 		for _, v := range lr {
-			sum += math.Exp(float64(v - mx))
+			sum += math.Exp(float64(v) - float64(mx))
 		}
-		lse := float64(mx) + math.Log(sum)
-		rowLoss[r] = lse - float64(lr[lab])
+		logSum := math.Log(sum)
+		rowLoss[r] = logSum - (float64(lr[lab]) - float64(mx))
 		rowHit[r] = best == lab
 		if dlogits != nil {
 			dr := dlogits.row(r)
 			for j, v := range lr {
-				dr[j] = float32(math.Exp(float64(v)-lse)) * scale
+				dr[j] = float32(math.Exp(float64(v)-float64(mx))/sum) * scale
 			}
 			dr[lab] -= scale
 		}
@@ -369,6 +386,23 @@ func (c *CPU) Adam(p, g, m, v *Mat, o AdamStep) {
 	})
 }
 
+// positive returns all ones when v > 0 (NaN with the sign bit clear
+// included) and 0 otherwise (-0 and +0 included), without a branch: the
+// float's bits read as an int32 are > 0 exactly then.
+func positive(v float32) uint32 {
+	return uint32(-int64(int32(math.Float32bits(v))) >> 63)
+}
+
+// negative returns all ones when v < 0 and 0 otherwise (-0 included).
+func negative(v float32) uint32 {
+	return positive(-v)
+}
+
+// choose returns a where mask is all ones and b where it is 0.
+func choose(mask uint32, a, b float32) float32 {
+	return math.Float32frombits(math.Float32bits(a)&mask | math.Float32bits(b)&^mask)
+}
+
 // addTo computes dst += src, unrolled for the compiler's scheduler.
 func addTo(dst, src []float32) {
 	n := len(dst)
@@ -387,6 +421,15 @@ func addTo(dst, src []float32) {
 	}
 	for ; j < n; j++ {
 		dst[j] += src[j]
+	}
+}
+
+// add4To computes dst += (a+b) + (c+d).
+func add4To(dst, a, b, c, d []float32) {
+	n := len(dst)
+	a, b, c, d = a[:n], b[:n], c[:n], d[:n]
+	for j := range dst {
+		dst[j] += (a[j] + b[j]) + (c[j] + d[j])
 	}
 }
 

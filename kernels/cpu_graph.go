@@ -84,7 +84,12 @@ func (c *CPU) SegmentMean(out, x *Mat, g *CSR) {
 			return
 		}
 		copy(o, x.row(int(srcs[0])))
-		for _, u := range srcs[1:] {
+		rest := srcs[1:]
+		// Four rows a pass: one load and store of o per four rows read.
+		for ; len(rest) >= 4; rest = rest[4:] {
+			add4To(o, x.row(int(rest[0])), x.row(int(rest[1])), x.row(int(rest[2])), x.row(int(rest[3])))
+		}
+		for _, u := range rest {
 			addTo(o, x.row(int(u)))
 		}
 		inv := 1 / float32(len(srcs))

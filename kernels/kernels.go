@@ -28,7 +28,7 @@ func (m *Mat) ColSlice(c0, c1 int) *Mat {
 	}
 	v := &Mat{Rows: m.Rows, Cols: c1 - c0, Stride: m.Stride}
 	if m.h != nil {
-		v.h = m.h[c0:]
+		v.h = m.h[:0]
 		if m.Rows > 0 {
 			v.h = m.h[c0 : (m.Rows-1)*m.Stride+c1]
 		}

@@ -59,13 +59,13 @@ type Options struct {
 // batch, so with fanouts -1,-1 this is the papers' full-batch training.
 func Defaults(kind nn.Kind) Options {
 	o := Options{
-		Model:     nn.Config{Kind: kind, Hidden: 16, Dropout: 0.5},
+		Model:     nn.Config{Kind: kind, Hidden: 16, InputDropout: 0.5, Dropout: 0.5},
 		Fanouts:   []int{25, 10},
 		BatchSize: sample.DefaultBatchSize, Epochs: 200, LR: 0.01, WeightDecay: 5e-4,
 		EvalEvery: 1, Seed: 1, RowNormalize: true,
 	}
 	if kind == nn.GAT {
-		o.Model = nn.Config{Kind: kind, Hidden: 8, Heads: 8, OutHeads: 1, Dropout: 0.6, AttnDropout: 0.6, Slope: 0.2}
+		o.Model = nn.Config{Kind: kind, Hidden: 8, Heads: 8, OutHeads: 1, InputDropout: 0.6, Dropout: 0.6, AttnDropout: 0.6, Slope: 0.2}
 		o.LR, o.Epochs, o.Patience = 0.005, 1000, 100
 	}
 	return o
@@ -451,23 +451,34 @@ func stepSeed(seed uint64, epoch, batch int) uint64 {
 	return z
 }
 
-// prepare builds mb's blocks and gathers its input features and seed
-// labels.
-func (t *Trainer) prepare(mb *sample.MiniBatch) ([]*nn.Block, *kernels.Index) {
+// prepare builds mb's blocks and its input (the gathered features of the
+// outermost sources, or the whole feature matrix when the first layer
+// reads it in place) and the seeds' labels.
+func (t *Trainer) prepare(mb *sample.MiniBatch, train bool) ([]*nn.Block, *kernels.Mat, *kernels.Index) {
 	b := t.b
-	blocks := make([]*nn.Block, len(mb.Blocks))
+	L := len(mb.Blocks)
+	inPlace := t.model.ReadsFeaturesInPlace(train)
+	blocks := make([]*nn.Block, L)
 	for h := range mb.Blocks {
 		blk := &mb.Blocks[h]
+		if h == L-1 && inPlace {
+			blocks[h] = nn.NewInputBlock(b, blk.Offsets, blk.SrcIdx, blk.Src, t.deg, int(t.g.Meta.NumNodes), t.forms)
+			continue
+		}
 		blocks[h] = nn.NewBlock(b, blk.Offsets, blk.SrcIdx, blk.Src, t.deg, t.forms)
 	}
-	in := mb.Input()
-	b.Resize(t.x, len(in), t.cfg.InDim)
-	b.GatherRows(t.x, t.feat, b.NewIndex(in))
+	x := t.feat
+	if !inPlace {
+		in := mb.Input()
+		b.Resize(t.x, len(in), t.cfg.InDim)
+		b.GatherRows(t.x, t.feat, b.NewIndex(in))
+		x = t.x
+	}
 	t.labels = t.labels[:0]
 	for _, v := range mb.Seeds {
 		t.labels = append(t.labels, int32(t.g.Labels[v]))
 	}
-	return blocks, b.NewIndex(slices.Clone(t.labels))
+	return blocks, x, b.NewIndex(slices.Clone(t.labels))
 }
 
 // step trains on one batch and returns the summed loss, the number of
@@ -475,9 +486,9 @@ func (t *Trainer) prepare(mb *sample.MiniBatch) ([]*nn.Block, *kernels.Index) {
 func (t *Trainer) step(mb *sample.MiniBatch, p *partialEpoch) (float64, int, int) {
 	b := t.b
 	t0 := time.Now()
-	blocks, labels := t.prepare(mb)
+	blocks, x, labels := t.prepare(mb, true)
 	t1 := time.Now()
-	logits := t.model.Forward(blocks, t.x, true, stepSeed(t.o.Seed, mb.Epoch, mb.Index))
+	logits := t.model.Forward(blocks, x, true, stepSeed(t.o.Seed, mb.Epoch, mb.Index))
 	labeled := 0
 	for _, l := range t.labels {
 		if l >= 0 {
@@ -503,8 +514,8 @@ func (t *Trainer) evaluate(ctx context.Context, s *sample.Sampler) (acc, loss fl
 	var sum float64
 	var labeled, correct int
 	err = s.Epoch(ctx, 0, func(mb *sample.MiniBatch) error {
-		blocks, labels := t.prepare(mb)
-		logits := t.model.Forward(blocks, t.x, false, 0)
+		blocks, x, labels := t.prepare(mb, false)
+		logits := t.model.Forward(blocks, x, false, 0)
 		l, c := t.b.SoftmaxCrossEntropy(nil, logits, labels, 1)
 		sum += l
 		correct += c

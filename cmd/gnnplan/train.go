@@ -36,7 +36,8 @@ type trainOptions struct {
 	Set func(name string) bool
 
 	Epochs, Batch, Hidden, Heads, Patience, EvalEvery, Threads int
-	LR, WeightDecay, Dropout                                   float64
+	Layers                                                     int
+	LR, WeightDecay, Dropout, InputDropout                     float64
 	Seed                                                       uint64
 	RowNormalize                                               bool
 	Checkpoint                                                 string
@@ -99,13 +100,15 @@ the parameters an uninterrupted run would have.`,
 	f.StringVar(&opts.Plan, "plan", "", "plan.json from gnnplan recommend: its workload sets model, fanouts, batch and widths")
 	f.StringVar(&opts.Model, "model", "graphsage", "graphsage, gcn or gat")
 	f.StringVar(&opts.Fanouts, "fanouts", "25,10", "neighbours sampled per hop, seeds' hop first; -1 takes every neighbour; one layer per hop")
+	f.IntVar(&opts.Layers, "layers", 2, "graph layers; must equal the number of fanouts (one hop per layer)")
 	f.IntVar(&opts.Epochs, "epochs", 200, "epochs to train (GAT: at most this many, with early stopping)")
 	f.IntVar(&opts.Batch, "batch", 1024, "training seeds per step (0: the whole training split in one batch)")
 	f.IntVar(&opts.Hidden, "hidden", 16, "hidden width (per head for GAT; GAT's default is 8)")
 	f.IntVar(&opts.Heads, "heads", 8, "GAT: attention heads on hidden layers")
 	f.Float64Var(&opts.LR, "lr", 0.01, "Adam's learning rate (GAT's default is 0.005)")
 	f.Float64Var(&opts.WeightDecay, "weight-decay", 5e-4, "L2 weight decay added to the gradient, as PyTorch's Adam")
-	f.Float64Var(&opts.Dropout, "dropout", 0.5, "dropout on every layer's input (GAT's default is 0.6, also on attention)")
+	f.Float64Var(&opts.Dropout, "dropout", 0.5, "dropout on each layer's input, features included (GAT's default is 0.6, also on attention)")
+	f.Float64Var(&opts.InputDropout, "input-dropout", 0.5, "dropout on the features (default: --dropout; 0 with --plan)")
 	f.IntVar(&opts.Patience, "patience", 0, "stop after this many epochs without validation progress (0: never; GAT's default is 100)")
 	f.IntVar(&opts.EvalEvery, "eval-every", 1, "evaluate on the validation and test splits every N epochs (0: never)")
 	f.BoolVar(&opts.RowNormalize, "row-normalize", true, "scale each feature row to sum 1 (the papers' preprocessing; default off with --plan)")
@@ -258,6 +261,15 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 	return runErr
 }
 
+// exampleFanouts suggests fanouts for n layers (the papers' 25,10, then 5s).
+func exampleFanouts(n int) string {
+	f := []string{"25", "10"}
+	for len(f) < n {
+		f = append(f, "5")
+	}
+	return strings.Join(f[:max(n, 1)], ",")
+}
+
 func batchName(b int) string {
 	if b == 0 {
 		return "full"
@@ -295,8 +307,10 @@ func trainSettings(o *trainOptions, plan *tpc.Plan) (trainer.Options, error) {
 		if kind == nn.GAT && w.Heads > 0 {
 			to.Model.Heads = w.Heads
 		}
-		// A plan describes a workload at scale: features as stored.
+		// A plan describes a workload at scale: features as stored, and
+		// dropout between layers only (DGL's mini-batch GraphSAGE).
 		to.RowNormalize = false
+		to.Model.InputDropout = 0
 	}
 	if o.Set("fanouts") {
 		f, err := parseFanouts(o.Fanouts)
@@ -304,6 +318,10 @@ func trainSettings(o *trainOptions, plan *tpc.Plan) (trainer.Options, error) {
 			return trainer.Options{}, err
 		}
 		to.Fanouts = f
+	}
+	if o.Set("layers") && o.Layers != len(to.Fanouts) {
+		return trainer.Options{}, usageErrorf("--layers %d but %d fanouts (%s): give one fanout per layer, e.g. --fanouts %s",
+			o.Layers, len(to.Fanouts), strings.Trim(strings.Join(strings.Fields(fmt.Sprint(to.Fanouts)), ","), "[]"), exampleFanouts(o.Layers))
 	}
 	ints := []struct {
 		flag string
@@ -334,6 +352,7 @@ func trainSettings(o *trainOptions, plan *tpc.Plan) (trainer.Options, error) {
 	}{
 		{"lr", o.LR, &to.LR, math.SmallestNonzeroFloat32, 10}, {"weight-decay", o.WeightDecay, &to.WeightDecay, 0, 1},
 		{"dropout", o.Dropout, &to.Model.Dropout, 0, 0.999},
+		{"input-dropout", o.InputDropout, &to.Model.InputDropout, 0, 0.999},
 	}
 	for _, f := range floats {
 		if !o.Set(f.flag) {
@@ -343,6 +362,9 @@ func trainSettings(o *trainOptions, plan *tpc.Plan) (trainer.Options, error) {
 			return trainer.Options{}, usageErrorf("--%s: %v (valid: %g to %g)", f.flag, f.val, f.min, f.max)
 		}
 		*f.dst = float32(f.val)
+	}
+	if o.Set("dropout") && !o.Set("input-dropout") {
+		to.Model.InputDropout = to.Model.Dropout
 	}
 	if o.Set("dropout") && kind == nn.GAT {
 		to.Model.AttnDropout = to.Model.Dropout

@@ -20,6 +20,10 @@ type Block struct {
 	// GCNWeight is NumEdges(Self) x 1: GCN's normalisation of each edge of
 	// Self; nil unless asked for.
 	GCNWeight *kernels.Mat
+	// DstRows is set on an input block (NewInputBlock): the edges then
+	// index the feature matrix's rows, NumSrc is its row count, and the
+	// destinations' own rows are DstRows.
+	DstRows *kernels.Index
 }
 
 // BlockForms says which forms of a block a model reads.
@@ -42,10 +46,41 @@ func Forms(kind Kind) BlockForms {
 // and deg each vertex's degree in the whole graph not counting
 // self-loops (read for GCN's weights only).
 func NewBlock(b kernels.Backend, offsets, srcIdx, src, deg []int32, forms BlockForms) *Block {
+	return newBlock(b, offsets, srcIdx, src, deg, forms, 0)
+}
+
+// NewInputBlock is NewBlock for the outermost block of a model that reads
+// the feature matrix in place (Model.ReadsFeaturesInPlace): its edges
+// index the rows of a numNodes-row feature matrix by vertex id, and
+// DstRows holds the destinations' vertex ids, so the first layer
+// aggregates straight from the features without a gathered copy of every
+// source row (the fused gather of the thesis, chapter 5).
+func NewInputBlock(b kernels.Backend, offsets, srcIdx, src, deg []int32, numNodes int, forms BlockForms) *Block {
+	return newBlock(b, offsets, srcIdx, src, deg, forms, numNodes)
+}
+
+func newBlock(b kernels.Backend, offsets, srcIdx, src, deg []int32, forms BlockForms, numNodes int) *Block {
 	nd := len(offsets) - 1
 	blk := &Block{NumDst: nd, NumSrc: len(src)}
+	global := numNodes > 0
+	rows := len(src)
+	// row maps a local source index to the row of x the layer reads.
+	row := func(u int32) int32 { return u }
+	if global {
+		rows = numNodes
+		row = func(u int32) int32 { return src[u] }
+		blk.NumSrc = numNodes
+		blk.DstRows = b.NewIndex(src[:nd:nd])
+	}
 	if forms.Nbr {
-		blk.Nbr = b.NewCSR(offsets, srcIdx, len(src))
+		idx := srcIdx
+		if global {
+			idx = make([]int32, len(srcIdx))
+			for j, u := range srcIdx {
+				idx[j] = src[u]
+			}
+		}
+		blk.Nbr = b.NewCSR(offsets, idx, rows)
 	}
 	if !forms.Self && !forms.GCNWeight {
 		return blk
@@ -57,11 +92,11 @@ func NewBlock(b kernels.Backend, offsets, srcIdx, src, deg []int32, forms BlockF
 		w = make([]float32, 0, len(srcIdx)+nd)
 	}
 	for i := range nd {
-		sidx = append(sidx, int32(i))
+		sidx = append(sidx, row(int32(i)))
 		start := len(sidx)
 		for _, u := range srcIdx[offsets[i]:offsets[i+1]] {
 			if int(u) != i {
-				sidx = append(sidx, u)
+				sidx = append(sidx, row(u))
 			}
 		}
 		soff[i+1] = int32(len(sidx))
@@ -77,11 +112,15 @@ func NewBlock(b kernels.Backend, offsets, srcIdx, src, deg []int32, forms BlockF
 		if k > 0 && float64(k) < di {
 			scale = di / float64(k)
 		}
-		for _, u := range sidx[start:] {
-			w = append(w, float32(scale/math.Sqrt((di+1)*(float64(deg[src[u]])+1))))
+		for _, r := range sidx[start:] {
+			du := deg[r]
+			if !global {
+				du = deg[src[r]]
+			}
+			w = append(w, float32(scale/math.Sqrt((di+1)*(float64(du)+1))))
 		}
 	}
-	blk.Self = b.NewCSR(soff, sidx, len(src))
+	blk.Self = b.NewCSR(soff, sidx, rows)
 	if w != nil {
 		blk.GCNWeight = b.NewMat(0, 0)
 		b.Upload(blk.GCNWeight, len(w), 1, w)

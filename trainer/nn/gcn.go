@@ -39,6 +39,9 @@ func (l *gcn) forward(g *Block, x *kernels.Mat, _ bool, _ uint64) *kernels.Mat {
 	b := l.b
 	l.g, l.x = g, x
 	b.Resize(l.y, g.NumDst, l.out)
+	if g.DstRows != nil && l.transformFirst() {
+		panic("nn: a GCN layer that transforms first cannot read the features in place")
+	}
 	if l.transformFirst() {
 		b.Resize(l.p, g.NumSrc, l.out)
 		b.Gemm(false, false, 1, x, l.w.W, 0, l.p)

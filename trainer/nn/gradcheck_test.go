@@ -397,7 +397,7 @@ func TestModelGradients(t *testing.T) {
 			inner := newTestBlock(r, 4, 8)
 			inner.src = outer.src[:8]
 			inner.deg = outer.deg
-			cfg := Config{Kind: kind, InDim: 6, Classes: 3, Layers: 2, Hidden: 5, Heads: 2, OutHeads: 2, Dropout: 0.3, AttnDropout: 0.25, Slope: 0.2}
+			cfg := Config{Kind: kind, InDim: 6, Classes: 3, Layers: 2, Hidden: 5, Heads: 2, OutHeads: 2, InputDropout: 0.35, Dropout: 0.3, AttnDropout: 0.25, Slope: 0.2}
 			m, err := New(b, cfg, 5)
 			if err != nil {
 				t.Fatal(err)
@@ -423,7 +423,7 @@ func TestModelGradients(t *testing.T) {
 				b.Dropout(ones, ones, p, s)
 				return fromMat(b, ones)
 			}
-			drop0 := maskOf(outer.ns, cfg.InDim, cfg.Dropout, m.seeds[0])
+			drop0 := maskOf(outer.ns, cfg.InDim, cfg.InputDropout, m.seeds[0])
 			hiddenCols := cfg.Hidden
 			if kind == GAT {
 				hiddenCols *= cfg.Heads
@@ -482,4 +482,84 @@ func TestModelGradients(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInputBlockMatchesGather checks that a model reading the features in
+// place (an input block) computes bitwise what it computes on gathered
+// rows, gradients included.
+func TestInputBlockMatchesGather(t *testing.T) {
+	for _, kind := range []Kind{GraphSAGE, GCN, GAT} {
+		t.Run(string(kind), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(3, uint64(len(kind))))
+			b := cpuBackend(t, 2)
+			outer := newTestBlock(r, 8, 15)
+			inner := newTestBlock(r, 4, 8)
+			inner.src = outer.src[:8]
+			inner.deg = outer.deg
+			numNodes := len(outer.deg)
+			cfg := Config{Kind: kind, InDim: 4, Classes: 3, Layers: 2, Hidden: 6, Heads: 2, OutHeads: 1, Dropout: 0.3, Slope: 0.2}
+			feat := randMat64(r, numNodes, cfg.InDim)
+			gathered := newMat64(outer.ns, cfg.InDim)
+			for i, v := range outer.src {
+				copy(gathered.v[i*cfg.InDim:(i+1)*cfg.InDim], feat.v[int(v)*cfg.InDim:(int(v)+1)*cfg.InDim])
+			}
+			run := func(inPlace bool) (mat64, []mat64) {
+				m, err := New(b, cfg, 9)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !m.ReadsFeaturesInPlace(true) {
+					t.Fatalf("ReadsFeaturesInPlace = false for %s without input dropout", kind)
+				}
+				forms := Forms(kind)
+				blocks := []*Block{NewBlock(b, inner.off, inner.idx, inner.src, inner.deg, forms), nil}
+				x := toMat(b, gathered)
+				if inPlace {
+					blocks[1] = NewInputBlock(b, outer.off, outer.idx, outer.src, outer.deg, numNodes, forms)
+					x = toMat(b, feat)
+				} else {
+					blocks[1] = NewBlock(b, outer.off, outer.idx, outer.src, outer.deg, forms)
+				}
+				logits := m.Forward(blocks, x, true, 17)
+				out := fromMat(b, logits)
+				dl := b.NewMat(logits.Rows, logits.Cols)
+				b.SoftmaxCrossEntropy(dl, logits, b.NewIndex([]int32{0, 1, 2, 1}), 0.25)
+				m.Backward(dl)
+				var grads []mat64
+				for _, p := range m.Params() {
+					grads = append(grads, fromMat(b, p.G))
+				}
+				return out, grads
+			}
+			if kind == GAT {
+				m, _ := New(b, cfg, 9)
+				if m.ReadsFeaturesInPlace(false) {
+					t.Fatal("GAT transforms every source first: it cannot read the features in place")
+				}
+				return
+			}
+			y1, g1 := run(false)
+			y2, g2 := run(true)
+			if !equal64(y1.v, y2.v) {
+				t.Fatal("in-place forward differs from the gathered one")
+			}
+			for i := range g1 {
+				if !equal64(g1[i].v, g2[i].v) {
+					t.Fatalf("gradient %d differs between in-place and gathered inputs", i)
+				}
+			}
+		})
+	}
+}
+
+func equal64(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }

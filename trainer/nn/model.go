@@ -43,9 +43,11 @@ type Config struct {
 	// OutHeads on the output layer (averaged).
 	Heads    int `json:"heads,omitempty"`
 	OutHeads int `json:"out_heads,omitempty"`
-	// Dropout applies to every layer's input; AttnDropout to GAT's
+	// InputDropout applies to the features (the first layer's input),
+	// Dropout to every other layer's input, AttnDropout to GAT's
 	// attention weights.
-	Dropout     float32 `json:"dropout"`
+	InputDropout float32 `json:"input_dropout"`
+	Dropout      float32 `json:"dropout"`
 	AttnDropout float32 `json:"attn_dropout,omitempty"`
 	// Slope is GAT's LeakyReLU negative slope.
 	Slope float32 `json:"slope,omitempty"`
@@ -66,8 +68,8 @@ func (c Config) Check() error {
 		return fmt.Errorf("hidden width %d (want >= 1)", c.Hidden)
 	case c.Kind == GAT && (c.Heads < 1 || c.OutHeads < 1):
 		return fmt.Errorf("GAT heads %d, output heads %d (want >= 1)", c.Heads, c.OutHeads)
-	case c.Dropout < 0 || c.Dropout >= 1 || c.AttnDropout < 0 || c.AttnDropout >= 1:
-		return fmt.Errorf("dropout %g, attention dropout %g (want [0, 1))", c.Dropout, c.AttnDropout)
+	case c.Dropout < 0 || c.Dropout >= 1 || c.InputDropout < 0 || c.InputDropout >= 1 || c.AttnDropout < 0 || c.AttnDropout >= 1:
+		return fmt.Errorf("dropout %g, input dropout %g, attention dropout %g (want [0, 1))", c.Dropout, c.InputDropout, c.AttnDropout)
 	}
 	return nil
 }
@@ -83,8 +85,9 @@ type layer interface {
 	params() []*Param
 }
 
-// Model is a stack of graph layers with dropout before each and an
-// activation between them (ReLU; ELU for GAT, as its paper).
+// Model is a stack of graph layers with dropout before each (InputDropout
+// on the features, Dropout on hidden layers) and an activation between
+// them (ReLU; ELU for GAT, as its paper).
 type Model struct {
 	cfg    Config
 	b      kernels.Backend
@@ -160,10 +163,28 @@ func (m *Model) NumParams() int {
 	return n
 }
 
+// ReadsFeaturesInPlace reports whether the first layer can aggregate
+// straight from the whole feature matrix (an input block, NewInputBlock)
+// in a forward with or without training: GraphSAGE and GCN layers that
+// aggregate before they transform, with no dropout on the features.
+func (m *Model) ReadsFeaturesInPlace(train bool) bool {
+	if train && m.cfg.InputDropout > 0 {
+		return false
+	}
+	switch l := m.layers[0].(type) {
+	case *sage:
+		return !l.transformFirst()
+	case *gcn:
+		return !l.transformFirst()
+	}
+	return false
+}
+
 // Forward computes the logits of the innermost block's destinations (the
 // batch's seeds). blocks are ordered as the sampler returns them,
 // innermost hop first (one per layer); x holds the features of the
-// outermost block's sources. With train, dropout is applied with masks
+// outermost block's sources, or the whole feature matrix when the
+// outermost block is an input block (see ReadsFeaturesInPlace). With train, dropout is applied with masks
 // drawn from seed (one seed per step makes steps differ and runs repeat).
 func (m *Model) Forward(blocks []*Block, x *kernels.Mat, train bool, seed uint64) *kernels.Mat {
 	L := len(m.layers)
@@ -178,9 +199,9 @@ func (m *Model) Forward(blocks []*Block, x *kernels.Mat, train bool, seed uint64
 		m.seeds[2*l] = mixSeed(seed, uint64(2*l))
 		m.seeds[2*l+1] = mixSeed(seed, uint64(2*l+1))
 		in := h
-		if train && m.cfg.Dropout > 0 {
+		if p := m.dropout(l); train && p > 0 {
 			b.Resize(m.dropped[l], h.Rows, h.Cols)
-			b.Dropout(m.dropped[l], h, m.cfg.Dropout, m.seeds[2*l])
+			b.Dropout(m.dropped[l], h, p, m.seeds[2*l])
 			in = m.dropped[l]
 		}
 		y := ly.forward(g, in, train, m.seeds[2*l+1])
@@ -208,11 +229,19 @@ func (m *Model) Backward(dlogits *kernels.Mat) {
 		if l == 0 {
 			return
 		}
-		if m.train && m.cfg.Dropout > 0 {
-			b.DropoutBackward(dx, dx, m.cfg.Dropout, m.seeds[2*l])
+		if p := m.dropout(l); m.train && p > 0 {
+			b.DropoutBackward(dx, dx, p, m.seeds[2*l])
 		}
 		dy = dx
 	}
+}
+
+// dropout returns the dropout rate of layer l's input.
+func (m *Model) dropout(l int) float32 {
+	if l == 0 {
+		return m.cfg.InputDropout
+	}
+	return m.cfg.Dropout
 }
 
 // mixSeed derives an independent stream key (splitmix64's finalizer).

@@ -48,6 +48,9 @@ func (l *sage) forward(g *Block, x *kernels.Mat, _ bool, _ uint64) *kernels.Mat 
 	b.Resize(l.y, g.NumDst, l.out)
 	wSelf, wNeigh := l.w.W.RowSlice(0, l.in), l.w.W.RowSlice(l.in, 2*l.in)
 	xDst := x.RowSlice(0, g.NumDst)
+	if g.DstRows != nil && l.transformFirst() {
+		panic("nn: a GraphSAGE layer that transforms first cannot read the features in place")
+	}
 	if l.transformFirst() {
 		b.Resize(l.p, g.NumSrc, l.out)
 		b.Gemm(false, false, 1, x, wNeigh, 0, l.p)
@@ -55,7 +58,11 @@ func (l *sage) forward(g *Block, x *kernels.Mat, _ bool, _ uint64) *kernels.Mat 
 		b.Gemm(false, false, 1, xDst, wSelf, 1, l.y)
 	} else {
 		b.Resize(l.z, g.NumDst, 2*l.in)
-		b.Copy(l.z.ColSlice(0, l.in), xDst)
+		if g.DstRows != nil {
+			b.GatherRows(l.z.ColSlice(0, l.in), x, g.DstRows)
+		} else {
+			b.Copy(l.z.ColSlice(0, l.in), xDst)
+		}
 		b.SegmentMean(l.z.ColSlice(l.in, 2*l.in), x, g.Nbr)
 		b.Gemm(false, false, 1, l.z, l.w.W, 0, l.y)
 	}

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gnnplan/gnnplan/tpc"
+	"github.com/gnnplan/gnnplan/trainer"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
+	"github.com/gnnplan/gnnplan/trainer/nn"
+)
+
+func TestTrainSettings(t *testing.T) {
+	plan := &tpc.Plan{Workload: tpc.Workload{Model: "gat", Hidden: 64, Heads: 4, Fanouts: []int{15, 10, 5}, BatchSize: 512}}
+	cases := []struct {
+		name  string
+		args  []string
+		plan  *tpc.Plan
+		check func(t *testing.T, o trainer.Options)
+	}{
+		{"no flags: GraphSAGE with its paper's settings", nil, nil, func(t *testing.T, o trainer.Options) {
+			if o.Model.Kind != nn.GraphSAGE || o.Model.Hidden != 16 || o.LR != 0.01 || o.Epochs != 200 || !o.RowNormalize || o.Model.InputDropout != 0.5 {
+				t.Errorf("%+v", o)
+			}
+		}},
+		{"gat takes GAT's paper settings", []string{"--model", "gat"}, nil, func(t *testing.T, o trainer.Options) {
+			m := o.Model
+			if m.Hidden != 8 || m.Heads != 8 || m.OutHeads != 1 || m.Dropout != 0.6 || m.AttnDropout != 0.6 || o.LR != 0.005 || o.Patience != 100 {
+				t.Errorf("%+v", o)
+			}
+		}},
+		{"the plan's workload sets model, widths, fanouts and batch", nil, plan, func(t *testing.T, o trainer.Options) {
+			if o.Model.Kind != nn.GAT || o.Model.Hidden != 64 || o.Model.Heads != 4 || len(o.Fanouts) != 3 || o.BatchSize != 512 || o.RowNormalize || o.Model.InputDropout != 0 {
+				t.Errorf("%+v", o)
+			}
+		}},
+		{"flags override the plan", []string{"--model", "gcn", "--fanouts", "-1,-1", "--batch", "0", "--hidden", "32", "--lr", "0.1"}, plan, func(t *testing.T, o trainer.Options) {
+			if o.Model.Kind != nn.GCN || o.Fanouts[0] != -1 || o.BatchSize != 0 || o.Model.Hidden != 32 || o.LR != float32(0.1) {
+				t.Errorf("%+v", o)
+			}
+		}},
+		{"--dropout sets the features' dropout too", []string{"--dropout", "0.2"}, nil, func(t *testing.T, o trainer.Options) {
+			if o.Model.Dropout != float32(0.2) || o.Model.InputDropout != float32(0.2) {
+				t.Errorf("%+v", o.Model)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var got *trainOptions
+			cmd := newTrainCmd(&deps{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, func(_ context.Context, o *trainOptions) error {
+				got = o
+				return nil
+			})
+			cmd.SetArgs(c.args)
+			if err := cmd.Execute(); err != nil {
+				t.Fatal(err)
+			}
+			o, err := trainSettings(got, c.plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.check(t, o)
+		})
+	}
+}
+
+func TestTrainDefaultRunsOnASyntheticGraph(t *testing.T) {
+	code, out, errOut := runCLI(t, "train", "--epochs", "3", "--synthetic-nodes", "3000")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"training graphsage on synthetic", "note: no --dataset", "epoch    3", "samples/s", "fwd+bwd", "best validation accuracy"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// coraDataset imports Cora with the Planetoid split from ../shared.
+func coraDataset(t *testing.T) string {
+	t.Helper()
+	src := needSharedDataset(t, "cora")
+	out := filepath.Join(t.TempDir(), "cora")
+	if code, _, errOut := runCLI(t, "dataset", "import", "--format", "linqs", "--from", src, "--split", filepath.Join(src, "planetoid_split_linqs_ids.tsv"), "--out", out); code != 0 {
+		t.Fatalf("import: %s", errOut)
+	}
+	return out
+}
+
+func TestTrainCoraJSON(t *testing.T) {
+	dir := coraDataset(t)
+	code, out, errOut := runCLI(t, "train", "--dataset", dir, "--model", "gcn", "--fanouts", "-1,-1", "--epochs", "30", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r struct {
+		SchemaVersion int     `json:"schema_version"`
+		Dataset       string  `json:"dataset"`
+		TestAcc       float64 `json:"test_acc"`
+		BestEpoch     int     `json:"best_epoch"`
+		Stop          string  `json:"stop"`
+		Epochs        []struct {
+			Epoch   int      `json:"epoch"`
+			Sample  float64  `json:"sample_s"`
+			Compute float64  `json:"forward_backward_s"`
+			ValAcc  *float64 `json:"val_acc"`
+		} `json:"epochs"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if r.SchemaVersion != 1 || r.Dataset != "cora" || len(r.Epochs) != 30 || r.Stop != "epochs" || r.BestEpoch < 1 || r.Epochs[29].ValAcc == nil || r.Epochs[0].Compute <= 0 {
+		t.Errorf("report %+v", r)
+	}
+	// 30 epochs of GCN already beat a majority-class guess (~30%) by far.
+	if r.TestAcc < 0.7 {
+		t.Errorf("test accuracy %.3f after 30 epochs, want >= 0.7", r.TestAcc)
+	}
+}
+
+func TestTrainInterruptCheckpointsAndExits130(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "g")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeDataset(t, dir, 500, 4, 8)
+	ckpt := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errOut bytes.Buffer
+	code := run(ctx, []string{"train", "--dataset", dir, "--epochs", "2", "--checkpoint", ckpt}, strings.NewReader(""), &out, &errOut)
+	if code != 130 || !strings.Contains(errOut.String(), "interrupted") {
+		t.Fatalf("exit %d, stderr %q; want 130 and a line saying it was interrupted", code, errOut.String())
+	}
+	if _, err := os.Stat(filepath.Join(ckpt, trainer.CheckpointFile)); err != nil {
+		t.Fatalf("no checkpoint after the interrupt: %v", err)
+	}
+	code, stdout, stderr := runCLI(t, "train", "--dataset", dir, "--epochs", "2", "--checkpoint", ckpt, "--resume")
+	if code != 0 || !strings.Contains(stdout, "trained 2 epochs") {
+		t.Fatalf("resume: exit %d, %s %s", code, stdout, stderr)
+	}
+}
+
+func TestTrainBadInputExitsTwo(t *testing.T) {
+	good := filepath.Join(t.TempDir(), "g")
+	os.MkdirAll(good, 0o755)
+	writeDataset(t, good, 300, 4, 8)
+
+	noLabels := filepath.Join(t.TempDir(), "nolabels")
+	os.MkdirAll(noLabels, 0o755)
+	writeDataset(t, noLabels, 300, 4, 8)
+	m, _ := dataset.ReadMeta(noLabels)
+	m.NumClasses = 0
+	dataset.WriteMeta(noLabels, m)
+
+	noSplit := filepath.Join(t.TempDir(), "nosplit")
+	os.MkdirAll(noSplit, 0o755)
+	writeDataset(t, noSplit, 300, 4, 8)
+	m, _ = dataset.ReadMeta(noSplit)
+	m.NumTrain = 0
+	dataset.WriteMeta(noSplit, m)
+	dataset.WriteArray(filepath.Join(noSplit, dataset.TrainFile), "<i8", []int64{}, 0)
+
+	plan := filepath.Join(t.TempDir(), "plan.json")
+	if code, _, errOut := runCLI(t, "recommend", "--budget", "80000", "-o", plan); code != 0 {
+		t.Fatalf("recommend: %s", errOut)
+	}
+	badCkpt := t.TempDir()
+	os.WriteFile(filepath.Join(badCkpt, trainer.CheckpointFile), []byte("GNNPLAN-CHECKPOINT\n"+strings.Repeat("garbage", 10)), 0o644)
+
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown model", []string{"--model", "gin"}, "--model"},
+		{"fanouts not numbers", []string{"--fanouts", "25,x"}, "--fanouts"},
+		{"fanout zero", []string{"--fanouts", "0,10"}, "--fanouts"},
+		{"fanouts that do not match the layer count", []string{"--layers", "3", "--fanouts", "25,10"}, "one fanout per layer"},
+		{"dataset without labels", []string{"--dataset", noLabels}, "no labels"},
+		{"dataset without a training split", []string{"--dataset", noSplit}, "training split"},
+		{"missing dataset", []string{"--dataset", filepath.Join(good, "missing")}, "meta.json"},
+		{"plan for another dataset", []string{"--dataset", good, "--plan", plan}, "vertices"},
+		{"resume without a checkpoint directory", []string{"--dataset", good, "--resume"}, "--checkpoint"},
+		{"resume with no checkpoint there", []string{"--dataset", good, "--resume", "--checkpoint", t.TempDir()}, "no checkpoint"},
+		{"damaged checkpoint", []string{"--dataset", good, "--resume", "--checkpoint", badCkpt}, "checksum"},
+		{"negative epochs", []string{"--epochs", "-1"}, "--epochs"},
+		{"dropout of 1", []string{"--dropout", "1"}, "--dropout"},
+		{"heads for a model without attention", []string{"--heads", "4"}, "only GAT"},
+		{"unknown output", []string{"-o", "yaml"}, "--output"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"train", "--epochs", "1"}, c.args...)
+			if !strings.Contains(strings.Join(c.args, " "), "--dataset") {
+				args = append(args, "--dataset", good)
+			}
+			code, _, errOut := runCLI(t, args...)
+			lines := strings.Split(strings.TrimSpace(errOut), "\n")
+			if code != 2 || !strings.Contains(errOut, c.want) || len(lines) != 1 {
+				t.Fatalf("exit %d, stderr %q; want exit 2 and one line mentioning %q", code, errOut, c.want)
+			}
+		})
+	}
+}
