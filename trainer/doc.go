@@ -1,6 +1,10 @@
-// Package trainer is the training loop (DESIGN.md section 10): the
-// pipeline of samplers, feature extractors and data-parallel workers that
-// trains a GNN on the machine a plan describes, and what it reports.
+// Package trainer is the training loop (DESIGN.md section 10): it trains
+// a GNN (package nn) on a dataset held in memory through a
+// kernels.Backend, with the sampler running ahead of the training step,
+// evaluates on the validation and test splits, tracks the best
+// validation epoch and early stopping, and writes and resumes
+// checkpoints; Run reports each epoch's time per stage (sampling wait,
+// feature gather, forward and backward, optimizer) and accuracies.
 //
 // What the loop builds on lives in one subpackage per idea:
 //   - dataset: the dataset directory format (meta.json and NumPy .npy

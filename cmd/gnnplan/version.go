@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gnnplan/gnnplan/kernels"
 )
 
 // version is set at link time (-ldflags "-X main.version=v1.2.3"); builds
@@ -40,9 +42,22 @@ func newVersionCmd(d *deps) *cobra.Command {
 		Use:   "version",
 		Short: "Print gnnplan's version",
 		Args:  cobra.NoArgs,
+		Long: `Print gnnplan's version, and the compute backend train uses: the CPU
+kernels with the GEMM library found at run time (OpenBLAS when its shared
+library loads, gonum's pure-Go BLAS otherwise, and why).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(d.Out, "gnnplan %s\n", versionString())
-			return err
+			if _, err := fmt.Fprintf(d.Out, "gnnplan %s\n", versionString()); err != nil {
+				return err
+			}
+			be, err := kernels.NewCPU(kernels.CPUOptions{})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(d.Out, "compute: %s\n", be.Name())
+			if n := be.Note(); n != "" {
+				fmt.Fprintf(d.Out, "note: %s\n", n)
+			}
+			return nil
 		},
 	}
 }
