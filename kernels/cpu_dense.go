@@ -136,32 +136,33 @@ func (c *CPU) Scale(m *Mat, alpha float32) {
 // Act implements Backend.
 func (c *CPU) Act(f Activation, y, x *Mat) {
 	sameShape("Act", y, x)
-	c.rows(y.Rows, y.Cols, func(r int) {
-		yr, xr := y.row(r), x.row(r)
-		switch f.Kind {
-		case Identity:
-			copy(yr, xr)
-		case ReLU:
-			yr = yr[:len(xr)]
-			for j, v := range xr {
-				yr[j] = math.Float32frombits(math.Float32bits(v) & positive(v))
-			}
-		case LeakyReLU:
-			yr = yr[:len(xr)]
-			for j, v := range xr {
-				yr[j] = v * choose(negative(v), f.Slope, 1)
-			}
-		case ELU:
-			for j, v := range xr {
-				if v < 0 {
-					v = f.Slope * float32(math.Expm1(float64(v)))
-				}
-				yr[j] = v
-			}
-		default:
-			panic("kernels: unknown activation " + f.Kind.String())
+	c.rows(y.Rows, y.Cols, func(r int) { actRow(f, y.row(r), x.row(r)) })
+}
+
+// actRow sets yr = f(xr).
+func actRow(f Activation, yr, xr []float32) {
+	yr = yr[:len(xr)]
+	switch f.Kind {
+	case Identity:
+		copy(yr, xr)
+	case ReLU:
+		for j, v := range xr {
+			yr[j] = math.Float32frombits(math.Float32bits(v) & positive(v))
 		}
-	})
+	case LeakyReLU:
+		for j, v := range xr {
+			yr[j] = v * choose(negative(v), f.Slope, 1)
+		}
+	case ELU:
+		for j, v := range xr {
+			if v < 0 {
+				v = f.Slope * float32(math.Expm1(float64(v)))
+			}
+			yr[j] = v
+		}
+	default:
+		panic("kernels: unknown activation " + f.Kind.String())
+	}
 }
 
 // ActBackward implements Backend.
@@ -382,6 +383,68 @@ func (c *CPU) Adam(p, g, m, v *Mat, o AdamStep) {
 			vr[j] = b2*vr[j] + (1-b2)*gj*gj
 			denom := float32(math.Sqrt(float64(vr[j])))/bc2sqrt + eps
 			pr[j] -= step * mr[j] / denom
+		}
+	})
+}
+
+// ActDropout implements Backend.
+func (c *CPU) ActDropout(f Activation, y, x *Mat, p float32, seed uint64) {
+	sameShape("ActDropout", y, x)
+	th := dropThreshold(p)
+	if th >= 1<<dropBits {
+		c.Zero(y)
+		return
+	}
+	scale := float32(1 / (1 - float64(th)/(1<<dropBits)))
+	c.rows(y.Rows, y.Cols, func(r int) {
+		yr := y.row(r)
+		actRow(f, yr, x.row(r))
+		if th > 0 {
+			dropRow(yr, yr, r*y.Cols, seed, th, scale, false)
+		}
+	})
+}
+
+// ActDropoutBackward implements Backend.
+func (c *CPU) ActDropoutBackward(f Activation, dx, dy, y *Mat, p float32, seed uint64) {
+	sameShape("ActDropoutBackward", dx, dy)
+	sameShape("ActDropoutBackward", dx, y)
+	th := dropThreshold(p)
+	if th >= 1<<dropBits {
+		c.Zero(dx)
+		return
+	}
+	scale := float32(1 / (1 - float64(th)/(1<<dropBits)))
+	c.rows(dx.Rows, dx.Cols, func(r int) {
+		dxr, yr := dx.row(r), y.row(r)
+		if th > 0 {
+			dropRow(dxr, dy.row(r), r*dx.Cols, seed, th, scale, false)
+		} else {
+			copy(dxr, dy.row(r))
+		}
+		dxr = dxr[:len(yr)]
+		// Where the element was dropped dx is 0 already; where kept, y is
+		// f(x)*scale, with f(x)'s sign.
+		switch f.Kind {
+		case Identity:
+		case ReLU:
+			for j, v := range yr {
+				dxr[j] = math.Float32frombits(math.Float32bits(dxr[j]) & positive(v))
+			}
+		case LeakyReLU:
+			for j, v := range yr {
+				dxr[j] *= choose(negative(v), f.Slope, 1)
+			}
+		case ELU:
+			// d/dx alpha*(e^x - 1) = f(x) + alpha for x < 0.
+			inv := 1 / scale
+			for j, v := range yr {
+				if v < 0 {
+					dxr[j] *= v*inv + f.Slope
+				}
+			}
+		default:
+			panic("kernels: unknown activation " + f.Kind.String())
 		}
 	})
 }

@@ -175,6 +175,13 @@ type Backend interface {
 	// ActBackward sets dx = dy * f'(x), given x and y = f(x) (dx may be
 	// dy).
 	ActBackward(f Activation, dx, dy, x, y *Mat)
+	// ActDropout sets y = Dropout(f(x), p, seed) in one pass (y may be
+	// x): an activation and the next layer's dropout.
+	ActDropout(f Activation, y, x *Mat, p float32, seed uint64)
+	// ActDropoutBackward sets dx from dy through ActDropout, given only
+	// its output y: f's derivative is read from y, which keeps x's sign
+	// for ReLU, LeakyReLU and ELU with a positive slope (dx may be dy).
+	ActDropoutBackward(f Activation, dx, dy, y *Mat, p float32, seed uint64)
 	// Dropout sets y to x with each element zeroed with probability p and
 	// the rest scaled by 1/(1-p); element k's fate is a hash of (seed, k),
 	// so DropoutBackward with the same seed needs no stored mask.

@@ -729,6 +729,7 @@ var backendCases = []struct {
 	{"Axpy and Scale", caseAxpyScale},
 	{"Act", caseAct},
 	{"Dropout", caseDropout},
+	{"ActDropout", caseActDropout},
 	{"SoftmaxCrossEntropy", caseSoftmaxCrossEntropy},
 	{"Argmax", caseArgmax},
 	{"Adam", caseAdam},
@@ -1544,4 +1545,36 @@ func caseStorage(f *fixture) {
 			}()
 		}
 	})
+}
+
+// caseActDropout checks the fused activation and dropout against Act then
+// Dropout, and its backward, which reads only the output, against
+// DropoutBackward then ActBackward.
+func caseActDropout(f *fixture) {
+	const rows, cols = 60, 70
+	acts := []Activation{{Kind: Identity}, {Kind: ReLU}, {Kind: LeakyReLU, Slope: 0.2}, {Kind: ELU, Slope: 1}}
+	for _, act := range acts {
+		for _, p := range []float32{0, 0.5, 1} {
+			f.run(fmt.Sprintf("%s p=%g", act.Kind, p), func(f *fixture) {
+				x := f.awayFromZero(rows, cols)
+				const seed = 77
+				a := f.whole(nanDmat(rows, cols))
+				f.b.Act(act, a, f.whole(x))
+				want := f.whole(nanDmat(rows, cols))
+				f.b.Dropout(want, a, p, seed)
+				y := f.up(nanDmat(rows, cols))
+				f.b.ActDropout(act, y, f.up(x), p, seed)
+				f.near("y", y, f.get(want), 1e-6)
+
+				dy := f.awayFromZero(rows, cols)
+				dd := f.whole(nanDmat(rows, cols))
+				f.b.DropoutBackward(dd, f.whole(dy), p, seed)
+				wantDx := f.whole(nanDmat(rows, cols))
+				f.b.ActBackward(act, wantDx, dd, f.whole(x), a)
+				dx := f.up(nanDmat(rows, cols))
+				f.b.ActDropoutBackward(act, dx, f.up(dy), y, p, seed)
+				f.near("dx", dx, f.get(wantDx), 1e-5)
+			})
+		}
+	}
 }

@@ -48,7 +48,7 @@ type Config struct {
 	// attention weights.
 	InputDropout float32 `json:"input_dropout"`
 	Dropout      float32 `json:"dropout"`
-	AttnDropout float32 `json:"attn_dropout,omitempty"`
+	AttnDropout  float32 `json:"attn_dropout,omitempty"`
 	// Slope is GAT's LeakyReLU negative slope.
 	Slope float32 `json:"slope,omitempty"`
 }
@@ -95,11 +95,11 @@ type Model struct {
 	act    kernels.Activation
 	params []*Param
 
-	// Per layer: the dropped input, the pre-activation output and the
-	// activated output kept for Backward.
-	dropped, pre, post []*kernels.Mat
-	seeds              []uint64 // dropout seeds of the last forward
-	train              bool
+	// The dropped features (layer 0's input) and, per hidden layer, its
+	// activated and dropped output, kept for Backward.
+	dropped, post []*kernels.Mat
+	seeds         []uint64 // dropout seeds of the last forward
+	train         bool
 }
 
 // New builds a model with Glorot-initialised weights drawn from seed.
@@ -140,7 +140,6 @@ func New(b kernels.Backend, cfg Config, seed uint64) (*Model, error) {
 		m.layers = append(m.layers, ly)
 		m.params = append(m.params, ly.params()...)
 		m.dropped = append(m.dropped, b.NewMat(0, 0))
-		m.pre = append(m.pre, nil)
 		m.post = append(m.post, b.NewMat(0, 0))
 		in = out
 	}
@@ -193,24 +192,29 @@ func (m *Model) Forward(blocks []*Block, x *kernels.Mat, train bool, seed uint64
 	}
 	m.train = train
 	b := m.b
+	for i := range m.seeds {
+		m.seeds[i] = mixSeed(seed, uint64(i))
+	}
 	h := x
 	for l, ly := range m.layers {
 		g := blocks[L-1-l]
-		m.seeds[2*l] = mixSeed(seed, uint64(2*l))
-		m.seeds[2*l+1] = mixSeed(seed, uint64(2*l+1))
 		in := h
-		if p := m.dropout(l); train && p > 0 {
-			b.Resize(m.dropped[l], h.Rows, h.Cols)
-			b.Dropout(m.dropped[l], h, p, m.seeds[2*l])
-			in = m.dropped[l]
+		if p := m.cfg.InputDropout; l == 0 && train && p > 0 {
+			b.Resize(m.dropped[0], h.Rows, h.Cols)
+			b.Dropout(m.dropped[0], h, p, m.seeds[0])
+			in = m.dropped[0]
 		}
 		y := ly.forward(g, in, train, m.seeds[2*l+1])
-		m.pre[l] = y
 		if l == L-1 {
 			return y
 		}
+		// The activation and the next layer's dropout in one pass.
+		p := float32(0)
+		if train {
+			p = m.cfg.Dropout
+		}
 		b.Resize(m.post[l], y.Rows, y.Cols)
-		b.Act(m.act, m.post[l], y)
+		b.ActDropout(m.act, m.post[l], y, p, m.seeds[2*(l+1)])
 		h = m.post[l]
 	}
 	return h
@@ -222,26 +226,18 @@ func (m *Model) Backward(dlogits *kernels.Mat) {
 	b := m.b
 	dy := dlogits
 	for l := len(m.layers) - 1; l >= 0; l-- {
-		if l < len(m.layers)-1 {
-			b.ActBackward(m.act, dy, dy, m.pre[l], m.post[l])
-		}
 		dx := m.layers[l].backward(dy, l > 0)
 		if l == 0 {
 			return
 		}
-		if p := m.dropout(l); m.train && p > 0 {
-			b.DropoutBackward(dx, dx, p, m.seeds[2*l])
+		// Back through the next layer's dropout and the activation.
+		p := float32(0)
+		if m.train {
+			p = m.cfg.Dropout
 		}
+		b.ActDropoutBackward(m.act, dx, dx, m.post[l-1], p, m.seeds[2*l])
 		dy = dx
 	}
-}
-
-// dropout returns the dropout rate of layer l's input.
-func (m *Model) dropout(l int) float32 {
-	if l == 0 {
-		return m.cfg.InputDropout
-	}
-	return m.cfg.Dropout
 }
 
 // mixSeed derives an independent stream key (splitmix64's finalizer).
