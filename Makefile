@@ -11,13 +11,16 @@ BIN      ?= bin/gnnplan
 LINKFLAGS ?= -checklinkname=0
 FUZZTIME  ?= 5s
 
-.PHONY: all setup build demo test vet unit fuzz bench clean
+.PHONY: all setup build demo test vet unit fuzz bench bench-deps clean
 
 all: build
 
-# setup installs what discovery uses when present: pci.ids (device names;
-# without it names fall back to vendor:device in hex). It never fails the
-# build: on a machine without apt or root it only says what it skipped.
+# setup installs what gnnplan uses when present: pci.ids (device names for
+# discovery; without it names fall back to vendor:device in hex) and
+# OpenBLAS's runtime library (the CPU trainer's GEMM, loaded with dlopen;
+# without it GEMM runs on gonum's pure-Go BLAS, 10-20x slower). It never
+# fails the build: on a machine without apt or root it only says what it
+# skipped.
 setup:
 	@if [ -e /usr/share/misc/pci.ids ] || [ -e /usr/share/hwdata/pci.ids ]; then \
 		echo "setup: pci.ids present"; \
@@ -27,6 +30,15 @@ setup:
 			|| echo "setup: could not install pci.ids; names will be vendor:device"; \
 	else \
 		echo "setup: no pci.ids and no root apt-get; names will be vendor:device"; \
+	fi
+	@if /sbin/ldconfig -p 2>/dev/null | grep -q 'libopenblas\.so\.0'; then \
+		echo "setup: OpenBLAS present"; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		echo "setup: installing OpenBLAS (libopenblas0-pthread, the CPU trainer's GEMM)"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libopenblas0-pthread >/dev/null) \
+			|| echo "setup: could not install OpenBLAS; the CPU trainer's GEMM will use gonum"; \
+	else \
+		echo "setup: no OpenBLAS and no root apt-get; the CPU trainer's GEMM will use gonum"; \
 	fi
 	$(GO) mod download
 
@@ -61,6 +73,18 @@ test: vet unit fuzz
 
 bench:
 	$(GO) test -ldflags='$(LINKFLAGS)' -run '^$$' -bench . -benchmem ./...
+
+# bench-deps installs the anchors some benchmarks compare against, from
+# Debian: numpy (kernels' BenchmarkGemmVsNumpy) and PyTorch. Not needed to
+# build or test, and not run by CI; benchmarks skip what is missing.
+bench-deps:
+	@if ! command -v apt-get >/dev/null 2>&1; then \
+		echo "bench-deps: needs apt-get (Debian or Ubuntu)"; exit 1; \
+	fi
+	@sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		$$sudo apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq python3-numpy python3-torch >/dev/null && \
+		echo "bench-deps: $$(/usr/bin/python3 -c 'import numpy, torch; print("numpy", numpy.__version__, "torch", torch.__version__)')"
 
 clean:
 	rm -rf bin

@@ -22,31 +22,40 @@ type blasLib interface {
 	name() string
 }
 
-// openBLASCandidates are the names loadBLAS("") and loadBLAS("openblas")
-// try, in order: the soname Debian's libopenblas0 provides through
-// alternatives, the development symlink, and Debian's pthread variant by
-// path, for a machine where the alternatives link is missing.
-var openBLASCandidates = []string{
-	"libopenblas.so.0",
-	"libopenblas.so",
-	"/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0",
+// openBLASCandidates returns the names loadBLAS("") and
+// loadBLAS("openblas") try, in order: the soname Debian's libopenblas0
+// provides through alternatives, the development symlink, and Debian's
+// pthread variant by path, for a machine where the alternatives link is
+// missing.
+func openBLASCandidates() []string {
+	return []string{
+		"libopenblas.so.0",
+		"libopenblas.so",
+		"/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0",
+	}
 }
 
-// threadIndependentK is the most k one call into a C BLAS sums over.
-// OpenBLAS cuts k into blocks of GEMM_Q (448 for sgemm on SkylakeX, 320
-// on Haswell and Zen, 384 on Sandy Bridge), each block's products added
-// into C, and when what is left is between GEMM_Q and 2*GEMM_Q it halves
-// it; its single-threaded driver (driver/level3/level3.c) rounds the half
-// up to GEMM_UNROLL_M, its threaded one (level3_thread.c) does not, so
-// for k such as 500 or 999 one thread and two round differently (measured
-// on 0.3.21: most elements of C differ in their last bits). A call with
-// k <= GEMM_Q is one block on any number of threads, and threads split C,
-// never k, so chunks of threadIndependentK summed in order give the same
-// bits on every thread count. 256 is at most GEMM_Q on every x86-64
-// target OpenBLAS 0.3.21 knows from Core 2 on, AMD's pre-Zen cores (224)
-// excepted. The chunks cost little: OpenBLAS makes blocks of k this size
-// anyway.
-const threadIndependentK = 256
+// kAlign makes OpenBLAS's results independent of its thread count: a
+// product whose k is not a multiple of kAlign is computed as two calls,
+// the largest multiple of kAlign first and the rest (fewer than kAlign
+// terms) added into C with beta = 1.
+//
+// Why: OpenBLAS cuts k into blocks of GEMM_Q (448 for sgemm on SkylakeX,
+// 320 on Haswell and Zen), each block's products added into C in turn, and
+// halves a remainder between GEMM_Q and 2*GEMM_Q; its single-threaded
+// driver (driver/level3/level3.c) rounds the half up to a multiple of
+// GEMM_UNROLL_M, its threaded one (level3_thread.c) does not, so for k
+// such as 500 or 999 one thread and two cut k differently and most of C
+// differs in its last bits (measured on 0.3.21 with SkylakeX kernels: 894
+// of the k in 1..1400 differ, the first at 449). Threads split C, never
+// k, so when the cuts agree the bits do. With k a multiple of 32, every
+// remainder is a multiple of 2*GEMM_UNROLL_M (GEMM_Q is, on the x86-64
+// targets of 0.3.21 but AMD's first Bulldozer, GEMM_Q 168), its half a
+// multiple of GEMM_UNROLL_M, and both drivers cut alike; a k below 32 is
+// one block. TestOpenBLASDeterministic checks it on the machine it runs
+// on. The extra call costs one pass over C for fewer than 32 terms, where
+// cutting k into blocks no longer than GEMM_Q would add a call per block.
+const kAlign = 32
 
 // loadBLAS picks the GEMM provider.
 //
@@ -62,7 +71,7 @@ const threadIndependentK = 256
 // the number of cores). The count is the library's process-wide setting,
 // shared by every blasLib loaded from the same library.
 func loadBLAS(choice string, threads int) (lib blasLib, note string, err error) {
-	return loadBLASFrom(choice, threads, openBLASCandidates)
+	return loadBLASFrom(choice, threads, openBLASCandidates())
 }
 
 // loadBLASFrom is loadBLAS looking for OpenBLAS under the given names.

@@ -67,11 +67,9 @@ const haveDlopen = true
 type cblas struct {
 	// file is the library's path as the dynamic linker resolved it.
 	file string
-	// kChunk, when > 0, is the most k one call into the library sums
-	// over; a longer product is summed chunk by chunk into C (beta = 1
-	// after the first), which keeps OpenBLAS's results independent of
-	// its thread count (see threadIndependentK).
-	kChunk int
+	// kAlign, when > 0, splits a product whose k is not a multiple of it
+	// in two calls (see the constant kAlign).
+	kAlign int
 	// sgemmFn is cblas_sgemm; the others are OpenBLAS extensions and nil
 	// when the library lacks them.
 	sgemmFn, setThreads, getThreads, getConfig, getParallel, getCorename unsafe.Pointer
@@ -123,7 +121,7 @@ func openOneCBLAS(name string) (*cblas, error) {
 	}
 	lib := &cblas{
 		file:        name,
-		kChunk:      threadIndependentK,
+		kAlign:      kAlign,
 		sgemmFn:     sym("cblas_sgemm"),
 		setThreads:  sym("openblas_set_num_threads"),
 		getThreads:  sym("openblas_get_num_threads"),
@@ -208,32 +206,38 @@ func (l *cblas) sgemm(transA, transB bool, m, n, k int, alpha float32, a []float
 		scaleC(m, n, beta, c, ldc)
 		return
 	}
-	chunk := l.kChunk
-	if chunk <= 0 {
-		chunk = k
+	// Sum k in [0, k1) then [k1, k) (see kAlign).
+	k1 := k
+	if l.kAlign > 0 && k > l.kAlign {
+		k1 = k - k%l.kAlign
 	}
-	for k0 := 0; k0 < k; k0 += chunk {
-		kc := min(chunk, k-k0)
-		// Columns k0.. of op(A) and rows k0.. of op(B).
-		var ak, bk []float32
-		if transA {
-			ak = a[k0*lda:]
-		} else {
-			ak = a[k0:]
-		}
-		if transB {
-			bk = b[k0:]
-		} else {
-			bk = b[k0*ldb:]
-		}
-		// The slices hold no Go pointers, and the library keeps none of
-		// them after the call: cgo's pointer rules allow passing them.
-		C.gnnplan_sgemm(l.sgemmFn, cblasFlag(transA), cblasFlag(transB), C.int(m), C.int(n), C.int(kc),
-			C.float(alpha), (*C.float)(unsafe.Pointer(&ak[0])), C.int(lda),
-			(*C.float)(unsafe.Pointer(&bk[0])), C.int(ldb),
-			C.float(beta), (*C.float)(unsafe.Pointer(&c[0])), C.int(ldc))
-		beta = 1
+	l.call(transA, transB, m, n, k1, alpha, a, lda, b, ldb, beta, c, ldc)
+	if k1 == k {
+		return
 	}
+	// Columns k1.. of op(A) and rows k1.. of op(B).
+	var ak, bk []float32
+	if transA {
+		ak = a[k1*lda:]
+	} else {
+		ak = a[k1:]
+	}
+	if transB {
+		bk = b[k1:]
+	} else {
+		bk = b[k1*ldb:]
+	}
+	l.call(transA, transB, m, n, k-k1, alpha, ak, lda, bk, ldb, 1, c, ldc)
+}
+
+// call is one cblas_sgemm on checked, non-empty operands.
+func (l *cblas) call(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	// The slices hold no Go pointers, and the library keeps none of them
+	// after the call: cgo's pointer rules allow passing them.
+	C.gnnplan_sgemm(l.sgemmFn, cblasFlag(transA), cblasFlag(transB), C.int(m), C.int(n), C.int(k),
+		C.float(alpha), (*C.float)(unsafe.Pointer(&a[0])), C.int(lda),
+		(*C.float)(unsafe.Pointer(&b[0])), C.int(ldb),
+		C.float(beta), (*C.float)(unsafe.Pointer(&c[0])), C.int(ldc))
 }
 
 func cblasFlag(b bool) C.int {
