@@ -466,57 +466,6 @@ func choose(mask uint32, a, b float32) float32 {
 	return math.Float32frombits(math.Float32bits(a)&mask | math.Float32bits(b)&^mask)
 }
 
-// addTo computes dst += src, unrolled for the compiler's scheduler.
-func addTo(dst, src []float32) {
-	n := len(dst)
-	src = src[:n]
-	j := 0
-	for ; j+8 <= n; j += 8 {
-		d, s := dst[j:j+8:j+8], src[j:j+8:j+8]
-		d[0] += s[0]
-		d[1] += s[1]
-		d[2] += s[2]
-		d[3] += s[3]
-		d[4] += s[4]
-		d[5] += s[5]
-		d[6] += s[6]
-		d[7] += s[7]
-	}
-	for ; j < n; j++ {
-		dst[j] += src[j]
-	}
-}
-
-// add4To computes dst += (a+b) + (c+d).
-func add4To(dst, a, b, c, d []float32) {
-	n := len(dst)
-	a, b, c, d = a[:n], b[:n], c[:n], d[:n]
-	for j := range dst {
-		dst[j] += (a[j] + b[j]) + (c[j] + d[j])
-	}
-}
-
-// axpyTo computes dst += a*src.
-func axpyTo(dst []float32, a float32, src []float32) {
-	n := len(dst)
-	src = src[:n]
-	j := 0
-	for ; j+8 <= n; j += 8 {
-		d, s := dst[j:j+8:j+8], src[j:j+8:j+8]
-		d[0] += a * s[0]
-		d[1] += a * s[1]
-		d[2] += a * s[2]
-		d[3] += a * s[3]
-		d[4] += a * s[4]
-		d[5] += a * s[5]
-		d[6] += a * s[6]
-		d[7] += a * s[7]
-	}
-	for ; j < n; j++ {
-		dst[j] += a * src[j]
-	}
-}
-
 // dot returns the dot product of a and b in float32.
 func dot(a, b []float32) float32 {
 	n := len(a)

@@ -77,7 +77,15 @@ func (c *CPU) SegmentMean(out, x *Mat, g *CSR) {
 	if out.Cols != x.Cols {
 		panic(fmt.Sprintf("kernels: SegmentMean of %d columns into %d", x.Cols, out.Cols))
 	}
+	off, idx := g.offsets.h, g.srcIdx.h
 	c.overDst(g, out.Cols, func(i int, srcs []int32, _ int32) {
+		// The sources are scattered rows: ask for the next destination's
+		// while this one sums.
+		if i+1 < g.NumDst {
+			for _, u := range idx[off[i+1]:off[i+2]] {
+				prefetchRow(x.row(int(u)))
+			}
+		}
 		o := out.row(i)
 		if len(srcs) == 0 {
 			clear(o)
@@ -128,7 +136,13 @@ func (c *CPU) WeightedSum(out, x, w *Mat, g *CSR) {
 	if out.Cols != x.Cols || w.Rows != g.NumEdges {
 		panic(fmt.Sprintf("kernels: WeightedSum of %dx%d by %dx%d into %dx%d", x.Rows, x.Cols, w.Rows, w.Cols, out.Rows, out.Cols))
 	}
+	off, idx := g.offsets.h, g.srcIdx.h
 	c.overDst(g, out.Cols, func(i int, srcs []int32, first int32) {
+		if i+1 < g.NumDst {
+			for _, u := range idx[off[i+1]:off[i+2]] {
+				prefetchRow(x.row(int(u)))
+			}
+		}
 		o := out.row(i)
 		clear(o)
 		for k, u := range srcs {

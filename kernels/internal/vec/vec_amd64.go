@@ -1,0 +1,18 @@
+package vec
+
+import "golang.org/x/sys/cpu"
+
+// hasAVX2 is fixed at start-up by the CPU the process runs on.
+var hasAVX2 = cpu.X86.HasAVX2
+
+//go:noescape
+func add4AVX2(dst, a, b, c, d *float32, n int)
+
+//go:noescape
+func addAVX2(dst, src *float32, n int)
+
+//go:noescape
+func axpyAVX2(dst, src *float32, alpha float32, n int)
+
+//go:noescape
+func prefetch(p *float32, bytes int)

@@ -1,0 +1,12 @@
+//go:build !amd64
+
+package vec
+
+const hasAVX2 = false
+
+func add4AVX2(dst, a, b, c, d *float32, n int)         { panic("vec: no AVX2 on this architecture") }
+func addAVX2(dst, src *float32, n int)                 { panic("vec: no AVX2 on this architecture") }
+func axpyAVX2(dst, src *float32, alpha float32, n int) { panic("vec: no AVX2 on this architecture") }
+
+// prefetch is a hint; without it the loads simply miss later.
+func prefetch(p *float32, bytes int) {}
