@@ -32,7 +32,7 @@ func TestAssemblyMatchesGo(t *testing.T) {
 	}
 	for n := 0; n <= 70; n++ {
 		for _, off := range []int{0, 1, 3} {
-			a, b, c, d, src := rnd(n+off)[off:], rnd(n+off)[off:], rnd(n+off)[off:], rnd(n+off)[off:], rnd(n+off)[off:]
+			a, b, c, d, src := rnd(n + off)[off:], rnd(n + off)[off:], rnd(n + off)[off:], rnd(n + off)[off:], rnd(n + off)[off:]
 			dst := rnd(n + off)[off:]
 			alpha := float32(r.NormFloat64())
 
