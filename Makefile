@@ -47,10 +47,12 @@ build:
 
 # demo: describe this machine, then plan the embedded default: what to buy
 # for $80,000 for GraphSAGE on IGB-HOM in Moment's machine B, and where to
-# put it (writes bin/plan.json and bin/tpc.svg).
+# put it (writes bin/plan.json and bin/tpc.svg); then train GraphSAGE on a
+# small synthetic graph train generates.
 demo: setup build
 	./$(BIN) discover
 	./$(BIN) recommend --budget 80000 -o bin/plan.json --plot bin/tpc.svg
+	./$(BIN) train --epochs 20
 
 vet:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -55,15 +55,17 @@ func LoadFeatures(dir string, m dataset.Meta) ([]float32, error) {
 	return out, nil
 }
 
-// RowNormalize scales every row of x (dim columns) to sum to 1, the
-// preprocessing of Kipf and Welling's and Velickovic et al.'s citation
-// experiments; rows that sum to 0 stay as they are.
+// RowNormalize scales every row of x (dim columns) to unit L1 norm: for
+// the non-negative bag-of-words features of the citation graphs this is
+// the row-sum normalisation of Kipf and Welling's and Velickovic et al.'s
+// experiments, and for signed features it never divides by a sum near 0.
+// Rows of zeros stay as they are.
 func RowNormalize(x []float32, dim int) {
 	for r := 0; r+dim <= len(x); r += dim {
 		row := x[r : r+dim]
 		var s float64
 		for _, v := range row {
-			s += float64(v)
+			s += math.Abs(float64(v))
 		}
 		if s == 0 {
 			continue

@@ -364,9 +364,9 @@ func TestLoadFeaturesRefusesDamage(t *testing.T) {
 }
 
 func TestRowNormalize(t *testing.T) {
-	x := []float32{1, 3, 0, 0, 0, 0, 2, 2, 4}
+	x := []float32{1, 3, 0, 0, 0, 0, 2, 2, 4, 1, -1, 2}
 	RowNormalize(x, 3)
-	want := []float32{0.25, 0.75, 0, 0, 0, 0, 0.25, 0.25, 0.5}
+	want := []float32{0.25, 0.75, 0, 0, 0, 0, 0.25, 0.25, 0.5, 0.25, -0.25, 0.5}
 	for i := range x {
 		if x[i] != want[i] {
 			t.Fatalf("RowNormalize gave %v, want %v", x, want)

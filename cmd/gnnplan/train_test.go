@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,14 +72,22 @@ func TestTrainSettings(t *testing.T) {
 }
 
 func TestTrainDefaultRunsOnASyntheticGraph(t *testing.T) {
-	code, out, errOut := runCLI(t, "train", "--epochs", "3", "--synthetic-nodes", "3000")
+	code, out, errOut := runCLI(t, "train", "--epochs", "40", "--synthetic-nodes", "3000")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"training graphsage on synthetic", "note: no --dataset", "epoch    3", "samples/s", "fwd+bwd", "best validation accuracy"} {
+	for _, want := range []string{"training graphsage on synthetic", "note: no --dataset", "epoch   40", "samples/s", "fwd+bwd", "best validation accuracy"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	// The generated classes are separable (8 classes, chance 12.5%): the
+	// model must learn them.
+	var acc float64
+	if i := strings.LastIndex(out, "test accuracy "); i < 0 {
+		t.Fatalf("no test accuracy in:\n%s", out)
+	} else if _, err := fmt.Sscanf(out[i:], "test accuracy %f", &acc); err != nil || acc < 0.6 {
+		t.Errorf("test accuracy %v (%v) after 40 epochs on the synthetic graph, want >= 0.6", acc, err)
 	}
 }
 
