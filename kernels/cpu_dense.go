@@ -3,6 +3,8 @@ package kernels
 import (
 	"fmt"
 	"math"
+
+	"github.com/gnnplan/gnnplan/kernels/internal/vec"
 )
 
 // Gemm implements Backend.
@@ -146,9 +148,7 @@ func actRow(f Activation, yr, xr []float32) {
 	case Identity:
 		copy(yr, xr)
 	case ReLU:
-		for j, v := range xr {
-			yr[j] = math.Float32frombits(math.Float32bits(v) & positive(v))
-		}
+		vec.ReLU(yr, xr)
 	case LeakyReLU:
 		for j, v := range xr {
 			yr[j] = v * choose(negative(v), f.Slope, 1)
@@ -199,94 +199,42 @@ func (c *CPU) ActBackward(f Activation, dx, dy, x, y *Mat) {
 	})
 }
 
-// dropBits is the resolution of a dropout decision: each 64-bit hash of
-// (seed, k/4) decides four consecutive elements with 16 bits each, so p
-// is rounded to a multiple of 2^-16 (0.6 becomes 0.600006).
+// dropBits is the resolution of a dropout decision: element k is kept
+// when 16 bits of a hash of (seed, k) reach p's threshold, so p is
+// rounded to a multiple of 2^-16 (0.6 becomes 0.600006).
 const dropBits = 16
 
-// dropHash is splitmix64's finalizer of (seed, group): the random bits of
-// elements 4*group to 4*group+3.
-func dropHash(seed uint64, group int) uint64 {
-	z := seed ^ (uint64(group)+1)*0x9e3779b97f4a7c15
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
-
-// dropThreshold is p as a 16-bit threshold: element k is dropped when its
-// 16 bits are below it.
-func dropThreshold(p float32) uint32 {
-	return uint32(math.Round(float64(max(0, min(p, 1))) * (1 << dropBits)))
+// dropMask returns Dropout's mask for p and seed.
+func dropMask(p float32, seed uint64) vec.DropMask {
+	th := uint32(math.Round(float64(max(0, min(p, 1))) * (1 << dropBits)))
+	m := vec.DropMask{S0: uint32(seed), S1: uint32(seed >> 32), Threshold: th, Scale: 0}
+	if th < 1<<dropBits {
+		m.Scale = float32(1 / (1 - float64(th)/(1<<dropBits)))
+	}
+	return m
 }
 
 // Dropout implements Backend. Element k is the element's row-major
 // position in the matrix given (r*Cols + c): a view drops what a whole
 // matrix of its shape would, so Dropout and DropoutBackward agree on
 // any storage.
-// Elements of x that are 0 stay 0 without a draw (sparse inputs such as
-// bag-of-words features cost little).
 func (c *CPU) Dropout(y, x *Mat, p float32, seed uint64) {
-	c.dropout(y, x, p, seed, true)
+	c.dropout(y, x, p, seed)
 }
 
 // DropoutBackward implements Backend.
 func (c *CPU) DropoutBackward(dx, dy *Mat, p float32, seed uint64) {
-	c.dropout(dx, dy, p, seed, false)
+	c.dropout(dx, dy, p, seed)
 }
 
-func (c *CPU) dropout(y, x *Mat, p float32, seed uint64, skipZeros bool) {
+func (c *CPU) dropout(y, x *Mat, p float32, seed uint64) {
 	sameShape("Dropout", y, x)
-	th := dropThreshold(p)
-	if th == 0 {
+	m := dropMask(p, seed)
+	if m.Threshold == 0 {
 		c.Copy(y, x)
 		return
 	}
-	if th >= 1<<dropBits {
-		c.Zero(y)
-		return
-	}
-	scale := float32(1 / (1 - float64(th)/(1<<dropBits)))
-	c.rows(y.Rows, y.Cols, func(r int) {
-		dropRow(y.row(r), x.row(r), r*y.Cols, seed, th, scale, skipZeros)
-	})
-}
-
-// dropRow applies dropout to one row whose first element is element base.
-// The select is arithmetic: a branch on a coin flip mispredicts half the
-// time.
-func dropRow(yr, xr []float32, base int, seed uint64, th uint32, scale float32, skipZeros bool) {
-	yr = yr[:len(xr)]
-	one := func(v float32, bits uint64, lane int) float32 {
-		d := int32(uint32(bits>>(dropBits*lane))&(1<<dropBits-1)) - int32(th)
-		return math.Float32frombits(math.Float32bits(v*scale) & ^uint32(d>>31))
-	}
-	j := 0
-	// Up to the first element of a group of four, then whole groups (one
-	// hash each), then the rest.
-	if head := (4 - base&3) & 3; head > 0 {
-		h := dropHash(seed, base>>2)
-		for ; j < head && j < len(xr); j++ {
-			yr[j] = one(xr[j], h, (base+j)&3)
-		}
-	}
-	for ; j+4 <= len(xr); j += 4 {
-		x4, y4 := xr[j:j+4:j+4], yr[j:j+4:j+4]
-		if skipZeros && x4[0] == 0 && x4[1] == 0 && x4[2] == 0 && x4[3] == 0 {
-			y4[0], y4[1], y4[2], y4[3] = 0, 0, 0, 0
-			continue
-		}
-		h := dropHash(seed, (base+j)>>2)
-		y4[0] = one(x4[0], h, 0)
-		y4[1] = one(x4[1], h, 1)
-		y4[2] = one(x4[2], h, 2)
-		y4[3] = one(x4[3], h, 3)
-	}
-	if j < len(xr) {
-		h := dropHash(seed, (base+j)>>2)
-		for ; j < len(xr); j++ {
-			yr[j] = one(xr[j], h, (base+j)&3)
-		}
-	}
+	c.rows(y.Rows, y.Cols, func(r int) { vec.Dropout(y.row(r), x.row(r), r*y.Cols, m) })
 }
 
 // SoftmaxCrossEntropy implements Backend.
@@ -390,17 +338,17 @@ func (c *CPU) Adam(p, g, m, v *Mat, o AdamStep) {
 // ActDropout implements Backend.
 func (c *CPU) ActDropout(f Activation, y, x *Mat, p float32, seed uint64) {
 	sameShape("ActDropout", y, x)
-	th := dropThreshold(p)
-	if th >= 1<<dropBits {
-		c.Zero(y)
-		return
-	}
-	scale := float32(1 / (1 - float64(th)/(1<<dropBits)))
+	m := dropMask(p, seed)
 	c.rows(y.Rows, y.Cols, func(r int) {
-		yr := y.row(r)
-		actRow(f, yr, x.row(r))
-		if th > 0 {
-			dropRow(yr, yr, r*y.Cols, seed, th, scale, false)
+		yr, xr := y.row(r), x.row(r)
+		switch {
+		case m.Threshold == 0:
+			actRow(f, yr, xr)
+		case f.Kind == ReLU:
+			vec.ReLUDropout(yr, xr, r*y.Cols, m)
+		default:
+			actRow(f, yr, xr)
+			vec.Dropout(yr, yr, r*y.Cols, m)
 		}
 	})
 }
@@ -409,28 +357,28 @@ func (c *CPU) ActDropout(f Activation, y, x *Mat, p float32, seed uint64) {
 func (c *CPU) ActDropoutBackward(f Activation, dx, dy, y *Mat, p float32, seed uint64) {
 	sameShape("ActDropoutBackward", dx, dy)
 	sameShape("ActDropoutBackward", dx, y)
-	th := dropThreshold(p)
-	if th >= 1<<dropBits {
-		c.Zero(dx)
-		return
+	m := dropMask(p, seed)
+	scale := m.Scale
+	if m.Threshold == 0 {
+		scale = 1
 	}
-	scale := float32(1 / (1 - float64(th)/(1<<dropBits)))
 	c.rows(dx.Rows, dx.Cols, func(r int) {
-		dxr, yr := dx.row(r), y.row(r)
-		if th > 0 {
-			dropRow(dxr, dy.row(r), r*dx.Cols, seed, th, scale, false)
+		dxr, dyr, yr := dx.row(r), dy.row(r), y.row(r)
+		if f.Kind == ReLU {
+			// A dropped element's y is 0, not > 0: no mask needed.
+			vec.ReLUDropoutBackward(dxr, dyr, yr, scale)
+			return
+		}
+		if m.Threshold > 0 {
+			vec.Dropout(dxr, dyr, r*dx.Cols, m)
 		} else {
-			copy(dxr, dy.row(r))
+			copy(dxr, dyr)
 		}
 		dxr = dxr[:len(yr)]
 		// Where the element was dropped dx is 0 already; where kept, y is
 		// f(x)*scale, with f(x)'s sign.
 		switch f.Kind {
 		case Identity:
-		case ReLU:
-			for j, v := range yr {
-				dxr[j] = math.Float32frombits(math.Float32bits(dxr[j]) & positive(v))
-			}
 		case LeakyReLU:
 			for j, v := range yr {
 				dxr[j] *= choose(negative(v), f.Slope, 1)
@@ -449,17 +397,10 @@ func (c *CPU) ActDropoutBackward(f Activation, dx, dy, y *Mat, p float32, seed u
 	})
 }
 
-// positive returns all ones when v > 0 (NaN with the sign bit clear
-// included) and 0 otherwise (-0 and +0 included), without a branch: the
-// float's bits read as an int32 are > 0 exactly then.
-func positive(v float32) uint32 {
-	return uint32(-int64(int32(math.Float32bits(v))) >> 63)
-}
-
-// negative returns all ones when v < 0 and 0 otherwise (-0 included).
-func negative(v float32) uint32 {
-	return positive(-v)
-}
+// positive and negative are all ones when v > 0 or v < 0 (neither for
+// NaN or zeros), without a branch.
+func positive(v float32) uint32 { return vec.PositiveMask(v) }
+func negative(v float32) uint32 { return vec.NegativeMask(v) }
 
 // choose returns a where mask is all ones and b where it is 0.
 func choose(mask uint32, a, b float32) float32 {

@@ -16,3 +16,12 @@ func axpyAVX2(dst, src *float32, alpha float32, n int)
 
 //go:noescape
 func prefetch(p *float32, bytes int)
+
+//go:noescape
+func dropAVX2(y, x *float32, n, base int, m *DropMask, relu int)
+
+//go:noescape
+func reluBackAVX2(dx, dy, y *float32, scale float32, n int)
+
+//go:noescape
+func reluAVX2(y, x *float32, n int)
