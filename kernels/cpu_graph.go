@@ -71,21 +71,26 @@ func (c *CPU) overSrc(g *CSR, cols int, fn func(u int, edges, dsts []int32)) {
 	})
 }
 
+// prefetchNext asks for the source rows of destination i+1 while i sums
+// its own: they are scattered rows, each a cache miss otherwise.
+func prefetchNext(g *CSR, x *Mat, i int) {
+	if i+1 >= g.NumDst {
+		return
+	}
+	off, idx := g.offsets.h, g.srcIdx.h
+	for _, u := range idx[off[i+1]:off[i+2]] {
+		prefetchRow(x.row(int(u)))
+	}
+}
+
 // SegmentMean implements Backend.
 func (c *CPU) SegmentMean(out, x *Mat, g *CSR) {
 	checkCSR("SegmentMean", g, out.Rows, x.Rows)
 	if out.Cols != x.Cols {
 		panic(fmt.Sprintf("kernels: SegmentMean of %d columns into %d", x.Cols, out.Cols))
 	}
-	off, idx := g.offsets.h, g.srcIdx.h
 	c.overDst(g, out.Cols, func(i int, srcs []int32, _ int32) {
-		// The sources are scattered rows: ask for the next destination's
-		// while this one sums.
-		if i+1 < g.NumDst {
-			for _, u := range idx[off[i+1]:off[i+2]] {
-				prefetchRow(x.row(int(u)))
-			}
-		}
+		prefetchNext(g, x, i)
 		o := out.row(i)
 		if len(srcs) == 0 {
 			clear(o)
@@ -136,13 +141,8 @@ func (c *CPU) WeightedSum(out, x, w *Mat, g *CSR) {
 	if out.Cols != x.Cols || w.Rows != g.NumEdges {
 		panic(fmt.Sprintf("kernels: WeightedSum of %dx%d by %dx%d into %dx%d", x.Rows, x.Cols, w.Rows, w.Cols, out.Rows, out.Cols))
 	}
-	off, idx := g.offsets.h, g.srcIdx.h
 	c.overDst(g, out.Cols, func(i int, srcs []int32, first int32) {
-		if i+1 < g.NumDst {
-			for _, u := range idx[off[i+1]:off[i+2]] {
-				prefetchRow(x.row(int(u)))
-			}
-		}
+		prefetchNext(g, x, i)
 		o := out.row(i)
 		clear(o)
 		for k, u := range srcs {

@@ -172,22 +172,19 @@ func NegativeMask(v float32) uint32 { return negative(v) }
 // branch.
 func PositiveMask(v float32) uint32 { return positive(v) }
 
-func negative(v float32) uint32 {
+func negative(v float32) uint32 { _, n := signs(v); return n }
+
+func positive(v float32) uint32 { p, _ := signs(v); return p }
+
+// signs returns all-ones masks for v > 0 and v < 0 (neither for NaN and
+// zeros) from v's bits.
+func signs(v float32) (pos, neg uint32) {
 	b := math.Float32bits(v)
 	mag := int64(b & 0x7fffffff)
 	sign := uint32(int32(b) >> 31)
 	nonzero := uint32((0 - mag) >> 63)         // mag > 0
 	notNaN := uint32((mag - 0x7f800001) >> 63) // mag <= +Inf
-	return sign & nonzero & notNaN
-}
-
-func positive(v float32) uint32 {
-	b := math.Float32bits(v)
-	mag := int64(b & 0x7fffffff)
-	sign := uint32(int32(b) >> 31)
-	nonzero := uint32((0 - mag) >> 63)
-	notNaN := uint32((mag - 0x7f800001) >> 63)
-	return ^sign & nonzero & notNaN
+	return ^sign & nonzero & notNaN, sign & nonzero & notNaN
 }
 
 // ReLU sets y[j] = x[j] where x[j] is not negative and +0 where it is (a
