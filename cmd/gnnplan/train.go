@@ -111,7 +111,7 @@ the parameters an uninterrupted run would have.`,
 	f.Float64Var(&opts.InputDropout, "input-dropout", 0.5, "dropout on the features (default: --dropout; 0 with --plan)")
 	f.IntVar(&opts.Patience, "patience", 0, "stop after this many epochs without validation progress (0: never; GAT's default is 100)")
 	f.IntVar(&opts.EvalEvery, "eval-every", 1, "evaluate on the validation and test splits every N epochs (0: never)")
-	f.BoolVar(&opts.RowNormalize, "row-normalize", true, "scale each feature row to sum 1 (the papers' preprocessing; default off with --plan)")
+	f.BoolVar(&opts.RowNormalize, "row-normalize", true, "scale each feature row to unit L1 norm (sum 1 for non-negative features, the papers' preprocessing; default off with --plan)")
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed for initialisation, shuffling, sampling and dropout")
 	f.IntVar(&opts.Threads, "threads", 0, "threads for kernels and sampling (0: one per core)")
 	f.StringVar(&opts.BLAS, "blas", "", "GEMM library: openblas, gonum, or a path to a libopenblas.so (default: OpenBLAS when it loads)")
