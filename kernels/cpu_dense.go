@@ -38,13 +38,22 @@ func opName(t bool) string {
 	return "N"
 }
 
+// gatherAhead is how many rows ahead GatherRows prefetches.
+const gatherAhead = 4
+
 // GatherRows implements Backend.
 func (c *CPU) GatherRows(dst, src *Mat, idx *Index) {
 	if dst.Rows != idx.N || dst.Cols != src.Cols {
 		panic(fmt.Sprintf("kernels: GatherRows of %d rows of %d columns into %dx%d", idx.N, src.Cols, dst.Rows, dst.Cols))
 	}
 	ix := idx.h
-	c.rows(dst.Rows, dst.Cols, func(r int) { copy(dst.row(r), src.row(int(ix[r]))) })
+	c.rows(dst.Rows, dst.Cols, func(r int) {
+		// Scattered rows: ask for one a few ahead of the copy.
+		if r+gatherAhead < len(ix) {
+			prefetchRow(src.row(int(ix[r+gatherAhead])))
+		}
+		copy(dst.row(r), src.row(int(ix[r])))
+	})
 }
 
 // ScatterAddRows implements Backend. Rows that land on the same dst row
