@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"unsafe"
 
 	"github.com/gnnplan/gnnplan/topology"
@@ -53,6 +55,41 @@ func LoadFeatures(dir string, m dataset.Meta) ([]float32, error) {
 		}
 	}
 	return out, nil
+}
+
+// CheckFits refuses, as bad input naming dir, a dataset whose features
+// cannot be held in this machine's available memory (MemAvailable in
+// /proc/meminfo, with a tenth kept free), before reading them: the
+// in-memory trainer would be killed for memory halfway through instead.
+// Where /proc/meminfo cannot be read it does not check.
+func CheckFits(dir string, m dataset.Meta) error {
+	need := uint64(m.NumNodes) * uint64(m.FeatureDim) * 4
+	avail, ok := memAvailable()
+	if !ok || need <= avail-avail/10 {
+		return nil
+	}
+	gib := func(b uint64) float64 { return float64(b) / (1 << 30) }
+	return &topology.InputError{Path: filepath.Join(dir, dataset.FeaturesFile),
+		Msg: fmt.Sprintf("training in memory needs the %.1f GiB of features in RAM, and this machine has %.1f GiB available", gib(need), gib(avail))}
+}
+
+// memAvailable reads MemAvailable from /proc/meminfo, in bytes.
+func memAvailable() (uint64, bool) {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "MemAvailable:" {
+			kb, err := strconv.ParseUint(f[1], 10, 64)
+			if err != nil {
+				return 0, false
+			}
+			return kb << 10, true
+		}
+	}
+	return 0, false
 }
 
 // RowNormalize scales every row of x (dim columns) to unit L1 norm: for

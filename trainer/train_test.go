@@ -373,3 +373,17 @@ func TestRowNormalize(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckFitsRefusesFeaturesBeyondMemory(t *testing.T) {
+	if _, ok := memAvailable(); !ok {
+		t.Skip("no /proc/meminfo here")
+	}
+	m := dataset.Meta{NumNodes: 1 << 40, FeatureDim: 128}
+	err := CheckFits("/data/huge", m)
+	if err == nil || !topology.IsBadInput(err) || !strings.Contains(err.Error(), "GiB available") || !strings.Contains(err.Error(), "/data/huge/features.npy") {
+		t.Fatalf("CheckFits of 512 TiB of features returned %v, want a bad-input error naming the file and the memory", err)
+	}
+	if err := CheckFits("/data/small", dataset.Meta{NumNodes: 1000, FeatureDim: 128}); err != nil {
+		t.Fatalf("CheckFits of 512 KB: %v", err)
+	}
+}

@@ -202,6 +202,9 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 	if len(to.Fanouts) > 0 && g.Meta.FeatureDim == 0 {
 		return usageErrorf("--dataset %s: it has no features to train on", dir)
 	}
+	if err := trainer.CheckFits(dir, g.Meta); err != nil {
+		return err
+	}
 	feats, err := trainer.LoadFeatures(dir, g.Meta)
 	if err != nil {
 		return err
