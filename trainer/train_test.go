@@ -158,7 +158,7 @@ func smallOptions(kind nn.Kind) Options {
 
 func TestSameSeedGivesBitwiseSameParameters(t *testing.T) {
 	d := load(t, coraDir(t))
-	for _, kind := range nn.Kinds {
+	for _, kind := range nn.Kinds() {
 		t.Run(string(kind), func(t *testing.T) {
 			o := smallOptions(kind)
 			o.Epochs = 1
@@ -213,7 +213,7 @@ func (c *cancelAfter) Epoch(EpochStats) {}
 
 func TestResumeAfterInterruptMatchesAnUninterruptedRun(t *testing.T) {
 	d := load(t, coraDir(t))
-	for _, kind := range nn.Kinds {
+	for _, kind := range nn.Kinds() {
 		t.Run(string(kind), func(t *testing.T) {
 			o := smallOptions(kind)
 			o.Epochs = 3

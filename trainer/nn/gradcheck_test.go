@@ -387,7 +387,7 @@ func onesOf(n int) []float32 {
 // activations included, through softmax cross-entropy (the loss the
 // trainer minimises), against the composition of the float64 references.
 func TestModelGradients(t *testing.T) {
-	for _, kind := range Kinds {
+	for _, kind := range Kinds() {
 		t.Run(string(kind), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(11, uint64(len(kind))))
 			b := cpuBackend(t, 2)

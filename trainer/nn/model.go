@@ -17,12 +17,12 @@ const (
 	GAT       Kind = "gat"
 )
 
-// Kinds lists the models, for messages.
-var Kinds = []Kind{GraphSAGE, GCN, GAT}
+// Kinds lists the models, in a fixed order.
+func Kinds() []Kind { return []Kind{GraphSAGE, GCN, GAT} }
 
 // ParseKind returns the model named s (case as written in Kinds).
 func ParseKind(s string) (Kind, error) {
-	for _, k := range Kinds {
+	for _, k := range Kinds() {
 		if string(k) == s {
 			return k, nil
 		}

@@ -47,7 +47,7 @@ func glorotNormal(r *rand.Rand, n, fanIn, fanOut int, gain float64) []float32 {
 }
 
 // reluGain is PyTorch's calculate_gain("relu").
-var reluGain = math.Sqrt2
+const reluGain = math.Sqrt2
 
 // Adam is the optimizer: PyTorch's torch.optim.Adam with L2 weight decay
 // added to the gradient.

@@ -6,7 +6,7 @@ import "math"
 func Add(dst, src []float32) {
 	n := len(dst)
 	src = src[:n]
-	if hasAVX2 && n >= 8 {
+	if hasAVX2() && n >= 8 {
 		addAVX2(&dst[0], &src[0], n)
 		return
 	}
@@ -24,7 +24,7 @@ func addGo(dst, src []float32) {
 func Add4(dst, a, b, c, d []float32) {
 	n := len(dst)
 	a, b, c, d = a[:n], b[:n], c[:n], d[:n]
-	if hasAVX2 && n >= 8 {
+	if hasAVX2() && n >= 8 {
 		add4AVX2(&dst[0], &a[0], &b[0], &c[0], &d[0], n)
 		return
 	}
@@ -43,7 +43,7 @@ func add4Go(dst, a, b, c, d []float32) {
 func Axpy(dst []float32, alpha float32, src []float32) {
 	n := len(dst)
 	src = src[:n]
-	if hasAVX2 && n >= 8 {
+	if hasAVX2() && n >= 8 {
 		axpyAVX2(&dst[0], &src[0], alpha, n)
 		return
 	}
@@ -65,7 +65,7 @@ func Prefetch(x []float32) {
 }
 
 // HasAVX2 reports whether the assembly loops run.
-func HasAVX2() bool { return hasAVX2 }
+func HasAVX2() bool { return hasAVX2() }
 
 // DropMask is the dropout decision of a matrix: element k (its row-major
 // position) is kept when the top 16 bits of a hash of (k, seed) are at
@@ -107,7 +107,7 @@ func Dropout(y, x []float32, base int, m DropMask) {
 	n := len(x)
 	y = y[:n]
 	n8 := 0
-	if hasAVX2 {
+	if hasAVX2() {
 		n8 = n &^ 7
 	}
 	if n8 > 0 {
@@ -122,7 +122,7 @@ func ReLUDropout(y, x []float32, base int, m DropMask) {
 	n := len(x)
 	y = y[:n]
 	n8 := 0
-	if hasAVX2 {
+	if hasAVX2() {
 		n8 = n &^ 7
 	}
 	if n8 > 0 {
@@ -138,7 +138,7 @@ func ReLUDropoutBackward(dx, dy, y []float32, scale float32) {
 	n := len(y)
 	dx, dy = dx[:n], dy[:n]
 	n8 := 0
-	if hasAVX2 {
+	if hasAVX2() {
 		n8 = n &^ 7
 	}
 	if n8 > 0 {
@@ -193,7 +193,7 @@ func ReLU(y, x []float32) {
 	n := len(x)
 	y = y[:n]
 	n8 := 0
-	if hasAVX2 {
+	if hasAVX2() {
 		n8 = n &^ 7
 	}
 	if n8 > 0 {

@@ -2,8 +2,9 @@ package vec
 
 import "golang.org/x/sys/cpu"
 
-// hasAVX2 is fixed at start-up by the CPU the process runs on.
-var hasAVX2 = cpu.X86.HasAVX2
+// hasAVX2 reports whether the CPU the process runs on has AVX2 (x/sys/cpu
+// reads it once at start-up).
+func hasAVX2() bool { return cpu.X86.HasAVX2 }
 
 //go:noescape
 func add4AVX2(dst, a, b, c, d *float32, n int)

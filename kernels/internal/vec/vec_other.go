@@ -2,7 +2,7 @@
 
 package vec
 
-const hasAVX2 = false
+func hasAVX2() bool { return false }
 
 func add4AVX2(dst, a, b, c, d *float32, n int)         { panic("vec: no AVX2 on this architecture") }
 func addAVX2(dst, src *float32, n int)                 { panic("vec: no AVX2 on this architecture") }

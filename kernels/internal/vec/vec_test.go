@@ -11,7 +11,7 @@ import (
 // loops' results, at every length around the 8-wide steps and from
 // unaligned starts, so training results do not depend on the CPU.
 func TestAssemblyMatchesGo(t *testing.T) {
-	if !hasAVX2 {
+	if !hasAVX2() {
 		t.Skip("no AVX2 on this CPU: only the Go loops run")
 	}
 	r := rand.New(rand.NewPCG(1, 2))
@@ -76,7 +76,7 @@ func BenchmarkAdd4(b *testing.B) {
 // TestDropoutAssemblyMatchesGo compares the AVX2 dropout loops with the Go
 // loops bit for bit, special values included.
 func TestDropoutAssemblyMatchesGo(t *testing.T) {
-	if !hasAVX2 {
+	if !hasAVX2() {
 		t.Skip("no AVX2 on this CPU: only the Go loops run")
 	}
 	r := rand.New(rand.NewPCG(3, 4))
