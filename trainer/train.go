@@ -72,8 +72,10 @@ func Defaults(kind nn.Kind) Options {
 }
 
 // EpochStats is one epoch's measurements. Times are wall-clock seconds
-// spent by the training loop in each stage: waiting for the sampler,
-// gathering features, forward and backward passes, the optimizer.
+// the training loop spent in each stage: waiting for the next batch
+// (sampled and its blocks built on other goroutines, ahead of the step),
+// gathering features (0 when the first layer reads them in place),
+// forward and backward passes, the optimizer.
 type EpochStats struct {
 	Epoch            int     `json:"epoch"` // from 1
 	Seconds          float64 `json:"seconds"`
@@ -158,19 +160,18 @@ type BatchProgress struct {
 
 // Trainer trains one model on one in-memory dataset.
 type Trainer struct {
-	b      kernels.Backend
-	g      *dataset.Graph
-	o      Options
-	cfg    nn.Config
-	model  *nn.Model
-	adam   *nn.Adam
-	feat   *kernels.Mat
-	deg    []int32
-	forms  nn.BlockForms
-	smp    *sample.Sampler
-	evals  [2]*sample.Sampler // validation, test; nil when the split is empty
-	x, dl  *kernels.Mat
-	labels []int32
+	b     kernels.Backend
+	g     *dataset.Graph
+	o     Options
+	cfg   nn.Config
+	model *nn.Model
+	adam  *nn.Adam
+	feat  *kernels.Mat
+	deg   []int32
+	forms nn.BlockForms
+	smp   *sample.Sampler
+	evals [2]*sample.Sampler // validation, test; nil when the split is empty
+	x, dl *kernels.Mat
 
 	st runState
 }
@@ -350,12 +351,20 @@ func (t *Trainer) runEpoch(ctx context.Context, rep Reporter) error {
 	epoch := t.st.Epoch
 	nb := t.smp.Batches(epoch)
 	p := &t.st.Partial
+	// Batches arrive sampled and with their blocks built: that host-side
+	// index work runs a batch ahead of the step, on its own goroutine.
+	prep, stop := t.prepareAhead(ctx, epoch)
+	defer stop()
 	start := time.Now()
 	waitStart := start
-	err := t.smp.EpochFrom(ctx, epoch, t.st.NextBatch, func(mb *sample.MiniBatch) error {
+	for pb := range prep {
+		if pb.err != nil {
+			return pb.err
+		}
 		now := time.Now()
 		p.Sample += now.Sub(waitStart).Seconds()
-		loss, labeled, correct := t.step(mb, p)
+		mb := pb.mb
+		loss, labeled, correct := t.step(pb, p)
 		p.LossSum += loss
 		p.Labeled += labeled
 		p.Correct += correct
@@ -369,10 +378,16 @@ func (t *Trainer) runEpoch(ctx context.Context, rep Reporter) error {
 			rep.Batch(BatchProgress{Epoch: epoch + 1, Epochs: t.o.Epochs, Batch: mb.Index + 1, Batches: nb, Samples: p.Samples,
 				Elapsed: time.Duration(p.Seconds * float64(time.Second)), Loss: p.LossSum / float64(max(p.Labeled, 1))})
 		}
-		return nil
-	})
-	if err != nil {
-		return err
+		// Stop after this batch when asked: the state is that of a
+		// finished batch, which a checkpoint can resume from.
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("epoch %d: %w", epoch+1, err)
+		}
+	}
+	if t.st.NextBatch < nb {
+		// The preparation ended early without an error of its own: only
+		// cancellation does that.
+		return fmt.Errorf("epoch %d: %w", epoch+1, context.Cause(ctx))
 	}
 	es := EpochStats{Epoch: epoch + 1, Seconds: p.Seconds, SampleSeconds: p.Sample, GatherSeconds: p.Gather,
 		ComputeSeconds: p.Compute, OptimizerSeconds: p.Optim, Batches: p.Batches,
@@ -451,52 +466,98 @@ func stepSeed(seed uint64, epoch, batch int) uint64 {
 	return z
 }
 
-// prepare builds mb's blocks and its input (the gathered features of the
-// outermost sources, or the whole feature matrix when the first layer
-// reads it in place) and the seeds' labels.
-func (t *Trainer) prepare(mb *sample.MiniBatch, train bool) ([]*nn.Block, *kernels.Mat, *kernels.Index) {
+// preparedBatch is a sampled batch with its blocks built and its seeds'
+// labels read, ready for a step; err ends the stream.
+type preparedBatch struct {
+	mb      *sample.MiniBatch
+	blocks  []*nn.Block
+	labels  *kernels.Index
+	labeled int
+	err     error
+}
+
+// prepareAhead samples epoch from its next batch on and builds each
+// batch's blocks on a goroutine, at most two batches ahead of the caller.
+// The channel closes after the last batch, after an error (sent as the
+// last item) or when ctx ends; stop ends the goroutine and waits for it.
+func (t *Trainer) prepareAhead(ctx context.Context, epoch int) (<-chan preparedBatch, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	out := make(chan preparedBatch, 2)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(out)
+		err := t.smp.EpochFrom(ctx, epoch, t.st.NextBatch, func(mb *sample.MiniBatch) error {
+			pb := t.prepareBlocks(mb, true)
+			select {
+			case out <- pb:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+		if err != nil && ctx.Err() == nil {
+			out <- preparedBatch{err: err}
+		}
+	}()
+	return out, func() {
+		cancel()
+		for range out {
+		}
+		<-done
+	}
+}
+
+// prepareBlocks builds mb's blocks on the backend (the outermost as an
+// input block when the first layer reads the features in place) and
+// reads its seeds' labels.
+func (t *Trainer) prepareBlocks(mb *sample.MiniBatch, train bool) preparedBatch {
 	b := t.b
 	L := len(mb.Blocks)
 	inPlace := t.model.ReadsFeaturesInPlace(train)
-	blocks := make([]*nn.Block, L)
+	pb := preparedBatch{mb: mb, blocks: make([]*nn.Block, L)}
 	for h := range mb.Blocks {
 		blk := &mb.Blocks[h]
 		if h == L-1 && inPlace {
-			blocks[h] = nn.NewInputBlock(b, blk.Offsets, blk.SrcIdx, blk.Src, t.deg, int(t.g.Meta.NumNodes), t.forms)
+			pb.blocks[h] = nn.NewInputBlock(b, blk.Offsets, blk.SrcIdx, blk.Src, t.deg, int(t.g.Meta.NumNodes), t.forms)
 			continue
 		}
-		blocks[h] = nn.NewBlock(b, blk.Offsets, blk.SrcIdx, blk.Src, t.deg, t.forms)
+		pb.blocks[h] = nn.NewBlock(b, blk.Offsets, blk.SrcIdx, blk.Src, t.deg, t.forms)
 	}
-	x := t.feat
-	if !inPlace {
-		in := mb.Input()
-		b.Resize(t.x, len(in), t.cfg.InDim)
-		b.GatherRows(t.x, t.feat, b.NewIndex(in))
-		x = t.x
-	}
-	t.labels = t.labels[:0]
-	for _, v := range mb.Seeds {
-		t.labels = append(t.labels, int32(t.g.Labels[v]))
-	}
-	return blocks, x, b.NewIndex(slices.Clone(t.labels))
-}
-
-// step trains on one batch and returns the summed loss, the number of
-// labelled seeds and how many of them the model got right.
-func (t *Trainer) step(mb *sample.MiniBatch, p *partialEpoch) (float64, int, int) {
-	b := t.b
-	t0 := time.Now()
-	blocks, x, labels := t.prepare(mb, true)
-	t1 := time.Now()
-	logits := t.model.Forward(blocks, x, true, stepSeed(t.o.Seed, mb.Epoch, mb.Index))
-	labeled := 0
-	for _, l := range t.labels {
-		if l >= 0 {
-			labeled++
+	labels := make([]int32, len(mb.Seeds))
+	for i, v := range mb.Seeds {
+		labels[i] = int32(t.g.Labels[v])
+		if labels[i] >= 0 {
+			pb.labeled++
 		}
 	}
+	pb.labels = b.NewIndex(labels)
+	return pb
+}
+
+// input returns the model's input for a prepared batch: the whole feature
+// matrix when the first layer reads it in place, else the outermost
+// sources' rows gathered into the trainer's buffer.
+func (t *Trainer) input(pb preparedBatch, train bool) *kernels.Mat {
+	if t.model.ReadsFeaturesInPlace(train) {
+		return t.feat
+	}
+	in := pb.mb.Input()
+	t.b.Resize(t.x, len(in), t.cfg.InDim)
+	t.b.GatherRows(t.x, t.feat, t.b.NewIndex(in))
+	return t.x
+}
+
+// step trains on one prepared batch and returns the summed loss, the
+// number of labelled seeds and how many of them the model got right.
+func (t *Trainer) step(pb preparedBatch, p *partialEpoch) (float64, int, int) {
+	b := t.b
+	t0 := time.Now()
+	x := t.input(pb, true)
+	t1 := time.Now()
+	logits := t.model.Forward(pb.blocks, x, true, stepSeed(t.o.Seed, pb.mb.Epoch, pb.mb.Index))
 	b.Resize(t.dl, logits.Rows, logits.Cols)
-	loss, correct := b.SoftmaxCrossEntropy(t.dl, logits, labels, 1/float32(max(labeled, 1)))
+	loss, correct := b.SoftmaxCrossEntropy(t.dl, logits, pb.labels, 1/float32(max(pb.labeled, 1)))
 	t.model.Backward(t.dl)
 	t2 := time.Now()
 	t.adam.Step(b, t.model.Params())
@@ -505,7 +566,7 @@ func (t *Trainer) step(mb *sample.MiniBatch, p *partialEpoch) (float64, int, int
 	p.Gather += t1.Sub(t0).Seconds()
 	p.Compute += t2.Sub(t1).Seconds()
 	p.Optim += t3.Sub(t2).Seconds()
-	return loss, labeled, correct
+	return loss, pb.labeled, correct
 }
 
 // evaluate returns accuracy and mean loss over the split s samples, with
@@ -514,16 +575,12 @@ func (t *Trainer) evaluate(ctx context.Context, s *sample.Sampler) (acc, loss fl
 	var sum float64
 	var labeled, correct int
 	err = s.Epoch(ctx, 0, func(mb *sample.MiniBatch) error {
-		blocks, x, labels := t.prepare(mb, false)
-		logits := t.model.Forward(blocks, x, false, 0)
-		l, c := t.b.SoftmaxCrossEntropy(nil, logits, labels, 1)
+		pb := t.prepareBlocks(mb, false)
+		logits := t.model.Forward(pb.blocks, t.input(pb, false), false, 0)
+		l, c := t.b.SoftmaxCrossEntropy(nil, logits, pb.labels, 1)
 		sum += l
 		correct += c
-		for _, v := range t.labels {
-			if v >= 0 {
-				labeled++
-			}
-		}
+		labeled += pb.labeled
 		return nil
 	})
 	if err != nil {
