@@ -103,22 +103,13 @@ func (m DropMask) keepBits(k int) uint32 {
 
 // Dropout sets y[j] = x[j]*Scale where element base+j survives and +0
 // elsewhere.
-func Dropout(y, x []float32, base int, m DropMask) {
-	n := len(x)
-	y = y[:n]
-	n8 := 0
-	if hasAVX2() {
-		n8 = n &^ 7
-	}
-	if n8 > 0 {
-		dropAVX2(&y[0], &x[0], n8, base, &m, 0)
-	}
-	dropGo(y[n8:], x[n8:], base+n8, m, false)
-}
+func Dropout(y, x []float32, base int, m DropMask) { drop(y, x, base, m, false) }
 
 // ReLUDropout sets y[j] = Dropout(max(x[j], 0)), where max zeroes the
 // negatives only (a NaN and -0 pass through, as x86's MAXPS(0, x)).
-func ReLUDropout(y, x []float32, base int, m DropMask) {
+func ReLUDropout(y, x []float32, base int, m DropMask) { drop(y, x, base, m, true) }
+
+func drop(y, x []float32, base int, m DropMask, relu bool) {
 	n := len(x)
 	y = y[:n]
 	n8 := 0
@@ -126,9 +117,13 @@ func ReLUDropout(y, x []float32, base int, m DropMask) {
 		n8 = n &^ 7
 	}
 	if n8 > 0 {
-		dropAVX2(&y[0], &x[0], n8, base, &m, 1)
+		flag := 0
+		if relu {
+			flag = 1
+		}
+		dropAVX2(&y[0], &x[0], n8, base, &m, flag)
 	}
-	dropGo(y[n8:], x[n8:], base+n8, m, true)
+	dropGo(y[n8:], x[n8:], base+n8, m, relu)
 }
 
 // ReLUDropoutBackward sets dx[j] = dy[j]*scale where y[j] > 0 and +0
