@@ -113,6 +113,7 @@ func runPlace(ctx context.Context, o *placeOptions) error {
 	if err != nil {
 		return err
 	}
+	defer g.Close()
 	if g.Meta.FeatureDim == 0 {
 		return usageErrorf("--dataset %s: it has no features to place", o.Dataset)
 	}

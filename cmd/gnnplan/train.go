@@ -187,6 +187,7 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 	if err != nil {
 		return err
 	}
+	defer g.Close()
 	if plan != nil && o.Dataset != "" {
 		if err := checkPlanMatches(plan, g.Meta, o.Plan); err != nil {
 			return err

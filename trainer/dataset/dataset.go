@@ -51,8 +51,10 @@ type Meta struct {
 	Notes        []string `json:"notes,omitempty"`
 }
 
-// Graph is a dataset's structure, labels and splits held in memory (not
-// its features, which can be far larger; see FeatureReader).
+// Graph is a dataset's structure, labels and splits (not its features,
+// which can be far larger; see FeatureReader). LoadGraph memory-maps the
+// arrays read-only rather than copying them, so the slices must not be
+// written, and must not be used after Close.
 type Graph struct {
 	Dir     string
 	Meta    Meta
@@ -62,6 +64,8 @@ type Graph struct {
 	Train   []int64
 	Val     []int64
 	Test    []int64
+
+	arrays []*mappedArray // mappings to release on Close
 }
 
 // Degree returns the out-degree of v.
@@ -70,8 +74,24 @@ func (g *Graph) Degree(v int64) int64 { return g.Indptr[v+1] - g.Indptr[v] }
 // Neighbors returns v's neighbor list (a view into Indices).
 func (g *Graph) Neighbors(v int64) []int32 { return g.Indices[g.Indptr[v]:g.Indptr[v+1]] }
 
+// Close releases the graph's memory maps. The graph's slices must not be
+// used afterwards. A Graph built by hand has nothing to release.
+func (g *Graph) Close() error {
+	var first error
+	for _, a := range g.arrays {
+		if err := a.unmap(); err != nil && first == nil {
+			first = err
+		}
+	}
+	g.arrays = nil
+	return first
+}
+
 // ReadMeta reads and checks dir/meta.json.
 func ReadMeta(dir string) (Meta, error) {
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return Meta{}, &topology.InputError{Path: dir, Field: "--dataset", Msg: "is a file (want a dataset directory holding meta.json)"}
+	}
 	path := filepath.Join(dir, MetaFile)
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -99,64 +119,122 @@ func ReadMeta(dir string) (Meta, error) {
 		return Meta{}, &topology.InputError{Path: path, Field: "feature_dtype", Msg: fmt.Sprintf("%q (want float32)", m.FeatureDType)}
 	case m.IndexDType != "int32" && m.IndexDType != "int64":
 		return Meta{}, &topology.InputError{Path: path, Field: "index_dtype", Msg: fmt.Sprintf("%q (want int32 or int64)", m.IndexDType)}
+	case m.NumTrain < 0 || m.NumVal < 0 || m.NumTest < 0:
+		return Meta{}, &topology.InputError{Path: path, Field: "num_train, num_val, num_test", Msg: fmt.Sprintf("%d, %d, %d (want >= 0)", m.NumTrain, m.NumVal, m.NumTest)}
 	}
 	return m, nil
 }
 
-// LoadGraph reads a dataset's meta, CSR, labels and splits, checking that
-// every array has the length meta.json says and every index is in range.
-func LoadGraph(dir string) (*Graph, error) {
+// LoadGraph opens a dataset's meta, CSR, labels and splits and validates
+// them once, the same way for every command: every array has the length
+// meta.json says (and exactly the bytes its header promises), offsets
+// run from 0 to num_edges without decreasing, every index, label and
+// split entry is in range, no split lists a vertex twice, and a graph
+// marked undirected stores every edge both ways. The arrays are
+// memory-mapped, not copied (int64 column ids are narrowed to int32, the
+// one copy made); call Close when done.
+func LoadGraph(dir string) (_ *Graph, err error) {
 	m, err := ReadMeta(dir)
 	if err != nil {
 		return nil, err
 	}
 	g := &Graph{Dir: dir, Meta: m}
-	if g.Indptr, err = readInt64s(filepath.Join(dir, IndptrFile), m.NumNodes+1); err != nil {
-		return nil, err
-	}
-	if g.Indptr[0] != 0 || g.Indptr[m.NumNodes] != m.NumEdges {
-		return nil, &topology.InputError{Path: filepath.Join(dir, IndptrFile), Msg: fmt.Sprintf("offsets run from %d to %d (want 0 to num_edges %d)", g.Indptr[0], g.Indptr[m.NumNodes], m.NumEdges)}
-	}
-	for v := int64(0); v < m.NumNodes; v++ {
-		if g.Indptr[v+1] < g.Indptr[v] {
-			return nil, &topology.InputError{Path: filepath.Join(dir, IndptrFile), Msg: fmt.Sprintf("offsets decrease at vertex %d", v)}
+	defer func() {
+		if err != nil {
+			g.Close()
 		}
+	}()
+	open := func(file string, n int64) (*mappedArray, error) {
+		a, err := mapInts(filepath.Join(dir, file), n)
+		if err != nil {
+			return nil, err
+		}
+		g.arrays = append(g.arrays, a)
+		return a, nil
 	}
-	idx, err := readInt64s(filepath.Join(dir, IndicesFile), m.NumEdges)
+	ptr, err := open(IndptrFile, m.NumNodes+1)
 	if err != nil {
 		return nil, err
 	}
-	g.Indices = make([]int32, len(idx))
-	for i, v := range idx {
-		if v < 0 || v >= m.NumNodes {
-			return nil, &topology.InputError{Path: filepath.Join(dir, IndicesFile), Msg: fmt.Sprintf("entry %d is vertex %d, out of range [0, %d)", i, v, m.NumNodes)}
-		}
-		g.Indices[i] = int32(v)
+	g.Indptr, _ = ptr.int64s()
+	if g.Indptr[0] != 0 || g.Indptr[m.NumNodes] != m.NumEdges {
+		return nil, &topology.InputError{Path: ptr.path, Msg: fmt.Sprintf("offsets run from %d to %d (want 0 to num_edges %d)", g.Indptr[0], g.Indptr[m.NumNodes], m.NumEdges)}
 	}
-	if g.Labels, err = readInt64s(filepath.Join(dir, LabelsFile), m.NumNodes); err != nil {
+	for v := int64(0); v < m.NumNodes; v++ {
+		if g.Indptr[v+1] < g.Indptr[v] {
+			return nil, &topology.InputError{Path: ptr.path, Msg: fmt.Sprintf("offsets decrease at vertex %d", v)}
+		}
+	}
+	idx, err := open(IndicesFile, m.NumEdges)
+	if err != nil {
 		return nil, err
 	}
+	var bad, badValue int64
+	if g.Indices, bad, badValue = idx.vertexIDs(m.NumNodes); bad >= 0 {
+		return nil, &topology.InputError{Path: idx.path, Msg: fmt.Sprintf("entry %d is vertex %d, out of range [0, %d)", bad, badValue, m.NumNodes)}
+	}
+	lab, err := open(LabelsFile, m.NumNodes)
+	if err != nil {
+		return nil, err
+	}
+	g.Labels, _ = lab.int64s()
 	for i, l := range g.Labels {
 		if l < -1 || (m.NumClasses > 0 && l >= int64(m.NumClasses)) {
-			return nil, &topology.InputError{Path: filepath.Join(dir, LabelsFile), Msg: fmt.Sprintf("vertex %d has label %d (want -1 for none, or 0 to %d)", i, l, m.NumClasses-1)}
+			return nil, &topology.InputError{Path: lab.path, Msg: fmt.Sprintf("vertex %d has label %d (want -1 for none, or 0 to %d)", i, l, m.NumClasses-1)}
 		}
 	}
+	seen := newBitset(m.NumNodes)
 	for _, s := range []struct {
 		file string
 		n    int64
 		dst  *[]int64
 	}{{TrainFile, m.NumTrain, &g.Train}, {ValFile, m.NumVal, &g.Val}, {TestFile, m.NumTest, &g.Test}} {
-		if *s.dst, err = readInt64s(filepath.Join(dir, s.file), s.n); err != nil {
+		a, err := open(s.file, s.n)
+		if err != nil {
 			return nil, err
 		}
-		for _, v := range *s.dst {
-			if v < 0 || v >= m.NumNodes {
-				return nil, &topology.InputError{Path: filepath.Join(dir, s.file), Msg: fmt.Sprintf("vertex %d out of range [0, %d)", v, m.NumNodes)}
-			}
+		*s.dst, _ = a.int64s()
+		if err := checkSplit(a.path, *s.dst, m.NumNodes, seen); err != nil {
+			return nil, err
+		}
+	}
+	if m.Undirected {
+		if err := checkSymmetric(g); err != nil {
+			return nil, err
 		}
 	}
 	return g, nil
 }
+
+// checkSplit refuses a split entry out of range or listed twice. seen is
+// scratch of NumNodes bits, all clear on entry and on return.
+func checkSplit(path string, ids []int64, n int64, seen bitset) error {
+	defer func() {
+		for _, v := range ids {
+			if v >= 0 && v < n {
+				seen.clear(v)
+			}
+		}
+	}()
+	for i, v := range ids {
+		if v < 0 || v >= n {
+			return &topology.InputError{Path: path, Msg: fmt.Sprintf("entry %d is vertex %d, out of range [0, %d)", i, v, n)}
+		}
+		if seen.has(v) {
+			return &topology.InputError{Path: path, Msg: fmt.Sprintf("vertex %d is listed twice (entry %d); a split lists each vertex once", v, i)}
+		}
+		seen.set(v)
+	}
+	return nil
+}
+
+// bitset is a fixed-size set of vertex ids.
+type bitset []uint64
+
+func newBitset(n int64) bitset    { return make(bitset, (n+63)/64) }
+func (b bitset) has(v int64) bool { return b[v>>6]&(1<<(v&63)) != 0 }
+func (b bitset) set(v int64)      { b[v>>6] |= 1 << (v & 63) }
+func (b bitset) clear(v int64)    { b[v>>6] &^= 1 << (v & 63) }
 
 // WriteMeta writes dir/meta.json atomically.
 func WriteMeta(dir string, m Meta) error {
@@ -216,17 +294,13 @@ func OpenFeatures(dir string, m Meta) (*FeatureReader, error) {
 		f.Close()
 		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("dtype %s shape %v (want <f4 [%d, %d], row-major)", h.DType, shape, m.NumNodes, m.FeatureDim)}
 	}
-	st, err := f.Stat()
-	if err != nil {
+	// The rows start where the header says, and the file must end where
+	// the rows do: a truncated or padded file is refused, not read shifted.
+	if err := h.CheckDataSize(f, path, m.NumNodes, int64(m.FeatureDim)*4); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("stat %s: %w", path, err)
+		return nil, err
 	}
-	rowBytes := int64(m.FeatureDim) * 4
-	off := st.Size() - m.NumNodes*rowBytes
-	if off < 10 {
-		f.Close()
-		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("file holds %d bytes, too few for %d rows of %d float32", st.Size(), m.NumNodes, m.FeatureDim)}
-	}
+	off := h.DataOffset
 	return &FeatureReader{f: f, offset: off, dim: m.FeatureDim}, nil
 }
 

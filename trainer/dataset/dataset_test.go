@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"os"
+	"slices"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -69,12 +70,45 @@ func TestDatasetBadInput(t *testing.T) {
 			WriteArray(filepath.Join(dir, LabelsFile), "<i8", []int64{0, 0, 1}, 3)
 		}, "labels.npy"},
 		{"not a dataset", func(dir string) { os.Remove(filepath.Join(dir, MetaFile)) }, "meta.json"},
+		{"padded npy", func(dir string) {
+			p := filepath.Join(dir, LabelsFile)
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, append(b, 0, 0, 0, 0, 0, 0, 0, 0), 0o644)
+		}, "labels.npy: 168 bytes, want 160 for 4 elements: truncated or padded"},
+		{"header length 0xFFFF", func(dir string) {
+			p := filepath.Join(dir, IndptrFile)
+			b, _ := os.ReadFile(p)
+			b[8], b[9] = 0xff, 0xff
+			os.WriteFile(p, b, 0o644)
+		}, "indptr.npy: not a .npy array: header of 65545 bytes"},
+		{"asymmetric but marked undirected", func(dir string) {
+			// 2 -> 3 kept, 3 -> 2 turned into 3 -> 1: the counts still add up.
+			WriteArray(filepath.Join(dir, IndicesFile), "<i4", []int32{1, 0, 2, 1, 3, 1}, 6)
+		}, "undirected: meta.json says every edge is stored both ways, but edge 2 -> 3 has no 3 -> 2"},
+		{"duplicate edge one way only", func(dir string) {
+			// 0-1 twice one way, 1-2 not at all: every pair has some reverse.
+			WriteArray(filepath.Join(dir, IndicesFile), "<i4", []int32{1, 0, 0, 1, 3, 2}, 6)
+		}, "undirected: "},
+		{"vertex twice in a split", func(dir string) {
+			WriteArray(filepath.Join(dir, TrainFile), "<i8", []int64{3, 3}, 2)
+		}, "train_idx.npy: vertex 3 is listed twice (entry 1)"},
+		{"split out of range", func(dir string) {
+			WriteArray(filepath.Join(dir, TestFile), "<i8", []int64{4}, 1)
+		}, "test_idx.npy: entry 0 is vertex 4, out of range [0, 4)"},
+		{"index file of int64 out of range", func(dir string) {
+			WriteArray(filepath.Join(dir, IndicesFile), "<i8", []int64{1, 0, 2, 1, 3, 1 << 33}, 6)
+		}, "entry 5 is vertex 8589934592, out of range"},
+		{"dataset is a file", func(dir string) {}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeTiny(t, dir)
 			tc.break_(dir)
+			if tc.name == "dataset is a file" {
+				dir = filepath.Join(dir, MetaFile)
+				tc.want = "meta.json: --dataset: is a file (want a dataset directory"
+			}
 			_, err := LoadGraph(dir)
 			if err == nil || !topology.IsBadInput(err) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want a bad-input error mentioning %q", err, tc.want)
@@ -111,4 +145,103 @@ func TestLoadGraphRefusesCutHeaders(t *testing.T) {
 			t.Errorf("indptr cut to %d bytes: err = %v, want a bad-input error", size, err)
 		}
 	}
+}
+
+// Arrays stored with other integer widths than gnnplan writes load to the
+// same graph: int64 column ids are narrowed, int32 labels and splits
+// widened.
+func TestLoadGraphOtherIntegerWidths(t *testing.T) {
+	dir := t.TempDir()
+	writeTiny(t, dir)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(WriteArray(filepath.Join(dir, IndicesFile), "<i8", []int64{1, 0, 2, 1, 3, 2}, 6))
+	must(WriteArray(filepath.Join(dir, LabelsFile), "<i4", []int32{0, 0, 1, 1}, 4))
+	must(WriteArray(filepath.Join(dir, TrainFile), "<u4", []uint32{0, 3}, 2))
+	g, err := LoadGraph(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if !slices.Equal(g.Indices, []int32{1, 0, 2, 1, 3, 2}) || !slices.Equal(g.Labels, []int64{0, 0, 1, 1}) || !slices.Equal(g.Train, []int64{0, 3}) {
+		t.Fatalf("indices %v labels %v train %v", g.Indices, g.Labels, g.Train)
+	}
+}
+
+// Features are read from the offset the header gives, and a features.npy
+// with bytes missing or extra is refused rather than read shifted.
+func TestOpenFeaturesChecksSize(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func([]byte) []byte
+		want string
+	}{
+		{"truncated", func(b []byte) []byte { return b[:len(b)-4] }, "156 bytes, want 160 for 4 elements"},
+		{"padded", func(b []byte) []byte { return append(b, make([]byte, 8)...) }, "truncated or padded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeTiny(t, dir)
+			p := filepath.Join(dir, FeaturesFile)
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, tc.edit(b), 0o644)
+			m, err := ReadMeta(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fr, err := OpenFeatures(dir, m)
+			if err == nil {
+				fr.Close()
+			}
+			if err == nil || !topology.IsBadInput(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want a bad-input error mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzReadArrayHeader feeds arbitrary bytes to the header reader and the
+// loader's array mapping: they must return an error or a header whose
+// data offset lies inside the file, never panic.
+func FuzzReadArrayHeader(f *testing.F) {
+	dir := f.TempDir()
+	good := filepath.Join(dir, "seed.npy")
+	if err := WriteArray(good, "<i8", []int64{1, 2, 3}, 3); err != nil {
+		f.Fatal(err)
+	}
+	b, _ := os.ReadFile(good)
+	f.Add(b)
+	f.Add(b[:12])
+	cut := append([]byte(nil), b...)
+	cut[8], cut[9] = 0xff, 0xff
+	f.Add(cut)
+	v2 := append([]byte(nil), b...)
+	v2[6] = 2
+	f.Add(v2)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(t.TempDir(), "a.npy")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fh, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fh.Close()
+		h, err := ReadArrayHeader(fh)
+		if err == nil && (h.DataOffset < 10 || h.DataOffset > int64(len(data))) {
+			t.Fatalf("data offset %d outside a %d-byte file", h.DataOffset, len(data))
+		}
+		if a, err := mapInts(p, 3); err == nil {
+			xs, _ := a.int64s()
+			if len(xs) != 3 {
+				t.Fatalf("mapped %d elements, want 3", len(xs))
+			}
+			a.unmap()
+		}
+	})
 }

@@ -70,6 +70,7 @@ func InfoOf(dir string) (*Info, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer g.Close()
 	m := g.Meta
 	info := &Info{SchemaVersion: InfoSchemaVersion, Dir: dir, Name: m.Name, Source: m.Source,
 		NumNodes: m.NumNodes, NumEdges: m.NumEdges, Undirected: m.Undirected, NumClasses: m.NumClasses,

@@ -3,9 +3,7 @@ package dataset
 import (
 	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,9 +38,11 @@ func ReadArrayHeader(f *os.File) (h ArrayHeader, err error) {
 	if _, err := f.ReadAt(pre[:], 0); err != nil {
 		return ArrayHeader{}, fmt.Errorf("%d bytes, too short for a header: %w", st.Size(), err)
 	}
-	end := int64(10 + binary.LittleEndian.Uint16(pre[8:10]))
+	// Widen before adding: a 16-bit length of 0xFFFF plus the 10-byte
+	// preamble does not fit 16 bits.
+	end := 10 + int64(binary.LittleEndian.Uint16(pre[8:10]))
 	if pre[6] >= 2 { // version 2 and 3: 4-byte header length
-		end = int64(12 + binary.LittleEndian.Uint32(pre[8:12]))
+		end = 12 + int64(binary.LittleEndian.Uint32(pre[8:12]))
 	}
 	if end > st.Size() {
 		return ArrayHeader{}, fmt.Errorf("header of %d bytes in a file of %d", end, st.Size())
@@ -74,55 +74,20 @@ func (h ArrayHeader) CheckDataSize(f *os.File, path string, n, elem int64) error
 	return nil
 }
 
-// readInt64s reads a 1-d integer .npy of any integer dtype into int64,
-// checking its length. A missing file is an error unless want is 0.
+// readInt64s reads a 1-d integer .npy of any integer dtype into a new
+// []int64, checking its length. A missing file is an error unless want is
+// 0.
 func readInt64s(path string, want int64) ([]int64, error) {
-	f, err := os.Open(path)
+	a, err := mapInts(path, want)
 	if err != nil {
-		if want == 0 && errors.Is(err, os.ErrNotExist) {
-			return []int64{}, nil
-		}
-		return nil, &topology.InputError{Path: path, Msg: "cannot read array", Err: err}
-	}
-	defer f.Close()
-	h, err := ReadArrayHeader(f)
-	if err != nil {
-		return nil, &topology.InputError{Path: path, Msg: "not a .npy array", Err: err}
-	}
-	shape := h.Shape
-	n := int64(1)
-	for _, d := range shape {
-		n *= int64(d)
-	}
-	if len(shape) != 1 || n != want {
-		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("shape %v (want [%d], from meta.json)", shape, want)}
-	}
-	elem := map[string]int64{"<i8": 8, "<i4": 4, "<u4": 4}[h.DType]
-	if elem == 0 {
-		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("dtype %s (want <i8, <i4 or <u4)", h.DType)}
-	}
-	if err := h.CheckDataSize(f, path, n, elem); err != nil {
 		return nil, err
 	}
-	// Decode the little-endian data ourselves, in large buffered reads:
-	// npyio reads 4-byte types an element at a time.
-	out := make([]int64, n)
-	br := bufio.NewReaderSize(io.NewSectionReader(f, h.DataOffset, n*elem), 1<<20)
-	var buf [8]byte
-	for i := range out {
-		if _, err := io.ReadFull(br, buf[:elem]); err != nil {
-			return nil, &topology.InputError{Path: path, Msg: "truncated or unreadable array data", Err: err}
-		}
-		switch h.DType {
-		case "<i8":
-			out[i] = int64(binary.LittleEndian.Uint64(buf[:8]))
-		case "<i4":
-			out[i] = int64(int32(binary.LittleEndian.Uint32(buf[:4])))
-		default:
-			out[i] = int64(binary.LittleEndian.Uint32(buf[:4]))
-		}
+	defer a.unmap()
+	xs, view := a.int64s()
+	if view {
+		xs = append([]int64(nil), xs...)
 	}
-	return out, nil
+	return xs, nil
 }
 
 // ArrayWriter streams a .npy array of known shape to disk, so arrays
