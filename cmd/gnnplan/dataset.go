@@ -201,7 +201,7 @@ func newDatasetInfoCmd(d *deps, runF func(context.Context, *datasetInfoOptions) 
 		Short: "Print a dataset's sizes, splits, degree statistics and skew",
 		Long: `Print a dataset directory's sizes (vertices, CSR entries, feature width,
 classes, bytes on disk), its train/val/test split, degree statistics (min,
-max, mean, median, 99th percentile, isolated vertices) and skew: the share of
+max, mean, percentiles 10 to 99.9, isolated vertices and their share) and skew: the share of
 edges held by the 1%, 5% and 10% highest-degree vertices. Directed graphs
 also get in-degree statistics. Reads the structure only, not the features.`,
 		Example: `  gnnplan dataset info data/cora
@@ -258,7 +258,7 @@ func runDatasetInfo(o *datasetInfoOptions) error {
 		{"labeled nodes", fmt.Sprint(info.NumLabeled)},
 		{"train / val / test", fmt.Sprintf("%d / %d / %d", info.NumTrain, info.NumVal, info.NumTest)},
 	}
-	rows = append(rows, []string{"isolated vertices", fmt.Sprint(info.IsolatedVertices)})
+	rows = append(rows, []string{"isolated vertices", fmt.Sprintf("%d (%.2f%%)", info.IsolatedVertices, 100*info.IsolatedShare)})
 	if info.InDegree == nil {
 		rows = append(rows, datasetDegreeRows("degree", info.Degree)...)
 	} else {
@@ -287,7 +287,9 @@ func runDatasetInfo(o *datasetInfoOptions) error {
 func datasetDegreeRows(what string, s dataset.DegreeStats) [][]string {
 	return [][]string{
 		{what + " min / max", fmt.Sprintf("%d / %d", s.Min, s.Max)},
-		{what + " mean / median / p99", fmt.Sprintf("%.2f / %.1f / %.1f", s.Mean, s.Median, s.P99)},
+		{what + " mean", fmt.Sprintf("%.2f", s.Mean)},
+		{what + " p10 / p25 / median / p75 / p90", fmt.Sprintf("%.1f / %.1f / %.1f / %.1f / %.1f", s.P10, s.P25, s.Median, s.P75, s.P90)},
+		{what + " p99 / p99.9", fmt.Sprintf("%.1f / %.1f", s.P99, s.P999)},
 		{what + " 0 (vertices)", fmt.Sprint(s.Zero)},
 		{what + " skew: top 1% / 5% / 10% hold", fmt.Sprintf("%.1f%% / %.1f%% / %.1f%% of edges", 100*s.Top1PctShare, 100*s.Top5PctShare, 100*s.Top10PctShare)},
 	}

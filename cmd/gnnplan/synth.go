@@ -26,7 +26,8 @@ func newSynthCmd(d *deps, runF func(context.Context, *synthOptions) error) *cobr
 	cmd := &cobra.Command{
 		Use:   "synth --out DIR [--nodes N --edges M ...]",
 		Short: "Generate a power-law graph with class-correlated features, streaming to disk",
-		Long: `Generate an R-MAT (power-law) graph, undirected, with homophilous classes and
+		Long: `Generate a power-law graph (Chung-Lu, or Graph500's R-MAT with --model rmat),
+undirected, with homophilous classes and
 features drawn around a centroid per class, so a GNN can learn it. Every byte
 is a function of the options and --seed. Edges stream through sorted
 temporary files, so the graph can be larger than memory; the dataset appears
@@ -56,6 +57,8 @@ under --out only when complete.`,
 	f.Float64Var(&s.ValFraction, "val-fraction", s.ValFraction, "share of vertices in the validation split")
 	f.Float64Var(&s.TestFraction, "test-fraction", s.TestFraction, "share of vertices in the test split")
 	f.Uint64Var(&s.Seed, "seed", s.Seed, "seed")
+	f.StringVar(&s.Model, "model", s.Model, "edge model: powerlaw (Chung-Lu, few isolated vertices) or rmat (Graph500)")
+	f.Float64Var(&s.Exponent, "exponent", s.Exponent, "power-law exponent gamma of the degree distribution (powerlaw model; above 2, at most 4)")
 	f.Float64Var(&s.A, "rmat-a", s.A, "R-MAT quadrant probability a")
 	f.Float64Var(&s.B, "rmat-b", s.B, "R-MAT quadrant probability b")
 	f.Float64Var(&s.C, "rmat-c", s.C, "R-MAT quadrant probability c")

@@ -30,8 +30,10 @@ type Info struct {
 	NumVal     int64  `json:"num_val"`
 	NumTest    int64  `json:"num_test"`
 	IndexDType string `json:"index_dtype"`
-	// IsolatedVertices have no edge at all, in or out.
-	IsolatedVertices int64 `json:"isolated_vertices"`
+	// IsolatedVertices have no edge at all, in or out; IsolatedShare is
+	// their share of NumNodes.
+	IsolatedVertices int64   `json:"isolated_vertices"`
+	IsolatedShare    float64 `json:"isolated_share"`
 	// Degree is over CSR rows: the degree of an undirected graph, the
 	// out-degree of a directed one.
 	Degree DegreeStats `json:"degree"`
@@ -45,15 +47,20 @@ type Info struct {
 	Notes         []string `json:"notes,omitempty"`
 }
 
-// DegreeStats summarises a degree sequence. Median and P99 interpolate
+// DegreeStats summarises a degree sequence. The percentiles interpolate
 // linearly between order statistics, as numpy.percentile does by
 // default, so they can be checked against Python tools.
 type DegreeStats struct {
 	Min    int64   `json:"min"`
 	Max    int64   `json:"max"`
 	Mean   float64 `json:"mean"`
+	P10    float64 `json:"p10"`
+	P25    float64 `json:"p25"`
 	Median float64 `json:"median"`
+	P75    float64 `json:"p75"`
+	P90    float64 `json:"p90"`
 	P99    float64 `json:"p99"`
+	P999   float64 `json:"p99_9"`
 	Zero   int64   `json:"zero"` // vertices of degree 0 in this sequence
 	// The skew: the share of the degree sum (num_edges, CSR entries)
 	// held by the highest-degree 1%, 5% and 10% of vertices (rounded up,
@@ -81,30 +88,33 @@ func InfoOf(dir string) (*Info, error) {
 			info.NumLabeled++
 		}
 	}
-	deg := make([]int64, m.NumNodes)
-	for v := range deg {
-		deg[v] = g.Indptr[v+1] - g.Indptr[v]
-	}
+	// Degree histograms, not per-vertex arrays: memory grows with the
+	// largest degree, not with the graph.
+	deg := newDegreeHistogram()
 	if m.Undirected {
-		for _, d := range deg {
-			if d == 0 {
-				info.IsolatedVertices++
-			}
+		for v := int64(0); v < m.NumNodes; v++ {
+			deg.add(g.Indptr[v+1] - g.Indptr[v])
 		}
+		info.IsolatedVertices = deg.count(0)
 	} else {
-		in := make([]int64, m.NumNodes)
+		in := make([]uint32, m.NumNodes) // in-degrees below 2^32: NumNodes < 2^31 and no multi-edge counts past it in practice
 		for _, u := range g.Indices {
 			in[u]++
 		}
-		for v, d := range deg {
+		inDeg := newDegreeHistogram()
+		for v := int64(0); v < m.NumNodes; v++ {
+			d := g.Indptr[v+1] - g.Indptr[v]
+			deg.add(d)
+			inDeg.add(int64(in[v]))
 			if d == 0 && in[v] == 0 {
 				info.IsolatedVertices++
 			}
 		}
-		s := degreeStats(in)
+		s := inDeg.stats()
 		info.InDegree = &s
 	}
-	info.Degree = degreeStats(deg) // sorts deg: after the per-vertex uses
+	info.IsolatedShare = float64(info.IsolatedVertices) / float64(m.NumNodes)
+	info.Degree = deg.stats()
 	if info.FeatureBytes, err = fileSize(filepath.Join(dir, FeaturesFile)); err != nil {
 		return nil, err
 	}
@@ -131,46 +141,114 @@ func fileSize(path string) (int64, error) {
 	return st.Size(), nil
 }
 
-// degreeStats summarises deg, sorting it in place.
-func degreeStats(deg []int64) DegreeStats {
-	var s DegreeStats
-	if len(deg) == 0 {
-		return s
+// degreeHistogram counts vertices by degree: densely up to
+// denseDegrees, in a map above, so a star graph's one huge degree costs
+// an entry, not an array as long as the graph.
+type degreeHistogram struct {
+	dense  []int64         // dense[d] vertices of degree d < denseDegrees
+	sparse map[int64]int64 // degree >= denseDegrees -> vertices
+	n      int64
+}
+
+const denseDegrees = 1 << 16
+
+func newDegreeHistogram() *degreeHistogram {
+	return &degreeHistogram{dense: make([]int64, denseDegrees), sparse: map[int64]int64{}}
+}
+
+func (h *degreeHistogram) add(d int64) {
+	if d < denseDegrees {
+		h.dense[d]++
+	} else {
+		h.sparse[d]++
 	}
-	slices.Sort(deg)
-	var total int64
-	for _, d := range deg {
-		total += d
-		if d == 0 {
-			s.Zero++
+	h.n++
+}
+
+func (h *degreeHistogram) count(d int64) int64 {
+	if d < denseDegrees {
+		return h.dense[d]
+	}
+	return h.sparse[d]
+}
+
+// each calls fn for every degree present, ascending, until fn returns
+// false.
+func (h *degreeHistogram) each(fn func(d, count int64) bool) {
+	for d, c := range h.dense {
+		if c > 0 && !fn(int64(d), c) {
+			return
 		}
 	}
-	n := len(deg)
-	s.Min, s.Max = deg[0], deg[n-1]
-	s.Mean = float64(total) / float64(n)
-	s.Median = percentile(deg, 50)
-	s.P99 = percentile(deg, 99)
+	big := make([]int64, 0, len(h.sparse))
+	for d := range h.sparse {
+		big = append(big, d)
+	}
+	slices.Sort(big)
+	for _, d := range big {
+		if !fn(d, h.sparse[d]) {
+			return
+		}
+	}
+}
+
+// at returns the degree of rank i (0-based) in ascending order.
+func (h *degreeHistogram) at(i int64) int64 {
+	var deg int64
+	h.each(func(d, c int64) bool {
+		deg = d
+		if i < c {
+			return false
+		}
+		i -= c
+		return true
+	})
+	return deg
+}
+
+// percentile interpolates linearly between the two nearest ranks
+// (numpy's default "linear" method).
+func (h *degreeHistogram) percentile(p float64) float64 {
+	pos := p / 100 * float64(h.n-1)
+	lo := int64(math.Floor(pos))
+	hi := min(lo+1, h.n-1)
+	a, b := h.at(lo), h.at(hi)
+	return float64(a) + (pos-float64(lo))*float64(b-a)
+}
+
+// stats summarises the histogram.
+func (h *degreeHistogram) stats() DegreeStats {
+	var s DegreeStats
+	if h.n == 0 {
+		return s
+	}
+	var total int64
+	var byDeg [][2]int64 // (degree, count) ascending
+	h.each(func(d, c int64) bool {
+		total += d * c
+		byDeg = append(byDeg, [2]int64{d, c})
+		return true
+	})
+	s.Min, s.Max = byDeg[0][0], byDeg[len(byDeg)-1][0]
+	s.Zero = h.count(0)
+	s.Mean = float64(total) / float64(h.n)
+	s.P10, s.P25, s.Median = h.percentile(10), h.percentile(25), h.percentile(50)
+	s.P75, s.P90, s.P99, s.P999 = h.percentile(75), h.percentile(90), h.percentile(99), h.percentile(99.9)
+	// The edge share of the top k vertices: walk down from the largest
+	// degree, taking a partial count at the boundary.
 	share := func(pct float64) float64 {
 		if total == 0 {
 			return 0
 		}
-		k := max(1, int(math.Ceil(pct/100*float64(n))))
+		k := max(1, int64(math.Ceil(pct/100*float64(h.n))))
 		var top int64
-		for _, d := range deg[n-k:] {
-			top += d
+		for i := len(byDeg) - 1; i >= 0 && k > 0; i-- {
+			take := min(k, byDeg[i][1])
+			top += take * byDeg[i][0]
+			k -= take
 		}
 		return float64(top) / float64(total)
 	}
 	s.Top1PctShare, s.Top5PctShare, s.Top10PctShare = share(1), share(5), share(10)
 	return s
-}
-
-// percentile of sorted values, interpolating linearly between the two
-// nearest ranks (numpy's default "linear" method).
-func percentile(sorted []int64, p float64) float64 {
-	pos := p / 100 * float64(len(sorted)-1)
-	lo := int(math.Floor(pos))
-	hi := min(lo+1, len(sorted)-1)
-	frac := pos - float64(lo)
-	return float64(sorted[lo]) + frac*float64(sorted[hi]-sorted[lo])
 }

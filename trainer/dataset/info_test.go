@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"testing"
 )
@@ -148,18 +147,30 @@ func TestDegreeStatsSmall(t *testing.T) {
 		deg  []int64
 		want DegreeStats
 	}{
-		{"one vertex holds every edge", []int64{0, 0, 0, 4}, DegreeStats{Min: 0, Max: 4, Mean: 1, Median: 0, P99: 4 - 0.03*4, Zero: 3,
+		{"one vertex holds every edge", []int64{0, 0, 0, 4}, DegreeStats{Min: 0, Max: 4, Mean: 1, Median: 0, P75: 1, P90: 4 - 0.3*4, P99: 4 - 0.03*4, P999: 4 - 0.003*4, Zero: 3,
 			Top1PctShare: 1, Top5PctShare: 1, Top10PctShare: 1}},
-		{"even spread", []int64{2, 2}, DegreeStats{Min: 2, Max: 2, Mean: 2, Median: 2, P99: 2, Top1PctShare: 0.5, Top5PctShare: 0.5, Top10PctShare: 0.5}},
+		{"even spread", []int64{2, 2}, DegreeStats{Min: 2, Max: 2, Mean: 2, P10: 2, P25: 2, Median: 2, P75: 2, P90: 2, P99: 2, P999: 2, Top1PctShare: 0.5, Top5PctShare: 0.5, Top10PctShare: 0.5}},
+		{"a star's hub beyond the dense range", []int64{1, 1, 1, 1 << 20, 3}, DegreeStats{Min: 1, Max: 1 << 20, Mean: float64(1<<20+6) / 5, P10: 1, P25: 1, Median: 1, P75: 3,
+			P90: 3 + 0.6*(1<<20-3), P99: 3 + 0.96*(1<<20-3), P999: 3 + 0.996*(1<<20-3), Top1PctShare: float64(1<<20) / float64(1<<20+6), Top5PctShare: float64(1<<20) / float64(1<<20+6), Top10PctShare: float64(1<<20) / float64(1<<20+6)}},
 		{"no edges", []int64{0, 0, 0}, DegreeStats{Zero: 3}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := degreeStats(slices.Clone(tc.deg))
-			if math.Abs(got.P99-tc.want.P99) > 1e-9 {
-				t.Errorf("p99 %v, want %v", got.P99, tc.want.P99)
+			h := newDegreeHistogram()
+			for _, d := range tc.deg {
+				h.add(d)
 			}
-			got.P99 = tc.want.P99
+			got := h.stats()
+			for _, p := range []struct {
+				name      string
+				got, want *float64
+			}{{"p10", &got.P10, &tc.want.P10}, {"p25", &got.P25, &tc.want.P25}, {"p75", &got.P75, &tc.want.P75}, {"p90", &got.P90, &tc.want.P90},
+				{"p99", &got.P99, &tc.want.P99}, {"p99.9", &got.P999, &tc.want.P999}, {"mean", &got.Mean, &tc.want.Mean}, {"top 1%", &got.Top1PctShare, &tc.want.Top1PctShare}} {
+				if math.Abs(*p.got-*p.want) > 1e-6*max(1, math.Abs(*p.want)) {
+					t.Errorf("%s %v, want %v", p.name, *p.got, *p.want)
+				}
+				*p.got = *p.want
+			}
 			if got != tc.want {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}

@@ -39,6 +39,18 @@ type SynthOptions struct {
 
 	Seed uint64 // every byte written is a function of the options
 
+	// Model picks the edge generator: "powerlaw" (the default, also for
+	// "") draws both endpoints of every edge from the same power-law
+	// weights, Chung and Lu's model, so degrees follow a power law with
+	// Exponent and few vertices are isolated, as in real graphs of this
+	// kind; "rmat" is Graph500's recursive matrix, kept for comparison with
+	// tools that use it, which isolates about half the vertices at mean
+	// degree 20 and gives a staircase degree distribution.
+	Model string
+	// Exponent is the power law's exponent gamma (P(degree k) ~ k^-gamma)
+	// for the powerlaw model, above 2 and at most 4; zero means 2.3.
+	Exponent float64
+
 	// R-MAT quadrant probabilities (Chakrabarti et al. 2004): a edge falls
 	// in the top-left quadrant with A, top-right with B, bottom-left with
 	// C and bottom-right with 1-A-B-C, recursively. All three zero means
@@ -68,8 +80,14 @@ type SynthOptions struct {
 	SortBufferBytes int64
 }
 
+// Synthetic graph models (SynthOptions.Model).
+const (
+	ModelPowerLaw = "powerlaw"
+	ModelRMAT     = "rmat"
+)
+
 // DefaultSynthOptions returns the options `gnnplan dataset synth` starts
-// from: a 100k-vertex graph with Graph500's R-MAT skew, 0.8 homophily,
+// from: a 100k-vertex power-law graph (exponent 2.3), 0.8 homophily,
 // 128-d features and training vertices 1% of the graph (DESIGN.md
 // section 14).
 func DefaultSynthOptions() SynthOptions {
@@ -83,6 +101,8 @@ func DefaultSynthOptions() SynthOptions {
 		ValFraction:   0.01,
 		TestFraction:  0.02,
 		Seed:          1,
+		Model:         ModelPowerLaw,
+		Exponent:      defaultExponent,
 		A:             0.57,
 		B:             0.19,
 		C:             0.19,
@@ -120,6 +140,7 @@ const (
 
 const (
 	defaultSeparation = 4.0
+	defaultExponent   = 2.3
 	maxSynthClasses   = 1 << 16
 	maxSynthEdges     = 1 << 40
 	maxSynthDim       = 1 << 16
@@ -137,7 +158,7 @@ const (
 )
 
 // Synth writes a synthetic graph dataset to the directory out (which must
-// not exist): an undirected R-MAT graph with permuted vertex ids,
+// not exist): an undirected power-law (or R-MAT) graph with permuted vertex ids,
 // homophilous classes and class-centroid features.
 //
 // It streams. Edge i is a pure function of (seed, i), so workers draw
@@ -183,6 +204,22 @@ func Synth(ctx context.Context, opt SynthOptions, out string, progress io.Writer
 	return sum, nil
 }
 
+// modelString describes the edge model for logs and notes.
+func (o *SynthOptions) modelString() string {
+	if o.Model == ModelRMAT {
+		return fmt.Sprintf("R-MAT a=%v b=%v c=%v d=%.6g", o.A, o.B, o.C, max(0, 1-o.A-o.B-o.C))
+	}
+	return fmt.Sprintf("power law (Chung-Lu) exponent %v", o.Exponent)
+}
+
+// modelFlags are the synth flags that select the edge model.
+func (o *SynthOptions) modelFlags() string {
+	if o.Model == ModelRMAT {
+		return fmt.Sprintf("--model rmat --rmat-a %v --rmat-b %v --rmat-c %v", o.A, o.B, o.C)
+	}
+	return fmt.Sprintf("--model powerlaw --exponent %v", o.Exponent)
+}
+
 // resolve fills the defaults and checks the options, naming the flag of
 // `gnnplan dataset synth` a bad value came from.
 func (o *SynthOptions) resolve() error {
@@ -192,6 +229,12 @@ func (o *SynthOptions) resolve() error {
 	prob := func(x float64) bool { return x >= 0 && x <= 1 } // false for NaN
 	if o.Name == "" {
 		o.Name = "synth"
+	}
+	if o.Model == "" {
+		o.Model = ModelPowerLaw
+	}
+	if o.Exponent == 0 {
+		o.Exponent = defaultExponent
 	}
 	if o.A == 0 && o.B == 0 && o.C == 0 {
 		o.A, o.B, o.C = graph500A, graph500B, graph500C
@@ -203,6 +246,10 @@ func (o *SynthOptions) resolve() error {
 		o.SortBufferBytes = max(64<<20, 8*o.Nodes)
 	}
 	switch {
+	case o.Model != ModelPowerLaw && o.Model != ModelRMAT:
+		return bad("--model", "%q (want %s or %s)", o.Model, ModelPowerLaw, ModelRMAT)
+	case !(o.Exponent > 2 && o.Exponent <= 4):
+		return bad("--exponent", "%v (want above 2 and at most 4; real graphs are about 2 to 2.5)", o.Exponent)
 	case o.Nodes < 1 || o.Nodes > math.MaxInt32:
 		return bad("--nodes", "%d (want 1 to %d: CSR indices are int32)", o.Nodes, math.MaxInt32)
 	case o.Edges < 0 || o.Edges > maxSynthEdges:
@@ -323,33 +370,159 @@ func (f *feistel) inverse(y uint64) uint64 {
 	return x
 }
 
-// rmatGen draws edge i of the graph as a pure function of i. Vertices are
-// drawn in "R-MAT space", where id r has class r mod Classes and the hubs
-// sit at ids with few one bits (low ids); ids maps them to their final,
-// scattered ids.
+// edgeGen draws edge i of the graph as a pure function of i. A model
+// (rankDrawer) draws both endpoints as ranks, where rank r has class
+// r mod Classes and the hubs sit at low ranks; homophily then moves the
+// destination into the source's class within its block of Classes
+// neighbouring ranks (so its expected degree barely changes), and ids
+// maps ranks to their final, scattered vertex ids.
+type edgeGen struct {
+	n         uint64
+	model     rankDrawer
+	homophily uint64 // threshold on 53 bits
+	classes   uint64
+	key       uint64
+	ids       feistel // rank -> vertex id
+}
+
+// rankDrawer draws an edge's endpoints as ranks in [0, n), advancing the
+// edge's SplitMix64 stream s.
+type rankDrawer interface {
+	ranks(s *uint64) (ru, rv uint64)
+}
+
+func newEdgeGen(opt *SynthOptions) *edgeGen {
+	n := uint64(opt.Nodes)
+	g := &edgeGen{
+		n:         n,
+		homophily: uint64(math.Round(opt.Homophily * (1 << 53))),
+		classes:   uint64(opt.Classes),
+		key:       synthMix(opt.Seed ^ keyEdges),
+		ids:       newFeistel(n, opt.Seed^keyPermutation),
+	}
+	if opt.Model == ModelRMAT {
+		g.model = newRmatGen(opt)
+	} else {
+		g.model = newPowerLawGen(opt)
+	}
+	return g
+}
+
+// edge returns edge i's endpoints as vertex ids; ok is false for a
+// self-loop, which the CSR drops.
+func (g *edgeGen) edge(i uint64) (u, v int32, ok bool) {
+	s := synthMix(g.key ^ i*synthGolden) // SplitMix64 stream of this edge
+	ru, rv := g.model.ranks(&s)
+	if g.homophily > 0 {
+		s += synthGolden
+		if synthMix(s)>>11 < g.homophily {
+			// Keep rv's block of Classes consecutive ranks (so its
+			// popularity) but take the member of the source's class.
+			rv = rv - rv%g.classes + ru%g.classes
+			if rv >= g.n {
+				rv -= g.classes // rv's block is not the first, so this stays >= 0
+			}
+		}
+	}
+	if ru == rv {
+		return 0, 0, false
+	}
+	return int32(g.ids.apply(ru)), int32(g.ids.apply(rv)), true
+}
+
+// powerLawGen is Chung and Lu's model (Chung & Lu 2002, "The average
+// distances in random graphs with given expected degrees"): both
+// endpoints of every edge are drawn independently with probability
+// proportional to a weight, so a vertex's expected degree is
+// proportional to its weight. Rank x has weight (x + x0)^-alpha with
+// alpha = 1/(gamma-1), which gives degrees a power law of exponent gamma.
+// Ranks are drawn by inverting the weight's integral in closed form (one
+// Log and one Exp per endpoint, no table), so the generator needs no
+// memory. The offset x0 caps the top expected degree at the structural
+// cutoff sqrt(mean degree x Nodes), above which a Chung-Lu hub would
+// need more than one edge to some other hub and duplicates would eat
+// its degree.
+type powerLawGen struct {
+	n          uint64
+	x0         float64
+	base, span float64 // (x0)^(1-alpha) and (n+x0)^(1-alpha) - base
+	inv        float64 // 1/(1-alpha)
+}
+
+func newPowerLawGen(opt *SynthOptions) *powerLawGen {
+	alpha := 1 / (opt.Exponent - 1)
+	n := float64(opt.Nodes)
+	meanDeg := 2 * float64(opt.Edges) / n
+	x0 := powerLawOffset(n, alpha, meanDeg)
+	e := 1 - alpha
+	base := math.Pow(x0, e)
+	return &powerLawGen{n: uint64(opt.Nodes), x0: x0, base: base, span: math.Pow(n+x0, e) - base, inv: 1 / e}
+}
+
+// powerLawOffset finds x0 such that rank 0's expected degree,
+// meanDeg·n·w(0)/W for weights w(x) = (x+x0)^-alpha and their integral W
+// over [0, n), is the cutoff sqrt(meanDeg·n), by bisection on log x0. If
+// even x0 = 1/2 stays below the cutoff (small or sparse graphs), it
+// returns 1/2.
+func powerLawOffset(n, alpha, meanDeg float64) float64 {
+	e := 1 - alpha
+	top := func(x0 float64) float64 {
+		w := (math.Pow(n+x0, e) - math.Pow(x0, e)) / e
+		return meanDeg * n * math.Pow(x0, -alpha) / w
+	}
+	cutoff := math.Sqrt(meanDeg * n)
+	lo, hi := math.Log(0.5), math.Log(n)
+	if top(0.5) <= cutoff {
+		return 0.5
+	}
+	for range 100 {
+		mid := (lo + hi) / 2
+		if top(math.Exp(mid)) > cutoff {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return math.Exp(hi)
+}
+
+func (g *powerLawGen) ranks(s *uint64) (ru, rv uint64) {
+	*s += synthGolden
+	ru = g.rank(synthMix(*s))
+	*s += synthGolden
+	rv = g.rank(synthMix(*s))
+	return ru, rv
+}
+
+// rank maps 53 uniform bits of x to a rank by the inverse of the
+// weights' cumulative distribution.
+func (g *powerLawGen) rank(x uint64) uint64 {
+	u := float64(x>>11) * 0x1p-53
+	r := math.Exp(math.Log(g.base+u*g.span)*g.inv) - g.x0
+	if r <= 0 {
+		return 0
+	}
+	return min(uint64(r), g.n-1)
+}
+
+// rmatGen is Graph500's R-MAT: a rank's bits are chosen one level at a
+// time by the quadrant probabilities, so the hubs sit at ranks with few
+// one bits.
 type rmatGen struct {
 	n             uint64
 	levels        int
 	ta, tab, tabc uint64 // cumulative quadrant thresholds on 32 bits
-	homophily     uint64 // threshold on 53 bits
-	classes       uint64
-	key           uint64
-	ids           feistel // R-MAT id -> vertex id
 }
 
 func newRmatGen(opt *SynthOptions) *rmatGen {
 	n := uint64(opt.Nodes)
 	th := func(p float64) uint64 { return uint64(math.Round(min(p, 1) * (1 << 32))) }
 	return &rmatGen{
-		n:         n,
-		levels:    bits.Len64(n - 1),
-		ta:        th(opt.A),
-		tab:       th(opt.A + opt.B),
-		tabc:      th(opt.A + opt.B + opt.C),
-		homophily: uint64(math.Round(opt.Homophily * (1 << 53))),
-		classes:   uint64(opt.Classes),
-		key:       synthMix(opt.Seed ^ keyEdges),
-		ids:       newFeistel(n, opt.Seed^keyPermutation),
+		n:      n,
+		levels: bits.Len64(n - 1),
+		ta:     th(opt.A),
+		tab:    th(opt.A + opt.B),
+		tabc:   th(opt.A + opt.B + opt.C),
 	}
 }
 
@@ -365,17 +538,15 @@ func (g *rmatGen) quadrant(t uint64) (ub, vb uint64) {
 	return geAB, geA ^ geAB ^ geABC
 }
 
-// edge returns edge i's endpoints as vertex ids; ok is false for a
-// self-loop, which the CSR drops.
-func (g *rmatGen) edge(i uint64) (u, v int32, ok bool) {
-	s := synthMix(g.key ^ i*synthGolden) // SplitMix64 stream of this edge
-	var ru, rv uint64
+// ranks draws R-MAT ranks, redrawing ranks beyond n-1 (when n is not a
+// power of two) up to rmatMaxTries times and then folding them.
+func (g *rmatGen) ranks(s *uint64) (ru, rv uint64) {
 	for try := 0; ; try++ {
 		ru, rv = 0, 0
 		// Each level needs one 32-bit uniform, so one draw serves two.
 		for l := 0; l < g.levels; l += 2 {
-			s += synthGolden
-			x := synthMix(s)
+			*s += synthGolden
+			x := synthMix(*s)
 			ub, vb := g.quadrant(x & 0xffffffff)
 			ru |= ub << l
 			rv |= vb << l
@@ -386,28 +557,12 @@ func (g *rmatGen) edge(i uint64) (u, v int32, ok bool) {
 			}
 		}
 		if ru < g.n && rv < g.n {
-			break
+			return ru, rv
 		}
 		if try == rmatMaxTries-1 {
-			ru, rv = ru%g.n, rv%g.n
-			break
+			return ru % g.n, rv % g.n
 		}
 	}
-	if g.homophily > 0 {
-		s += synthGolden
-		if synthMix(s)>>11 < g.homophily {
-			// Keep rv's block of Classes consecutive R-MAT ids (so its
-			// popularity) but take the member of the source's class.
-			rv = rv - rv%g.classes + ru%g.classes
-			if rv >= g.n {
-				rv -= g.classes // rv's block is not the first, so this stays >= 0
-			}
-		}
-	}
-	if ru == rv {
-		return 0, 0, false
-	}
-	return int32(g.ids.apply(ru)), int32(g.ids.apply(rv)), true
 }
 
 // synthRun holds one Synth call's state.
@@ -432,8 +587,8 @@ type synthRun struct {
 func (r *synthRun) run() (*SynthSummary, error) {
 	r.heapSample = []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	n := r.opt.Nodes
-	r.log.printf("synth: %d vertices, %d edges to draw, R-MAT a=%v b=%v c=%v, %d classes, homophily %v, seed %d, %d workers",
-		n, r.opt.Edges, r.opt.A, r.opt.B, r.opt.C, r.opt.Classes, r.opt.Homophily, r.opt.Seed, r.workers)
+	r.log.printf("synth: %d vertices, %d edges to draw, %s, %d classes, homophily %v, seed %d, %d workers",
+		n, r.opt.Edges, r.opt.modelString(), r.opt.Classes, r.opt.Homophily, r.opt.Seed, r.workers)
 	r.ptr = make([]int64, n+1)
 	if err := r.buildCSR(); err != nil {
 		return nil, err
@@ -460,12 +615,12 @@ func (r *synthRun) run() (*SynthSummary, error) {
 		NumVal:       split[1],
 		NumTest:      split[2],
 		// The options regenerate the same bytes.
-		Source: fmt.Sprintf("gnnplan dataset synth --nodes %d --edges %d --feature-dim %d --classes %d --train-fraction %v --val-fraction %v --test-fraction %v --seed %d --rmat-a %v --rmat-b %v --rmat-c %v --homophily %v --separation %v --noise-sigma %v",
+		Source: fmt.Sprintf("gnnplan dataset synth --nodes %d --edges %d --feature-dim %d --classes %d --train-fraction %v --val-fraction %v --test-fraction %v --seed %d %s --homophily %v --separation %v --noise-sigma %v",
 			n, r.opt.Edges, r.opt.FeatureDim, r.opt.Classes, r.opt.TrainFraction, r.opt.ValFraction, r.opt.TestFraction, r.opt.Seed,
-			r.opt.A, r.opt.B, r.opt.C, r.opt.Homophily, r.opt.Separation, r.opt.NoiseSigma),
+			r.opt.modelFlags(), r.opt.Homophily, r.opt.Separation, r.opt.NoiseSigma),
 		Notes: []string{
-			fmt.Sprintf("R-MAT a=%v b=%v c=%v d=%.6g over %d vertices with seeded-permuted ids; %d undirected edges drawn, each stored both ways",
-				r.opt.A, r.opt.B, r.opt.C, max(0, 1-r.opt.A-r.opt.B-r.opt.C), n, r.opt.Edges),
+			fmt.Sprintf("%s over %d vertices with seeded-permuted ids; %d undirected edges drawn, each stored both ways",
+				r.opt.modelString(), n, r.opt.Edges),
 			fmt.Sprintf("dropped %d self-loops and %d duplicate CSR entries", r.selfLoops, r.duplicates),
 			fmt.Sprintf("homophily %v: that share of edges has its destination moved into the source's class", r.opt.Homophily),
 			fmt.Sprintf("features: class centroid of norm %v plus N(0, %v^2) noise per dimension", r.opt.Separation, r.opt.NoiseSigma),
@@ -627,7 +782,7 @@ func (r *synthRun) buildCSR() error {
 }
 
 func (r *synthRun) drawIntoBuckets(plan bucketPlan) ([]*bucketFile, error) {
-	gen := newRmatGen(&r.opt)
+	gen := newEdgeGen(&r.opt)
 	buckets := make([]*bucketFile, plan.n)
 	for b := range buckets {
 		f, err := os.CreateTemp(r.stage, fmt.Sprintf(".bucket-%05d-*.tmp", b))

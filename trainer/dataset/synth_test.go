@@ -131,8 +131,11 @@ func nearestCentroidAccuracy(g *Graph, feats [][]float32) float64 {
 func TestSynthGraphs(t *testing.T) {
 	// On 1000 vertices the biggest hub already reaches half the graph
 	// after deduplication, so even plain Graph500 R-MAT stops near 20x the
-	// mean degree there; 4000 vertices show the tail properly.
+	// mean degree there; 4000 vertices show the tail properly. The
+	// power-law model caps the top expected degree at sqrt(mean x nodes),
+	// about 14x the mean at 4000 vertices and mean 20.
 	bigger := func(o *SynthOptions) { o.Nodes, o.Edges = 4000, 40000 }
+	rmat := func(o *SynthOptions) { bigger(o); o.Model = ModelRMAT }
 	for _, tc := range []struct {
 		name   string
 		modify func(*SynthOptions)
@@ -142,14 +145,16 @@ func TestSynthGraphs(t *testing.T) {
 		minSkew   float64
 		learnable bool
 	}{
-		{"graph500 skew with homophily is heavy tailed and learnable", bigger, 20, true},
-		{"the issue's 1000 vertices and 20000 edges", func(*SynthOptions) {}, 10, true},
-		{"vertex count not a power of two and odd classes", func(o *SynthOptions) { bigger(o); o.Nodes, o.Classes, o.Seed = 3001, 7, 3 }, 20, true},
-		{"rows sorted in many small buckets", func(o *SynthOptions) { bigger(o); o.SortBufferBytes = 4096 }, 20, true},
-		{"uniform quadrants give a flat graph", func(o *SynthOptions) { bigger(o); o.A, o.B, o.C, o.Homophily = 0.25, 0.25, 0.25, 0 }, -3, false},
+		{"power law with homophily is heavy tailed and learnable", bigger, 8, true},
+		{"graph500 skew with homophily is heavy tailed and learnable", rmat, 20, true},
+		{"the issue's 1000 vertices and 20000 edges", func(*SynthOptions) {}, 3, true},
+		{"vertex count not a power of two and odd classes", func(o *SynthOptions) { rmat(o); o.Nodes, o.Classes, o.Seed = 3001, 7, 3 }, 20, true},
+		{"power law, odd vertex count and classes", func(o *SynthOptions) { bigger(o); o.Nodes, o.Classes, o.Seed = 3001, 7, 3 }, 6, true},
+		{"rows sorted in many small buckets", func(o *SynthOptions) { bigger(o); o.SortBufferBytes = 4096 }, 8, true},
+		{"uniform quadrants give a flat graph", func(o *SynthOptions) { rmat(o); o.A, o.B, o.C, o.Homophily = 0.25, 0.25, 0.25, 0 }, -3, false},
 		{"no features, one class, no splits", func(o *SynthOptions) {
 			o.FeatureDim, o.Classes, o.TrainFraction, o.ValFraction, o.TestFraction = 0, 1, 0, 0, 0
-		}, 10, false},
+		}, 3, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -501,4 +506,72 @@ type benchLog struct {
 func (l benchLog) Write(p []byte) (int, error) {
 	fmt.Fprintf(os.Stderr, "%6.1fs %s", time.Since(l.start).Seconds(), p)
 	return len(p), nil
+}
+
+// The default model looks like a real graph of its kind at a size where
+// the tail shows: few isolated vertices, a median degree well above zero,
+// and a degree distribution whose tail falls as a power law with the
+// exponent asked for. Graph500's R-MAT, for contrast, isolates most of
+// the graph at this mean degree.
+func TestSynthPowerLawIsRealistic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("200k-vertex graphs")
+	}
+	for _, tc := range []struct {
+		name     string
+		modify   func(*SynthOptions)
+		isolated [2]float64 // share of vertices, bounds
+		exponent float64    // 0: do not fit
+	}{
+		{"power law 2.3", func(o *SynthOptions) {}, [2]float64{0, 0.05}, 2.3},
+		{"power law 2.1", func(o *SynthOptions) { o.Exponent = 2.1 }, [2]float64{0, 0.08}, 2.1},
+		{"power law 2.6", func(o *SynthOptions) { o.Exponent = 2.6 }, [2]float64{0, 0.05}, 2.6},
+		{"graph500 R-MAT", func(o *SynthOptions) { o.Model = ModelRMAT }, [2]float64{0.3, 0.9}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opt := DefaultSynthOptions()
+			opt.Nodes, opt.Edges, opt.FeatureDim = 200_000, 1_000_000, 0
+			tc.modify(&opt)
+			out := filepath.Join(t.TempDir(), "g")
+			runSynth(t, opt, out)
+			info, err := InfoOf(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := info.Degree
+			t.Logf("isolated %.2f%%, degree p10 %.0f p25 %.0f median %.0f p90 %.0f p99 %.0f max %d, top 1%% hold %.1f%%",
+				100*info.IsolatedShare, d.P10, d.P25, d.Median, d.P90, d.P99, d.Max, 100*d.Top1PctShare)
+			if info.IsolatedShare < tc.isolated[0] || info.IsolatedShare > tc.isolated[1] {
+				t.Errorf("isolated share %.3f, want %.2f to %.2f", info.IsolatedShare, tc.isolated[0], tc.isolated[1])
+			}
+			if tc.exponent == 0 {
+				return
+			}
+			if d.Median < 3 || d.Top1PctShare < 0.1 || float64(d.Max) < 30*d.Mean {
+				t.Errorf("median %v, top 1%% share %.3f, max %d vs mean %.1f: want a median of 3 or more and a heavy tail", d.Median, d.Top1PctShare, d.Max, d.Mean)
+			}
+			// Fit the complementary CDF's log-log slope between degrees 2x and
+			// 20x the mean, where a power law of exponent gamma has slope
+			// 1-gamma (below, the weights' floor bends it; above, the cutoff).
+			g, err := LoadGraph(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			ccdf := func(k int64) float64 {
+				c := 0
+				for v := range g.Meta.NumNodes {
+					if g.Degree(v) >= k {
+						c++
+					}
+				}
+				return float64(c) / float64(g.Meta.NumNodes)
+			}
+			lo, hi := int64(2*d.Mean), int64(20*d.Mean)
+			slope := math.Log(ccdf(hi)/ccdf(lo)) / math.Log(float64(hi)/float64(lo))
+			if want := 1 - tc.exponent; math.Abs(slope-want) > 0.3 {
+				t.Errorf("degree CCDF slope %.2f between degrees %d and %d, want %.2f +- 0.3 for exponent %v", slope, lo, hi, want, tc.exponent)
+			}
+		})
+	}
 }
