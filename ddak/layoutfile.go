@@ -95,7 +95,7 @@ func WriteLayout(dir string, l *Layout, bins []Bin) error {
 // writeTemp writes a synced temporary file next to path and returns its
 // name.
 func writeTemp(path string, write func(io.Writer) error) (string, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	f, err := topology.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return "", fmt.Errorf("write %s: %w", path, err)
 	}

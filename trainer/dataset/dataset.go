@@ -257,7 +257,7 @@ func StageDir(out string) (string, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", fmt.Errorf("create %s: %w", parent, err)
 	}
-	return os.MkdirTemp(parent, filepath.Base(out)+".partial-")
+	return topology.MkdirTemp(parent, filepath.Base(out)+".partial-")
 }
 
 // CommitDir moves a staged dataset directory to its final name.

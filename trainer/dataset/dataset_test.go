@@ -1,10 +1,12 @@
 package dataset
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/gnnplan/gnnplan/topology"
@@ -244,4 +246,38 @@ func FuzzReadArrayHeader(f *testing.F) {
 			a.unmap()
 		}
 	})
+}
+
+// A dataset is readable by other accounts the way any file is: files are
+// created 0644 and directories 0755, less the umask (the temporary-file
+// helpers of the standard library would give 0600 and 0700).
+func TestDatasetFileModes(t *testing.T) {
+	umask := os.FileMode(syscall.Umask(0o022))
+	defer syscall.Umask(int(umask))
+	opt := DefaultSynthOptions()
+	opt.Nodes, opt.Edges, opt.FeatureDim = 1000, 5000, 4
+	out := filepath.Join(t.TempDir(), "ds")
+	if _, err := Synth(context.Background(), opt, out, nil); err != nil {
+		t.Fatal(err)
+	}
+	err := filepath.WalkDir(out, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		want := os.FileMode(0o644)
+		if d.IsDir() {
+			want = 0o755
+		}
+		if got := info.Mode().Perm(); got != want {
+			t.Errorf("%s: mode %o, want %o (umask 022)", path, got, want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

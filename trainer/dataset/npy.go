@@ -124,7 +124,7 @@ func CreateArray(path, dtype string, shape ...int64) (*ArrayWriter, error) {
 	total := 10 + len(hdr) + 1
 	pad := (64 - total%64) % 64
 	hdr += strings.Repeat(" ", pad) + "\n"
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	f, err := topology.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}

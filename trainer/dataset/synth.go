@@ -785,7 +785,7 @@ func (r *synthRun) drawIntoBuckets(plan bucketPlan) ([]*bucketFile, error) {
 	gen := newEdgeGen(&r.opt)
 	buckets := make([]*bucketFile, plan.n)
 	for b := range buckets {
-		f, err := os.CreateTemp(r.stage, fmt.Sprintf(".bucket-%05d-*.tmp", b))
+		f, err := topology.CreateTemp(r.stage, fmt.Sprintf(".bucket-%05d-*.tmp", b))
 		if err != nil {
 			return buckets, fmt.Errorf("create bucket: %w", err)
 		}
