@@ -27,6 +27,7 @@ type placeOptions struct {
 	Pool     int
 	Hotness  string
 	Fraction float64
+	Epochs   int
 	Seed     uint64
 	Output   string
 	// Materialize writes the SSD bins as files after the layout (see
@@ -44,7 +45,10 @@ func newPlaceCmd(d *deps, runF func(context.Context, *placeOptions) error) *cobr
 per socket, or an SSD, so that each bin serves the share of the traffic the
 plan's max-flow model gave it (Moment's data-distribution-aware knapsack,
 section 3.3). Hotness comes from pre-sampling the dataset with the plan's
-fanouts and batch size (written to DIR/hotness.npy), or from --hotness.
+fanouts and batch size (written to DIR/hotness.npy), epoch after epoch until
+the estimate is stable (or --epochs), or from --hotness. The report says how
+many epochs were sampled and which share of the bytes read is topology
+(neighbour lists) rather than features.
 
 Writes the layout next to the dataset: layout_bin.npy (the bin of each
 vertex), layout_row.npy (its row within the bin, hottest first) and
@@ -67,6 +71,9 @@ policy and the other one.`,
 			if opts.Output != "table" && opts.Output != "json" {
 				return usageErrorf("-o/--output: %q (valid: table, json)", opts.Output)
 			}
+			if opts.Epochs < 0 {
+				return usageErrorf("--epochs: %d (valid: 0 to sample until the hotness estimate is stable, or a count of epochs)", opts.Epochs)
+			}
 			if opts.Fraction <= 0 || opts.Fraction > 1 {
 				return usageErrorf("--fraction: %v (valid: more than 0, at most 1)", opts.Fraction)
 			}
@@ -87,6 +94,7 @@ policy and the other one.`,
 	f.IntVar(&opts.Pool, "pool", ddak.DefaultPool, "vertices per DDAK decision")
 	f.StringVar(&opts.Hotness, "hotness", "", "per-vertex access counts (.npy, uint32) instead of pre-sampling")
 	f.Float64Var(&opts.Fraction, "fraction", 1, "share of an epoch's batches to pre-sample for hotness")
+	f.IntVar(&opts.Epochs, "epochs", 0, fmt.Sprintf("epochs to pre-sample for hotness; 0 samples until one more epoch moves the top 1/5/10%% access shares by less than %.1f points (at most %d epochs)", 100*placeStable, sample.DefaultMaxHotnessEpochs))
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed for pre-sampling and the hash baseline")
 	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, json")
 	f.BoolVar(&opts.Materialize, "materialize", false, "then write the SSD bins as files for the feature store (as gnnplan materialize)")
@@ -99,6 +107,7 @@ type placeReport struct {
 	SchemaVersion int                        `json:"schema_version"`
 	Policy        ddak.Policy                `json:"policy"`
 	Skew          sample.Skew                `json:"hotness_skew"`
+	Sampling      *sample.HotnessReport      `json:"hotness_sampling,omitempty"` // absent with --hotness
 	Evaluation    ddak.Evaluation            `json:"evaluation"`
 	Other         map[string]ddak.Evaluation `json:"other_policy"`
 	Layout        string                     `json:"layout_dir"`
@@ -118,7 +127,7 @@ func runPlace(ctx context.Context, o *placeOptions) error {
 		return usageErrorf("--dataset %s: it has no features to place", o.Dataset)
 	}
 	rowBytes := int64(g.Meta.FeatureDim) * 4
-	hot, err := placeHotness(ctx, o, plan, g)
+	hot, hotRep, err := placeHotness(ctx, o, plan, g)
 	if err != nil {
 		return err
 	}
@@ -152,13 +161,23 @@ func runPlace(ctx context.Context, o *placeOptions) error {
 	if o.Output == "json" {
 		enc := json.NewEncoder(o.IO.Out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(placeReport{SchemaVersion: 1, Policy: chosen.Policy, Skew: sample.SkewOf(hot), Evaluation: ev,
+		return enc.Encode(placeReport{SchemaVersion: 1, Policy: chosen.Policy, Skew: sample.SkewOf(hot), Sampling: hotRep, Evaluation: ev,
 			Other: map[string]ddak.Evaluation{string(other.Policy): evOther}, Layout: o.Dataset})
 	}
 	out := o.IO.Out
 	sk := sample.SkewOf(hot)
 	fmt.Fprintf(out, "%s: %d vertices, %d bins; hotness: top 1%% of vertices get %.1f%% of accesses, top 5%% %.1f%%, top 10%% %.1f%%\n",
 		g.Meta.Name, g.Meta.NumNodes, len(bins), 100*sk.Top1, 100*sk.Top5, 100*sk.Top10)
+	if r := hotRep; r != nil {
+		stable := fmt.Sprintf("stable: the last epoch moved the top shares %.2f points", 100*r.LastChange)
+		if o.Epochs == 0 && !r.Stable {
+			stable = fmt.Sprintf("not stable after %d epochs: the last moved the top shares %.2f points", r.Epochs, 100*r.LastChange)
+		} else if o.Epochs > 0 {
+			stable = "as --epochs asked"
+		}
+		fmt.Fprintf(out, "hotness from %d epoch(s) x %d batches (%s); of the bytes sampling and feature reads touch, %.1f%% are topology (neighbour lists), %.1f%% features\n",
+			r.Epochs, r.BatchesPerEpoch, stable, 100*r.TopologyShare, 100*(1-r.TopologyShare))
+	}
 	t := tablewriter.NewTable(out, tablewriter.WithHeaderAutoFormat(tw.Off))
 	t.Header("BIN", "KIND", "SOCKET", "ROWS", "TARGET %", "ACHIEVED %", "ACHIEVED/TARGET")
 	for _, b := range ev.Bins {
@@ -212,11 +231,16 @@ func placeCacheSplit(g *dataset.Graph, hot []uint32, bins []ddak.Bin, rowBytes i
 	return ddak.CacheSplit(hot, topo, ddak.CacheOptions{GPUBytes: gpu, CPUBytes: cpu, FeatureRowBytes: rowBytes})
 }
 
+// placeStable is the move of the top access shares below which place
+// stops pre-sampling epochs.
+const placeStable = 0.005
+
 // placeHotness reads --hotness, or pre-samples the dataset with the plan's
 // fanouts and batch size and saves the counts next to the dataset.
-func placeHotness(ctx context.Context, o *placeOptions, plan *tpc.Plan, g *dataset.Graph) ([]uint32, error) {
+func placeHotness(ctx context.Context, o *placeOptions, plan *tpc.Plan, g *dataset.Graph) ([]uint32, *sample.HotnessReport, error) {
 	if o.Hotness != "" {
-		return sample.ReadHotness(o.Hotness, g.Meta.NumNodes)
+		hot, err := sample.ReadHotness(o.Hotness, g.Meta.NumNodes)
+		return hot, nil, err
 	}
 	so := sample.DefaultSamplerOptions()
 	if len(plan.Workload.Fanouts) > 0 {
@@ -226,12 +250,16 @@ func placeHotness(ctx context.Context, o *placeOptions, plan *tpc.Plan, g *datas
 		so.BatchSize = plan.Workload.BatchSize
 	}
 	so.Seed = o.Seed
-	hot, err := sample.Hotness(ctx, g, sample.HotnessOptions{Sampler: so, Fraction: o.Fraction}, o.IO.Err)
+	ho := sample.HotnessOptions{Sampler: so, Fraction: o.Fraction, Epochs: o.Epochs}
+	if o.Epochs == 0 {
+		ho.Stable = placeStable
+	}
+	hot, rep, err := sample.MeasureHotness(ctx, g, ho, o.IO.Err)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := sample.WriteHotness(filepath.Join(o.Dataset, sample.HotnessFile), hot); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return hot, nil
+	return hot, rep, nil
 }

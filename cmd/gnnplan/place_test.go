@@ -65,7 +65,7 @@ func TestPlaceEndToEnd(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("place: exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"skewed: 3000 vertices", "ddak  distance from targets", "hash  distance from targets", "unified cache", "wrote "} {
+	for _, want := range []string{"skewed: 3000 vertices", "hotness from ", "% are topology (neighbour lists)", "ddak  distance from targets", "hash  distance from targets", "unified cache", "wrote "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -81,8 +81,18 @@ func TestPlaceEndToEnd(t *testing.T) {
 		t.Fatalf("place -o json: %s", errOut)
 	}
 	var rep placeReport
-	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Policy != "hash" || len(rep.Evaluation.Bins) == 0 || len(rep.Other) != 1 {
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Policy != "hash" || len(rep.Evaluation.Bins) == 0 || len(rep.Other) != 1 || rep.Sampling != nil {
 		t.Fatalf("json report %+v (%v)", rep, err)
+	}
+	// A fixed number of epochs, reported with the topology share.
+	code, out, errOut = runCLI(t, "place", "--plan", plan, "--dataset", data, "--epochs", "3", "-o", "json")
+	if code != 0 {
+		t.Fatalf("place --epochs 3: %s", errOut)
+	}
+	rep = placeReport{}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Sampling == nil || rep.Sampling.Epochs != 3 ||
+		!(rep.Sampling.TopologyShare > 0 && rep.Sampling.TopologyShare < 1) {
+		t.Fatalf("json report sampling %+v (%v), want 3 epochs and a topology share in (0, 1)", rep.Sampling, err)
 	}
 }
 
@@ -107,6 +117,7 @@ func TestPlaceBadInputExitsTwo(t *testing.T) {
 		{"hotness of another dataset", []string{"place", "--plan", plan, "--dataset", data, "--hotness", short}, "short.npy"},
 		{"unknown policy", []string{"place", "--plan", plan, "--dataset", data, "--policy", "random"}, "--policy"},
 		{"flags missing", []string{"place", "--plan", plan}, "--dataset"},
+		{"negative epochs", []string{"place", "--plan", plan, "--dataset", data, "--epochs", "-1"}, "--epochs: -1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

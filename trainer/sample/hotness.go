@@ -27,78 +27,157 @@ type HotnessOptions struct {
 	// uniform sample of the seeds (without it, the first seeds in order).
 	Fraction float64
 	// Epochs to sample (epochs 0 to Epochs-1, as training numbers them);
-	// 0 means 1.
+	// 0 means 1, or DefaultMaxHotnessEpochs when Stable is set, in which
+	// case it is the most epochs sampled.
 	Epochs int
+	// Stable, when above 0, stops sampling after the first epoch (from the
+	// second on) that moves each of the top 1%, 5% and 10% access shares
+	// (SkewOf) by less than Stable, as a fraction: the shares the caches
+	// and GPU bins capture, which a one-epoch estimate overstates because
+	// its noise looks like heat.
+	Stable float64
+}
+
+// DefaultMaxHotnessEpochs bounds the epochs a measurement with Stable
+// samples when Epochs is 0.
+const DefaultMaxHotnessEpochs = 20
+
+// HotnessReport is what a hotness measurement sampled and how the
+// traffic it saw divides between features and topology.
+type HotnessReport struct {
+	Epochs          int  `json:"epochs"`
+	BatchesPerEpoch int  `json:"batches_per_epoch"` // sampled, of each epoch
+	Stable          bool `json:"stable"`            // Stable was asked for and reached
+	// LastChange is the largest move of the top 1/5/10% shares in the
+	// last epoch (0 after one epoch).
+	LastChange   float64 `json:"last_change"`
+	SampledEdges int64   `json:"sampled_edges"`
+	// FeatureRowReads counts input feature rows read (a vertex once per
+	// batch); TopologyBytes counts neighbour-list bytes read to sample
+	// them: each frontier vertex's row of column ids and its two offsets.
+	FeatureRowReads int64 `json:"feature_row_reads"`
+	TopologyBytes   int64 `json:"topology_bytes"`
+	// TopologyShare is TopologyBytes over all bytes read, with
+	// FeatureRowBytes per feature row.
+	FeatureRowBytes int64   `json:"feature_row_bytes"`
+	TopologyShare   float64 `json:"topology_share"`
 }
 
 // Hotness runs the sampler over the first Fraction of the batches of
 // Epochs epochs and returns, per vertex, the number of mini-batches whose
-// input (MiniBatch.Input, the outermost block's Src) contains it. That is
-// how many times feature extraction reads the vertex's feature row, the
-// traffic DDAK (Moment section 3.3) and Hyperion's cache split (III-B)
-// place by; a vertex reached several times within one batch is read once
-// because the batch's vertex list is deduplicated.
+// input (MiniBatch.Input, the outermost block's Src) contains it; see
+// MeasureHotness.
+func Hotness(ctx context.Context, g *dataset.Graph, opt HotnessOptions, progress io.Writer) ([]uint32, error) {
+	counts, _, err := MeasureHotness(ctx, g, opt, progress)
+	return counts, err
+}
+
+// MeasureHotness samples as Hotness does and also reports what it
+// sampled. The counts are how many times feature extraction reads each
+// vertex's feature row, the traffic DDAK (Moment section 3.3) and
+// Hyperion's cache split (III-B) place by; a vertex reached several times
+// within one batch is read once because the batch's vertex list is
+// deduplicated.
 //
 // Workers count with atomic adds into one array, so the result is the
-// same whatever the schedule. A one-line summary goes to progress unless
-// it is nil.
-func Hotness(ctx context.Context, g *dataset.Graph, opt HotnessOptions, progress io.Writer) ([]uint32, error) {
+// same whatever the schedule. A line per epoch (when Stable is set) and a
+// summary go to progress unless it is nil.
+func MeasureHotness(ctx context.Context, g *dataset.Graph, opt HotnessOptions, progress io.Writer) ([]uint32, *HotnessReport, error) {
 	frac, epochs := opt.Fraction, opt.Epochs
 	switch {
 	case frac == 0:
 		frac = 1
 	case !(frac > 0 && frac <= 1): // also catches NaN
-		return nil, &topology.InputError{Field: "fraction", Msg: fmt.Sprintf("%g (want 0 < fraction <= 1)", opt.Fraction)}
+		return nil, nil, &topology.InputError{Field: "fraction", Msg: fmt.Sprintf("%g (want 0 < fraction <= 1)", opt.Fraction)}
 	}
 	switch {
+	case !(opt.Stable >= 0 && opt.Stable < 1):
+		return nil, nil, &topology.InputError{Field: "stable", Msg: fmt.Sprintf("%g (want 0 to stop after Epochs, or a share change below 1)", opt.Stable)}
+	case epochs == 0 && opt.Stable > 0:
+		epochs = DefaultMaxHotnessEpochs
 	case epochs == 0:
 		epochs = 1
 	case epochs < 0:
-		return nil, &topology.InputError{Field: "epochs", Msg: fmt.Sprintf("%d (want >= 1)", epochs)}
+		return nil, nil, &topology.InputError{Field: "epochs", Msg: fmt.Sprintf("%d (want >= 1)", epochs)}
 	}
 	s, err := NewSampler(g, opt.Sampler)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	perEpoch := max(1, int(math.Ceil(frac*float64(s.Batches(0)))))
-	jobs := int64(perEpoch) * int64(epochs)
-	if jobs > math.MaxUint32 {
-		return nil, &topology.InputError{Field: "epochs", Msg: fmt.Sprintf("%d epochs of %d batches could overflow 32-bit counts", epochs, perEpoch)}
+	if int64(perEpoch)*int64(epochs) > math.MaxUint32 {
+		return nil, nil, &topology.InputError{Field: "epochs", Msg: fmt.Sprintf("%d epochs of %d batches could overflow 32-bit counts", epochs, perEpoch)}
 	}
+	idxBytes := int64(4)
+	if g.Meta.IndexDType == "int64" {
+		idxBytes = 8
+	}
+	rep := &HotnessReport{BatchesPerEpoch: perEpoch, FeatureRowBytes: 4 * int64(g.Meta.FeatureDim)}
 
 	start := time.Now()
 	counts := make([]uint32, s.n)
-	var next, edges atomic.Int64
-	var wg sync.WaitGroup
-	for range min(int64(s.workers), jobs) {
-		wg.Go(func() {
-			sc := s.scratch.Get().(*sampleScratch)
-			defer s.scratch.Put(sc)
-			var myEdges int64
-			defer func() { edges.Add(myEdges) }()
-			for ctx.Err() == nil {
-				j := next.Add(1) - 1
-				if j >= jobs {
-					return
+	var edges, rows, topo atomic.Int64
+	prev := SkewOf(counts)
+	for e := range epochs {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range min(s.workers, perEpoch) {
+			wg.Go(func() {
+				sc := s.scratch.Get().(*sampleScratch)
+				defer s.scratch.Put(sc)
+				var myEdges, myRows, myTopo int64
+				defer func() { edges.Add(myEdges); rows.Add(myRows); topo.Add(myTopo) }()
+				for ctx.Err() == nil {
+					j := int(next.Add(1) - 1)
+					if j >= perEpoch {
+						return
+					}
+					mb := s.sample(sc, e, j)
+					for _, v := range mb.Input() {
+						atomic.AddUint32(&counts[v], 1)
+					}
+					myEdges += int64(mb.NumEdges())
+					myRows += int64(len(mb.Input()))
+					for i := range mb.Blocks {
+						for _, v := range mb.Blocks[i].Dst {
+							myTopo += 16 + idxBytes*(g.Indptr[v+1]-g.Indptr[v])
+						}
+					}
 				}
-				mb := s.sample(sc, int(j/int64(perEpoch)), int(j%int64(perEpoch)))
-				for _, v := range mb.Input() {
-					atomic.AddUint32(&counts[v], 1)
-				}
-				myEdges += int64(mb.NumEdges())
-			}
-		})
+			})
+		}
+		wg.Wait()
+		if err := ctx.Err(); err != nil {
+			return nil, nil, fmt.Errorf("hotness: %w", err)
+		}
+		rep.Epochs = e + 1
+		if opt.Stable == 0 {
+			continue
+		}
+		cur := SkewOf(counts)
+		if e > 0 {
+			rep.LastChange = max(math.Abs(cur.Top1-prev.Top1), math.Abs(cur.Top5-prev.Top5), math.Abs(cur.Top10-prev.Top10))
+		}
+		if progress != nil {
+			fmt.Fprintf(progress, "hotness: epoch %d: top 1/5/10%% of vertices get %.2f/%.2f/%.2f%% of accesses (moved %.2f points)\n",
+				e+1, 100*cur.Top1, 100*cur.Top5, 100*cur.Top10, 100*rep.LastChange)
+		}
+		prev = cur
+		if e > 0 && rep.LastChange < opt.Stable {
+			rep.Stable = true
+			break
+		}
 	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("hotness: %w", err)
+	rep.SampledEdges, rep.FeatureRowReads, rep.TopologyBytes = edges.Load(), rows.Load(), topo.Load()
+	if all := rep.TopologyBytes + rep.FeatureRowReads*rep.FeatureRowBytes; all > 0 {
+		rep.TopologyShare = float64(rep.TopologyBytes) / float64(all)
 	}
 	if progress != nil {
 		secs := max(time.Since(start).Seconds(), 1e-9)
-		fmt.Fprintf(progress, "hotness: %d epoch(s) x %d of %d batches, fanouts %v, %d sampled edges in %.1fs (%.2f M edges/s, %d workers)\n",
-			epochs, perEpoch, s.Batches(0), s.fanouts, edges.Load(), secs, float64(edges.Load())/secs/1e6, s.workers)
+		fmt.Fprintf(progress, "hotness: %d epoch(s) x %d of %d batches, fanouts %v, %d sampled edges in %.1fs (%.2f M edges/s, %d workers); topology is %.1f%% of the bytes read\n",
+			rep.Epochs, perEpoch, s.Batches(0), s.fanouts, rep.SampledEdges, secs, float64(rep.SampledEdges)/secs/1e6, s.workers, 100*rep.TopologyShare)
 	}
-	return counts, nil
+	return counts, rep, nil
 }
 
 // Skew is how concentrated accesses are, in DiskGNN's terms: the share of

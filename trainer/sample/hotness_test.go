@@ -294,3 +294,61 @@ func FuzzReadHotness(f *testing.F) {
 		}
 	})
 }
+
+// The report counts what sampling and feature extraction read: on the
+// full star every batch reads its 10 leaves' lists (one entry each) at
+// hop 1, and at hop 2 the same leaves again plus the hub's 1000 entries,
+// each list with its two 8-byte offsets; then all 1001 feature rows.
+func TestMeasureHotnessTopologyShare(t *testing.T) {
+	g := starTestGraph(1000)
+	g.Meta.FeatureDim, g.Meta.IndexDType = 4, "int32"
+	opt := HotnessOptions{Sampler: SamplerOptions{Fanouts: []int{AllNeighbors, AllNeighbors}, BatchSize: 10, Seed: 5, Shuffle: true}}
+	_, rep, err := MeasureHotness(context.Background(), g, opt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perBatch := int64(10*(16+4) + 10*(16+4) + 16 + 4*1000)
+	if rep.Epochs != 1 || rep.BatchesPerEpoch != 100 || rep.TopologyBytes != 100*perBatch || rep.FeatureRowReads != 100*1001 {
+		t.Fatalf("report %+v, want 1 epoch of 100 batches, %d topology bytes, %d row reads", rep, 100*perBatch, 100*1001)
+	}
+	if want := float64(perBatch) / float64(perBatch+1001*16); math.Abs(rep.TopologyShare-want) > 1e-12 {
+		t.Errorf("topology share %v, want %v", rep.TopologyShare, want)
+	}
+}
+
+// With Stable, sampling goes on epoch after epoch until the top access
+// shares settle, and stops there rather than at the cap; a tolerance no
+// epoch can meet runs to the cap and says it did not settle.
+func TestMeasureHotnessUntilStable(t *testing.T) {
+	g := starTestGraph(5000)
+	so := SamplerOptions{Fanouts: []int{3, 3}, BatchSize: 50, Seed: 9, Shuffle: true}
+	for _, tc := range []struct {
+		name       string
+		stable     float64
+		epochs     int
+		wantEpochs [2]int // bounds
+		wantStable bool
+	}{
+		{"settles", 0.01, 0, [2]int{2, DefaultMaxHotnessEpochs - 1}, true},
+		{"an exact count without Stable", 0, 3, [2]int{3, 3}, false},
+		{"never settles below the cap", 1e-9, 4, [2]int{4, 4}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var log bytes.Buffer
+			counts, rep, err := MeasureHotness(context.Background(), g, HotnessOptions{Sampler: so, Stable: tc.stable, Epochs: tc.epochs}, &log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Epochs < tc.wantEpochs[0] || rep.Epochs > tc.wantEpochs[1] || rep.Stable != tc.wantStable {
+				t.Fatalf("%d epochs, stable %v, want %v and %v\n%s", rep.Epochs, rep.Stable, tc.wantEpochs, tc.wantStable, log.String())
+			}
+			if tc.stable > 0 && rep.Stable && rep.LastChange >= tc.stable {
+				t.Errorf("stopped with a change of %v, not below %v", rep.LastChange, tc.stable)
+			}
+			// The hub is in every batch of every epoch sampled.
+			if want := uint32(rep.Epochs * rep.BatchesPerEpoch); counts[0] != want {
+				t.Errorf("hub read %d times, want %d", counts[0], want)
+			}
+		})
+	}
+}
