@@ -254,7 +254,9 @@ func placeHotness(ctx context.Context, o *placeOptions, plan *tpc.Plan, g *datas
 	if o.Epochs == 0 {
 		ho.Stable = placeStable
 	}
-	hot, rep, err := sample.MeasureHotness(ctx, g, ho, o.IO.Err)
+	prog := newPhaseProgress(o.IO.Err)
+	hot, rep, err := sample.MeasureHotness(ctx, g, ho, prog)
+	prog.Close()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -70,7 +70,9 @@ under --out only when complete.`,
 }
 
 func runSynth(ctx context.Context, o *synthOptions) error {
-	sum, err := dataset.Synth(ctx, o.Opts, o.Out, o.IO.Err)
+	prog := newPhaseProgress(o.IO.Err)
+	sum, err := dataset.Synth(ctx, o.Opts, o.Out, prog)
+	prog.Close()
 	if err != nil {
 		return err
 	}

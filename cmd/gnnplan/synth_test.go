@@ -17,6 +17,15 @@ func TestDatasetSynthWritesALoadableGraph(t *testing.T) {
 	if !strings.Contains(stdout, "wrote "+out+": 3000 vertices") {
 		t.Errorf("summary missing: %s", stdout)
 	}
+	// Not a terminal: one line per phase, with its size, and no bar.
+	for _, want := range []string{"synth: drawing edges into 1 row buckets (20000)\n", "synth: sorting and deduplicating rows (", "synth: writing features, labels and splits (3000)\n"} {
+		if strings.Count(errOut, want) != 1 {
+			t.Errorf("stderr has %q %d times, want once:\n%s", want, strings.Count(errOut, want), errOut)
+		}
+	}
+	if strings.Contains(errOut, "%") || strings.Contains(errOut, "\r") {
+		t.Errorf("stderr has percentages or a bar, not one line per phase:\n%s", errOut)
+	}
 	g, err := dataset.LoadGraph(out)
 	if err != nil {
 		t.Fatal(err)

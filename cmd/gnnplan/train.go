@@ -496,13 +496,3 @@ func printTrainSummary(w io.Writer, r trainReport) {
 		fmt.Fprintf(w, "checkpoint: %s\n", r.CheckpointPath)
 	}
 }
-
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}

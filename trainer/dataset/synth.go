@@ -1303,9 +1303,10 @@ func dirBytes(dir string) (int64, error) {
 type synthLog struct {
 	mu sync.Mutex
 	w  io.Writer
+	p  Progress // w as a Progress, or nil for plain lines
 }
 
-func newSynthLog(w io.Writer) *synthLog { return &synthLog{w: w} }
+func newSynthLog(w io.Writer) *synthLog { return &synthLog{w: w, p: AsProgress(w)} }
 
 func (l *synthLog) printf(format string, args ...any) {
 	if l.w == nil {
@@ -1319,9 +1320,15 @@ func (l *synthLog) printf(format string, args ...any) {
 // phase announces a phase of total units and returns the function that
 // counts units done; it reports true when it printed a percentage.
 func (l *synthLog) phase(name string, total int64) func(done int64) bool {
-	l.printf("synth: %s", name)
+	add := func(int64) {}
+	if l.p != nil {
+		add = l.p.Phase("synth: "+name, total)
+	} else {
+		l.printf("synth: %s", name)
+	}
 	var done, printed atomic.Int64
 	return func(k int64) bool {
+		add(k)
 		if total <= 0 {
 			return false
 		}
@@ -1333,7 +1340,9 @@ func (l *synthLog) phase(name string, total int64) func(done int64) bool {
 				return false
 			}
 			if printed.CompareAndSwap(p, tenth) {
-				l.printf("synth: %s: %d%%", name, tenth*10)
+				if l.p == nil {
+					l.printf("synth: %s: %d%%", name, tenth*10)
+				}
 				return true
 			}
 		}

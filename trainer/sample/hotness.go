@@ -118,7 +118,12 @@ func MeasureHotness(ctx context.Context, g *dataset.Graph, opt HotnessOptions, p
 	counts := make([]uint32, s.n)
 	var edges, rows, topo atomic.Int64
 	prev := SkewOf(counts)
+	bar := dataset.AsProgress(progress)
 	for e := range epochs {
+		add := func(int64) {}
+		if bar != nil {
+			add = bar.Phase(fmt.Sprintf("hotness: sampling epoch %d", e+1), int64(perEpoch))
+		}
 		var next atomic.Int64
 		var wg sync.WaitGroup
 		for range min(s.workers, perEpoch) {
@@ -133,6 +138,7 @@ func MeasureHotness(ctx context.Context, g *dataset.Graph, opt HotnessOptions, p
 						return
 					}
 					mb := s.sample(sc, e, j)
+					add(1)
 					for _, v := range mb.Input() {
 						atomic.AddUint32(&counts[v], 1)
 					}
