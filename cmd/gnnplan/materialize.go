@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"path/filepath"
+	"time"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/gnnplan/gnnplan/maxflow"
@@ -21,6 +24,9 @@ type materializeOptions struct {
 	Layout  string // "" means the dataset directory
 	SSDDirs []string
 	Output  string
+	// Verify reads the existing store's files for their checksums instead
+	// of writing.
+	Verify bool
 }
 
 // newMaterializeCmd builds `gnnplan materialize`, which writes a placed
@@ -29,7 +35,7 @@ type materializeOptions struct {
 func newMaterializeCmd(d *deps, runF func(context.Context, *materializeOptions) error) *cobra.Command {
 	opts := &materializeOptions{IO: d}
 	cmd := &cobra.Command{
-		Use:   "materialize --dataset DIR --ssd-dir DIR [--ssd-dir DIR ...]",
+		Use:   "materialize --dataset DIR (--ssd-dir DIR [--ssd-dir DIR ...] | --verify)",
 		Short: "Write a layout's SSD bins as direct-IO files for the feature store",
 		Long: `Write each SSD bin of the dataset's layout (from gnnplan place) as one file of
 its rows in row order, 512-byte aligned for direct IO, in one --ssd-dir per
@@ -37,16 +43,28 @@ SSD (shared round-robin when there are fewer directories than SSD bins), and
 the index store.json in the dataset directory. Cache bins (GPU and CPU
 memory) get no file: the feature store loads them from features.npy.
 
-Safe to interrupt and rerun: files are written under a temporary name and
-renamed when complete, and a rerun keeps the files whose checksum matches.`,
-		Example: `  gnnplan materialize --dataset data/igb-small --ssd-dir /mnt/nvme0 --ssd-dir /mnt/nvme1`,
-		Args:    cobra.NoArgs,
+Each file starts with a 4 KiB header naming the store and the bin and the
+CRC-32C of its rows; training refuses a file whose size or header does not
+match the manifest (swapped, truncated, of another store). --verify reads every
+file whole and checks its rows against the checksum; it writes nothing and
+exits 2 naming the first damaged file (materialize again to repair it).
+
+Safe to interrupt: all files are written under temporary names and renamed,
+and the manifest replaced, only when all are complete, so a failed or
+interrupted run leaves the previous store as it was. A rerun keeps the files
+whose header and checksum match and removes temporary files a killed run left.`,
+		Example: `  gnnplan materialize --dataset data/igb-small --ssd-dir /mnt/nvme0 --ssd-dir /mnt/nvme1
+  gnnplan materialize --dataset data/igb-small --verify`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.Dataset == "" {
 				return usageErrorf("--dataset is required")
 			}
 			if opts.Output != "table" && opts.Output != "json" {
 				return usageErrorf("-o/--output: %q (valid: table, json)", opts.Output)
+			}
+			if opts.Verify && (len(opts.SSDDirs) > 0 || opts.Layout != "") {
+				return usageErrorf("--verify checks the store the manifest describes: not with --ssd-dir or --layout")
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -58,16 +76,22 @@ renamed when complete, and a rerun keeps the files whose checksum matches.`,
 	f.StringVar(&opts.Dataset, "dataset", "", "the dataset directory")
 	f.StringVar(&opts.Layout, "layout", "", "the layout directory (default: the dataset directory, where place writes it)")
 	f.StringArrayVar(&opts.SSDDirs, "ssd-dir", nil, "a directory on one SSD for its bin file (repeat for each SSD)")
-	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, json (the manifest)")
+	f.BoolVar(&opts.Verify, "verify", false, "read the existing store's bin files whole and check their checksums (writes nothing)")
+	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, json (the manifest, or the verify report)")
 	return cmd
 }
 
 func runMaterialize(ctx context.Context, o *materializeOptions) error {
+	if o.Verify {
+		return runVerify(ctx, o)
+	}
 	layout := o.Layout
 	if layout == "" {
 		layout = o.Dataset
 	}
-	m, err := store.Materialize(ctx, o.Dataset, layout, o.SSDDirs, o.IO.Err)
+	r := newStoreReporter(o.IO.Err)
+	m, err := store.Materialize(ctx, o.Dataset, layout, o.SSDDirs, store.MaterializeOptions{Log: r, Progress: r.progress()})
+	r.finish()
 	if err != nil {
 		return err
 	}
@@ -94,10 +118,96 @@ func runMaterialize(ctx context.Context, o *materializeOptions) error {
 	return nil
 }
 
+// runVerify is materialize --verify: the report, then the error naming
+// the first damaged file (exit 2) when there is one.
+func runVerify(ctx context.Context, o *materializeOptions) error {
+	r := newStoreReporter(o.IO.Err)
+	rep, err := store.Verify(ctx, o.Dataset, store.VerifyOptions{Log: r, Progress: r.progress()})
+	r.finish()
+	if rep == nil {
+		return err
+	}
+	if o.Output == "json" {
+		enc := json.NewEncoder(o.IO.Out)
+		enc.SetIndent("", "  ")
+		if jerr := enc.Encode(rep); jerr != nil {
+			return jerr
+		}
+		return err
+	}
+	t := tablewriter.NewTable(o.IO.Out, tablewriter.WithHeaderAutoFormat(tw.Off))
+	t.Header("BIN", "FILE MiB", "STATUS", "FILE")
+	for _, c := range rep.Bins {
+		status := "ok"
+		if !c.OK {
+			status = "DAMAGED"
+		}
+		if aerr := t.Append(c.ID, fmt.Sprintf("%.1f", float64(c.Bytes)/(1<<20)), status, c.Path); aerr != nil {
+			return aerr
+		}
+	}
+	if rerr := t.Render(); rerr != nil {
+		return rerr
+	}
+	if err == nil {
+		fmt.Fprintf(o.IO.Out, "store %s: %d SSD bin files intact\n", rep.StoreID, len(rep.Bins))
+	}
+	return err
+}
+
 // materializeLayout is place --materialize: the layout just written in
 // the dataset directory, progress on stderr so that place's own output
 // (a table, or JSON for scripts) stays as it is.
 func materializeLayout(ctx context.Context, d *deps, dataset string, ssdDirs []string) error {
-	_, err := store.Materialize(ctx, dataset, dataset, ssdDirs, d.Err)
+	r := newStoreReporter(d.Err)
+	_, err := store.Materialize(ctx, dataset, dataset, ssdDirs, store.MaterializeOptions{Log: r, Progress: r.progress()})
+	r.finish()
 	return err
+}
+
+// storeReporter shows the feature store's long phases on stderr: on a
+// terminal a progress bar per phase (the library's lines printed between
+// bars), elsewhere the library's one line per phase.
+type storeReporter struct {
+	w     io.Writer
+	tty   bool
+	bar   *progressbar.ProgressBar
+	phase string
+}
+
+func newStoreReporter(w io.Writer) *storeReporter {
+	return &storeReporter{w: w, tty: isTerminal(w)}
+}
+
+// Write takes the library's log lines.
+func (r *storeReporter) Write(p []byte) (int, error) {
+	r.finish()
+	return r.w.Write(p)
+}
+
+// progress is the callback for the library: nil (no calls) unless stderr
+// is a terminal.
+func (r *storeReporter) progress() func(store.Progress) {
+	if !r.tty {
+		return nil
+	}
+	return func(p store.Progress) {
+		if r.bar == nil || r.phase != p.Phase {
+			r.finish()
+			r.phase = p.Phase
+			r.bar = progressbar.NewOptions64(p.TotalBytes, progressbar.OptionSetWriter(r.w),
+				progressbar.OptionSetDescription(p.Phase), progressbar.OptionShowBytes(true),
+				progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish(), progressbar.OptionSetRenderBlankState(true),
+				progressbar.OptionSetWidth(30), progressbar.OptionThrottle(100*time.Millisecond))
+		}
+		r.bar.Set64(p.DoneBytes)
+	}
+}
+
+func (r *storeReporter) finish() {
+	if r.bar != nil {
+		r.bar.Finish()
+		r.bar = nil
+		r.phase = ""
+	}
 }

@@ -43,6 +43,9 @@ func TestMaterializeFlags(t *testing.T) {
 			materializeOptions{Dataset: "d", SSDDirs: []string{"/a", "/b"}, Output: "table"}, ""},
 		{"a layout elsewhere, as JSON", []string{"--dataset", "d", "--layout", "l", "--ssd-dir", "/a,b", "-o", "json"},
 			materializeOptions{Dataset: "d", Layout: "l", SSDDirs: []string{"/a,b"}, Output: "json"}, ""},
+		{"verify the store in place", []string{"--dataset", "d", "--verify", "-o", "json"},
+			materializeOptions{Dataset: "d", Verify: true, Output: "json"}, ""},
+		{"verify writes nothing, so takes no directories", []string{"--dataset", "d", "--verify", "--ssd-dir", "/a"}, materializeOptions{}, "--verify"},
 		{"dataset missing", []string{"--ssd-dir", "/a"}, materializeOptions{}, "--dataset"},
 		{"unknown output", []string{"--dataset", "d", "-o", "yaml"}, materializeOptions{}, "--output"},
 	}
@@ -199,5 +202,76 @@ func TestMaterializeBadInputExitsTwo(t *testing.T) {
 	_, _, err := execMaterialize(t, nil, "--dataset", other)
 	if !topology.IsBadInput(err) || !strings.Contains(err.Error(), "--ssd-dir") {
 		t.Errorf("no --ssd-dir: error %v, want bad input naming --ssd-dir", err)
+	}
+}
+
+func TestMaterializeVerifyNamesTheDamagedFile(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	os.Mkdir(data, 0o755)
+	writeDataset(t, data, 2000, 4, 32)
+	handLayout(t, data)
+	ssd := filepath.Join(dir, "ssd")
+	os.Mkdir(ssd, 0o755)
+	code, _, errOut := runCLI(t, "materialize", "--dataset", data, "--ssd-dir", ssd)
+	if code != 0 {
+		t.Fatalf("materialize: exit %d: %s", code, errOut)
+	}
+	// Not a terminal: one line per phase, no progress bar.
+	for _, want := range []string{"materialize: writing 3 SSD bin files", "materialize: checksumming 3 files", "materialize: wrote "} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if strings.Contains(errOut, "\r") || strings.Contains(errOut, "%|") {
+		t.Errorf("a progress bar on a stderr that is not a terminal:\n%q", errOut)
+	}
+	code, out, errOut := runCLI(t, "materialize", "--dataset", data, "--verify")
+	if code != 0 || !strings.Contains(out, "3 SSD bin files intact") || !strings.Contains(errOut, "verify: reading 3 SSD bin files") {
+		t.Fatalf("verify of an intact store: exit %d\n%s\n%s", code, out, errOut)
+	}
+	m, err := store.ReadManifest(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bad store.BinFile
+	for _, b := range m.Bins {
+		if b.Kind == maxflow.StorageSSD && b.Rows > 0 {
+			bad = b
+		}
+	}
+	f, err := os.OpenFile(bad.Path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte{0x5a}, store.HeaderBytes+bad.StrideBytes+3)
+	f.Close()
+	code, out, errOut = runCLI(t, "materialize", "--dataset", data, "--verify", "-o", "json")
+	if code != 2 || strings.Count(errOut, "gnnplan: ") != 1 || !strings.Contains(errOut, bad.Path) || !strings.Contains(errOut, "SSD bin "+bad.ID) {
+		t.Errorf("verify of a damaged store: exit %d, stderr %q: want exit 2 and one line naming %s", code, errOut, bad.Path)
+	}
+	var rep store.VerifyReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Damaged != 1 {
+		t.Errorf("report %s (%v): want one damaged bin", out, err)
+	}
+}
+
+func TestStoreReporterDrawsABarOnATerminal(t *testing.T) {
+	var buf bytes.Buffer
+	r := &storeReporter{w: &buf, tty: true}
+	p := r.progress()
+	p(store.Progress{Phase: "write rows", TotalBytes: 1 << 20})
+	p(store.Progress{Phase: "write rows", DoneBytes: 1 << 19, TotalBytes: 1 << 20})
+	fmt.Fprintf(r, "materialize: a line between bars\n")
+	p(store.Progress{Phase: "checksum", TotalBytes: 1 << 20})
+	r.finish()
+	got := buf.String()
+	for _, want := range []string{"write rows", "checksum", "materialize: a line between bars\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("terminal output lacks %q:\n%q", want, got)
+		}
+	}
+	if (&storeReporter{w: &buf}).progress() != nil {
+		t.Errorf("a progress callback for a stderr that is not a terminal")
 	}
 }

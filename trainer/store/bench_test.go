@@ -174,7 +174,7 @@ func benchStore(b *testing.B, feats, dir string, hot []uint32, cache bool, opt O
 	if err := ddak.WriteLayout(dir, l, bins); err != nil {
 		return nil, err
 	}
-	if _, err := Materialize(context.Background(), dir, dir, ssd, nil); err != nil {
+	if _, err := Materialize(context.Background(), dir, dir, ssd, MaterializeOptions{}); err != nil {
 		return nil, err
 	}
 	return Open(dir, opt)

@@ -3,9 +3,11 @@
 // needs from where a ddak layout put them.
 //
 // Materialize turns a layout into files: each SSD bin's rows, in row order,
-// in one file per bin under that SSD's directory, each row at a stride
+// in one file per bin under that SSD's directory, after a 4 KiB header
+// naming the store, the bin and the rows' CRC-32C, each row at a stride
 // aligned for direct IO, plus the manifest store.json in the dataset
-// directory. Open loads the cache bins from features.npy (the worker-local
+// directory; it replaces a store all or nothing. Open checks every bin
+// file's size and header; Verify reads the files for their checksums. Open loads the cache bins from features.npy (the worker-local
 // cache, which stands in for the GPU cache when there is no GPU, and one
 // CPU cache per socket) and opens the SSD bin files with the io_uring
 // reader of package ioread, O_DIRECT so that features never go through the

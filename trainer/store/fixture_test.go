@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -133,8 +134,9 @@ func (fx *fixture) rowBytes(v int) []byte {
 	return b
 }
 
-// checkBinFiles checks every SSD bin file of m byte for byte: each
-// vertex's row at its offset, zeros elsewhere.
+// checkBinFiles checks every SSD bin file of m byte for byte: the header
+// naming the store and the bin, each vertex's row at its offset, zeros
+// elsewhere.
 func (fx *fixture) checkBinFiles(t testing.TB, m *Manifest, l *ddak.Layout) {
 	t.Helper()
 	want := map[int][]byte{}
@@ -143,10 +145,15 @@ func (fx *fixture) checkBinFiles(t testing.TB, m *Manifest, l *ddak.Layout) {
 			continue
 		}
 		want[i] = make([]byte, b.FileBytes)
+		h, err := expectedHeader(m, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copy(want[i], h.marshal())
 	}
 	for v, b := range l.Bin {
 		if w, ok := want[int(b)]; ok {
-			copy(w[int64(l.Row[v])*m.Bins[b].StrideBytes:], fx.rowBytes(v))
+			copy(w[HeaderBytes+int64(l.Row[v])*m.Bins[b].StrideBytes:], fx.rowBytes(v))
 		}
 	}
 	for i, w := range want {
@@ -156,6 +163,30 @@ func (fx *fixture) checkBinFiles(t testing.TB, m *Manifest, l *ddak.Layout) {
 		}
 		if !bytes.Equal(got, w) {
 			t.Errorf("bin %s: %s differs from the features (%d bytes, want %d)", m.Bins[i].ID, m.Bins[i].Path, len(got), len(w))
+		}
+	}
+}
+
+// checkGather opens the store of fx and gathers every vertex, checking
+// each row against the features: what training would read.
+func (fx *fixture) checkGather(t testing.TB, l *ddak.Layout) {
+	t.Helper()
+	s, err := Open(fx.dir, Options{Engine: "pread", QueueDepth: 8})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	defer s.Close()
+	all := make([]int32, len(l.Bin))
+	for v := range all {
+		all[v] = int32(v)
+	}
+	dst := make([]float32, len(all)*fx.meta.FeatureDim)
+	if _, err := s.Gather(context.Background(), all, dst); err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	for i, x := range dst {
+		if math.Float32bits(x) != math.Float32bits(fx.feats[i]) {
+			t.Fatalf("vertex %d: feature %d is %v, want %v", i/fx.meta.FeatureDim, i%fx.meta.FeatureDim, x, fx.feats[i])
 		}
 	}
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,13 +19,13 @@ import (
 // ManifestFile is the store's index, in the dataset directory.
 const ManifestFile = "store.json"
 
-// journalFile lists the bin files an unfinished Materialize has completed,
-// so that a rerun after a crash keeps them; it is removed once
-// ManifestFile is written.
-const journalFile = "store.partial.json"
+// legacyJournalFile is what schema 1's Materialize kept while it ran; a
+// run removes one left behind.
+const legacyJournalFile = "store.partial.json"
 
-// ManifestSchemaVersion versions store.json.
-const ManifestSchemaVersion = 1
+// ManifestSchemaVersion versions store.json. Version 2 added the store id
+// and the bin files' header block.
+const ManifestSchemaVersion = 2
 
 // Alignment of the SSD bin files.
 const (
@@ -37,8 +38,8 @@ const (
 	// row and merges rows that share a block, so a row straddling two 4 KiB
 	// blocks costs one extra block of read amplification, not an error.
 	RowAlignBytes = 512
-	// FileAlignBytes pads every bin file to a multiple of 4 KiB, so the
-	// aligned span around the last row lies within the file for any
+	// FileAlignBytes pads every bin file's rows to a multiple of 4 KiB, so
+	// the aligned span around the last row lies within the file for any
 	// direct-IO alignment up to 4 KiB.
 	FileAlignBytes = 4096
 )
@@ -50,6 +51,11 @@ type Manifest struct {
 	NumNodes      int64  `json:"num_nodes"`
 	FeatureDim    int    `json:"feature_dim"`
 	RowBytes      int64  `json:"row_bytes"`
+	// StoreID (32 hex digits) identifies this store: every SSD bin file's
+	// header carries it, so a file of another store is refused at Open.
+	// It is derived from what the rows are cut from (see storeID), so a
+	// rerun over the same dataset and layout gets the same id.
+	StoreID string `json:"store_id"`
 	// LayoutDir is the layout the files were made from: relative to the
 	// dataset directory when inside it, else absolute.
 	LayoutDir string `json:"layout_dir"`
@@ -73,28 +79,17 @@ type BinFile struct {
 	Rows   int64               `json:"rows"`
 	// RowBytes is one row's data (feature_dim x 4).
 	RowBytes int64 `json:"row_bytes"`
-	// Path is the SSD bin's file (absolute); row r is at r x StrideBytes.
+	// Path is the SSD bin's file (absolute): a header block of HeaderBytes
+	// naming the store and the bin, then the rows, row r at
+	// HeaderBytes + r x StrideBytes.
 	Path        string `json:"path,omitempty"`
 	StrideBytes int64  `json:"stride_bytes,omitempty"`
-	// FileBytes is the file's size: Rows x StrideBytes rounded up to
-	// FileAlignBytes.
+	// FileBytes is the file's size: HeaderBytes plus Rows x StrideBytes
+	// rounded up to FileAlignBytes.
 	FileBytes int64 `json:"file_bytes,omitempty"`
-	// CRC32C is the Castagnoli CRC of the whole file, padding included.
+	// CRC32C is the Castagnoli CRC of the file's data area (everything
+	// after the header, padding included); the header records it too.
 	CRC32C uint32 `json:"crc32c,omitempty"`
-}
-
-// sameSource reports whether two manifests describe files cut from the
-// same features with the same layout.
-func (m *Manifest) sameSource(o *Manifest) bool {
-	return m.NumNodes == o.NumNodes && m.FeatureDim == o.FeatureDim && m.RowBytes == o.RowBytes &&
-		m.LayoutCRC32C == o.LayoutCRC32C && m.FeaturesBytes == o.FeaturesBytes && m.FeaturesMtimeUnixNs == o.FeaturesMtimeUnixNs
-}
-
-// sameFile reports whether two records name the same file with the same
-// content shape (the CRC is checked against the file itself).
-func (b BinFile) sameFile(o BinFile) bool {
-	return b.ID == o.ID && b.Kind == o.Kind && b.Path == o.Path && b.Rows == o.Rows && b.RowBytes == o.RowBytes &&
-		b.StrideBytes == o.StrideBytes && b.FileBytes == o.FileBytes
 }
 
 // ReadManifest reads and checks datasetDir/store.json.
@@ -118,7 +113,14 @@ func readManifestFile(path string) (*Manifest, error) {
 		return nil, &topology.InputError{Path: path, Msg: "malformed manifest", Err: err}
 	}
 	if m.SchemaVersion != ManifestSchemaVersion {
-		return nil, &topology.InputError{Path: path, Field: "schema_version", Msg: fmt.Sprintf("%d (want %d)", m.SchemaVersion, ManifestSchemaVersion)}
+		msg := fmt.Sprintf("%d (want %d)", m.SchemaVersion, ManifestSchemaVersion)
+		if m.SchemaVersion == 1 {
+			msg += ": a store written before bin files had headers; materialize it again"
+		}
+		return nil, &topology.InputError{Path: path, Field: "schema_version", Msg: msg}
+	}
+	if id, err := hex.DecodeString(m.StoreID); err != nil || len(id) != storeIDBytes {
+		return nil, &topology.InputError{Path: path, Field: "store_id", Msg: fmt.Sprintf("%q (want %d hex digits)", m.StoreID, 2*storeIDBytes)}
 	}
 	rowBytes := int64(m.FeatureDim) * 4
 	if m.NumNodes <= 0 || m.FeatureDim <= 0 || m.RowBytes != rowBytes {
@@ -134,9 +136,9 @@ func readManifestFile(path string) (*Manifest, error) {
 			return nil, bad(fmt.Sprintf("rows %d, row_bytes %d (want rows >= 0, row_bytes %d)", b.Rows, b.RowBytes, rowBytes))
 		case b.Kind == maxflow.StorageSSD:
 			if !filepath.IsAbs(b.Path) || b.StrideBytes < rowBytes || b.StrideBytes%RowAlignBytes != 0 ||
-				b.FileBytes != roundUp(b.Rows*b.StrideBytes, FileAlignBytes) {
-				return nil, bad(fmt.Sprintf("path %q, stride_bytes %d, file_bytes %d (want an absolute path, a stride of at least %d in multiples of %d, and file_bytes = rows x stride rounded up to %d)",
-					b.Path, b.StrideBytes, b.FileBytes, rowBytes, RowAlignBytes, FileAlignBytes))
+				b.FileBytes != binFileBytes(b.Rows, b.StrideBytes) || len(b.ID) > maxBinIDBytes {
+				return nil, bad(fmt.Sprintf("path %q, stride_bytes %d, file_bytes %d, id of %d bytes (want an absolute path, a stride of at least %d in multiples of %d, file_bytes = %d + rows x stride rounded up to %d, an id of at most %d bytes)",
+					b.Path, b.StrideBytes, b.FileBytes, len(b.ID), rowBytes, RowAlignBytes, HeaderBytes, FileAlignBytes, maxBinIDBytes))
 			}
 		case b.Kind == maxflow.StorageGPUMem || b.Kind == maxflow.StorageHostMem:
 			if b.Path != "" {
@@ -198,6 +200,11 @@ func resolve(base, path string) string {
 		return path
 	}
 	return filepath.Join(base, path)
+}
+
+// binFileBytes is the size of an SSD bin file of rows at stride.
+func binFileBytes(rows, stride int64) int64 {
+	return HeaderBytes + roundUp(rows*stride, FileAlignBytes)
 }
 
 func roundUp(n, align int64) int64 { return (n + align - 1) / align * align }

@@ -2,10 +2,9 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,9 +18,43 @@ import (
 )
 
 // chunkBytes is how much of features.npy Materialize and Open hold at a
-// time: large enough for sequential reads at disk speed, small against
-// any dataset.
+// time, and the largest single write and read of a bin file: large enough
+// for sequential IO at disk speed, small against any dataset.
 const chunkBytes = 8 << 20
+
+// Materialize's write buffers (see writeBins).
+const (
+	// stageBytes is one bucket's staging buffer in the first pass: each
+	// write of that pass is this large (or the bucket's end).
+	stageBytes = 1 << 20
+	// minBucketBytes is the smallest bucket, so a small store is one
+	// bucket per bin.
+	minBucketBytes = chunkBytes
+)
+
+// MaterializeOptions say where Materialize reports what it does.
+type MaterializeOptions struct {
+	// Log gets one line per phase and per bin file (nil: none).
+	Log io.Writer
+	// Progress is called as bytes of each phase are done (nil: not called).
+	Progress func(Progress)
+
+	// create opens a bin's temporary file for writing (nil: os.OpenFile,
+	// mode 0644 before the umask); tests count or fail writes through it.
+	create func(path string) (binWriterFile, error)
+	// stageBytes and minBucketBytes override the defaults (tests: many
+	// buckets on a small store).
+	stageBytes, minBucketBytes int64
+}
+
+// binWriterFile is what Materialize writes a bin file through.
+type binWriterFile interface {
+	io.ReaderAt
+	io.WriterAt
+	Truncate(size int64) error
+	Sync() error
+	Close() error
+}
 
 // Materialize writes the SSD bins of the layout in layoutDir (normally the
 // dataset directory) as files, and the manifest store.json in datasetDir.
@@ -30,27 +63,30 @@ const chunkBytes = 8 << 20
 // ssdDirs[k mod len(ssdDirs)]: one directory per SSD, shared round-robin
 // when there are fewer directories than SSD bins (directories beyond the
 // number of SSD bins stay unused). Its file is
-// <dataset name>-<bin id>.rows, holding the bin's rows in row order, row r
-// at r x stride, where stride is the row's bytes rounded up to
-// RowAlignBytes; the file is zero-padded to a multiple of FileAlignBytes so
-// that it can be read with O_DIRECT. Cache bins get no file: Open fills
-// them from features.npy.
+// <dataset name>-<bin id>.rows: a header block (HeaderBytes) naming the
+// store, the bin and the CRC-32C of the rows, then the bin's rows in row
+// order, row r at HeaderBytes + r x stride, where stride is the row's
+// bytes rounded up to RowAlignBytes; the rows are zero-padded to a
+// multiple of FileAlignBytes so that the file can be read with O_DIRECT.
+// Cache bins get no file: Open fills them from features.npy.
 //
-// Atomic and restartable: each file is written as path.tmp, synced and
-// renamed into place, and its CRC-32C recorded in a journal
-// (store.partial.json) at once; the manifest is written last, and a stale
-// one is removed before any file is rewritten, so a manifest always
-// describes whole files. A rerun keeps a bin file whose size and checksum
-// match a record of the same layout and features (from store.json or the
-// journal) and rewrites the rest.
+// All or nothing: every file is written as path.tmp and synced; only when
+// all are complete are they renamed into place and the manifest replaced
+// (atomically), so a failed or cancelled run leaves the previous store as
+// it was, and removes its temporary files. Temporary files a killed run
+// left are removed by the next. A rerun keeps a bin file whose header
+// names the same store and bin and whose rows match its checksum, and
+// rewrites the rest; files of the previous store that the new one does not
+// use are removed once the new manifest is in place.
 //
-// Memory: the layout (5 bytes per vertex), a bit per vertex to check it,
-// and one chunk of features; rows reach the files through pwrite, so the
-// features are read once, sequentially, whatever the number of bins.
-// progress gets one line per phase and per bin file (nil: none).
-func Materialize(ctx context.Context, datasetDir, layoutDir string, ssdDirs []string, progress io.Writer) (*Manifest, error) {
-	if progress == nil {
-		progress = io.Discard
+// Memory: the layout (5 bytes per vertex), 4 bytes per SSD row, and the
+// write buffers: about sqrt(2 x T x 1 MiB) for T bytes of SSD rows (450
+// MiB for 100 GB). Features are read once, sequentially; bin files are
+// written in writes of 1-8 MiB (see writeBins).
+func Materialize(ctx context.Context, datasetDir, layoutDir string, ssdDirs []string, opt MaterializeOptions) (*Manifest, error) {
+	log := opt.Log
+	if log == nil {
+		log = io.Discard
 	}
 	meta, err := dataset.ReadMeta(datasetDir)
 	if err != nil {
@@ -79,54 +115,117 @@ func Materialize(ctx context.Context, datasetDir, layoutDir string, ssdDirs []st
 	if err != nil {
 		return nil, err
 	}
-
-	// Keep the files a previous run finished; everything else is written.
-	kept, err := keptFiles(ctx, datasetDir, m, progress)
-	if err != nil {
-		return nil, err
-	}
-	journal := *m
-	journal.Bins = nil
-	for i, b := range m.Bins {
-		if b.Kind == maxflow.StorageSSD && kept[i] {
-			journal.Bins = append(journal.Bins, b)
-		}
-	}
-	journalPath := filepath.Join(datasetDir, journalFile)
 	manifestPath := filepath.Join(datasetDir, ManifestFile)
+	// The previous store, if any, whose files may go once m replaces it.
+	prev, _ := readManifestFile(manifestPath)
+	removeStale(datasetDir, m, log)
+
+	kept := keptFiles(ctx, m, opt, log)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("materialize: %w", err)
+	}
 	var todo []int
 	for i, b := range m.Bins {
 		if b.Kind == maxflow.StorageSSD && !kept[i] {
 			todo = append(todo, i)
 		}
 	}
-	if len(todo) > 0 {
-		// The journal carries the kept records across a crash; the old
-		// manifest goes before any file it describes is replaced.
-		if err := writeManifestFile(journalPath, &journal); err != nil {
-			return nil, err
+	ws, err := writeBins(ctx, m, l, src, todo, opt, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := commit(ctx, m, manifestPath, ws); err != nil {
+		return nil, err
+	}
+	if prev != nil {
+		removeOld(prev, m, log)
+	}
+	fmt.Fprintf(log, "materialize: wrote %s (%d bins, %d SSD bin files, %d rewritten)\n", manifestPath, len(m.Bins), countSSD(m), len(todo))
+	return m, nil
+}
+
+// commit renames the finished temporary files into place, then replaces
+// the manifest. Past its first rename it no longer heeds ctx: stopping
+// half-way would leave neither store whole.
+func commit(ctx context.Context, m *Manifest, manifestPath string, ws []*binWriter) error {
+	if err := ctx.Err(); err != nil {
+		removeTemps(ws)
+		return fmt.Errorf("materialize: %w", err)
+	}
+	dirs := map[string]bool{}
+	for j, w := range ws {
+		if err := os.Rename(w.tmp, w.bin.Path); err != nil {
+			removeTemps(ws[j:])
+			return fmt.Errorf("materialize: bin %s: %w", w.bin.ID, err)
 		}
-		if err := os.Remove(manifestPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("materialize: remove stale %s: %w", manifestPath, err)
-		}
-		// Each finished file is journaled at once, so that a crash while
-		// the next is finished keeps it.
-		err := writeBins(ctx, m, l, src, todo, progress, func(b *BinFile) error {
-			journal.Bins = append(journal.Bins, *b)
-			return writeManifestFile(journalPath, &journal)
-		})
-		if err != nil {
-			return nil, err
+		dirs[filepath.Dir(w.bin.Path)] = true
+	}
+	for d := range dirs {
+		if err := syncDir(d); err != nil {
+			return fmt.Errorf("materialize: %w", err)
 		}
 	}
 	if err := writeManifestFile(manifestPath, m); err != nil {
-		return nil, err
+		return err
 	}
-	if err := os.Remove(journalPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("materialize: %w", err)
+	if err := syncDir(filepath.Dir(manifestPath)); err != nil {
+		return fmt.Errorf("materialize: %w", err)
 	}
-	fmt.Fprintf(progress, "materialize: wrote %s (%d bins, %d SSD bin files, %d rewritten)\n", manifestPath, len(m.Bins), countSSD(m), len(todo))
-	return m, nil
+	return nil
+}
+
+// removeStale removes what a killed run may have left: temporary bin files
+// of this dataset in the SSD directories, temporary manifests, and the
+// journal of schema 1.
+func removeStale(datasetDir string, m *Manifest, log io.Writer) {
+	var stale []string
+	dirs := map[string]bool{}
+	for _, b := range m.Bins {
+		if b.Kind == maxflow.StorageSSD {
+			dirs[filepath.Dir(b.Path)] = true
+		}
+	}
+	// Bin files are named <dataset>-<bin id>.rows.
+	prefix := ""
+	for _, b := range m.Bins {
+		if b.Kind == maxflow.StorageSSD {
+			prefix = strings.TrimSuffix(filepath.Base(b.Path), fileSafe(b.ID)+".rows")
+			break
+		}
+	}
+	for d := range dirs {
+		tmps, _ := filepath.Glob(filepath.Join(d, "*.rows.tmp"))
+		for _, t := range tmps {
+			if strings.HasPrefix(filepath.Base(t), prefix) {
+				stale = append(stale, t)
+			}
+		}
+	}
+	tmps, _ := filepath.Glob(filepath.Join(datasetDir, ManifestFile+".*.tmp"))
+	stale = append(stale, tmps...)
+	stale = append(stale, filepath.Join(datasetDir, legacyJournalFile))
+	for _, t := range stale {
+		if err := os.Remove(t); err == nil {
+			fmt.Fprintf(log, "materialize: removed %s, left by an interrupted run\n", t)
+		}
+	}
+}
+
+// removeOld removes the SSD bin files of prev, the store m replaced, that
+// m does not use, when their header says they are prev's.
+func removeOld(prev, m *Manifest, log io.Writer) {
+	used := map[string]bool{}
+	for _, b := range m.Bins {
+		used[b.Path] = true
+	}
+	for _, b := range prev.Bins {
+		if b.Kind != maxflow.StorageSSD || used[b.Path] || !isBinOf(b.Path, prev.StoreID) {
+			continue
+		}
+		if err := os.Remove(b.Path); err == nil {
+			fmt.Fprintf(log, "materialize: removed %s of the previous store\n", b.Path)
+		}
+	}
 }
 
 // newManifest describes the store Materialize will write, checksums aside.
@@ -159,12 +258,16 @@ func newManifest(datasetDir, layoutDir string, meta dataset.Meta, l *ddak.Layout
 	for i, b := range bins {
 		bf := BinFile{ID: b.ID, Kind: b.Kind, Socket: b.Socket, Rows: l.Stats[i].Rows, RowBytes: rowBytes}
 		if b.Kind == maxflow.StorageSSD {
+			if len(b.ID) > maxBinIDBytes {
+				return nil, &topology.InputError{Path: filepath.Join(layoutDir, ddak.LayoutMetaFile),
+					Msg: fmt.Sprintf("bin id of %d bytes (at most %d)", len(b.ID), maxBinIDBytes)}
+			}
 			if len(dirs) == 0 {
 				return nil, &topology.InputError{Field: "--ssd-dir", Msg: "the layout has SSD bins: give at least one directory for their files"}
 			}
 			bf.Path = filepath.Join(dirs[k%len(dirs)], fileSafe(name)+"-"+fileSafe(b.ID)+".rows")
 			bf.StrideBytes = stride
-			bf.FileBytes = roundUp(bf.Rows*stride, FileAlignBytes)
+			bf.FileBytes = binFileBytes(bf.Rows, stride)
 			k++
 			if other, dup := paths[bf.Path]; dup {
 				return nil, &topology.InputError{Path: filepath.Join(layoutDir, ddak.LayoutMetaFile),
@@ -174,6 +277,7 @@ func newManifest(datasetDir, layoutDir string, meta dataset.Meta, l *ddak.Layout
 		}
 		m.Bins = append(m.Bins, bf)
 	}
+	m.StoreID = storeID(m)
 	return m, nil
 }
 
@@ -258,117 +362,262 @@ func (s *features) scan(ctx context.Context, fn func(first int64, data []byte) e
 }
 
 // keptFiles returns, per bin, whether its file from a previous run can
-// stay: a record of the same layout and features with the same shape, and
-// a file of that size and checksum.
-func keptFiles(ctx context.Context, datasetDir string, m *Manifest, progress io.Writer) ([]bool, error) {
-	prev := map[string]BinFile{}
-	for _, name := range []string{ManifestFile, journalFile} {
-		old, err := readManifestFile(filepath.Join(datasetDir, name))
-		if err != nil || !old.sameSource(m) {
-			continue // nothing to keep from it
+// stay: it is already bin i of this store (same store id, index, shape),
+// and its rows match the checksum in its header. It reads those files
+// whole; one that cannot be read is written again.
+func keptFiles(ctx context.Context, m *Manifest, opt MaterializeOptions, log io.Writer) []bool {
+	var total int64
+	for _, b := range m.Bins {
+		if b.Kind != maxflow.StorageSSD {
+			continue
 		}
-		for _, b := range old.Bins {
-			if b.Kind == maxflow.StorageSSD {
-				prev[b.Path] = b
-			}
+		if st, err := os.Stat(b.Path); err == nil && st.Size() == b.FileBytes {
+			total += b.FileBytes
 		}
 	}
 	kept := make([]bool, len(m.Bins))
+	if total == 0 {
+		return kept
+	}
+	done := progressFunc(opt.Progress).phase("check existing files", total)
 	for i := range m.Bins {
 		b := &m.Bins[i]
-		old, ok := prev[b.Path]
-		if b.Kind != maxflow.StorageSSD || !ok || !old.sameFile(*b) {
+		if b.Kind != maxflow.StorageSSD || ctx.Err() != nil {
 			continue
 		}
-		c, err := fileCRC(ctx, b.Path, b.FileBytes)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("materialize: %w", ctx.Err())
-			}
-			continue // missing, resized or unreadable: write it again
-		}
-		if c == old.CRC32C {
+		if c, ok := sameHeader(ctx, m, i, done); ok {
 			b.CRC32C = c
 			kept[i] = true
-			fmt.Fprintf(progress, "materialize: bin %s: %s is up to date\n", b.ID, b.Path)
+			fmt.Fprintf(log, "materialize: bin %s: %s is up to date\n", b.ID, b.Path)
 		}
 	}
-	return kept, nil
+	return kept
 }
 
-// binWriter is one bin file being written.
+// binWriter is one bin file being written, and its buckets (see
+// writeBins).
 type binWriter struct {
-	bin *BinFile
-	tmp string
-	f   *os.File
+	bin   *BinFile
+	index int
+	tmp   string
+	f     binWriterFile
+	// bucketRows is the rows of a bucket; bucket k holds rows
+	// [k x bucketRows, (k+1) x bucketRows).
+	bucketRows int64
+	// slot[k x bucketRows + s] is the row written in the s-th place of
+	// bucket k in the first pass.
+	slot []uint32
+	// placed and written count, per bucket, the rows given to it and
+	// those of them already in the file.
+	placed, written []int64
+	stage           [][]byte // per bucket: rows not yet written
 }
 
-// writeBins writes the bins todo (indices into m.Bins) in one pass over the
-// features, then finishes each file in bin order, filling in its CRC and
-// calling done. On any error or cancel every temporary file is removed.
-func writeBins(ctx context.Context, m *Manifest, l *ddak.Layout, src *features, todo []int, progress io.Writer, done func(*BinFile) error) (err error) {
-	ws := make([]*binWriter, len(m.Bins))
-	var open []*binWriter
+// bucketRowsOf is how many rows bucket k of w holds.
+func (w *binWriter) bucketRowsOf(k int) int64 {
+	return min(w.bucketRows, w.bin.Rows-int64(k)*w.bucketRows)
+}
+
+// writeBins writes the bins todo (indices into m.Bins) as complete,
+// synced temporary files (path.tmp) and returns them, in todo's order. On
+// any error or cancel it removes them all.
+//
+// A layout numbers a bin's rows in its own order (DDAK: by hotness), not
+// in vertex order, while features.npy is read in vertex order. Writing
+// each row where it goes would cost a write per row; instead each bin's
+// rows are cut into buckets of consecutive rows, and
+//   - the first pass reads the features once and appends each row to its
+//     bucket's staging buffer, which is written to the bucket's region of
+//     the file, in arrival order, when it holds stageBytes;
+//   - the second pass reads each bucket whose rows did not arrive in row
+//     order (none, for hash placement), puts them in row order in memory
+//     and writes the bucket back, chunkBytes at a time.
+//
+// With K buckets for T bytes, the first pass holds K x stageBytes and the
+// second 2 T/K; K = sqrt(2 T / stageBytes) makes both sqrt(2 T stageBytes).
+func writeBins(ctx context.Context, m *Manifest, l *ddak.Layout, src *features, todo []int, opt MaterializeOptions, log io.Writer) (ws []*binWriter, err error) {
+	if len(todo) == 0 {
+		return nil, nil
+	}
+	create, stage, minBucket := opt.create, opt.stageBytes, opt.minBucketBytes
+	if create == nil {
+		create = func(path string) (binWriterFile, error) {
+			return os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		}
+	}
+	if stage <= 0 {
+		stage = stageBytes
+	}
+	if minBucket <= 0 {
+		minBucket = minBucketBytes
+	}
 	defer func() {
 		if err != nil {
-			for _, w := range open {
-				if w.f != nil {
-					w.f.Close()
-				}
-				os.Remove(w.tmp)
-			}
+			removeTemps(ws)
+			ws = nil
 		}
 	}()
+	stride := m.Bins[todo[0]].StrideBytes
+	var total int64
+	for _, i := range todo {
+		total += m.Bins[i].Rows * stride
+	}
+	// Rows per bucket and per staging buffer, multiples of 8 so that the
+	// writes start on 4 KiB (stride is a multiple of 512).
+	k := int64(math.Ceil(math.Sqrt(2 * float64(total) / float64(stage))))
+	bucketRows := roundUp(max(1, max(minBucket, total/max(k, 1))/stride), 8)
+	stageRows := roundUp(max(1, stage/stride), 8)
+	wb := make([]*binWriter, len(m.Bins))
 	for _, i := range todo {
 		b := &m.Bins[i]
-		w := &binWriter{bin: b, tmp: b.Path + ".tmp"}
+		w := &binWriter{bin: b, index: i, tmp: b.Path + ".tmp", bucketRows: bucketRows}
 		// O_TRUNC: a .tmp left by a killed run holds rows of unknown age.
-		if w.f, err = os.OpenFile(w.tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
-			return fmt.Errorf("materialize: bin %s: %w", b.ID, err)
+		if w.f, err = create(w.tmp); err != nil {
+			return ws, fmt.Errorf("materialize: bin %s: %w", b.ID, err)
 		}
-		ws[i] = w
-		open = append(open, w)
+		ws = append(ws, w)
+		wb[i] = w
+		nb := (b.Rows + bucketRows - 1) / bucketRows
+		w.slot = make([]uint32, b.Rows)
+		w.placed, w.written, w.stage = make([]int64, nb), make([]int64, nb), make([][]byte, nb)
 	}
-	fmt.Fprintf(progress, "materialize: writing %d SSD bin files from %s (%d rows of %d bytes)\n", len(todo), src.path, src.rows, src.rowB)
+
+	fmt.Fprintf(log, "materialize: writing %d SSD bin files from %s (%d rows of %d bytes)\n", len(todo), src.path, src.rows, src.rowB)
+	done := progressFunc(opt.Progress).phase("write rows", src.rows*src.rowB)
 	err = src.scan(ctx, func(first int64, data []byte) error {
 		rb := src.rowB
 		for j := int64(0); j*rb < int64(len(data)); j++ {
 			v := first + j
-			w := ws[l.Bin[v]]
+			w := wb[l.Bin[v]]
 			if w == nil {
 				continue
 			}
-			if _, err := w.f.WriteAt(data[j*rb:(j+1)*rb], int64(l.Row[v])*w.bin.StrideBytes); err != nil {
-				return fmt.Errorf("materialize: write %s: %w", w.tmp, err)
+			if err := w.place(l.Row[v], data[j*rb:(j+1)*rb], stageRows); err != nil {
+				return err
 			}
 		}
+		done(int64(len(data)))
 		return nil
 	})
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("materialize: %w", ctx.Err())
+			return ws, fmt.Errorf("materialize: %w", ctx.Err())
 		}
-		return err
+		return ws, err
 	}
-	for _, w := range open {
-		if err = ctx.Err(); err != nil {
-			return fmt.Errorf("materialize: %w", err)
+
+	var disorder int64
+	for _, w := range ws {
+		for k := range w.placed {
+			if !w.inOrder(k) {
+				disorder += w.bucketRowsOf(k) * stride
+			}
 		}
-		if err = w.finish(ctx); err != nil {
-			return err
+	}
+	if disorder > 0 {
+		fmt.Fprintf(log, "materialize: putting %.1f MiB of rows in row order\n", float64(disorder)/(1<<20))
+		done = progressFunc(opt.Progress).phase("order rows", disorder)
+		bufs := [2][]byte{make([]byte, min(bucketRows*stride, disorder)), make([]byte, min(bucketRows*stride, disorder))}
+		for _, w := range ws {
+			for k := range w.placed {
+				if err := ctx.Err(); err != nil {
+					return ws, fmt.Errorf("materialize: %w", err)
+				}
+				if err := w.order(k, bufs, done); err != nil {
+					return ws, err
+				}
+			}
 		}
-		if err = done(w.bin); err != nil {
-			return err
+	}
+
+	var sum int64
+	for _, w := range ws {
+		sum += w.bin.FileBytes - HeaderBytes
+	}
+	fmt.Fprintf(log, "materialize: checksumming %d files\n", len(ws))
+	done = progressFunc(opt.Progress).phase("checksum", sum)
+	for _, w := range ws {
+		if err = w.finish(ctx, m, done); err != nil {
+			if ctx.Err() != nil {
+				return ws, fmt.Errorf("materialize: %w", ctx.Err())
+			}
+			return ws, err
 		}
-		fmt.Fprintf(progress, "materialize: bin %s: wrote %s (%d rows, %.1f MiB)\n", w.bin.ID, w.bin.Path, w.bin.Rows, float64(w.bin.FileBytes)/(1<<20))
+		fmt.Fprintf(log, "materialize: bin %s: wrote %s (%d rows, %.1f MiB)\n", w.bin.ID, w.tmp, w.bin.Rows, float64(w.bin.FileBytes)/(1<<20))
+	}
+	return ws, nil
+}
+
+// place appends row (its data) to its bucket's staging buffer and writes
+// the buffer when it is full or the bucket complete.
+func (w *binWriter) place(row uint32, data []byte, stageRows int64) error {
+	stride := w.bin.StrideBytes
+	k := int64(row) / w.bucketRows
+	s := w.placed[k]
+	w.slot[k*w.bucketRows+s] = row
+	if w.stage[k] == nil {
+		w.stage[k] = make([]byte, min(stageRows, w.bucketRowsOf(int(k)))*stride)
+	}
+	copy(w.stage[k][(s-w.written[k])*stride:], data) // the padding stays zero
+	s++
+	w.placed[k] = s
+	n := s - w.written[k]
+	if n*stride < int64(len(w.stage[k])) && s < w.bucketRowsOf(int(k)) {
+		return nil
+	}
+	off := HeaderBytes + (k*w.bucketRows+w.written[k])*stride
+	if _, err := w.f.WriteAt(w.stage[k][:n*stride], off); err != nil {
+		return fmt.Errorf("materialize: write %s: %w", w.tmp, err)
+	}
+	w.written[k] = s
+	if s == w.bucketRowsOf(int(k)) {
+		w.stage[k] = nil // the bucket is complete
 	}
 	return nil
 }
 
-// finish pads, syncs and checksums the temporary file and renames it into
-// place. The checksum is read back from the file after the sync, so it
-// covers what the disk was given, padding and unwritten holes included.
-func (w *binWriter) finish(ctx context.Context) error {
+// inOrder reports whether bucket k's rows arrived in row order.
+func (w *binWriter) inOrder(k int) bool {
+	first := int64(k) * w.bucketRows
+	for s, r := range w.slot[first : first+w.bucketRowsOf(k)] {
+		if int64(r) != first+int64(s) {
+			return false
+		}
+	}
+	return true
+}
+
+// order puts bucket k's rows in row order: one read of the bucket, a
+// permutation in memory, writes of chunkBytes.
+func (w *binWriter) order(k int, bufs [2][]byte, done func(int64)) error {
+	if w.inOrder(k) {
+		return nil
+	}
+	stride := w.bin.StrideBytes
+	first := int64(k) * w.bucketRows
+	n := w.bucketRowsOf(k)
+	off := HeaderBytes + first*stride
+	in, out := bufs[0][:n*stride], bufs[1][:n*stride]
+	if _, err := w.f.ReadAt(in, off); err != nil {
+		return fmt.Errorf("materialize: read back %s: %w", w.tmp, err)
+	}
+	for s, r := range w.slot[first : first+n] {
+		d := (int64(r) - first) * stride
+		copy(out[d:d+stride], in[int64(s)*stride:])
+	}
+	for p := int64(0); p < int64(len(out)); p += chunkBytes {
+		q := min(p+chunkBytes, int64(len(out)))
+		if _, err := w.f.WriteAt(out[p:q], off+p); err != nil {
+			return fmt.Errorf("materialize: write %s: %w", w.tmp, err)
+		}
+		done(q - p)
+	}
+	return nil
+}
+
+// finish pads the file, checksums its rows as read back from it, writes
+// the header with that checksum, syncs and closes it.
+func (w *binWriter) finish(ctx context.Context, m *Manifest, done func(int64)) error {
 	b := w.bin
 	fail := func(err error) error {
 		return fmt.Errorf("materialize: bin %s: %s: %w", b.ID, w.tmp, err)
@@ -376,65 +625,42 @@ func (w *binWriter) finish(ctx context.Context) error {
 	if err := w.f.Truncate(b.FileBytes); err != nil {
 		return fail(err)
 	}
-	if err := w.f.Sync(); err != nil {
-		return fail(err)
-	}
-	c, err := readCRC(ctx, w.f, b.FileBytes)
+	c, err := dataCRC(ctx, w.f, b.FileBytes, done)
 	if err != nil {
 		return fail(err)
 	}
-	unix.Fadvise(int(w.f.Fd()), 0, 0, unix.FADV_DONTNEED)
+	b.CRC32C = c
+	h, err := expectedHeader(m, w.index)
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := w.f.WriteAt(h.marshal(), 0); err != nil {
+		return fail(err)
+	}
+	if err := w.f.Sync(); err != nil {
+		return fail(err)
+	}
+	if f, ok := w.f.(*os.File); ok {
+		// The rows go to the SSD, not into the page cache training needs.
+		unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+	}
 	err = w.f.Close()
 	w.f = nil
 	if err != nil {
 		return fail(err)
 	}
-	if err := os.Rename(w.tmp, b.Path); err != nil {
-		return fail(err)
-	}
-	if err := syncDir(filepath.Dir(b.Path)); err != nil {
-		return fail(err)
-	}
-	b.CRC32C = c
 	return nil
 }
 
-// fileCRC checksums path, which must be size bytes long.
-func fileCRC(ctx context.Context, path string, size int64) (uint32, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	if !st.Mode().IsRegular() || st.Size() != size {
-		return 0, fmt.Errorf("%s: %d bytes, want %d", path, st.Size(), size)
-	}
-	c, err := readCRC(ctx, f, size)
-	unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
-	return c, err
-}
-
-// readCRC is the CRC-32C of the first size bytes of f.
-func readCRC(ctx context.Context, f *os.File, size int64) (uint32, error) {
-	tab := crc32.MakeTable(crc32.Castagnoli)
-	buf := make([]byte, min(size, chunkBytes))
-	var c uint32
-	for off := int64(0); off < size; {
-		if err := ctx.Err(); err != nil {
-			return 0, err
+// removeTemps closes and removes the temporary files of ws.
+func removeTemps(ws []*binWriter) {
+	for _, w := range ws {
+		if w.f != nil {
+			w.f.Close()
+			w.f = nil
 		}
-		n := min(int64(len(buf)), size-off)
-		if _, err := f.ReadAt(buf[:n], off); err != nil {
-			return 0, err
-		}
-		c = crc32.Update(c, tab, buf[:n])
-		off += n
+		os.Remove(w.tmp)
 	}
-	return c, nil
 }
 
 // syncDir makes a rename in dir durable.

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -40,7 +41,7 @@ func TestMaterializeWritesEachSSDBinInRowOrder(t *testing.T) {
 			l := fx.place(t, bins, rng)
 			dirs := ssdDirs(t, tc.dirs)
 			var progress bytes.Buffer
-			m, err := Materialize(context.Background(), fx.dir, fx.dir, dirs, &progress)
+			m, err := Materialize(context.Background(), fx.dir, fx.dir, dirs, MaterializeOptions{Log: &progress})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,9 +72,6 @@ func TestMaterializeWritesEachSSDBinInRowOrder(t *testing.T) {
 				if b.StrideBytes%RowAlignBytes != 0 || b.StrideBytes < b.RowBytes || b.FileBytes%FileAlignBytes != 0 {
 					t.Errorf("bin %s: stride %d, file %d bytes: want 512-aligned stride and 4096-aligned size", b.ID, b.StrideBytes, b.FileBytes)
 				}
-			}
-			if _, err := os.Stat(filepath.Join(fx.dir, journalFile)); !errors.Is(err, os.ErrNotExist) {
-				t.Errorf("journal left behind: %v", err)
 			}
 			noTemps(t, dirs)
 		})
@@ -118,67 +116,75 @@ func (c *cancelOn) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func TestMaterializeRestartsAfterCancel(t *testing.T) {
+func TestMaterializeCancelledKeepsThePreviousStore(t *testing.T) {
 	const n, dim = 3000, 1000 // 4000-byte rows: two chunks in the pass
 	fx := newFixture(t, n, dim, 3)
 	rng := rand.New(rand.NewPCG(3, 3))
 	bins := randomBins(n, mixMixed, rng)
 	l := fx.place(t, bins, rng)
-	clean, err := Materialize(context.Background(), fx.dir, fx.dir, ssdDirs(t, 2), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cases := []struct {
 		name string
 		stop func() (context.Context, io.Writer)
-		// kept is how many bin files the rerun should find up to date.
-		kept int
 	}{
 		{"cancelled before the pass", func() (context.Context, io.Writer) {
 			return &cancelAfter{Context: context.Background()}, nil
-		}, 0},
+		}},
 		{"cancelled in the middle of the pass", func() (context.Context, io.Writer) {
 			c := &cancelAfter{Context: context.Background()}
-			c.n.Store(1)
+			c.n.Store(2)
 			return c, nil
-		}, 0},
-		{"cancelled after the first file", func() (context.Context, io.Writer) {
+		}},
+		{"cancelled while ordering rows", func() (context.Context, io.Writer) {
 			ctx, cancel := context.WithCancel(context.Background())
-			return ctx, &cancelOn{word: ": wrote ", cancel: cancel}
-		}, 1},
+			return ctx, &cancelOn{word: "in row order", cancel: cancel}
+		}},
+		{"cancelled after the first file is complete", func() (context.Context, io.Writer) {
+			ctx, cancel := context.WithCancel(context.Background())
+			return ctx, &cancelOn{word: ".rows.tmp (", cancel: cancel}
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			// The previous store, on other directories.
+			oldDirs := ssdDirs(t, 2)
+			clean, err := Materialize(context.Background(), fx.dir, fx.dir, oldDirs, MaterializeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
 			dirs := ssdDirs(t, 2)
 			// A killed earlier run left a temporary file of garbage.
 			os.WriteFile(filepath.Join(dirs[0], "fx-nvme0.rows.tmp"), []byte("garbage"), 0o644)
 			ctx, progress := tc.stop()
-			_, err := Materialize(ctx, fx.dir, fx.dir, dirs, progress)
+			_, err = Materialize(ctx, fx.dir, fx.dir, dirs, MaterializeOptions{Log: progress})
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("interrupted run: %v, want context.Canceled", err)
 			}
-			if _, err := ReadManifest(fx.dir); err == nil {
-				t.Fatalf("an interrupted run left a manifest")
-			}
 			noTemps(t, dirs)
+			got, err := ReadManifest(fx.dir)
+			if err != nil || !reflect.DeepEqual(got, clean) {
+				t.Fatalf("the interrupted run changed the manifest (%v)", err)
+			}
+			fx.checkBinFiles(t, clean, l)
+			fx.checkGather(t, l)
+
 			var out bytes.Buffer
-			m, err := Materialize(context.Background(), fx.dir, fx.dir, dirs, &out)
+			m, err := Materialize(context.Background(), fx.dir, fx.dir, dirs, MaterializeOptions{Log: &out})
 			if err != nil {
 				t.Fatal(err)
-			}
-			if got := strings.Count(out.String(), "up to date"); got != tc.kept {
-				t.Errorf("rerun kept %d files, want %d:\n%s", got, tc.kept, out.String())
 			}
 			for i, b := range m.Bins {
 				if b.CRC32C != clean.Bins[i].CRC32C || b.FileBytes != clean.Bins[i].FileBytes {
 					t.Errorf("bin %s: crc %08x, %d bytes; an uninterrupted run gave %08x, %d bytes", b.ID, b.CRC32C, b.FileBytes, clean.Bins[i].CRC32C, clean.Bins[i].FileBytes)
 				}
 			}
-			if _, err := ReadManifest(fx.dir); err != nil {
-				t.Fatal(err)
-			}
 			fx.checkBinFiles(t, m, l)
 			noTemps(t, dirs)
+			// The previous store's files went once the new one was in place.
+			for _, b := range clean.Bins {
+				if _, err := os.Stat(b.Path); b.Kind == maxflow.StorageSSD && !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("file %s of the replaced store left (%v)", b.Path, err)
+				}
+			}
 		})
 	}
 }
@@ -188,7 +194,7 @@ func TestMaterializeRerunRewritesOnlyDamagedFiles(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 4))
 	l := fx.place(t, randomBins(2000, mixMixed, rng), rng)
 	dirs := ssdDirs(t, 4)
-	m, err := Materialize(context.Background(), fx.dir, fx.dir, dirs, nil)
+	m, err := Materialize(context.Background(), fx.dir, fx.dir, dirs, MaterializeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +218,7 @@ func TestMaterializeRerunRewritesOnlyDamagedFiles(t *testing.T) {
 	os.Truncate(ssd[1].Path, ssd[1].FileBytes-4096)
 	os.Remove(ssd[2].Path)
 	var out bytes.Buffer
-	m2, err := Materialize(context.Background(), fx.dir, fx.dir, dirs, &out)
+	m2, err := Materialize(context.Background(), fx.dir, fx.dir, dirs, MaterializeOptions{Log: &out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +259,7 @@ func TestMaterializeRefusesBadInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Materialize(context.Background(), fx.dir, tc.layout, tc.dirs, nil)
+			_, err := Materialize(context.Background(), fx.dir, tc.layout, tc.dirs, MaterializeOptions{})
 			var in *topology.InputError
 			if !errors.As(err, &in) || !strings.Contains(err.Error(), tc.wantMsg) {
 				t.Errorf("error %v, want an InputError mentioning %q", err, tc.wantMsg)
@@ -277,7 +283,7 @@ func TestMaterializeLayoutOutsideTheDataset(t *testing.T) {
 	if err := ddak.WriteLayout(layoutDir, l, bins); err != nil {
 		t.Fatal(err)
 	}
-	m, err := Materialize(context.Background(), fx.dir, layoutDir, ssdDirs(t, 1), nil)
+	m, err := Materialize(context.Background(), fx.dir, layoutDir, ssdDirs(t, 1), MaterializeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -112,8 +111,12 @@ func (g *GatherStats) Add(o GatherStats) {
 
 // Open opens the feature store of datasetDir (its store.json, written by
 // Materialize): it checks that the layout (by checksum), features.npy and
-// the SSD bin files (by size: a checksum would read every file) are those
-// the manifest describes, loads the cache bins' rows from
+// the SSD bin files are those the manifest describes, each bin file by its
+// size and its header block (this store's id, this bin's index and id and
+// shape, the rows' checksum the manifest records: a file swapped with
+// another, truncated, of another store or named by an edited path is
+// refused, naming the file); reading every row for its checksum is
+// Verify's work. It loads the cache bins' rows from
 // features.npy (one sequential pass; each socket's cache first touched by
 // a thread on that socket, so its pages land in that socket's memory) and
 // opens the SSD bin files for direct IO.
@@ -175,11 +178,11 @@ func Open(datasetDir string, opt Options) (*Store, error) {
 			s.tiers[i] = tierSocket
 		case maxflow.StorageSSD:
 			s.tiers[i] = tierSSD
+			if err := checkBin(m, i); err != nil {
+				return nil, err
+			}
 			if b.Rows == 0 {
 				continue // no vertex reads it
-			}
-			if err := checkBinFile(b); err != nil {
-				return nil, err
 			}
 			s.file[i] = len(s.paths)
 			s.paths = append(s.paths, b.Path)
@@ -199,22 +202,6 @@ func Open(datasetDir string, opt Options) (*Store, error) {
 		}
 	}
 	return s, nil
-}
-
-// checkBinFile checks that an SSD bin's file is a regular file of the
-// size the manifest gives, so a truncated or replaced file is reported by
-// name at Open rather than as a failed read in the middle of training.
-func checkBinFile(b BinFile) error {
-	st, err := os.Stat(b.Path)
-	switch {
-	case err != nil:
-		return &topology.InputError{Path: b.Path, Msg: fmt.Sprintf("SSD bin %s: cannot read its file", b.ID), Err: err}
-	case !st.Mode().IsRegular():
-		return &topology.InputError{Path: b.Path, Msg: fmt.Sprintf("SSD bin %s: not a regular file (%s)", b.ID, st.Mode().Type())}
-	case st.Size() != b.FileBytes:
-		return &topology.InputError{Path: b.Path, Msg: fmt.Sprintf("SSD bin %s: %d bytes, the manifest says %d: truncated or replaced; materialize again", b.ID, st.Size(), b.FileBytes)}
-	}
-	return nil
 }
 
 // loadCaches fills the cache bins from features.npy in one pass.
@@ -345,7 +332,7 @@ func (s *Store) readSSD(ctx context.Context, vertices []int32, ssd []int, dst []
 	for _, i := range ssd {
 		v := vertices[i]
 		b := s.bin[v]
-		reqs = append(reqs, ioread.Request{File: s.file[b], Offset: int64(s.row[v]) * s.m.Bins[b].StrideBytes, Length: rb,
+		reqs = append(reqs, ioread.Request{File: s.file[b], Offset: HeaderBytes + int64(s.row[v])*s.m.Bins[b].StrideBytes, Length: rb,
 			Dst: floatBytes(dst[i*dim : (i+1)*dim]), Tag: uint64(i)})
 	}
 	s.reqs = reqs[:0]
@@ -364,9 +351,9 @@ func (s *Store) readError(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("gather: %w", err)
 	}
-	for _, b := range s.m.Bins {
+	for i, b := range s.m.Bins {
 		if b.Kind == maxflow.StorageSSD && b.Rows > 0 {
-			if ferr := checkBinFile(b); ferr != nil {
+			if ferr := checkBin(s.m, i); ferr != nil {
 				return fmt.Errorf("gather: %w (read: %w)", ferr, err)
 			}
 		}

@@ -25,7 +25,7 @@ func materialized(t testing.TB, n, dim int, mix tierMix, nDirs int, seed uint64)
 	rng := rand.New(rand.NewPCG(seed, 13))
 	fx := newFixture(t, n, dim, seed)
 	l := fx.place(t, randomBins(n, mix, rng), rng)
-	m, err := Materialize(context.Background(), fx.dir, fx.dir, ssdDirs(t, nDirs), nil)
+	m, err := Materialize(context.Background(), fx.dir, fx.dir, ssdDirs(t, nDirs), MaterializeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
