@@ -4,13 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"path/filepath"
-	"time"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/gnnplan/gnnplan/maxflow"
@@ -89,9 +86,9 @@ func runMaterialize(ctx context.Context, o *materializeOptions) error {
 	if layout == "" {
 		layout = o.Dataset
 	}
-	r := newStoreReporter(o.IO.Err)
-	m, err := store.Materialize(ctx, o.Dataset, layout, o.SSDDirs, store.MaterializeOptions{Log: r, Progress: r.progress()})
-	r.finish()
+	r := newPhaseProgress(o.IO.Err)
+	m, err := store.Materialize(ctx, o.Dataset, layout, o.SSDDirs, store.MaterializeOptions{Log: r, Progress: storeProgress(r)})
+	r.Close()
 	if err != nil {
 		return err
 	}
@@ -121,9 +118,9 @@ func runMaterialize(ctx context.Context, o *materializeOptions) error {
 // runVerify is materialize --verify: the report, then the error naming
 // the first damaged file (exit 2) when there is one.
 func runVerify(ctx context.Context, o *materializeOptions) error {
-	r := newStoreReporter(o.IO.Err)
-	rep, err := store.Verify(ctx, o.Dataset, store.VerifyOptions{Log: r, Progress: r.progress()})
-	r.finish()
+	r := newPhaseProgress(o.IO.Err)
+	rep, err := store.Verify(ctx, o.Dataset, store.VerifyOptions{Log: r, Progress: storeProgress(r)})
+	r.Close()
 	if rep == nil {
 		return err
 	}
@@ -159,55 +156,28 @@ func runVerify(ctx context.Context, o *materializeOptions) error {
 // the dataset directory, progress on stderr so that place's own output
 // (a table, or JSON for scripts) stays as it is.
 func materializeLayout(ctx context.Context, d *deps, dataset string, ssdDirs []string) error {
-	r := newStoreReporter(d.Err)
-	_, err := store.Materialize(ctx, dataset, dataset, ssdDirs, store.MaterializeOptions{Log: r, Progress: r.progress()})
-	r.finish()
+	r := newPhaseProgress(d.Err)
+	_, err := store.Materialize(ctx, dataset, dataset, ssdDirs, store.MaterializeOptions{Log: r, Progress: storeProgress(r)})
+	r.Close()
 	return err
 }
 
-// storeReporter shows the feature store's long phases on stderr: on a
-// terminal a progress bar per phase (the library's lines printed between
-// bars), elsewhere the library's one line per phase.
-type storeReporter struct {
-	w     io.Writer
-	tty   bool
-	bar   *progressbar.ProgressBar
-	phase string
-}
-
-func newStoreReporter(w io.Writer) *storeReporter {
-	return &storeReporter{w: w, tty: isTerminal(w)}
-}
-
-// Write takes the library's log lines.
-func (r *storeReporter) Write(p []byte) (int, error) {
-	r.finish()
-	return r.w.Write(p)
-}
-
-// progress is the callback for the library: nil (no calls) unless stderr
-// is a terminal.
-func (r *storeReporter) progress() func(store.Progress) {
-	if !r.tty {
+// storeProgress adapts the feature store's byte counts to p's phases: a
+// bar per phase on a terminal; elsewhere nil, as the store's own log
+// lines are one per phase.
+func storeProgress(p *phaseProgress) func(store.Progress) {
+	if !p.tty {
 		return nil
 	}
-	return func(p store.Progress) {
-		if r.bar == nil || r.phase != p.Phase {
-			r.finish()
-			r.phase = p.Phase
-			r.bar = progressbar.NewOptions64(p.TotalBytes, progressbar.OptionSetWriter(r.w),
-				progressbar.OptionSetDescription(p.Phase), progressbar.OptionShowBytes(true),
-				progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish(), progressbar.OptionSetRenderBlankState(true),
-				progressbar.OptionSetWidth(30), progressbar.OptionThrottle(100*time.Millisecond))
+	var phase string
+	var done int64
+	var add func(int64)
+	return func(s store.Progress) {
+		if add == nil || s.Phase != phase {
+			phase, done = s.Phase, 0
+			add = p.Phase(s.Phase, s.TotalBytes)
 		}
-		r.bar.Set64(p.DoneBytes)
-	}
-}
-
-func (r *storeReporter) finish() {
-	if r.bar != nil {
-		r.bar.Finish()
-		r.bar = nil
-		r.phase = ""
+		add(s.DoneBytes - done)
+		done = s.DoneBytes
 	}
 }

@@ -258,20 +258,20 @@ func TestMaterializeVerifyNamesTheDamagedFile(t *testing.T) {
 
 func TestStoreReporterDrawsABarOnATerminal(t *testing.T) {
 	var buf bytes.Buffer
-	r := &storeReporter{w: &buf, tty: true}
-	p := r.progress()
+	r := &phaseProgress{w: &buf, tty: true}
+	p := storeProgress(r)
 	p(store.Progress{Phase: "write rows", TotalBytes: 1 << 20})
 	p(store.Progress{Phase: "write rows", DoneBytes: 1 << 19, TotalBytes: 1 << 20})
 	fmt.Fprintf(r, "materialize: a line between bars\n")
 	p(store.Progress{Phase: "checksum", TotalBytes: 1 << 20})
-	r.finish()
+	r.Close()
 	got := buf.String()
 	for _, want := range []string{"write rows", "checksum", "materialize: a line between bars\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("terminal output lacks %q:\n%q", want, got)
 		}
 	}
-	if (&storeReporter{w: &buf}).progress() != nil {
+	if storeProgress(&phaseProgress{w: &buf}) != nil {
 		t.Errorf("a progress callback for a stderr that is not a terminal")
 	}
 }
