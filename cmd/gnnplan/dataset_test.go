@@ -61,8 +61,20 @@ func TestDatasetImportFlags(t *testing.T) {
 			datasetImportOptions{Format: "snap", From: "e.txt", Out: "d", Undirected: true, Labels: "l.txt", Name: "email"}, ""},
 		{"geomgcn picks one of ten splits", []string{"--format", "geomgcn", "--from", "film", "--out", "d", "--split", "s.tsv", "--split-id", "3"},
 			datasetImportOptions{Format: "geomgcn", From: "film", Out: "d", Split: "s.tsv", SplitID: 3}, ""},
-		{"format is required", []string{"--from", "x", "--out", "d"}, datasetImportOptions{}, "--format: required (valid: linqs, snap, geomgcn)"},
-		{"unknown format refused", []string{"--format", "ogb", "--from", "x", "--out", "d"}, datasetImportOptions{}, `"ogb" is not a format`},
+		{"format is required", []string{"--from", "x", "--out", "d"}, datasetImportOptions{}, "--format: required (valid: linqs, snap, geomgcn, planetoid, ogb)"},
+		{"unknown format refused", []string{"--format", "metis", "--from", "x", "--out", "d"}, datasetImportOptions{}, `"metis" is not a format`},
+		{"snap count header forced", []string{"--format", "snap", "--from", "e.txt", "--out", "d", "--header"},
+			datasetImportOptions{Format: "snap", From: "e.txt", Out: "d", Header: true}, ""},
+		{"snap first line forced to be an edge", []string{"--format", "snap", "--from", "e.txt", "--out", "d", "--no-header"},
+			datasetImportOptions{Format: "snap", From: "e.txt", Out: "d", NoHeader: true}, ""},
+		{"header and no-header exclude each other", []string{"--format", "snap", "--from", "e.txt", "--out", "d", "--header", "--no-header"}, datasetImportOptions{}, "give one"},
+		{"header only for snap", []string{"--format", "linqs", "--from", "x", "--out", "d", "--header"}, datasetImportOptions{}, "only for --format snap"},
+		{"planetoid", []string{"--format", "planetoid", "--from", "data/ind.citeseer", "--out", "d"},
+			datasetImportOptions{Format: "planetoid", From: "data/ind.citeseer", Out: "d"}, ""},
+		{"planetoid split is implied", []string{"--format", "planetoid", "--from", "x", "--out", "d", "--split", "s.tsv"}, datasetImportOptions{}, "imply their split"},
+		{"ogb undirected with a named split", []string{"--format", "ogb", "--from", "ogbn_arxiv", "--out", "d", "--undirected", "--split", "time"},
+			datasetImportOptions{Format: "ogb", From: "ogbn_arxiv", Out: "d", Undirected: true, Split: "time"}, ""},
+		{"ogb splits are named, not numbered", []string{"--format", "ogb", "--from", "x", "--out", "d", "--split", "time", "--split-id", "1"}, datasetImportOptions{}, "chosen by name"},
 		{"out is required", []string{"--format", "snap", "--from", "x"}, datasetImportOptions{}, "--out: required"},
 		{"labels only for snap", []string{"--format", "linqs", "--from", "x", "--out", "d", "--labels", "l"}, datasetImportOptions{}, "--labels: only for --format snap"},
 		{"linqs is always undirected", []string{"--format", "linqs", "--from", "x", "--out", "d", "--undirected"}, datasetImportOptions{}, "always undirected"},
@@ -88,7 +100,7 @@ func TestDatasetImportFlags(t *testing.T) {
 				t.Fatal(err)
 			}
 			g := *got
-			if g.IO == nil || len(g.Importers) != 3 {
+			if g.IO == nil || len(g.Importers) != len(importFormats()) {
 				t.Fatal("streams or importers not wired")
 			}
 			g.IO, g.Importers = nil, nil
