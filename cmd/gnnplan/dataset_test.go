@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -214,6 +215,10 @@ func TestDatasetBadInputExitsTwo(t *testing.T) {
 	if err := os.WriteFile(edges, []byte("1 2\n3 four\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	good := filepath.Join(dir, "good.txt")
+	if err := os.WriteFile(good, []byte("1 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	existing := t.TempDir()
 	cases := []struct {
 		name string
@@ -225,6 +230,11 @@ func TestDatasetBadInputExitsTwo(t *testing.T) {
 		{"existing out", []string{"import", "--format", "snap", "--from", edges, "--out", existing}, "already exists"},
 		{"info on a directory that is no dataset", []string{"info", dir}, "meta.json"},
 		{"usage error", []string{"import", "--format", "nope"}, "--format"},
+		{"snap edge list that is a directory", []string{"import", "--format", "snap", "--from", dir, "--out", filepath.Join(dir, "out")}, dir + ": --from: is a directory (want a file)"},
+		{"snap labels that are a directory", []string{"import", "--format", "snap", "--from", good, "--labels", dir, "--out", filepath.Join(dir, "out")}, dir + ": --labels: is a directory (want a file)"},
+		{"linqs input that is a file", []string{"import", "--format", "linqs", "--from", edges, "--out", filepath.Join(dir, "out")}, edges + ": --from: is a file (want a directory"},
+		{"planetoid directory without its files", []string{"import", "--format", "planetoid", "--from", existing, "--out", filepath.Join(dir, "out")}, "no ind.NAME.graph file"},
+		{"ogb directory without raw/", []string{"import", "--format", "ogb", "--from", existing, "--out", filepath.Join(dir, "out")}, "no raw/ directory"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -232,8 +242,70 @@ func TestDatasetBadInputExitsTwo(t *testing.T) {
 			if code != exitBadInput || !strings.Contains(stderr, tc.want) {
 				t.Fatalf("exit %d, stderr %q: want exit 2 mentioning %q", code, stderr, tc.want)
 			}
+			if i := slices.Index(tc.args, "--from"); i >= 0 && (strings.Count(stderr, "\n") != 1 || strings.Count(stderr, tc.args[i+1]) > 1) {
+				t.Errorf("stderr %q: want one line naming %s once", stderr, tc.args[i+1])
+			}
 			if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
 				t.Fatal("a failed import left --out behind")
+			}
+		})
+	}
+}
+
+func TestDatasetImportSaysHowTheFirstLineWasRead(t *testing.T) {
+	dir := t.TempDir()
+	edges := filepath.Join(dir, "edges.txt")
+	if err := os.WriteFile(edges, []byte("4 3\n0 1\n1 2\n2 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		flags []string
+		want  []string
+	}{
+		{"detected", nil, []string{"nodes: 4\n", "edges (CSR entries): 3\n", `note: first line "4 3" read as a count header`}},
+		{"forced off", []string{"--no-header"}, []string{"nodes: 5\n", "edges (CSR entries): 4\n", `note: first line "4 3" read as an edge (--no-header)`}},
+		{"forced on", []string{"--header"}, []string{"nodes: 4\n", `note: first line "4 3" skipped as a count header (--header)`}},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"import", "--format", "snap", "--from", edges, "--out", filepath.Join(dir, fmt.Sprint("out", i))}, tc.flags...)
+			code, stdout, stderr := runDatasetCLI(t, args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("output lacks %q:\n%s", w, stdout)
+				}
+			}
+		})
+	}
+}
+
+func TestDatasetImportPlanetoidAndOGB(t *testing.T) {
+	testdata := filepath.Join("..", "..", "trainer", "dataset", "testdata", "import")
+	cases := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"planetoid", []string{"--format", "planetoid", "--from", filepath.Join(testdata, "planetoid-tiny")},
+			[]string{"format: planetoid\n", "nodes: 507\n", "train: 2\n", "val: 500\n", "test: 3\n", "note: 1 ids between 503 and 506 are not in test.index"}},
+		{"ogb npz undirected", []string{"--format", "ogb", "--from", filepath.Join(testdata, "ogb-tiny-npz"), "--undirected", "--split", "time"},
+			[]string{"format: ogb\n", "nodes: 5\n", "edges (CSR entries): 8\n", "features: 2\n", "test: 2\n"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "ds")
+			code, stdout, stderr := runDatasetCLI(t, append(append([]string{"import"}, tc.args...), "--out", out)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("output lacks %q:\n%s", w, stdout)
+				}
 			}
 		})
 	}

@@ -472,7 +472,7 @@ func findBySuffix(dir, suffix string) (string, error) {
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return "", &topology.InputError{Path: dir, Field: "--from", Msg: "cannot read the input directory", Err: err}
+		return "", &topology.InputError{Path: dir, Field: "--from", Msg: "cannot read the input directory", Err: pathless(err)}
 	}
 	var found []string
 	for _, e := range ents {
@@ -932,7 +932,7 @@ func ImportSNAP(ctx context.Context, srcFile, out string, opt ImportOptions) (*I
 		return nil, &topology.InputError{Path: srcFile, Msg: "empty: no edges (only comments or blank lines)"}
 	}
 	var notes []string
-	header, note := first.decide(opt.Header, lines-1, remap)
+	header, note := first.decide(opt.Header, lines-1)
 	notes = append(notes, note...)
 	if header {
 		if lines == 1 {
@@ -1151,7 +1151,7 @@ func ImportGeomGCN(ctx context.Context, srcDir, out string, opt ImportOptions) (
 	nodesPath, edgesPath := findInput(srcDir, geomNodesFile), findInput(srcDir, geomEdgesFile)
 	for _, p := range []string{edgesPath, nodesPath} {
 		if _, err := os.Stat(p); err != nil {
-			return nil, &topology.InputError{Path: srcDir, Field: "--from", Msg: "want " + want, Err: err}
+			return nil, &topology.InputError{Path: srcDir, Field: "--from", Msg: "want " + want, Err: pathless(err)}
 		}
 	}
 	// The second pass seeks to each node's line, which a gzip stream
@@ -1171,7 +1171,7 @@ func ImportGeomGCN(ctx context.Context, srcDir, out string, opt ImportOptions) (
 	}
 	st, err := os.Stat(featPath)
 	if err != nil {
-		return nil, &topology.InputError{Path: nodesPath, Field: "--from", Msg: "cannot read", Err: err}
+		return nil, &topology.InputError{Path: nodesPath, Field: "--from", Msg: "cannot read", Err: pathless(err)}
 	}
 	nodesBytes := st.Size()
 	// Pass 1: check every line, find the width, and remember where each

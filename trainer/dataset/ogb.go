@@ -380,7 +380,7 @@ func findOGBSplit(from, want string) (string, string, error) {
 			dir = filepath.Join(root, want)
 		}
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return "", "", &topology.InputError{Path: dir, Field: "--split", Msg: "not a split directory (want a name under " + root + " or a directory holding train.csv.gz, valid.csv.gz, test.csv.gz)"}
+			return "", "", &topology.InputError{Path: dir, Field: "--split", Msg: "not a split directory (want a name under the dataset's split/ or a directory holding train.csv.gz, valid.csv.gz, test.csv.gz)"}
 		}
 		return dir, "split from " + dir, nil
 	}
@@ -389,7 +389,7 @@ func findOGBSplit(from, want string) (string, string, error) {
 		return "", "no split/ directory: train/val/test are empty", nil
 	}
 	if err != nil {
-		return "", "", &topology.InputError{Path: root, Msg: "cannot read", Err: err}
+		return "", "", &topology.InputError{Path: root, Msg: "cannot read", Err: pathless(err)}
 	}
 	var names []string
 	for _, e := range ents {
@@ -432,7 +432,7 @@ func openNPZArray(zr *zip.Reader, archive, name string) (*npzArray, error) {
 	}
 	rc, err := zf.Open()
 	if err != nil {
-		return nil, &topology.InputError{Path: where, Msg: "cannot read", Err: err}
+		return nil, &topology.InputError{Path: where, Msg: "cannot read", Err: pathless(err)}
 	}
 	a, err := readNPYHeader(bufio.NewReaderSize(rc, 1<<20), int64(zf.UncompressedSize64))
 	if err != nil {
@@ -531,7 +531,7 @@ func readOGBNPZ(ctx context.Context, raw string) (*ogbGraph, error) {
 	dataPath := filepath.Join(raw, "data.npz")
 	zr, err := zip.OpenReader(dataPath)
 	if err != nil {
-		return nil, &topology.InputError{Path: dataPath, Msg: "not an .npz (zip) archive", Err: err}
+		return nil, &topology.InputError{Path: dataPath, Msg: "not an .npz (zip) archive", Err: pathless(err)}
 	}
 	defer zr.Close()
 	counts := map[string]int64{}
@@ -640,7 +640,7 @@ func readOGBNPZ(ctx context.Context, raw string) (*ogbGraph, error) {
 func (g *ogbGraph) readNPZLabels(path string) error {
 	zr, err := zip.OpenReader(path)
 	if err != nil {
-		return &topology.InputError{Path: path, Msg: "not an .npz (zip) archive", Err: err}
+		return &topology.InputError{Path: path, Msg: "not an .npz (zip) archive", Err: pathless(err)}
 	}
 	defer zr.Close()
 	a, err := openNPZArray(&zr.Reader, path, "node_label")

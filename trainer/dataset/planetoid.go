@@ -69,7 +69,7 @@ func findPlanetoid(from string) (planetoidFiles, error) {
 	if err == nil && st.IsDir() {
 		ents, err := os.ReadDir(from)
 		if err != nil {
-			return planetoidFiles{}, &topology.InputError{Path: from, Field: "--from", Msg: "cannot read the input directory", Err: err}
+			return planetoidFiles{}, &topology.InputError{Path: from, Field: "--from", Msg: "cannot read the input directory", Err: pathless(err)}
 		}
 		var names []string
 		for _, e := range ents {
@@ -84,12 +84,12 @@ func findPlanetoid(from string) (planetoidFiles, error) {
 		case 1:
 			return planetoidFiles{dir: from, name: names[0]}, nil
 		}
-		return planetoidFiles{}, &topology.InputError{Path: from, Field: "--from", Msg: fmt.Sprintf("holds %d Planetoid datasets (%s): pass %s to pick one", len(names), strings.Join(names, ", "), filepath.Join(from, "ind."+names[0]))}
+		return planetoidFiles{}, &topology.InputError{Path: from, Field: "--from", Msg: fmt.Sprintf("holds %d Planetoid datasets (%s): pass --from DIR/ind.NAME to pick one", len(names), strings.Join(names, ", "))}
 	}
 	base := trimGz(filepath.Base(from))
 	if !strings.HasPrefix(base, "ind.") {
 		if err != nil {
-			return planetoidFiles{}, &topology.InputError{Path: from, Field: "--from", Msg: "cannot read (want " + want + ")", Err: err}
+			return planetoidFiles{}, &topology.InputError{Path: from, Field: "--from", Msg: "cannot read (want " + want + ")", Err: pathless(err)}
 		}
 		return planetoidFiles{}, &topology.InputError{Path: from, Field: "--from", Msg: "is not a Planetoid file (want " + want + ")"}
 	}

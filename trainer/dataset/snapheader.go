@@ -62,32 +62,19 @@ func (f *snapFirstLine) see(id int64, n uint32, isNew bool) {
 	}
 }
 
-// inRest reports whether id is a vertex of a line after the first.
-func (f *snapFirstLine) inRest(remap map[int64]uint32, id int64) bool {
-	n, ok := remap[id]
-	switch {
-	case !ok:
-		return false
-	case n == f.u:
-		return f.posU >= 0
-	case n == f.v:
-		return f.posV >= 0
-	}
-	return true
-}
-
 // decide says whether the first line is a count header, and the note that
 // tells the user which reading was taken. restLines counts the edge lines
-// after the first; remap numbers every id seen.
+// after the first.
 //
 // Auto-detection takes the line "N M" as a header only when M equals the
-// number of remaining edge lines and N fits the vertex ids (N distinct
-// vertices; ids 0..N-1 or 1..N; or N and M both beyond every id, so that as
-// an edge it would join two vertices found nowhere else), and N and M are
-// not both vertices of the rest. A real first edge "3 5" then survives
-// unless the rest happens to have exactly 5 lines and fit these counts;
-// --no-header settles such a file.
-func (f *snapFirstLine) decide(mode HeaderMode, restLines int64, remap map[int64]uint32) (bool, []string) {
+// number of remaining edge lines and N fits the vertex ids: the ids are
+// exactly 0..N-1 or 1..N, or N is one past the largest id, or N and M are
+// both beyond every id (as an edge it would join two vertices found
+// nowhere else). A real first edge "3 5" survives unless the rest has
+// exactly 5 lines and fits these counts; --no-header settles such a file.
+// Where the counts match but the ids do not, the line stays an edge and
+// the note says so, naming --header.
+func (f *snapFirstLine) decide(mode HeaderMode, restLines int64) (bool, []string) {
 	n, m := f.a, f.b
 	switch mode {
 	case HeaderYes:
@@ -99,12 +86,13 @@ func (f *snapFirstLine) decide(mode HeaderMode, restLines int64, remap map[int64
 	case HeaderNo:
 		return false, []string{fmt.Sprintf("first line %q read as an edge (--no-header)", f.text)}
 	}
-	if f.extra || m != restLines || restLines == 0 {
+	// A header's N counts every vertex, so it is at least the number of
+	// distinct ids on the other lines; below that it is plainly an edge.
+	if f.extra || m != restLines || restLines == 0 || n < int64(f.rest) {
 		return false, nil
 	}
-	fits := n == int64(f.rest) || n == f.restMax+1 || (n == f.restMax && f.restMin >= 1) ||
-		(n > f.restMax && m > f.restMax)
-	if fits && !(f.inRest(remap, n) && f.inRest(remap, m)) {
+	dense := n == int64(f.rest) && ((f.restMin == 0 && f.restMax == n-1) || (f.restMin == 1 && f.restMax == n))
+	if dense || n == f.restMax+1 || (n > f.restMax && m > f.restMax) {
 		return true, []string{fmt.Sprintf("first line %q read as a count header (%d vertices, %d edges, matching the file), not as an edge; --no-header reads it as an edge", f.text, n, m)}
 	}
 	return false, []string{fmt.Sprintf("first line %q read as an edge, though the file has %d more edge lines; if it is a count header, pass --header", f.text, m)}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,7 +26,7 @@ const gzipMagic = "\x1f\x8b"
 func openInput(path, field string) (io.ReadCloser, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, &topology.InputError{Path: path, Field: field, Msg: "cannot read", Err: err}
+		return nil, &topology.InputError{Path: path, Field: field, Msg: "cannot read", Err: pathless(err)}
 	}
 	if st.IsDir() {
 		return nil, &topology.InputError{Path: path, Field: field, Msg: "is a directory (want a file)"}
@@ -35,7 +36,7 @@ func openInput(path, field string) (io.ReadCloser, error) {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, &topology.InputError{Path: path, Field: field, Msg: "cannot read", Err: err}
+		return nil, &topology.InputError{Path: path, Field: field, Msg: "cannot read", Err: pathless(err)}
 	}
 	br := bufio.NewReaderSize(f, 1<<16)
 	magic, _ := br.Peek(2)
@@ -77,6 +78,17 @@ func (g *gzipFile) Read(p []byte) (int, error) {
 func (g *gzipFile) Close() error {
 	g.zr.Close()
 	return g.f.Close()
+}
+
+// pathless strips the path from an *fs.PathError ("stat X: no such
+// file"), for an InputError that names the path itself, so the message
+// says the path once.
+func pathless(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // trimGz drops a ".gz" suffix, for names derived from a file's name.
@@ -142,7 +154,7 @@ func isGzip(path string) bool {
 func requireDir(path, want string) error {
 	st, err := os.Stat(path)
 	if err != nil {
-		return &topology.InputError{Path: path, Field: "--from", Msg: "cannot read (want " + want + ")", Err: err}
+		return &topology.InputError{Path: path, Field: "--from", Msg: "cannot read (want " + want + ")", Err: pathless(err)}
 	}
 	if !st.IsDir() {
 		return &topology.InputError{Path: path, Field: "--from", Msg: "is a file (want " + want + ")"}
