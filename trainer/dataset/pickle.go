@@ -135,7 +135,9 @@ func (a *npArray) PySetState(state any) error {
 	if err != nil {
 		return err
 	}
-	if int64(len(a.data)) != n*elem {
+	// Compared by division: shape can claim more elements than n*elem can
+	// count without overflowing.
+	if int64(len(a.data))%elem != 0 || n != int64(len(a.data))/elem {
 		return fmt.Errorf("ndarray of shape %v and dtype %s holds %d bytes, want %d", a.shape, a.dtype.str, len(a.data), n*elem)
 	}
 	return nil
@@ -266,9 +268,13 @@ func (m *pyCSR) PyDictSet(key, value any) error {
 	return nil
 }
 
+// built reports whether the array received its state (shape, dtype,
+// data); a pickle can REDUCE one and never BUILD it.
+func (a *npArray) built() bool { return a != nil && a.dtype != nil }
+
 // check verifies the CSR invariants a row reader relies on.
 func (m *pyCSR) check() error {
-	if m.data == nil || m.indices == nil || m.indptr == nil {
+	if !m.data.built() || !m.indices.built() || !m.indptr.built() {
 		return errors.New("csr_matrix without data, indices or indptr")
 	}
 	if m.indptr.len() != m.rows+1 {

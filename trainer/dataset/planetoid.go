@@ -134,7 +134,7 @@ func planetoidMatrix(f planetoidFiles, part string, v any) (featureMatrix, error
 		}
 		return m, nil
 	case *npArray:
-		if len(m.shape) == 2 {
+		if m.built() && len(m.shape) == 2 {
 			return m, nil
 		}
 		return nil, &topology.InputError{Path: f.path(part), Msg: fmt.Sprintf("array of shape %v: want a 2-d matrix", m.shape)}
@@ -146,7 +146,7 @@ func planetoidMatrix(f planetoidFiles, part string, v any) (featureMatrix, error
 // all-zero row (CiteSeer's featureless test nodes) is -1, no label.
 func planetoidLabels(f planetoidFiles, part string, v any) ([]int64, int64, error) {
 	a, ok := v.(*npArray)
-	if !ok || len(a.shape) != 2 {
+	if !ok || !a.built() || len(a.shape) != 2 {
 		return nil, 0, &topology.InputError{Path: f.path(part), Msg: fmt.Sprintf("holds a %T: want a 2-d one-hot NumPy array", v)}
 	}
 	rows, cols := a.shape[0], a.shape[1]
