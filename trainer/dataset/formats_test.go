@@ -284,6 +284,8 @@ func TestImportNewFormatsBadInput(t *testing.T) {
 			"raw/node-label.csv:1: 2 label columns: only single-task labels are imported"},
 		{"ogb feature row of another width", "ogb", ogb, map[string]string{"raw/node-feat.csv.gz": "", "raw/node-feat.csv": "1,2\n3\n4,5\n6,7\n8,9\n"}, ".", ImportOptions{},
 			"raw/node-feat.csv:2: 1 features, want 2"},
+		{"ogb feature that is NaN", "ogb", ogb, map[string]string{"raw/node-feat.csv.gz": "", "raw/node-feat.csv": "1,2\n3,nan\n4,5\n6,7\n8,9\n"}, ".", ImportOptions{},
+			`raw/node-feat.csv:2: feature 2: "nan" is not a finite number`},
 		{"ogb split naming a vertex beyond the graph", "ogb", ogb, map[string]string{"split/time/test.csv.gz": "", "split/time/test.csv": "4\n9\n"}, ".", ImportOptions{},
 			"split/time/test.csv:2: vertex 9: the graph has vertices 0 to 4"},
 		{"ogb two splits and none chosen", "ogb", ogb, map[string]string{"split/random/train.csv": "0\n"}, ".", ImportOptions{},

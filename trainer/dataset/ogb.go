@@ -252,7 +252,7 @@ func readOGBCSV(ctx context.Context, raw string) (*ogbGraph, error) {
 			}
 			for i, x := range f {
 				v, err := strconv.ParseFloat(strings.TrimSpace(x), 32)
-				if err != nil || math.IsInf(v, 0) {
+				if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
 					return s.bad(fmt.Errorf("feature %d: %q is not a finite number", i+1, x))
 				}
 				row[i] = float32(v)

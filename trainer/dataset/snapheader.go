@@ -21,7 +21,7 @@ const (
 
 // snapFirstLine holds an edge list's first line back while the rest is
 // read, with what is needed to decide whether it was a count header
-// ("N M": vertices, edges, as METIS-like and many course-ware edge lists
+// ("N M": vertices and edges, as METIS files and many exported edge lists
 // start) and, if so, to take back the two vertices it made up.
 //
 // Vertices are numbered by first appearance, so the first line's ids got
