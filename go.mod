@@ -4,9 +4,11 @@ go 1.26.8
 
 require (
 	github.com/jaypipes/ghw v0.26.0
+	github.com/nlpodyssey/gopickle v0.2.0
 	github.com/olekukonko/tablewriter v1.1.5
 	github.com/pawelgaczynski/giouring v0.0.0-20230826085535-69588b89acb9
 	github.com/sbinet/npyio v0.6.0
+	github.com/schollz/progressbar/v3 v3.19.0
 	github.com/spf13/cobra v1.10.2
 	golang.org/x/sys v0.30.0
 	gonum.org/v1/gonum v0.17.0
@@ -36,7 +38,6 @@ require (
 	github.com/olekukonko/errors v1.2.0 // indirect
 	github.com/olekukonko/ll v0.1.6 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
-	github.com/schollz/progressbar/v3 v3.19.0 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	github.com/yusufpapurcu/wmi v1.2.4 // indirect
 	golang.org/x/image v0.30.0 // indirect

@@ -18,7 +18,7 @@ import (
 type datasetImporter func(ctx context.Context, src, out string, opt dataset.ImportOptions) (*dataset.ImportSummary, error)
 
 // importFormats lists the --format values, in the order help shows them.
-func importFormats() []string { return []string{"linqs", "snap", "geomgcn"} }
+func importFormats() []string { return []string{"linqs", "snap", "geomgcn", "planetoid", "ogb"} }
 
 // datasetImportOptions holds `dataset import`'s flags and the importers,
 // so tests can swap them.
@@ -31,6 +31,8 @@ type datasetImportOptions struct {
 	SplitID    int
 	Labels     string
 	Undirected bool
+	Header     bool
+	NoHeader   bool
 	Name       string
 
 	Importers map[string]datasetImporter
@@ -64,13 +66,15 @@ dataset's sizes, degree statistics and skew.`,
 
 func newDatasetImportCmd(d *deps, runF func(context.Context, *datasetImportOptions) error) *cobra.Command {
 	opts := &datasetImportOptions{IO: d, Importers: map[string]datasetImporter{
-		"linqs":   dataset.ImportLINQS,
-		"snap":    dataset.ImportSNAP,
-		"geomgcn": dataset.ImportGeomGCN,
+		"linqs":     dataset.ImportLINQS,
+		"snap":      dataset.ImportSNAP,
+		"geomgcn":   dataset.ImportGeomGCN,
+		"planetoid": dataset.ImportPlanetoid,
+		"ogb":       dataset.ImportOGB,
 	}}
 	cmd := &cobra.Command{
-		Use:   "import --format linqs|snap|geomgcn --from SRC --out DIR",
-		Short: "Convert a LINQS, SNAP or Geom-GCN dataset into a dataset directory",
+		Use:   "import --format linqs|snap|geomgcn|planetoid|ogb --from SRC --out DIR",
+		Short: "Convert a LINQS, SNAP, Geom-GCN, Planetoid or OGB dataset into a dataset directory",
 		Long: `Convert a public graph dataset into a dataset directory, streaming the input.
 
   linqs    --from a directory holding NAME.content and NAME.cites (Cora,
@@ -80,9 +84,25 @@ func newDatasetImportCmd(d *deps, runF func(context.Context, *datasetImportOptio
   snap     --from an edge list file ("u v" lines, # comments). Ids are
            renumbered densely in order of first appearance; directed unless
            --undirected; no features. --labels reads "node label" lines.
+           A first line "N M" that matches the file's vertex and edge counts
+           is read as a count header, not an edge; --header and --no-header
+           decide instead. The summary says which reading was taken.
   geomgcn  --from a Geom-GCN new_data/NAME directory (out1_node_feature_label.txt,
            out1_graph_edges.txt); undirected. --split reads a splits tsv,
-           --split-id picks one of its splits.
+           --split-id picks one of its splits; split ids absent from the
+           graph are skipped and counted.
+  planetoid --from a directory holding Planetoid's Python pickles
+           ind.NAME.{x,y,tx,ty,allx,ally,graph,test.index} (Kipf's GCN and
+           PyG's Planetoid input), or DIR/ind.NAME to pick one of several.
+           Vertex ids are Planetoid's; undirected; the standard split
+           (train = y's rows, val = the next 500, test = test.index).
+  ogb      --from an OGB node-property dataset directory (raw/edge.csv.gz,
+           num-node-list.csv.gz, node-feat.csv.gz, node-label.csv.gz, or
+           raw/data.npz and node-label.npz; split/NAME/{train,valid,test}.csv.gz).
+           Directed unless --undirected (OGB's add_inverse_edge). --split
+           names the split directory when there are several.
+
+Text inputs may be gzip-compressed (*.gz) in every format.
 
 Self-loops are dropped and duplicate edges merged; edges naming unknown
 vertices are dropped. Each is counted in the summary. The directory appears
@@ -92,7 +112,9 @@ under --out only when complete.`,
   gnnplan dataset import --format snap --from email-Eu-core.txt --out data/email \
     --labels email-Eu-core-department-labels.txt
   gnnplan dataset import --format geomgcn --from shared/datasets/geomgcn-film --out data/film \
-    --split shared/datasets/geomgcn-film/geomgcn_splits_60_20_20.tsv --split-id 0`,
+    --split shared/datasets/geomgcn-film/geomgcn_splits_60_20_20.tsv --split-id 0
+  gnnplan dataset import --format planetoid --from planetoid/data/ind.citeseer --out data/citeseer
+  gnnplan dataset import --format ogb --from dataset/ogbn_arxiv --out data/arxiv --undirected`,
 		Args: datasetNoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := opts.validate(cmd); err != nil {
@@ -106,12 +128,14 @@ under --out only when complete.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.Format, "format", "", "input format: "+strings.Join(importFormats(), ", "))
-	f.StringVar(&opts.From, "from", "", "the input: a directory (linqs, geomgcn) or an edge list file (snap)")
+	f.StringVar(&opts.From, "from", "", "the input: a directory (linqs, geomgcn, planetoid, ogb) or an edge list file (snap)")
 	f.StringVar(&opts.Out, "out", "", "the dataset directory to create (must not exist)")
-	f.StringVar(&opts.Split, "split", "", "a train/val/test split file (linqs, geomgcn)")
+	f.StringVar(&opts.Split, "split", "", "a train/val/test split file (linqs, geomgcn) or split directory name (ogb)")
 	f.IntVar(&opts.SplitID, "split-id", 0, "which split of a file holding several (Geom-GCN's split_id column)")
 	f.StringVar(&opts.Labels, "labels", "", `vertex labels for snap: "node label" lines`)
-	f.BoolVar(&opts.Undirected, "undirected", false, "store every snap edge both ways (linqs and geomgcn always are)")
+	f.BoolVar(&opts.Undirected, "undirected", false, "store every snap or ogb edge both ways (linqs, geomgcn and planetoid always are)")
+	f.BoolVar(&opts.Header, "header", false, `snap: the first line is an "N M" count header, not an edge`)
+	f.BoolVar(&opts.NoHeader, "no-header", false, "snap: the first line is an edge, even if it looks like a count header")
 	f.StringVar(&opts.Name, "name", "", "the dataset's name in meta.json (default: from the input's name)")
 	return cmd
 }
@@ -129,6 +153,12 @@ func (o *datasetImportOptions) validate(cmd *cobra.Command) error {
 	case o.SplitID < 0:
 		return usageErrorf("--split-id: %d (want >= 0)", o.SplitID)
 	}
+	if o.Header && o.NoHeader {
+		return usageErrorf("--header and --no-header: give one")
+	}
+	if (o.Header || o.NoHeader) && o.Format != "snap" {
+		return usageErrorf("--header/--no-header: only for --format snap (edge lists)")
+	}
 	if o.Format == "snap" {
 		if o.Split != "" {
 			return usageErrorf("--split: SNAP edge lists have no split")
@@ -141,8 +171,14 @@ func (o *datasetImportOptions) validate(cmd *cobra.Command) error {
 	if o.Labels != "" {
 		return usageErrorf("--labels: only for --format snap (%s files carry their labels)", o.Format)
 	}
-	if cmd.Flags().Changed("undirected") {
-		return usageErrorf("--undirected: only for --format snap (%s graphs are always undirected)", o.Format)
+	if cmd.Flags().Changed("undirected") && o.Format != "ogb" {
+		return usageErrorf("--undirected: only for --format snap or ogb (%s graphs are always undirected)", o.Format)
+	}
+	if o.Format == "planetoid" && (o.Split != "" || cmd.Flags().Changed("split-id")) {
+		return usageErrorf("--split: planetoid files imply their split (train = y's rows, val = the next 500, test = test.index)")
+	}
+	if o.Format == "ogb" && cmd.Flags().Changed("split-id") {
+		return usageErrorf("--split-id: OGB splits are chosen by name with --split")
 	}
 	if cmd.Flags().Changed("split-id") && o.Split == "" {
 		return usageErrorf("--split-id: needs --split")
@@ -153,11 +189,23 @@ func (o *datasetImportOptions) validate(cmd *cobra.Command) error {
 func runDatasetImport(ctx context.Context, o *datasetImportOptions) error {
 	sum, err := o.Importers[o.Format](ctx, o.From, o.Out, dataset.ImportOptions{
 		Undirected: o.Undirected, SplitFile: o.Split, SplitID: o.SplitID, LabelFile: o.Labels, Name: o.Name,
+		Header: headerMode(o.Header, o.NoHeader),
 	})
 	if err != nil {
 		return err
 	}
 	return writeImportSummary(o.IO.Out, o.Out, sum)
+}
+
+// headerMode maps --header and --no-header (validated as exclusive).
+func headerMode(header, noHeader bool) dataset.HeaderMode {
+	switch {
+	case header:
+		return dataset.HeaderYes
+	case noHeader:
+		return dataset.HeaderNo
+	}
+	return dataset.HeaderAuto
 }
 
 // writeImportSummary prints one "key: value" line per fact, stable for

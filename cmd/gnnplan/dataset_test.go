@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,8 +62,20 @@ func TestDatasetImportFlags(t *testing.T) {
 			datasetImportOptions{Format: "snap", From: "e.txt", Out: "d", Undirected: true, Labels: "l.txt", Name: "email"}, ""},
 		{"geomgcn picks one of ten splits", []string{"--format", "geomgcn", "--from", "film", "--out", "d", "--split", "s.tsv", "--split-id", "3"},
 			datasetImportOptions{Format: "geomgcn", From: "film", Out: "d", Split: "s.tsv", SplitID: 3}, ""},
-		{"format is required", []string{"--from", "x", "--out", "d"}, datasetImportOptions{}, "--format: required (valid: linqs, snap, geomgcn)"},
-		{"unknown format refused", []string{"--format", "ogb", "--from", "x", "--out", "d"}, datasetImportOptions{}, `"ogb" is not a format`},
+		{"format is required", []string{"--from", "x", "--out", "d"}, datasetImportOptions{}, "--format: required (valid: linqs, snap, geomgcn, planetoid, ogb)"},
+		{"unknown format refused", []string{"--format", "metis", "--from", "x", "--out", "d"}, datasetImportOptions{}, `"metis" is not a format`},
+		{"snap count header forced", []string{"--format", "snap", "--from", "e.txt", "--out", "d", "--header"},
+			datasetImportOptions{Format: "snap", From: "e.txt", Out: "d", Header: true}, ""},
+		{"snap first line forced to be an edge", []string{"--format", "snap", "--from", "e.txt", "--out", "d", "--no-header"},
+			datasetImportOptions{Format: "snap", From: "e.txt", Out: "d", NoHeader: true}, ""},
+		{"header and no-header exclude each other", []string{"--format", "snap", "--from", "e.txt", "--out", "d", "--header", "--no-header"}, datasetImportOptions{}, "give one"},
+		{"header only for snap", []string{"--format", "linqs", "--from", "x", "--out", "d", "--header"}, datasetImportOptions{}, "only for --format snap"},
+		{"planetoid", []string{"--format", "planetoid", "--from", "data/ind.citeseer", "--out", "d"},
+			datasetImportOptions{Format: "planetoid", From: "data/ind.citeseer", Out: "d"}, ""},
+		{"planetoid split is implied", []string{"--format", "planetoid", "--from", "x", "--out", "d", "--split", "s.tsv"}, datasetImportOptions{}, "imply their split"},
+		{"ogb undirected with a named split", []string{"--format", "ogb", "--from", "ogbn_arxiv", "--out", "d", "--undirected", "--split", "time"},
+			datasetImportOptions{Format: "ogb", From: "ogbn_arxiv", Out: "d", Undirected: true, Split: "time"}, ""},
+		{"ogb splits are named, not numbered", []string{"--format", "ogb", "--from", "x", "--out", "d", "--split", "time", "--split-id", "1"}, datasetImportOptions{}, "chosen by name"},
 		{"out is required", []string{"--format", "snap", "--from", "x"}, datasetImportOptions{}, "--out: required"},
 		{"labels only for snap", []string{"--format", "linqs", "--from", "x", "--out", "d", "--labels", "l"}, datasetImportOptions{}, "--labels: only for --format snap"},
 		{"linqs is always undirected", []string{"--format", "linqs", "--from", "x", "--out", "d", "--undirected"}, datasetImportOptions{}, "always undirected"},
@@ -88,7 +101,7 @@ func TestDatasetImportFlags(t *testing.T) {
 				t.Fatal(err)
 			}
 			g := *got
-			if g.IO == nil || len(g.Importers) != 3 {
+			if g.IO == nil || len(g.Importers) != len(importFormats()) {
 				t.Fatal("streams or importers not wired")
 			}
 			g.IO, g.Importers = nil, nil
@@ -202,6 +215,10 @@ func TestDatasetBadInputExitsTwo(t *testing.T) {
 	if err := os.WriteFile(edges, []byte("1 2\n3 four\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	good := filepath.Join(dir, "good.txt")
+	if err := os.WriteFile(good, []byte("1 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	existing := t.TempDir()
 	cases := []struct {
 		name string
@@ -213,6 +230,11 @@ func TestDatasetBadInputExitsTwo(t *testing.T) {
 		{"existing out", []string{"import", "--format", "snap", "--from", edges, "--out", existing}, "already exists"},
 		{"info on a directory that is no dataset", []string{"info", dir}, "meta.json"},
 		{"usage error", []string{"import", "--format", "nope"}, "--format"},
+		{"snap edge list that is a directory", []string{"import", "--format", "snap", "--from", dir, "--out", filepath.Join(dir, "out")}, dir + ": --from: is a directory (want a file)"},
+		{"snap labels that are a directory", []string{"import", "--format", "snap", "--from", good, "--labels", dir, "--out", filepath.Join(dir, "out")}, dir + ": --labels: is a directory (want a file)"},
+		{"linqs input that is a file", []string{"import", "--format", "linqs", "--from", edges, "--out", filepath.Join(dir, "out")}, edges + ": --from: is a file (want a directory"},
+		{"planetoid directory without its files", []string{"import", "--format", "planetoid", "--from", existing, "--out", filepath.Join(dir, "out")}, "no ind.NAME.graph file"},
+		{"ogb directory without raw/", []string{"import", "--format", "ogb", "--from", existing, "--out", filepath.Join(dir, "out")}, "no raw/ directory"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -220,8 +242,70 @@ func TestDatasetBadInputExitsTwo(t *testing.T) {
 			if code != exitBadInput || !strings.Contains(stderr, tc.want) {
 				t.Fatalf("exit %d, stderr %q: want exit 2 mentioning %q", code, stderr, tc.want)
 			}
+			if i := slices.Index(tc.args, "--from"); i >= 0 && (strings.Count(stderr, "\n") != 1 || strings.Count(stderr, tc.args[i+1]) > 1) {
+				t.Errorf("stderr %q: want one line naming %s once", stderr, tc.args[i+1])
+			}
 			if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
 				t.Fatal("a failed import left --out behind")
+			}
+		})
+	}
+}
+
+func TestDatasetImportSaysHowTheFirstLineWasRead(t *testing.T) {
+	dir := t.TempDir()
+	edges := filepath.Join(dir, "edges.txt")
+	if err := os.WriteFile(edges, []byte("4 3\n0 1\n1 2\n2 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		flags []string
+		want  []string
+	}{
+		{"detected", nil, []string{"nodes: 4\n", "edges (CSR entries): 3\n", `note: first line "4 3" read as a count header`}},
+		{"forced off", []string{"--no-header"}, []string{"nodes: 5\n", "edges (CSR entries): 4\n", `note: first line "4 3" read as an edge (--no-header)`}},
+		{"forced on", []string{"--header"}, []string{"nodes: 4\n", `note: first line "4 3" skipped as a count header (--header)`}},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"import", "--format", "snap", "--from", edges, "--out", filepath.Join(dir, fmt.Sprint("out", i))}, tc.flags...)
+			code, stdout, stderr := runDatasetCLI(t, args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("output lacks %q:\n%s", w, stdout)
+				}
+			}
+		})
+	}
+}
+
+func TestDatasetImportPlanetoidAndOGB(t *testing.T) {
+	testdata := filepath.Join("..", "..", "trainer", "dataset", "testdata", "import")
+	cases := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"planetoid", []string{"--format", "planetoid", "--from", filepath.Join(testdata, "planetoid-tiny")},
+			[]string{"format: planetoid\n", "nodes: 507\n", "train: 2\n", "val: 500\n", "test: 3\n", "note: 1 ids between 503 and 506 are not in test.index"}},
+		{"ogb npz undirected", []string{"--format", "ogb", "--from", filepath.Join(testdata, "ogb-tiny-npz"), "--undirected", "--split", "time"},
+			[]string{"format: ogb\n", "nodes: 5\n", "edges (CSR entries): 8\n", "features: 2\n", "test: 2\n"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "ds")
+			code, stdout, stderr := runDatasetCLI(t, append(append([]string{"import"}, tc.args...), "--out", out)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("output lacks %q:\n%s", w, stdout)
+				}
 			}
 		})
 	}

@@ -7,10 +7,12 @@
 // every length and index against meta.json; features, which can be far
 // larger, are read row by row with a FeatureReader. ArrayWriter, WriteMeta,
 // StageDir and CommitDir write a dataset so that a failed or interrupted
-// build leaves nothing under the name asked for. ImportLINQS, ImportSNAP
-// and ImportGeomGCN convert public formats, Synth generates a power-law
-// graph with class-correlated features that streams to disk and scales
-// past memory, and InfoOf describes a dataset (sizes, degrees, skew).
+// build leaves nothing under the name asked for. ImportLINQS, ImportSNAP,
+// ImportGeomGCN, ImportPlanetoid and ImportOGB convert public formats
+// (plain or gzip text, Planetoid's pickles, OGB's CSV and npz), Synth
+// generates a power-law graph with class-correlated features that streams
+// to disk and scales past memory, and InfoOf describes a dataset (sizes,
+// degrees, skew).
 //
 // Units: vertex and edge counts (an undirected edge is stored both ways
 // and counts as two CSR entries), bytes in files, float32 features.

@@ -36,6 +36,10 @@ type ImportOptions struct {
 	// SplitID picks one split of a file holding several (Geom-GCN's ten,
 	// told apart by split_id); 0 is the first.
 	SplitID int
+	// Header says whether a SNAP edge list's first line is an "N M"
+	// count header rather than an edge; the zero value decides from the
+	// file (see HeaderMode).
+	Header HeaderMode
 	// LabelFile gives SNAP vertex labels, "node label" lines with the
 	// edge list's ids (email-Eu-core's departments).
 	LabelFile string
@@ -122,7 +126,11 @@ func (s *importLines) Scan() bool {
 		line = s.buf
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
-		s.err = fmt.Errorf("read %s: %w", s.path, err)
+		if topology.IsBadInput(err) {
+			s.err = err // already names the file (a corrupt gzip stream)
+		} else {
+			s.err = fmt.Errorf("read %s: %w", s.path, err)
+		}
 		return false
 	}
 	if len(line) == 0 {
@@ -165,12 +173,13 @@ func blankLine(line []byte) bool {
 	return true
 }
 
-// scanLines opens path and calls fn for every line that is not blank,
-// passing the scanner so fn can see the line number and offset.
-func scanLines(ctx context.Context, path string, fn func(s *importLines) error) error {
-	f, err := os.Open(path)
+// scanLines opens path (plain or gzip text; see openInput) and calls fn
+// for every line that is not blank, passing the scanner so fn can see the
+// line number and offset. field names the flag path came from.
+func scanLines(ctx context.Context, path, field string, fn func(s *importLines) error) error {
+	f, err := openInput(path, field)
 	if err != nil {
-		return &topology.InputError{Path: path, Msg: "cannot read", Err: err}
+		return err
 	}
 	defer f.Close()
 	s := newImportLines(ctx, path, f)
@@ -455,15 +464,19 @@ func parseFeatureValues(feats []string, row []float32) error {
 	return nil
 }
 
-// findBySuffix returns the one file in dir whose name ends in suffix.
+// findBySuffix returns the one file in dir whose name ends in suffix, or
+// in suffix+".gz".
 func findBySuffix(dir, suffix string) (string, error) {
+	if err := requireDir(dir, "a directory holding NAME.content and NAME.cites"); err != nil {
+		return "", err
+	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return "", &topology.InputError{Path: dir, Field: "--from", Msg: "cannot read the input directory", Err: err}
+		return "", &topology.InputError{Path: dir, Field: "--from", Msg: "cannot read the input directory", Err: pathless(err)}
 	}
 	var found []string
 	for _, e := range ents {
-		if !e.IsDir() && strings.HasSuffix(e.Name(), suffix) {
+		if !e.IsDir() && (strings.HasSuffix(e.Name(), suffix) || strings.HasSuffix(e.Name(), suffix+".gz")) {
 			found = append(found, e.Name())
 		}
 	}
@@ -506,7 +519,7 @@ func ImportLINQS(ctx context.Context, srcDir, out string, opt ImportOptions) (*I
 	var classOf []string
 	dim := -1
 	row := []float32{}
-	err = scanLines(ctx, contentPath, func(s *importLines) error {
+	err = scanLines(ctx, contentPath, "--from", func(s *importLines) error {
 		id, feats, class, err := linqsContentLine(string(s.line))
 		if err != nil {
 			return s.bad(err)
@@ -552,7 +565,7 @@ func ImportLINQS(ctx context.Context, srcDir, out string, opt ImportOptions) (*I
 	el := &importEdges{undirected: true}
 	var dropped, lines int64
 	var missing []string
-	err = scanLines(ctx, citesPath, func(s *importLines) error {
+	err = scanLines(ctx, citesPath, "--from", func(s *importLines) error {
 		f := strings.Fields(string(s.line))
 		if len(f) != 2 {
 			return s.bad(fmt.Errorf("%d columns: want cited_paper_id<TAB>citing_paper_id", len(f)))
@@ -584,7 +597,7 @@ func ImportLINQS(ctx context.Context, srcDir, out string, opt ImportOptions) (*I
 	}
 
 	d := &importDataset{g: g, labels: labels}
-	d.meta = Meta{Name: orDefault(opt.Name, strings.TrimSuffix(filepath.Base(contentPath), ".content")), NumNodes: n,
+	d.meta = Meta{Name: orDefault(opt.Name, strings.TrimSuffix(trimGz(filepath.Base(contentPath)), ".content")), NumNodes: n,
 		Undirected: true, FeatureDim: dim, NumClasses: len(classes), Source: "linqs:" + absPath(srcDir)}
 	d.meta.Notes = append(d.meta.Notes, "labels (class names in sorted order): "+strings.Join(names, ", "))
 	if dropped > 0 {
@@ -622,7 +635,7 @@ func writeLINQSFeatures(ctx context.Context, contentPath, path string, n int64, 
 		return err
 	}
 	row := make([]float32, dim)
-	err = scanLines(ctx, contentPath, func(s *importLines) error {
+	err = scanLines(ctx, contentPath, "--from", func(s *importLines) error {
 		_, feats, _, err := linqsContentLine(string(s.line))
 		if err == nil && len(feats) != dim {
 			err = fmt.Errorf("%d feature columns, want %d (did the file change during the import?)", len(feats), dim)
@@ -722,8 +735,9 @@ func readSplit(ctx context.Context, path string, splitID int, lookup func(string
 	sp := &importSplit{}
 	seen := map[int64]int{} // vertex -> line, within the chosen split
 	ids := map[int]bool{}
-	var skipped int64
-	err := scanLines(ctx, path, func(s *importLines) error {
+	var skipped, absent int64
+	var absentIDs []string
+	err := scanLines(ctx, path, "--split", func(s *importLines) error {
 		if h == nil {
 			hh, err := parseSplitHeader(string(s.line))
 			if err != nil {
@@ -745,6 +759,15 @@ func readSplit(ctx context.Context, path string, splitID int, lookup func(string
 			return nil
 		}
 		v, ok := lookup(r.id)
+		if !ok && h.splitID >= 0 {
+			// Geom-GCN's published splits name nodes that some copies of
+			// the graph lack: skip them, counted, as its loaders do.
+			absent++
+			if len(absentIDs) < 3 {
+				absentIDs = append(absentIDs, r.id)
+			}
+			return nil
+		}
 		if !ok {
 			return s.bad(fmt.Errorf("%s %s is not in the dataset", h.idName, r.id))
 		}
@@ -771,6 +794,9 @@ func readSplit(ctx context.Context, path string, splitID int, lookup func(string
 	if h == nil {
 		return nil, &topology.InputError{Path: path, Field: "--split", Msg: "empty: no header and no rows"}
 	}
+	if len(seen) == 0 && absent > 0 {
+		return nil, &topology.InputError{Path: path, Field: "--split", Msg: fmt.Sprintf("none of the %d ids of split %d is in the dataset (e.g. %s): is this split for another dataset?", absent, splitID, strings.Join(absentIDs, ", "))}
+	}
 	if len(seen) == 0 && skipped == 0 {
 		if h.splitID < 0 && splitID != 0 {
 			return nil, &topology.InputError{Path: path, Field: "--split-id", Msg: fmt.Sprintf("%d: the file has no split_id column, so it holds one split", splitID)}
@@ -790,6 +816,9 @@ func readSplit(ctx context.Context, path string, splitID int, lookup func(string
 	}
 	if skipped > 0 {
 		sp.notes = append(sp.notes, fmt.Sprintf("skipped %d split rows naming no node (\"-\")", skipped))
+	}
+	if absent > 0 {
+		sp.notes = append(sp.notes, fmt.Sprintf("skipped %d split rows naming ids absent from the graph (e.g. %s)", absent, strings.Join(absentIDs, ", ")))
 	}
 	return sp, nil
 }
@@ -860,7 +889,10 @@ func ImportSNAP(ctx context.Context, srcFile, out string, opt ImportOptions) (*I
 	}
 	el := &importEdges{undirected: opt.Undirected}
 	var lines, extraCols int64
-	err := scanLines(ctx, srcFile, func(s *importLines) error {
+	// The first line is held back until the whole file has shown whether
+	// it is an edge or an "N M" count header (see snapFirstLine).
+	var first snapFirstLine
+	err := scanLines(ctx, srcFile, "--from", func(s *importLines) error {
 		a, b, extra, skip, err := parseSNAPLine(s.line)
 		if err != nil {
 			return s.bad(err)
@@ -872,14 +904,24 @@ func ImportSNAP(ctx context.Context, srcFile, out string, opt ImportOptions) (*I
 		if extra {
 			extraCols++
 		}
+		knownA := len(orig)
 		u, err := vertex(a)
 		if err != nil {
 			return s.bad(err)
 		}
+		if lines > 1 {
+			first.see(a, u, int(u) >= knownA)
+		}
+		knownB := len(orig)
 		v, err := vertex(b)
 		if err != nil {
 			return s.bad(err)
 		}
+		if lines == 1 {
+			first = newSNAPFirstLine(a, b, u, v, extra, string(s.line))
+			return nil
+		}
+		first.see(b, v, int(v) >= knownB)
 		el.add(u, v)
 		return nil
 	})
@@ -890,6 +932,19 @@ func ImportSNAP(ctx context.Context, srcFile, out string, opt ImportOptions) (*I
 		return nil, &topology.InputError{Path: srcFile, Msg: "empty: no edges (only comments or blank lines)"}
 	}
 	var notes []string
+	header, note := first.decide(opt.Header, lines-1)
+	notes = append(notes, note...)
+	if header {
+		if lines == 1 {
+			return nil, &topology.InputError{Path: srcFile, Msg: "empty: a count header and no edges"}
+		}
+		if first.extra {
+			extraCols--
+		}
+		orig = first.dropPhantoms(el, remap, orig)
+	} else {
+		el.add(first.u, first.v)
+	}
 	if extraCols > 0 {
 		notes = append(notes, fmt.Sprintf("ignored columns after the second on %d lines (weights or timestamps)", extraCols))
 	}
@@ -898,7 +953,7 @@ func ImportSNAP(ctx context.Context, srcFile, out string, opt ImportOptions) (*I
 	if opt.LabelFile != "" {
 		labelOf := map[uint32]int64{}
 		var added int64
-		err := scanLines(ctx, opt.LabelFile, func(s *importLines) error {
+		err := scanLines(ctx, opt.LabelFile, "--labels", func(s *importLines) error {
 			a, l, _, skip, err := parseSNAPLine(s.line)
 			if err != nil {
 				return s.bad(fmt.Errorf("want \"node label\" with non-negative integers: %w", err))
@@ -1089,15 +1144,36 @@ func ImportGeomGCN(ctx context.Context, srcDir, out string, opt ImportOptions) (
 	if err := checkOutFree(out); err != nil {
 		return nil, err
 	}
-	nodesPath, edgesPath := filepath.Join(srcDir, geomNodesFile), filepath.Join(srcDir, geomEdgesFile)
-	var nodesBytes int64
-	for _, p := range []string{edgesPath, nodesPath} {
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, &topology.InputError{Path: srcDir, Field: "--from", Msg: fmt.Sprintf("a Geom-GCN directory holds %s and %s", geomNodesFile, geomEdgesFile), Err: err}
-		}
-		nodesBytes = st.Size()
+	want := fmt.Sprintf("a Geom-GCN directory holding %s and %s, plain or .gz", geomNodesFile, geomEdgesFile)
+	if err := requireDir(srcDir, want); err != nil {
+		return nil, err
 	}
+	nodesPath, edgesPath := findInput(srcDir, geomNodesFile), findInput(srcDir, geomEdgesFile)
+	for _, p := range []string{edgesPath, nodesPath} {
+		if _, err := os.Stat(p); err != nil {
+			return nil, &topology.InputError{Path: srcDir, Field: "--from", Msg: "want " + want, Err: pathless(err)}
+		}
+	}
+	// The second pass seeks to each node's line, which a gzip stream
+	// cannot do: read a decompressed copy instead.
+	featPath := nodesPath
+	if isGzip(nodesPath) {
+		parent := filepath.Dir(filepath.Clean(out))
+		if err := os.MkdirAll(parent, 0o755); err != nil {
+			return nil, fmt.Errorf("create %s: %w", parent, err)
+		}
+		plain, err := decompressToTemp(nodesPath, parent)
+		if err != nil {
+			return nil, err
+		}
+		defer os.Remove(plain)
+		featPath = plain
+	}
+	st, err := os.Stat(featPath)
+	if err != nil {
+		return nil, &topology.InputError{Path: nodesPath, Field: "--from", Msg: "cannot read", Err: pathless(err)}
+	}
+	nodesBytes := st.Size()
 	// Pass 1: check every line, find the width, and remember where each
 	// node's features are so pass 2 can write rows in id order however
 	// the file orders them.
@@ -1113,7 +1189,7 @@ func ImportGeomGCN(ctx context.Context, srcDir, out string, opt ImportOptions) (
 	width, first := 0, true
 	denseLine := 0 // the first dense row's line, whose width all must share
 	numClasses := 0
-	err := scanLines(ctx, nodesPath, func(s *importLines) error {
+	err = scanLines(ctx, nodesPath, "--from", func(s *importLines) error {
 		line := string(s.line)
 		if first {
 			first = false
@@ -1184,7 +1260,7 @@ func ImportGeomGCN(ctx context.Context, srcDir, out string, opt ImportOptions) (
 	el := &importEdges{undirected: true}
 	var dropped, lines int64
 	first = true
-	err = scanLines(ctx, edgesPath, func(s *importLines) error {
+	err = scanLines(ctx, edgesPath, "--from", func(s *importLines) error {
 		a, b, _, skip, err := parseSNAPLine(s.line)
 		if first {
 			first = false
@@ -1238,7 +1314,7 @@ func ImportGeomGCN(ctx context.Context, srcDir, out string, opt ImportOptions) (
 	}
 	d.meta.Notes = notes
 	d.writeFeatures = func(path string) error {
-		f, err := os.Open(nodesPath)
+		f, err := os.Open(featPath)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", nodesPath, err)
 		}

@@ -100,6 +100,10 @@ func runImport(ctx context.Context, format, src, out string, opt ImportOptions) 
 		return ImportSNAP(ctx, src, out, opt)
 	case "geomgcn":
 		return ImportGeomGCN(ctx, src, out, opt)
+	case "planetoid":
+		return ImportPlanetoid(ctx, src, out, opt)
+	case "ogb":
+		return ImportOGB(ctx, src, out, opt)
 	}
 	return nil, fmt.Errorf("no format %q", format)
 }
