@@ -29,20 +29,49 @@ const ManifestSchemaVersion = 2
 
 // Alignment of the SSD bin files.
 const (
-	// RowAlignBytes is the row stride's granularity: a row starts on a
-	// 512-byte sector, the smallest logical block size of NVMe and SATA
-	// devices, so a row is never split over more sectors than its size
-	// needs. The stride is not rounded up to the device's direct-IO
-	// alignment (4 KiB on most SSDs): for 512-byte rows that would waste
-	// 7/8 of the disk, while the reader reads the aligned span around a
-	// row and merges rows that share a block, so a row straddling two 4 KiB
-	// blocks costs one extra block of read amplification, not an error.
+	// RowAlignBytes is the sector size rows are fitted to: a row larger
+	// than it starts on a 512-byte sector (the smallest logical block of
+	// NVMe and SATA devices) and a smaller row never straddles one, its
+	// stride being the power of two that holds it (64-byte rows pack 8 to
+	// a sector instead of taking one each). So a row never spans more
+	// sectors than its size needs. The stride is not rounded up to the
+	// device's direct-IO alignment (4 KiB on most SSDs): for 512-byte rows
+	// that would waste 7/8 of the disk, while the reader reads the aligned
+	// span around a row and merges rows that share a block, so a row
+	// straddling two 4 KiB blocks costs one extra block of read
+	// amplification, not an error.
 	RowAlignBytes = 512
 	// FileAlignBytes pads every bin file's rows to a multiple of 4 KiB, so
 	// the aligned span around the last row lies within the file for any
 	// direct-IO alignment up to 4 KiB.
 	FileAlignBytes = 4096
 )
+
+// StrideFor is the row stride for rows of rowBytes: the smallest power of
+// two that holds them, up to RowAlignBytes, and beyond it rowBytes
+// rounded up to RowAlignBytes.
+func StrideFor(rowBytes int64) int64 {
+	if rowBytes > RowAlignBytes {
+		return roundUp(rowBytes, RowAlignBytes)
+	}
+	s := int64(1)
+	for s < rowBytes {
+		s <<= 1
+	}
+	return s
+}
+
+// validStride reports whether stride is StrideFor some row size of at
+// least rowBytes: a power of two below RowAlignBytes, or a multiple of it.
+func validStride(stride, rowBytes int64) bool {
+	if stride < rowBytes || stride <= 0 {
+		return false
+	}
+	if stride < RowAlignBytes {
+		return stride&(stride-1) == 0
+	}
+	return stride%RowAlignBytes == 0
+}
 
 // Manifest is store.json: where every bin's rows are.
 type Manifest struct {
@@ -135,9 +164,9 @@ func readManifestFile(path string) (*Manifest, error) {
 		case b.Rows < 0 || b.RowBytes != rowBytes:
 			return nil, bad(fmt.Sprintf("rows %d, row_bytes %d (want rows >= 0, row_bytes %d)", b.Rows, b.RowBytes, rowBytes))
 		case b.Kind == maxflow.StorageSSD:
-			if !filepath.IsAbs(b.Path) || b.StrideBytes < rowBytes || b.StrideBytes%RowAlignBytes != 0 ||
+			if !filepath.IsAbs(b.Path) || !validStride(b.StrideBytes, rowBytes) ||
 				b.FileBytes != binFileBytes(b.Rows, b.StrideBytes) || len(b.ID) > maxBinIDBytes {
-				return nil, bad(fmt.Sprintf("path %q, stride_bytes %d, file_bytes %d, id of %d bytes (want an absolute path, a stride of at least %d in multiples of %d, file_bytes = %d + rows x stride rounded up to %d, an id of at most %d bytes)",
+				return nil, bad(fmt.Sprintf("path %q, stride_bytes %d, file_bytes %d, id of %d bytes (want an absolute path, a stride of at least %d, a power of two below %d or a multiple of it, file_bytes = %d + rows x stride rounded up to %d, an id of at most %d bytes)",
 					b.Path, b.StrideBytes, b.FileBytes, len(b.ID), rowBytes, RowAlignBytes, HeaderBytes, FileAlignBytes, maxBinIDBytes))
 			}
 		case b.Kind == maxflow.StorageGPUMem || b.Kind == maxflow.StorageHostMem:

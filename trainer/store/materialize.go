@@ -65,8 +65,9 @@ type binWriterFile interface {
 // number of SSD bins stay unused). Its file is
 // <dataset name>-<bin id>.rows: a header block (HeaderBytes) naming the
 // store, the bin and the CRC-32C of the rows, then the bin's rows in row
-// order, row r at HeaderBytes + r x stride, where stride is the row's
-// bytes rounded up to RowAlignBytes; the rows are zero-padded to a
+// order, row r at HeaderBytes + r x stride, where stride is
+// StrideFor(row bytes): rows below a sector pack into it, larger ones
+// start on sectors; the rows are zero-padded to a
 // multiple of FileAlignBytes so that the file can be read with O_DIRECT.
 // Cache bins get no file: Open fills them from features.npy.
 //
@@ -240,7 +241,7 @@ func newManifest(datasetDir, layoutDir string, meta dataset.Meta, l *ddak.Layout
 		name = filepath.Base(abs)
 	}
 	rowBytes := int64(meta.FeatureDim) * 4
-	stride := roundUp(rowBytes, RowAlignBytes)
+	stride := StrideFor(rowBytes)
 	m := &Manifest{SchemaVersion: ManifestSchemaVersion, Dataset: meta.Name, NumNodes: meta.NumNodes, FeatureDim: meta.FeatureDim,
 		RowBytes: rowBytes, LayoutDir: ld, LayoutCRC32C: layoutCRC(l), FeaturesBytes: src.size, FeaturesMtimeUnixNs: src.mtime}
 	dirs := make([]string, len(ssdDirs))
@@ -462,11 +463,13 @@ func writeBins(ctx context.Context, m *Manifest, l *ddak.Layout, src *features, 
 	for _, i := range todo {
 		total += m.Bins[i].Rows * stride
 	}
-	// Rows per bucket and per staging buffer, multiples of 8 so that the
-	// writes start on 4 KiB (stride is a multiple of 512).
+	// Rows per bucket and per staging buffer, multiples of align so that
+	// the writes start on 4 KiB (stride is a power of two up to 512, or a
+	// multiple of 512).
+	align := max(8, FileAlignBytes/stride)
 	k := int64(math.Ceil(math.Sqrt(2 * float64(total) / float64(stage))))
-	bucketRows := roundUp(max(1, max(minBucket, total/max(k, 1))/stride), 8)
-	stageRows := roundUp(max(1, stage/stride), 8)
+	bucketRows := roundUp(max(1, max(minBucket, total/max(k, 1))/stride), align)
+	stageRows := roundUp(max(1, stage/stride), align)
 	wb := make([]*binWriter, len(m.Bins))
 	for _, i := range todo {
 		b := &m.Bins[i]

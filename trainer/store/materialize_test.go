@@ -26,7 +26,7 @@ func TestMaterializeWritesEachSSDBinInRowOrder(t *testing.T) {
 		mix  tierMix
 		dirs int
 	}{
-		{"tiny rows padded to a sector", 700, 3, mixMixed, 2},
+		{"tiny rows packed into sectors", 700, 3, mixMixed, 2},
 		{"512-byte rows, eight to a block", 900, 128, mixAllSSD, 4},
 		{"rows of 2800 bytes straddle blocks", 300, 700, mixMixed, 1},
 		{"rows of 4000 bytes", 200, 1000, mixMixed, 3},
@@ -69,8 +69,12 @@ func TestMaterializeWritesEachSSDBinInRowOrder(t *testing.T) {
 					t.Errorf("bin %s in %s, want %s", b.ID, b.Path, want)
 				}
 				k++
-				if b.StrideBytes%RowAlignBytes != 0 || b.StrideBytes < b.RowBytes || b.FileBytes%FileAlignBytes != 0 {
-					t.Errorf("bin %s: stride %d, file %d bytes: want 512-aligned stride and 4096-aligned size", b.ID, b.StrideBytes, b.FileBytes)
+				// Rows never straddle a sector more than their size needs:
+				// small rows pack a sector in powers of two, larger ones
+				// start on sectors.
+				if b.StrideBytes != StrideFor(b.RowBytes) || !validStride(b.StrideBytes, b.RowBytes) || b.FileBytes%FileAlignBytes != 0 ||
+					(b.RowBytes <= RowAlignBytes && RowAlignBytes%b.StrideBytes != 0) || (b.RowBytes > RowAlignBytes && b.StrideBytes%RowAlignBytes != 0) {
+					t.Errorf("bin %s: stride %d for %d-byte rows, file %d bytes: want the packing stride and a 4096-aligned size", b.ID, b.StrideBytes, b.RowBytes, b.FileBytes)
 				}
 			}
 			noTemps(t, dirs)
