@@ -60,24 +60,7 @@ func importAll(t *testing.T, format, src string, opt ImportOptions) (*ImportSumm
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sum, g, readAllRows(t, g)
-}
-
-func readAllRows(t *testing.T, g *Graph) [][]float32 {
-	t.Helper()
-	fr, err := OpenFeatures(g.Dir, g.Meta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fr.Close()
-	rows := make([][]float32, g.Meta.NumNodes)
-	for v := range rows {
-		rows[v] = make([]float32, g.Meta.FeatureDim)
-		if err := fr.Row(int64(v), rows[v]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return rows
+	return sum, g, readFeatures(t, g)
 }
 
 func TestImportGzipMatchesPlain(t *testing.T) {
