@@ -187,10 +187,18 @@ func (o *datasetImportOptions) validate(cmd *cobra.Command) error {
 }
 
 func runDatasetImport(ctx context.Context, o *datasetImportOptions) error {
-	sum, err := o.Importers[o.Format](ctx, o.From, o.Out, dataset.ImportOptions{
+	opt := dataset.ImportOptions{
 		Undirected: o.Undirected, SplitFile: o.Split, SplitID: o.SplitID, LabelFile: o.Labels, Name: o.Name,
 		Header: headerMode(o.Header, o.NoHeader),
-	})
+	}
+	// A bar per input file on a terminal; elsewhere the summary on stdout
+	// is the record, and stderr stays for errors.
+	if isTerminal(o.IO.Err) {
+		prog := newPhaseProgress(o.IO.Err)
+		defer prog.Close()
+		opt.Progress = prog
+	}
+	sum, err := o.Importers[o.Format](ctx, o.From, o.Out, opt)
 	if err != nil {
 		return err
 	}

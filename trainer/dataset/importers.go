@@ -46,6 +46,9 @@ type ImportOptions struct {
 	// Name is meta.json's name; by default it comes from the input's
 	// file or directory name.
 	Name string
+	// Progress, if not nil, gets a phase per input file read (its bytes)
+	// when it is a Progress (a bar on a terminal); nothing otherwise.
+	Progress io.Writer
 }
 
 // ImportSummary says what an import read, kept and dropped.
@@ -177,7 +180,7 @@ func blankLine(line []byte) bool {
 // for every line that is not blank, passing the scanner so fn can see the
 // line number and offset. field names the flag path came from.
 func scanLines(ctx context.Context, path, field string, fn func(s *importLines) error) error {
-	f, err := openInput(path, field)
+	f, err := openInput(ctx, path, field)
 	if err != nil {
 		return err
 	}
@@ -503,6 +506,7 @@ func findBySuffix(dir, suffix string) (string, error) {
 // The content file is read twice, so features stream to disk rather than
 // being held in memory.
 func ImportLINQS(ctx context.Context, srcDir, out string, opt ImportOptions) (*ImportSummary, error) {
+	ctx = withImportProgress(ctx, opt.Progress)
 	if err := checkOutFree(out); err != nil {
 		return nil, err
 	}
@@ -867,6 +871,7 @@ func orDefault(a, b string) string {
 // With opt.LabelFile ("node label" lines, non-negative integer labels
 // kept as they are) vertices get labels; the rest get -1.
 func ImportSNAP(ctx context.Context, srcFile, out string, opt ImportOptions) (*ImportSummary, error) {
+	ctx = withImportProgress(ctx, opt.Progress)
 	if err := checkOutFree(out); err != nil {
 		return nil, err
 	}
@@ -1141,6 +1146,7 @@ func fillGeomRow(feats string, sparse bool, row []float32) error {
 // counted. Labels are kept as given. The split, if any, is split
 // opt.SplitID of opt.SplitFile.
 func ImportGeomGCN(ctx context.Context, srcDir, out string, opt ImportOptions) (*ImportSummary, error) {
+	ctx = withImportProgress(ctx, opt.Progress)
 	if err := checkOutFree(out); err != nil {
 		return nil, err
 	}
@@ -1162,7 +1168,7 @@ func ImportGeomGCN(ctx context.Context, srcDir, out string, opt ImportOptions) (
 		if err := os.MkdirAll(parent, 0o755); err != nil {
 			return nil, fmt.Errorf("create %s: %w", parent, err)
 		}
-		plain, err := decompressToTemp(nodesPath, parent)
+		plain, err := decompressToTemp(ctx, nodesPath, parent)
 		if err != nil {
 			return nil, err
 		}

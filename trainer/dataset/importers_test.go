@@ -3,6 +3,7 @@ package dataset
 import (
 	"archive/tar"
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"context"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gnnplan/gnnplan/topology"
@@ -743,4 +745,49 @@ func FuzzParseSplitLine(f *testing.F) {
 			t.Fatalf("set %q accepted", r.set)
 		}
 	})
+}
+
+// phaseRecorder is a Progress that records its phases and units.
+type phaseRecorder struct {
+	bytes.Buffer
+	mu     sync.Mutex
+	phases []string
+	done   map[string]int64
+}
+
+func (p *phaseRecorder) Phase(name string, total int64) func(int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.phases = append(p.phases, fmt.Sprintf("%s (%d)", name, total))
+	if p.done == nil {
+		p.done = map[string]int64{}
+	}
+	return func(k int64) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.done[name] += k
+	}
+}
+
+// An import given a Progress reports a phase per input file, counting
+// every byte of it each time it is read.
+func TestImportReportsAPhasePerFile(t *testing.T) {
+	src := needShared(t, "cora")
+	var rec phaseRecorder
+	out := filepath.Join(t.TempDir(), "ds")
+	if _, err := ImportLINQS(context.Background(), src, out, ImportOptions{Progress: &rec}); err != nil {
+		t.Fatal(err)
+	}
+	content, cites := filepath.Join(src, "cora.content"), filepath.Join(src, "cora.cites")
+	for _, f := range []string{content, cites} {
+		st, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := "import: reading " + filepath.Base(f)
+		// cora.content is read twice (ids first, then features).
+		if !slices.Contains(rec.phases, fmt.Sprintf("%s (%d)", name, st.Size())) || rec.done[name] == 0 || rec.done[name]%st.Size() != 0 {
+			t.Errorf("phases %v, %s done %d: want a phase of %d bytes, all read each time", rec.phases, name, rec.done[name], st.Size())
+		}
+	}
 }

@@ -45,6 +45,7 @@ const ogbWant = "an OGB node-property directory: raw/ with edge.csv.gz, num-node
 // is split/opt.SplitFile (a name, or a directory path), or the only
 // directory under split/.
 func ImportOGB(ctx context.Context, from, out string, opt ImportOptions) (*ImportSummary, error) {
+	ctx = withImportProgress(ctx, opt.Progress)
 	if err := checkOutFree(out); err != nil {
 		return nil, err
 	}
@@ -273,7 +274,7 @@ func readOGBCSV(ctx context.Context, raw string) (*ogbGraph, error) {
 
 // firstLine returns the first line of path that is not blank.
 func firstLine(ctx context.Context, path string) (string, error) {
-	f, err := openInput(path, "--from")
+	f, err := openInput(ctx, path, "--from")
 	if err != nil {
 		return "", err
 	}

@@ -105,9 +105,9 @@ func findPlanetoid(from string) (planetoidFiles, error) {
 
 // loadPlanetoidPart decodes dir/ind.NAME.part; a missing or undecodable
 // file is bad input naming it.
-func loadPlanetoidPart(f planetoidFiles, part string) (any, error) {
+func loadPlanetoidPart(ctx context.Context, f planetoidFiles, part string) (any, error) {
 	p := f.path(part)
-	in, err := openInput(p, "--from")
+	in, err := openInput(ctx, p, "--from")
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, &topology.InputError{Path: p, Field: "--from", Msg: fmt.Sprintf("missing: a Planetoid dataset needs ind.%s.{%s, test.index}", f.name, planetoidPicklePartsDoc)}
@@ -181,6 +181,7 @@ func planetoidLabels(f planetoidFiles, part string, v any) ([]int64, int64, erro
 // deduplicated and without self-loops. The split is the standard one:
 // train = range(len(y)), val = the next 500, test = sorted test.index.
 func ImportPlanetoid(ctx context.Context, from, out string, opt ImportOptions) (*ImportSummary, error) {
+	ctx = withImportProgress(ctx, opt.Progress)
 	if err := checkOutFree(out); err != nil {
 		return nil, err
 	}
@@ -196,7 +197,7 @@ func ImportPlanetoid(ctx context.Context, from, out string, opt ImportOptions) (
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if parts[part], err = loadPlanetoidPart(f, part); err != nil {
+		if parts[part], err = loadPlanetoidPart(ctx, f, part); err != nil {
 			return nil, err
 		}
 	}

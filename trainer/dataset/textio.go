@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"context"
 	"bufio"
 	"compress/gzip"
 	"errors"
@@ -23,7 +24,10 @@ const gzipMagic = "\x1f\x8b"
 // gzip file, told by its magic bytes rather than its name, is
 // decompressed on the fly; a corrupt stream then reads as a bad-input
 // error. field names the flag the path came from ("--from", "--split").
-func openInput(path, field string) (io.ReadCloser, error) {
+//
+// When ctx carries an import's Progress (withImportProgress), reading the
+// file is a phase of its size on disk (compressed bytes for gzip).
+func openInput(ctx context.Context, path, field string) (io.ReadCloser, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, &topology.InputError{Path: path, Field: field, Msg: "cannot read", Err: pathless(err)}
@@ -38,7 +42,11 @@ func openInput(path, field string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, &topology.InputError{Path: path, Field: field, Msg: "cannot read", Err: pathless(err)}
 	}
-	br := bufio.NewReaderSize(f, 1<<16)
+	var raw io.Reader = f
+	if add := progressPhase(ctx, "import: reading "+filepath.Base(path), st.Size()); add != nil {
+		raw = &countingReader{r: f, add: add}
+	}
+	br := bufio.NewReaderSize(raw, 1<<16)
 	magic, _ := br.Peek(2)
 	if string(magic) != gzipMagic {
 		return &bufferedFile{Reader: br, f: f}, nil
@@ -111,8 +119,8 @@ func findInput(dir, name string) string {
 // decompressToTemp copies a gzip file's content to a temporary file in
 // dir, for readers that need random access (Geom-GCN's second pass seeks
 // to each node's line). It returns the path, to be removed by the caller.
-func decompressToTemp(path, dir string) (string, error) {
-	in, err := openInput(path, "--from")
+func decompressToTemp(ctx context.Context, path, dir string) (string, error) {
+	in, err := openInput(ctx, path, "--from")
 	if err != nil {
 		return "", err
 	}
@@ -160,4 +168,39 @@ func requireDir(path, want string) error {
 		return &topology.InputError{Path: path, Field: "--from", Msg: "is a file (want " + want + ")"}
 	}
 	return nil
+}
+
+// importProgressKey carries an import's Progress in its context, so the
+// line scanners of every format report without threading it through each
+// importer's helpers.
+type importProgressKey struct{}
+
+// withImportProgress returns ctx carrying w's Progress, if w is one.
+func withImportProgress(ctx context.Context, w io.Writer) context.Context {
+	if p := AsProgress(w); p != nil {
+		return context.WithValue(ctx, importProgressKey{}, p)
+	}
+	return ctx
+}
+
+// progressPhase starts a phase on ctx's Progress and returns its counter,
+// or nil when there is none.
+func progressPhase(ctx context.Context, name string, total int64) func(int64) {
+	p, _ := ctx.Value(importProgressKey{}).(Progress)
+	if p == nil {
+		return nil
+	}
+	return p.Phase(name, total)
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r   io.Reader
+	add func(int64)
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.add(int64(n))
+	return n, err
 }
