@@ -1,9 +1,9 @@
 package dataset
 
 import (
-	"context"
 	"bufio"
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"io"
