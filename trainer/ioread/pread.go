@@ -155,11 +155,19 @@ func (e *preadEngine) readClaimed(ctx context.Context, j *job, next *int64, stop
 	n := int64(len(j.reads))
 	for atomic.LoadInt32(stop) == 0 {
 		if e.fast && j.fault == nil {
-			idx, res := fastReads(j, next, n, stop, buf, c)
-			if idx < 0 {
+			idx, res, direct := fastReads(j, next, n, stop, buf, c)
+			var err error
+			switch {
+			case idx < 0:
 				return nil
+			case direct:
+				// Its bytes went to Dst, not buf: read it again the
+				// ordinary way (an error repeats; a short read settles).
+				err = e.readOne(ctx, j, &j.reads[idx], buf, c)
+			default:
+				err = e.finishRead(ctx, j, &j.reads[idx], buf, c, res)
 			}
-			if err := e.finishRead(ctx, j, &j.reads[idx], buf, c, res); err != nil {
+			if err != nil {
 				return err
 			}
 			continue

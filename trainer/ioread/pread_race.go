@@ -9,6 +9,6 @@ import "sync/atomic"
 const rawLoop = false
 
 // fastReads is not used under the race detector.
-func fastReads(j *job, next *int64, n int64, stop *int32, buf []byte, c *counters) (idx int64, res int) {
+func fastReads(j *job, next *int64, n int64, stop *int32, buf []byte, c *counters) (idx int64, res int, direct bool) {
 	panic("ioread: fastReads under the race detector")
 }

@@ -42,14 +42,18 @@ func entersyscallblock()
 func exitsyscall()
 
 // fastReads claims reads of j from next (below n) and reads each whole
-// span into buf with pread, copying its rows out, until none is left, stop is
-// set, or a read does not return its whole span; that read's index and the
-// pread result (bytes, or -errno) are returned to be settled the ordinary
-// way, with idx -1 when there is none. It counts in c as settle does.
+// span with pread, until none is left, stop is set, or a read does not
+// return its whole span. A read that is one request's whole span, with an
+// aligned Dst, goes straight into Dst, as fio's reads go into its buffer;
+// others go into buf and their rows are copied out. The read that did not
+// return its whole span is returned to be settled the ordinary way: its
+// index, the pread result (bytes, or -errno) and whether it went to Dst
+// (then buf does not hold its bytes, and it is read again); idx is -1 when
+// there is none. It counts in c as settle does.
 //
 //go:nosplit
 //go:norace
-func fastReads(j *job, next *int64, n int64, stop *int32, buf []byte, c *counters) (idx int64, res int) {
+func fastReads(j *job, next *int64, n int64, stop *int32, buf []byte, c *counters) (idx int64, res int, direct bool) {
 	idx = -1
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
 	entersyscallblock()
@@ -59,7 +63,20 @@ func fastReads(j *job, next *int64, n int64, stop *int32, buf []byte, c *counter
 			break
 		}
 		d := &j.reads[i]
-		r, _, e := syscall.RawSyscall6(unix.SYS_PREAD64, uintptr(j.files[d.file].fd), base, uintptr(d.length), uintptr(d.start), 0, 0)
+		fi := &j.files[d.file]
+		to := base
+		direct = false
+		if d.count == 1 {
+			p := &j.pieces[d.first]
+			dst := j.reqs[p.req].Dst
+			if p.off == d.start && p.n == d.length && p.dst+p.n <= len(dst) {
+				a := uintptr(unsafe.Pointer(unsafe.SliceData(dst))) + uintptr(p.dst)
+				if a%uintptr(fi.align) == 0 {
+					to, direct = a, true
+				}
+			}
+		}
+		r, _, e := syscall.RawSyscall6(unix.SYS_PREAD64, uintptr(fi.fd), to, uintptr(d.length), uintptr(d.start), 0, 0)
 		c.deviceReads++
 		if e != 0 {
 			idx, res = i, -int(e)
@@ -70,10 +87,12 @@ func fastReads(j *job, next *int64, n int64, stop *int32, buf []byte, c *counter
 			break
 		}
 		c.deviceBytes += int64(r)
-		deliverRaw(j, d, buf)
+		if !direct {
+			deliverRaw(j, d, buf)
+		}
 	}
 	exitsyscall()
-	return idx, res
+	return idx, res, direct
 }
 
 // deliverRaw is job.deliver for fastReads: nosplit, so it may run inside the
