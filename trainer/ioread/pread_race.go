@@ -2,8 +2,6 @@
 
 package ioread
 
-import "sync/atomic"
-
 // rawLoop says whether fastReads is built in: not under the race detector
 // (see pread_raw.go).
 const rawLoop = false
