@@ -35,7 +35,13 @@ func newProfileCmd(d *deps, runF func(context.Context, *profileOptions) error) *
 the feature row size, with O_DIRECT and io_uring (or the pread pool where
 io_uring is unavailable), at several queue depths; and memory copy
 bandwidth. -o json prints the profile; --save writes it, for
-"gnnplan recommend --measured FILE" to use instead of catalog figures.`,
+"gnnplan recommend --measured FILE" to use instead of catalog figures.
+
+Each queue depth is one continuous stream of reads: the queue stays full
+from the first read to the last. A directory that is not on a block device
+(tmpfs, overlay, NFS, FUSE) or whose file system refuses O_DIRECT would
+measure memory, not an SSD: it is refused unless --allow-non-block is given.
+Notes (the reader's engine fallback, a non-SSD directory) are printed.`,
 		Example: `  gnnplan profile --ssd-dir /mnt/nvme0 --ssd-dir /mnt/nvme1 --feature-bytes 4096
   gnnplan profile --ssd-dir /var/tmp --depths 1,32,128 --save profile.json`,
 		Args: cobra.NoArgs,
@@ -61,6 +67,7 @@ bandwidth. -o json prints the profile; --save writes it, for
 	f.Float64Var(&o.Seconds, "seconds", 2, "seconds per queue depth")
 	f.Int64Var(&o.FileMiB, "file-size-mib", 1024, "size of the test file per directory, MiB (reused between runs)")
 	f.StringVar(&o.Opts.Engine, "engine", "auto", "read engine: auto, io_uring, pread")
+	f.BoolVar(&o.Opts.AllowNonBlock, "allow-non-block", false, "measure a directory that is not on a block device or refuses O_DIRECT (tmpfs, overlay) instead of refusing it; for tests")
 	f.StringVarP(&o.Output, "output", "o", "table", "output format: table, json")
 	f.StringVar(&o.Save, "save", "", "also write the profile as JSON to this file")
 	return cmd
@@ -83,6 +90,10 @@ func runProfile(ctx context.Context, o *profileOptions) error {
 		}
 	}
 	if o.Output == "json" {
+		// The notes are in the JSON too; stderr shows them to a person.
+		for _, n := range p.Notes {
+			fmt.Fprintf(o.IO.Err, "note: %s\n", n)
+		}
 		_, err := o.IO.Out.Write(js.Bytes())
 		return err
 	}

@@ -13,8 +13,10 @@ import (
 func TestProfileMeasuresAndRecommendUsesIt(t *testing.T) {
 	dir := t.TempDir()
 	save := filepath.Join(dir, "profile.json")
+	// t.TempDir() may be on tmpfs or overlay: this test is about the
+	// profile reaching recommend, not about the device check.
 	code, out, errOut := runCLI(t, "profile", "--ssd-dir", dir, "--feature-bytes", "512", "--depths", "1,8", "--seconds", "0.2",
-		"--file-size-mib", "8", "-o", "json", "--save", save)
+		"--file-size-mib", "8", "-o", "json", "--save", save, "--allow-non-block")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -54,5 +56,31 @@ func TestProfileBadInputExitsTwo(t *testing.T) {
 				t.Errorf("exit %d, stderr %q: want exit 2 and one line mentioning %q", code, errOut, tc.want)
 			}
 		})
+	}
+}
+
+func TestProfileRefusesANonBlockDirectory(t *testing.T) {
+	if _, err := os.Stat("/dev/shm"); err != nil {
+		t.Skip("no /dev/shm on this machine")
+	}
+	dir, err := os.MkdirTemp("/dev/shm", "gnnplan-cli-profile-")
+	if err != nil {
+		t.Skipf("cannot write to /dev/shm: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if mi, err := os.ReadFile("/proc/self/mountinfo"); err != nil || !strings.Contains(string(mi), " /dev/shm ") || !strings.Contains(string(mi), "- tmpfs") {
+		t.Skip("/dev/shm is not a tmpfs mount here")
+	}
+	args := []string{"profile", "--ssd-dir", dir, "--feature-bytes", "512", "--depths", "4", "--seconds", "0.05", "--file-size-mib", "1"}
+	code, _, errOut := runCLI(t, args...)
+	if code != 2 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, dir) || !strings.Contains(errOut, "not on a block device") {
+		t.Errorf("exit %d, stderr %q: want exit 2 and one line naming %s as not on a block device", code, errOut, dir)
+	}
+	code, out, errOut := runCLI(t, append(args, "--allow-non-block")...)
+	if code != 0 {
+		t.Fatalf("--allow-non-block: exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "note: "+dir+": not on a block device") {
+		t.Errorf("--allow-non-block: the output does not flag the directory:\n%s", out)
 	}
 }

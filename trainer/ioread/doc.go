@@ -34,7 +34,18 @@
 //
 // When io_uring is unavailable (io_uring_setup fails with ENOSYS or EPERM, as
 // in some sandboxes) the reader falls back to a pool of goroutines calling
-// pread on the same merged spans, and says so in Notes.
+// pread on the same merged spans, and says so in Notes. The pool is fio's
+// psync engine with numjobs equal to the queue depth: QueueDepth-1 workers
+// that live as long as the Reader plus the caller, a batch handed over once
+// per worker, reads claimed with an atomic add, and each participant's run
+// of preads made as one long system call to the Go scheduler
+// (entersyscallblock ... exitsyscall around a nosplit loop, pread_raw.go),
+// so that blocked reads do not wait for sysmon to free a P.
+//
+// Read takes a batch and returns when it is done, so the queue drains at the
+// end of every batch. Stream takes requests from a source until it runs dry
+// and keeps QueueDepth reads in flight throughout (`gnnplan profile` uses
+// it).
 //
 // Units: offsets, lengths and alignments are bytes; QueueDepth is device
 // reads in flight.

@@ -111,6 +111,7 @@ type fileInfo struct {
 type engine interface {
 	name() string
 	run(ctx context.Context, j *job) (counters, error)
+	stream(ctx context.Context, s *streamSrc) (counters, error)
 	close() error
 }
 
@@ -123,6 +124,8 @@ type openHooks struct {
 	openFD   func(path string, flags int, mode uint32) (int, error)
 	newUring func(files []fileInfo, qd, slotSize int) (*uringEngine, []string, error)
 	fault    faultFunc
+	// pread stands in for unix.Pread in the pread pool.
+	pread func(fd int, p []byte, off int64) (int, error)
 }
 
 // Reader reads requests from a fixed set of files. Read and Close may be
@@ -215,7 +218,7 @@ func open(paths []string, opt Options, hooks openHooks) (_ *Reader, err error) {
 		}
 	}
 	if r.eng == nil {
-		p, err := newPreadEngine(min(opt.Workers, opt.QueueDepth), r.slotSize)
+		p, err := newPreadEngine(min(opt.Workers, opt.QueueDepth), r.slotSize, hooks.pread)
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -35,6 +36,10 @@ type ProfileOptions struct {
 	Engine string
 	// Seed fixes the random offsets.
 	Seed uint64
+	// AllowNonBlock measures a directory that is not on a block device or
+	// refuses O_DIRECT (tmpfs, overlay, a page-cached file) instead of
+	// refusing it; the profile then says so in its notes. For tests.
+	AllowNonBlock bool
 }
 
 // DepthResult is one disk at one queue depth.
@@ -75,8 +80,40 @@ type MachineProfile struct {
 
 // Profile measures random-read throughput and IOPS of each directory's
 // device at the feature size and each queue depth, and memory copy
-// bandwidth.
+// bandwidth. A directory that is not on a block device, or whose file system
+// refuses O_DIRECT, is refused with an *topology.InputError (its figures
+// would be memory's, not an SSD's) unless opt.AllowNonBlock is set.
 func Profile(ctx context.Context, opt ProfileOptions, progress io.Writer) (*MachineProfile, error) {
+	return profile(ctx, opt, progress, realProfileEnv())
+}
+
+// depthReader is what profiling needs of an *ioread.Reader.
+type depthReader interface {
+	Stream(ctx context.Context, next func(reqs []ioread.Request) int) (ioread.Stats, error)
+	Engine() string
+	Alignment(file int) int
+	Notes() string
+	Close() error
+}
+
+// profileEnv holds what the tests replace: how a reader is opened and where
+// the mount table comes from.
+type profileEnv struct {
+	open      func(path string, opt ioread.Options) (depthReader, error)
+	mountinfo func() (string, error)
+}
+
+func realProfileEnv() profileEnv {
+	return profileEnv{
+		open: func(path string, opt ioread.Options) (depthReader, error) { return ioread.Open([]string{path}, opt) },
+		mountinfo: func() (string, error) {
+			b, err := os.ReadFile("/proc/self/mountinfo")
+			return string(b), err
+		},
+	}
+}
+
+func profile(ctx context.Context, opt ProfileOptions, progress io.Writer, env profileEnv) (*MachineProfile, error) {
 	if opt.FeatureBytes <= 0 {
 		return nil, &topology.InputError{Field: "--feature-bytes", Msg: fmt.Sprintf("%d (want > 0)", opt.FeatureBytes)}
 	}
@@ -99,12 +136,13 @@ func Profile(ctx context.Context, opt ProfileOptions, progress io.Writer) (*Mach
 	}
 	p := &MachineProfile{SchemaVersion: ProfileSchemaVersion, FeatureBytes: opt.FeatureBytes}
 	for _, dir := range opt.Dirs {
-		dp, err := profileDir(ctx, dir, opt, progress)
+		dp, notes, err := profileDir(ctx, dir, opt, progress, env)
 		if err != nil {
 			return nil, err
 		}
 		p.Disks = append(p.Disks, *dp)
 		p.SSDGBps += dp.BestGBps / float64(len(opt.Dirs))
+		p.Notes = append(p.Notes, notes...)
 	}
 	p.MemcpyGBps = memcpyGBps(ctx)
 	if len(opt.Dirs) == 0 {
@@ -113,58 +151,111 @@ func Profile(ctx context.Context, opt ProfileOptions, progress io.Writer) (*Mach
 	return p, ctx.Err()
 }
 
+// checkDevice refuses dir (an *topology.InputError naming it and why) when
+// it is not on a block device or refuses O_DIRECT, or with allow returns
+// that as a note.
+func checkDevice(dir string, allow bool, env profileEnv) (note string, err error) {
+	mi, err := env.mountinfo()
+	if err != nil {
+		return "", fmt.Errorf("profile %s: mount table: %w", dir, err)
+	}
+	reason, err := blockDevReason(dir, mi)
+	if err != nil {
+		return "", fmt.Errorf("profile %s: %w", dir, err)
+	}
+	if reason == "" {
+		// O_DIRECT on a small probe before writing a large test file.
+		probe := filepath.Join(dir, ".gnnplan-profile-probe")
+		if err := os.WriteFile(probe, make([]byte, 4096), 0o644); err != nil {
+			return "", fmt.Errorf("profile %s: %w", dir, err)
+		}
+		reason, err = directReason(probe)
+		os.Remove(probe)
+		if err != nil {
+			return "", fmt.Errorf("profile %s: %w", dir, err)
+		}
+	}
+	switch {
+	case reason == "":
+		return "", nil
+	case !allow:
+		return "", &topology.InputError{Path: dir, Field: "--ssd-dir", Msg: reason + ": its reads would not measure an SSD (--allow-non-block measures it anyway)"}
+	default:
+		return fmt.Sprintf("%s: %s: the figures are not an SSD's", dir, reason), nil
+	}
+}
+
 // profileDir creates (or reuses) a test file in dir and reads it at each
-// queue depth.
-func profileDir(ctx context.Context, dir string, opt ProfileOptions, progress io.Writer) (*DiskProfile, error) {
+// queue depth. It returns the notes to show: the device check's and the
+// reader's (an engine fallback, reads through the page cache).
+func profileDir(ctx context.Context, dir string, opt ProfileOptions, progress io.Writer, env profileEnv) (*DiskProfile, []string, error) {
 	st, err := os.Stat(dir)
 	if err != nil || !st.IsDir() {
-		return nil, &topology.InputError{Path: dir, Field: "--ssd-dir", Msg: "not a directory"}
+		return nil, nil, &topology.InputError{Path: dir, Field: "--ssd-dir", Msg: "not a directory"}
 	}
+	var notes []string
+	addNote := func(n string) {
+		if n != "" && !slices.Contains(notes, n) {
+			notes = append(notes, n)
+		}
+	}
+	devNote, err := checkDevice(dir, opt.AllowNonBlock, env)
+	if err != nil {
+		return nil, nil, err
+	}
+	addNote(devNote)
 	path := filepath.Join(dir, "gnnplan-profile.dat")
 	if err := ensureTestFile(path, opt.FileBytes, progress); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	stride := (opt.FeatureBytes + RowAlignBytes - 1) / RowAlignBytes * RowAlignBytes
 	rows := opt.FileBytes / int64(stride)
 	dp := &DiskProfile{Dir: dir, FileBytes: opt.FileBytes, StrideByte: stride}
 	rng := rand.New(rand.NewPCG(opt.Seed, 0x9e3779b97f4a7c15))
 	for _, depth := range opt.Depths {
-		r, err := ioread.Open([]string{path}, ioread.Options{QueueDepth: depth, Direct: true, Engine: opt.Engine})
+		r, err := env.open(path, ioread.Options{QueueDepth: depth, Direct: true, Engine: opt.Engine})
 		if err != nil {
-			return nil, fmt.Errorf("profile %s: %w", dir, err)
+			return nil, nil, fmt.Errorf("profile %s: %w", dir, err)
 		}
 		dp.Engine, dp.Alignment = r.Engine(), r.Alignment(0)
-		// A batch of depth distinct rows keeps depth reads in flight.
-		batch := max(depth, 1)
-		reqs := make([]ioread.Request, batch)
-		bufs := make([]byte, batch*opt.FeatureBytes)
-		var reads, useful, device int64
+		if n := r.Notes(); n != "" {
+			addNote(fmt.Sprintf("%s: reader: %s", dir, n))
+		}
+		// One stream per depth: the reader keeps depth reads in flight
+		// from the first to the last, planning the next rows while the
+		// disk works, instead of draining the queue after every batch.
+		// next runs under the reader's lock, one call at a time, and gets
+		// back a slice only once its earlier rows are read, so each
+		// request's buffer is allocated once and reused.
 		cpu0 := cpuSeconds()
 		start := time.Now()
-		for time.Since(start) < opt.Duration {
-			if err := ctx.Err(); err != nil {
-				r.Close()
-				return nil, err
+		next := func(reqs []ioread.Request) int {
+			if ctx.Err() != nil || time.Since(start) >= opt.Duration {
+				return 0
 			}
 			for i := range reqs {
-				row := rng.Int64N(rows)
-				reqs[i] = ioread.Request{Offset: row * int64(stride), Length: opt.FeatureBytes, Dst: bufs[i*opt.FeatureBytes : (i+1)*opt.FeatureBytes]}
+				if reqs[i].Dst == nil {
+					reqs[i].Dst = make([]byte, opt.FeatureBytes)
+				}
+				reqs[i].Offset, reqs[i].Length = rng.Int64N(rows)*int64(stride), opt.FeatureBytes
 			}
-			st, err := r.Read(ctx, reqs)
-			if err != nil {
-				r.Close()
-				return nil, fmt.Errorf("profile %s: %w", dir, err)
-			}
-			reads += int64(st.Requests)
-			useful += st.UsefulBytes
-			device += st.DeviceBytes
+			return len(reqs)
 		}
+		st, err := r.Stream(ctx, next)
 		secs := time.Since(start).Seconds()
 		cpu := cpuSeconds() - cpu0
-		r.Close()
-		res := DepthResult{QueueDepth: depth, IOPS: float64(reads) / secs, UsefulGBps: float64(useful) / secs / 1e9, DeviceGBps: float64(device) / secs / 1e9}
-		if useful > 0 {
-			res.CPUSecondsPerG = cpu / (float64(useful) / 1e9)
+		if cerr := r.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+		if err == nil {
+			err = ctx.Err()
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("profile %s: queue depth %d: %w", dir, depth, err)
+		}
+		res := DepthResult{QueueDepth: depth, IOPS: float64(st.Requests) / secs, UsefulGBps: float64(st.UsefulBytes) / secs / 1e9, DeviceGBps: float64(st.DeviceBytes) / secs / 1e9}
+		if st.UsefulBytes > 0 {
+			res.CPUSecondsPerG = cpu / (float64(st.UsefulBytes) / 1e9)
 		}
 		dp.Depths = append(dp.Depths, res)
 		if res.UsefulGBps > dp.BestGBps {
@@ -174,7 +265,7 @@ func profileDir(ctx context.Context, dir string, opt ProfileOptions, progress io
 			fmt.Fprintf(progress, "profile %s: queue depth %d: %.0f IOPS, %.3f GB/s\n", dir, depth, res.IOPS, res.UsefulGBps)
 		}
 	}
-	return dp, nil
+	return dp, notes, nil
 }
 
 // ensureTestFile writes size bytes of random data to path unless a file
