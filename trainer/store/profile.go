@@ -208,7 +208,7 @@ func profileDir(ctx context.Context, dir string, opt ProfileOptions, progress io
 	if err := ensureTestFile(path, opt.FileBytes, progress); err != nil {
 		return nil, nil, err
 	}
-	stride := (opt.FeatureBytes + RowAlignBytes - 1) / RowAlignBytes * RowAlignBytes
+	stride := int(StrideFor(int64(opt.FeatureBytes)))
 	rows := opt.FileBytes / int64(stride)
 	dp := &DiskProfile{Dir: dir, FileBytes: opt.FileBytes, StrideByte: stride}
 	rng := rand.New(rand.NewPCG(opt.Seed, 0x9e3779b97f4a7c15))
