@@ -10,6 +10,18 @@ import "math"
 //
 // Residual edge 2e is edge e, 2e+1 its reverse. Every loop visits edges in
 // a fixed order, so results are deterministic.
+//
+// A residual edge is open while its residual is > 0, with no tolerance, so
+// no edge is lost next to larger ones (a reverse residual of 1 on a 1e12
+// link still carries flow back). Saturation is exact: a push subtracts the
+// bottleneck f from residuals >= f, which leaves exactly 0 on the
+// bottleneck edges and something > 0 on the others (x-f rounds to 0
+// only when x == f), and the opposite residuals grow by f. So Dinic's
+// argument holds for float64 as it does for reals: each push closes an
+// edge of the level graph, each phase lengthens the shortest path, and it
+// ends. Rounding leaves residuals that are off by ~1e-16 of the flow
+// through the edge; they can open a path of dust, which costs a push, never
+// a wrong cut: when no path is open, every cut edge has residual exactly 0.
 type dinic struct {
 	n     int
 	head  []int32 // CSR: residual edges of node u are adj[head[u]:head[u+1]]
@@ -21,11 +33,6 @@ type dinic struct {
 	queue []int32
 	stack []int32
 	seen  []bool
-	// tol[e/2] is the residual at or below which edge e (either way)
-	// counts as saturated: float64 sums of many paths leave dust of ~1e-16
-	// relative to the edge's capacity that must not open new paths.
-	// Per edge, so a network mixing 1e17 and 10 does not lose the 10s.
-	tol []float64
 }
 
 func (n *Network) solve(s, t int, caps []float64) (*Solution, error) {
@@ -67,7 +74,6 @@ func newDinic(n *Network) *dinic {
 		n: nn, head: make([]int32, nn+1), adj: make([]int32, 2*m),
 		to: make([]int32, 2*m), res: make([]float64, 2*m),
 		level: make([]int32, nn), it: make([]int32, nn), queue: make([]int32, 0, nn), seen: make([]bool, nn),
-		tol: make([]float64, m),
 	}
 	for e := 0; e < m; e++ {
 		u, v := n.from[e], n.to[e]
@@ -93,10 +99,6 @@ func newDinic(n *Network) *dinic {
 func (d *dinic) maxflow(s, t int32, caps []float64) (float64, error) {
 	for e, c := range caps {
 		d.res[2*e], d.res[2*e+1] = c, 0
-		d.tol[e] = 0
-		if !math.IsInf(c, 1) {
-			d.tol[e] = c * 1e-12
-		}
 	}
 	return d.run(s, t)
 }
@@ -131,7 +133,7 @@ func (d *dinic) bfs(s, t int32) bool {
 		u := q[i]
 		for _, e := range d.adj[d.head[u]:d.head[u+1]] {
 			v := d.to[e]
-			if d.level[v] < 0 && d.res[e] > d.tol[e>>1] {
+			if d.level[v] < 0 && d.res[e] > 0 {
 				d.level[v] = d.level[u] + 1
 				q = append(q, v)
 			}
@@ -170,7 +172,7 @@ func (d *dinic) augment(s, t int32) float64 {
 		for d.it[u] < d.head[u+1] {
 			e := d.adj[d.it[u]]
 			v := d.to[e]
-			if d.res[e] > d.tol[e>>1] && d.level[v] == d.level[u]+1 {
+			if d.res[e] > 0 && d.level[v] == d.level[u]+1 {
 				st = append(st, e)
 				u = v
 				advanced = true
@@ -205,7 +207,7 @@ func (d *dinic) reachable(s int32) []bool {
 	for i := 0; i < len(q); i++ {
 		u := q[i]
 		for _, e := range d.adj[d.head[u]:d.head[u+1]] {
-			if v := d.to[e]; !seen[v] && d.res[e] > d.tol[e>>1] {
+			if v := d.to[e]; !seen[v] && d.res[e] > 0 {
 				seen[v] = true
 				q = append(q, v)
 			}

@@ -129,8 +129,11 @@ type Solution struct {
 }
 
 // MaxFlow computes a maximum flow from s to t using edge rates as
-// capacities (volume caps are ignored). It is exact up to floating point
-// and deterministic: the same network gives the same flows.
+// capacities (volume caps are ignored). It is deterministic (the same
+// network gives the same flows) and exact up to float64 rounding relative
+// to the flow value, whatever the spread of the capacities: no edge counts
+// as saturated before its residual is exactly 0, so a 1e-6 link beside
+// 1e15 ones still carries its flow, and the cut's capacities sum to Value.
 func (n *Network) MaxFlow(s, t int) (*Solution, error) {
 	if err := n.check(s, t); err != nil {
 		return nil, err
