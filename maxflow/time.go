@@ -1,6 +1,7 @@
 package maxflow
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -8,6 +9,15 @@ import (
 
 // DefaultTolerance is MinTimeBisect's relative tolerance on the time.
 const DefaultTolerance = 1e-9
+
+// newtonMaxFlows bounds the max flows of one Newton search. Newton's
+// iterates visit distinct minimum cuts, 2-5 on machine graphs; running
+// into the bound means floating point kept it from settling.
+const newtonMaxFlows = 10000
+
+// ErrNoConvergence is returned (wrapped) when a least-time search stops
+// without an answer it can vouch for.
+var ErrNoConvergence = errors.New("the least-time search did not converge")
 
 // TimedSolution is the least time a network needs to deliver a demand, and
 // the flow that does it: Flow[e] is the amount edge e carries in that time
@@ -55,7 +65,7 @@ func (n *Network) MinTime(s, t int, demand float64) (*TimedSolution, error) {
 	if err := n.checkDemand(s, t, demand); err != nil {
 		return nil, err
 	}
-	secs, flows, err := n.leastTime(s, t, demand, math.Inf(1))
+	secs, flows, err := n.leastTime(s, t, demand, math.Inf(1), newtonMaxFlows)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +93,7 @@ func (n *Network) LeastTime(s, t int, demand float64) (float64, error) {
 	if err := n.checkDemand(s, t, demand); err != nil {
 		return 0, err
 	}
-	secs, _, err := n.leastTime(s, t, demand, math.Inf(1))
+	secs, _, err := n.leastTime(s, t, demand, math.Inf(1), newtonMaxFlows)
 	return secs, err
 }
 
@@ -91,11 +101,13 @@ func (n *Network) LeastTime(s, t int, demand float64) (float64, error) {
 // below cutoff: Newton's iterates are lower bounds, so once one reaches
 // the cutoff it stops and returns it with below = false.
 func (n *Network) leastTimeBelow(s, t int, demand, cutoff float64) (secs float64, below bool, err error) {
-	secs, _, err = n.leastTime(s, t, demand, cutoff)
+	secs, _, err = n.leastTime(s, t, demand, cutoff, newtonMaxFlows)
 	return secs, err == nil && secs < cutoff, err
 }
 
-func (n *Network) leastTime(s, t int, demand, cutoff float64) (float64, int, error) {
+// leastTime runs Newton's method with at most maxFlows max flows and
+// returns the least time and the max flows it took.
+func (n *Network) leastTime(s, t int, demand, cutoff float64, maxFlows int) (float64, int, error) {
 	d := n.solver()
 	if cap(n.capsBuf) < len(n.rate) {
 		n.capsBuf = make([]float64, len(n.rate))
@@ -127,9 +139,9 @@ func (n *Network) leastTime(s, t int, demand, cutoff float64) (float64, int, err
 	}
 	// Newton from below, starting at T > 0 so that unbounded-rate edges
 	// already carry their whole volume.
-	for flows := 2; flows <= 10000; flows++ {
+	for flows := 2; flows <= maxFlows; flows++ {
 		caps := n.capsAt(T, n.capsBuf)
-		f, err := d.maxflow(int32(s), int32(t), caps)
+		f, err = d.maxflow(int32(s), int32(t), caps)
 		if err == ErrUnbounded {
 			return T, flows, nil
 		}
@@ -147,14 +159,20 @@ func (n *Network) leastTime(s, t int, demand, cutoff float64) (float64, int, err
 			return 0, flows, n.cutDemandError(seen, demand)
 		}
 		if next <= T*(1+1e-15) {
-			return T, flows, nil // floating point: no further progress
+			// Floating point: no further progress. The cut says the
+			// demand arrives at T; the flow must agree up to rounding.
+			if f < demand*(1-1e-9) {
+				return 0, flows, fmt.Errorf("newton's method stalled at %g s with %g of demand %g delivered: %w", T, f, demand, ErrNoConvergence)
+			}
+			return T, flows, nil
 		}
 		T = next
 		if T >= cutoff {
 			return T, flows, nil
 		}
 	}
-	return T, 10000, nil
+	return 0, maxFlows, fmt.Errorf("newton's method after %d max flows: %g of demand %g delivered in %g s: %w",
+		maxFlows, f, demand, T, ErrNoConvergence)
 }
 
 // cutReaches returns the least T >= 0 at which the cut (edges from seen to
@@ -224,7 +242,9 @@ func (n *Network) cutDemandError(seen []bool, demand float64) error {
 
 // MinTimeBisect is MinTime by bisection on T to relative tolerance tol
 // (DefaultTolerance when tol <= 0): the method Moment's planner uses. It
-// serves as a cross-check of MinTime in tests.
+// serves as a cross-check of MinTime in tests. When the demand arrives in
+// any time > 0 (unbounded rates from volume caps), the least time is 0 and
+// the flow is the one at the smallest positive time.
 func (n *Network) MinTimeBisect(s, t int, demand, tol float64) (*TimedSolution, error) {
 	if err := n.checkDemand(s, t, demand); err != nil {
 		return nil, err
@@ -232,36 +252,67 @@ func (n *Network) MinTimeBisect(s, t int, demand, tol float64) (*TimedSolution, 
 	if tol <= 0 {
 		tol = DefaultTolerance
 	}
+	// T meets the demand when F(T) >= want; the same test decides the
+	// limit, so a demand the network meets only in the limit is refused
+	// rather than chased to T = +Inf.
+	want := demand * (1 - tol/4)
+	flows := 0
+	meets := func(T float64) (*Solution, bool, error) {
+		sol, err := n.solve(s, t, n.capsAt(T, nil))
+		flows++
+		if err == ErrUnbounded {
+			return sol, true, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		return sol, sol.Value >= want, nil
+	}
 	limit, err := n.solve(s, t, n.capsAt(math.Inf(1), nil))
+	flows++
 	if err != nil && err != ErrUnbounded {
 		return nil, err
 	}
-	if err == nil && limit.Value < demand*(1-tol) {
+	if err == nil && limit.Value < want {
 		return nil, n.demandError(demand, limit)
 	}
-	flows := 1
 	lo, hi := 0.0, 1e-9
 	var best *Solution
 	for {
-		sol, err := n.solve(s, t, n.capsAt(hi, nil))
-		flows++
-		if err == ErrUnbounded || err == nil && sol.Value >= demand*(1-tol/4) {
-			best = sol
-			break
-		}
+		sol, ok, err := meets(hi)
 		if err != nil {
 			return nil, err
 		}
+		if ok {
+			best = sol
+			break
+		}
+		if math.IsInf(hi, 1) {
+			return nil, fmt.Errorf("bisection: no finite time delivers %g though the limit does: %w", demand, ErrNoConvergence)
+		}
 		lo, hi = hi, hi*2
+	}
+	if lo == 0 {
+		// The least time may be 0, where relative tolerance never holds.
+		sol, ok, err := meets(math.SmallestNonzeroFloat64)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return &TimedSolution{Seconds: 0, Exact: true, MaxFlows: flows, Solution: sol}, nil
+		}
 	}
 	for hi-lo > tol*hi {
 		mid := lo + (hi-lo)/2
-		sol, err := n.solve(s, t, n.capsAt(mid, nil))
-		flows++
-		if err == ErrUnbounded || err == nil && sol.Value >= demand*(1-tol/4) {
-			hi, best = mid, sol
-		} else if err != nil {
+		if mid <= lo || mid >= hi {
+			break // adjacent floats: as close as float64 gets
+		}
+		sol, ok, err := meets(mid)
+		if err != nil {
 			return nil, err
+		}
+		if ok {
+			hi, best = mid, sol
 		} else {
 			lo = mid
 		}
