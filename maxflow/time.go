@@ -25,8 +25,9 @@ var ErrNoConvergence = errors.New("the least-time search did not converge")
 type TimedSolution struct {
 	Seconds float64
 	// Exact is true when Seconds is exact up to floating point (closed
-	// form, or Newton's method); false when it came from bisection, then
-	// within Tolerance of the least time, relatively.
+	// form, Newton's method, or a least time of 0 found by bisection);
+	// false when it came from bisection, then within Tolerance of the
+	// least time, relatively.
 	Exact     bool
 	Tolerance float64
 	// MaxFlows counts the max-flow solves it took.
@@ -60,7 +61,9 @@ func (e *DemandError) BadInput() bool { return true }
 // the T at which that cut's capacity reaches the demand. Every step stays
 // at or below the least time and uses a new cut, so it ends after finitely
 // many max flows (2-5 on machine graphs) with the exact answer, where
-// bisection (MinTimeBisect) needs ~35 for 1e-9.
+// bisection (MinTimeBisect) needs ~35 for 1e-9. Should floating point keep
+// it from settling, it returns an error wrapping ErrNoConvergence rather
+// than a time it cannot vouch for.
 func (n *Network) MinTime(s, t int, demand float64) (*TimedSolution, error) {
 	if err := n.checkDemand(s, t, demand); err != nil {
 		return nil, err
