@@ -2,6 +2,7 @@ package ddak
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"runtime"
@@ -54,7 +55,13 @@ func peakRSSBytes() int64 {
 // hotness, 4 bytes per vertex, plus the layout, 5) and the process's peak
 // resident memory, both per vertex.
 func benchmarkDDAK(b *testing.B, n int) {
-	hot := zipfHotness(n, 1.0, float64(n), 1)
+	benchmarkPlace(b, zipfHotness(n, 1.0, float64(n), 1), true)
+}
+
+// benchmarkPlace times Place over hot on benchBins (allowWide false: one
+// bucket per distinct value, the path before issue 13).
+func benchmarkPlace(b *testing.B, hot []uint32, allowWide bool) {
+	n := len(hot)
 	bins := benchBins(int64(n))
 	runtime.GC()
 	var l *Layout
@@ -66,7 +73,7 @@ func benchmarkDDAK(b *testing.B, n int) {
 			b.StartTimer()
 		}
 		var err error
-		if l, err = Place(hot, bins, Options{}); err != nil {
+		if l, err = place(context.Background(), hot, bins, Options{}, allowWide); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -86,3 +93,16 @@ func BenchmarkDDAK100M(b *testing.B) { benchmarkDDAK(b, 100_000_000) }
 // s on a 2-core machine, at most 16 bytes per vertex including the input
 // and the layout. It needs about 10 GB of memory.
 func BenchmarkDDAK1B(b *testing.B) { benchmarkDDAK(b, 1_000_000_000) }
+
+// BenchmarkDDAKWide20M is issue 13's hotness with many distinct values
+// above 2^16: 20 M vertices, 90% of them with a value drawn from
+// [2^16, 2^32), the rest below 300. It takes the wide path (sortWide).
+func BenchmarkDDAKWide20M(b *testing.B) {
+	benchmarkPlace(b, wideHotness(20_000_000, 0.9, 1<<32-denseLimit, 1), true)
+}
+
+// BenchmarkDDAKWide20MBuckets is the same on one bucket per distinct value
+// (the path before issue 13), for comparison.
+func BenchmarkDDAKWide20MBuckets(b *testing.B) {
+	benchmarkPlace(b, wideHotness(20_000_000, 0.9, 1<<32-denseLimit, 1), false)
+}

@@ -164,6 +164,12 @@ func Place(hotness []uint32, bins []Bin, opt Options) (*Layout, error) {
 
 // PlaceContext is Place that stops when ctx is done.
 func PlaceContext(ctx context.Context, hotness []uint32, bins []Bin, opt Options) (*Layout, error) {
+	return place(ctx, hotness, bins, opt, true)
+}
+
+// place is PlaceContext; allowWide false keeps a bucket per distinct value
+// however many there are (the slower path tests compare the wide one with).
+func place(ctx context.Context, hotness []uint32, bins []Bin, opt Options, allowWide bool) (*Layout, error) {
 	opt, err := opt.withDefaults()
 	if err != nil {
 		return nil, err
@@ -172,7 +178,7 @@ func PlaceContext(ctx context.Context, hotness []uint32, bins []Bin, opt Options
 	if err := validateBins(bins, n); err != nil {
 		return nil, err
 	}
-	o, err := newOrder(ctx, hotness)
+	o, err := countOrder(ctx, hotness, allowWide)
 	if err != nil {
 		return nil, fmt.Errorf("ddak: %w", err)
 	}
@@ -186,6 +192,9 @@ func PlaceContext(ctx context.Context, hotness []uint32, bins []Bin, opt Options
 	}
 	l.Bin, l.Row = make([]uint8, n), make([]uint32, n)
 	if err := applyRuns(ctx, o, hotness, r, l.Bin, l.Row); err != nil {
+		return nil, err
+	}
+	if err := applyWide(ctx, o, r, l.Bin, l.Row); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -223,7 +232,8 @@ func decide(ctx context.Context, o *order, bins []Bin, opt Options, stats []BinS
 		}
 		// The tier's accesses, so targets can be scaled to what the tier
 		// actually serves.
-		tierAccess := float64(o.sumRange(pos, end))
+		ahead := ac // from where the cursor stands, not from the top again
+		tierAccess := float64(ahead.take(end - pos))
 		cands := make([]candidate, len(tier))
 		budget := math.Inf(1)
 		for i, b := range tier {
@@ -351,7 +361,11 @@ func applyRuns(ctx context.Context, o *order, hot []uint32, r *runs, bin []uint8
 				e := min(b+ctxEvery, sp[1])
 				hs, bs, ws := hot[b:e], bin[b:e], row[b:e]
 				for i, h := range hs {
-					s := &st[o.bucketOf(h)]
+					k := o.bucketOf(h)
+					if k < 0 { // the wide region: applyWide's
+						continue
+					}
+					s := &st[k]
 					p := s.pos
 					s.pos = p + 1
 					if p >= s.next { // about once per pool: the next run
