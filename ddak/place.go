@@ -206,6 +206,8 @@ func place(ctx context.Context, hotness []uint32, bins []Bin, opt Options, allow
 		return nil, fmt.Errorf("ddak: placed %d of %d rows", placed, n)
 	}
 	l.Bin, l.Row = make([]uint8, n), make([]uint32, n)
+	adviseHuge(l.Bin)
+	adviseHuge(l.Row)
 	if err := applyRuns(ctx, o, hotness, r, l.Bin, l.Row); err != nil {
 		return nil, err
 	}
