@@ -8,7 +8,9 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gnnplan/gnnplan/maxflow"
 )
@@ -29,6 +31,15 @@ func benchBins(n int64) []Bin {
 		bins = append(bins, Bin{ID: fmt.Sprintf("nvme%d", i), Kind: maxflow.StorageSSD, Socket: i / 4, CapacityRows: n / 4, TargetShare: 0.6 * x / 7})
 	}
 	return bins
+}
+
+// cpuSeconds is the process's user plus system CPU time so far.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // peakRSSBytes is the process's peak resident memory (VmHWM), 0 when
@@ -69,6 +80,7 @@ func benchmarkPlace(b *testing.B, hot []uint32, allowWide bool) {
 	}
 	runtime.GC()
 	var l *Layout
+	cpu0 := cpuSeconds()
 	for b.Loop() {
 		if l != nil { // free the previous layout, untimed, so peaks are one layout's
 			b.StopTimer()
@@ -82,6 +94,9 @@ func benchmarkPlace(b *testing.B, hot []uint32, allowWide bool) {
 		}
 	}
 	b.StopTimer()
+	// CPU seconds (user + sys, all threads) per op: on a shared machine
+	// the wall time also counts waiting for the CPUs.
+	b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu-s/op")
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)

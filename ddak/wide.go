@@ -34,6 +34,7 @@ func (o *order) sortWide(ctx context.Context, hot []uint32, coarse [][]int64) er
 	}
 	o.nWide, o.hot = pos, hot
 	o.wide = make([]uint32, pos)
+	adviseHuge(o.wide)
 	var wg sync.WaitGroup
 	errs := make([]error, len(o.spans))
 	for w, sp := range o.spans {
