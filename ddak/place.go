@@ -172,7 +172,9 @@ func (r *runs) add(pos int64, bin uint8, row uint32) {
 // Memory: besides the input (4 bytes per vertex) and the layout (5), Place
 // holds only per-hotness-value counters (tens of bytes per distinct value,
 // per core) and the decisions (16 bytes per step, about 0.16 bytes per
-// vertex with pools of 100): no sort of the vertices.
+// vertex with pools of 100): no sort of the vertices. The exception is a
+// hotness with many distinct values >= 2^16 (order.wide): those vertices
+// are sorted explicitly, 4 more bytes per such vertex while Place runs.
 func Place(hotness []uint32, bins []Bin, opt Options) (*Layout, error) {
 	return PlaceContext(context.Background(), hotness, bins, opt)
 }
