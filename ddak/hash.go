@@ -48,6 +48,8 @@ func PlaceHashContext(ctx context.Context, hotness []uint32, bins []Bin, seed ui
 		}
 	}
 	l.Bin, l.Row = make([]uint8, n), make([]uint32, n)
+	adviseHuge(l.Bin)
+	adviseHuge(l.Row)
 	// One sequential pass: rows are handed out in vertex order and a full
 	// SSD spills to the next, both of which depend on every earlier vertex.
 	rs := *r

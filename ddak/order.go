@@ -2,6 +2,7 @@ package ddak
 
 import (
 	"context"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -39,12 +40,30 @@ type order struct {
 	spans     [][2]int64
 	spanCount [][]int64
 	total     uint64 // sum of all hotness
+	// The wide region: when the values >= denseLimit are too many distinct
+	// ones to keep a bucket each, positions [0, nWide) are those vertices,
+	// sorted explicitly: wide[p] is the vertex at position p (4 bytes per
+	// such vertex) and hot gives its value. The buckets then hold only the
+	// values < denseLimit and start at nWide.
+	nWide int64
+	wide  []uint32
+	hot   []uint32
 }
+
+// wideThreshold is the number of distinct values >= denseLimit above which
+// newOrder sorts those vertices explicitly instead of keeping a bucket per
+// value (about 130 bytes per bucket over the passes, and a binary search
+// per vertex): past n/256 buckets the buckets would cost more than half a
+// byte per vertex. A variable so tests can force either path.
+var wideThreshold = func(n int64) int { return max(1<<12, int(n>>8)) }
 
 // bucketOf returns the bucket of hotness value h.
 func (o *order) bucketOf(h uint32) int32 {
 	if h < denseLimit {
 		return o.dense[h]
+	}
+	if o.wide != nil {
+		return -1 // in the wide region, which has no buckets
 	}
 	// Large values are few (the head of a skewed distribution): binary
 	// search over them in descending order.
@@ -69,8 +88,17 @@ func workers(n int64) int {
 	return max(w, 1)
 }
 
-// newOrder counts the hotness values in parallel.
+// newOrder counts the hotness values in parallel, one bucket per distinct
+// value.
 func newOrder(ctx context.Context, hot []uint32) (*order, error) {
+	return countOrder(ctx, hot, false)
+}
+
+// countOrder is newOrder that, with allowWide, sorts the vertices of value
+// >= denseLimit explicitly when they have more than wideThreshold distinct
+// values (see order.wide); only Place, whose applyRuns knows the wide
+// region, asks for that.
+func countOrder(ctx context.Context, hot []uint32, allowWide bool) (*order, error) {
 	n := int64(len(hot))
 	w := workers(n)
 	o := &order{n: n, spans: make([][2]int64, w)}
@@ -78,12 +106,15 @@ func newOrder(ctx context.Context, hot []uint32) (*order, error) {
 		o.spans[i] = [2]int64{n * int64(i) / int64(w), n * int64(i+1) / int64(w)}
 	}
 	type tally struct {
-		dense []int64
-		large []uint32 // sorted, then compressed into largeVal/largeCnt
-		lval  []uint32
-		lcnt  []int64
-		sum   uint64
-		err   error
+		dense  []int64
+		large  []uint32 // sorted, then compressed into largeVal/largeCnt
+		lval   []uint32
+		lcnt   []int64
+		coarse []int64 // vertices >= denseLimit per value>>16 (allowWide)
+		nLarge int64
+		capped bool // more than largeCap vertices >= denseLimit: wide
+		sum    uint64
+		err    error
 	}
 	ts := make([]tally, w)
 	var wg sync.WaitGroup
@@ -92,6 +123,14 @@ func newOrder(ctx context.Context, hot []uint32) (*order, error) {
 		go func(t *tally, lo, hi int64) {
 			defer wg.Done()
 			t.dense = make([]int64, denseLimit)
+			// With allowWide, collecting the large values stops at a
+			// sixteenth of the span (a quarter byte per vertex): more of
+			// them go to the wide region whatever their distinct count.
+			largeCap := int64(math.MaxInt64)
+			if allowWide {
+				t.coarse = make([]int64, 1<<16)
+				largeCap = max(1<<16, (hi-lo)>>4)
+			}
 			for b := lo; b < hi; b += ctxEvery {
 				if err := ctx.Err(); err != nil {
 					t.err = err
@@ -111,13 +150,24 @@ func newOrder(ctx context.Context, hot []uint32) (*order, error) {
 					case h < denseLimit:
 						t.dense[h]++
 					default:
-						t.large = append(t.large, h)
+						if t.coarse != nil {
+							t.coarse[h>>16]++
+						}
+						if int64(len(t.large)) < largeCap {
+							t.large = append(t.large, h)
+						} else {
+							t.capped = true
+						}
 					}
 				}
 				for h := range smallLimit {
 					t.dense[h] += int64(small[0][h]) + int64(small[1][h]) + int64(small[2][h]) + int64(small[3][h])
 				}
 				t.sum += s
+			}
+			if t.capped {
+				t.large = nil
+				return
 			}
 			slices.Sort(t.large)
 			for j := len(t.large) - 1; j >= 0; j-- { // descending
@@ -140,12 +190,30 @@ func newOrder(ctx context.Context, hot []uint32) (*order, error) {
 	}
 	// Distinct large values over all spans, descending.
 	var large []uint32
+	wide := false
 	for i := range ts {
 		large = append(large, ts[i].lval...)
+		wide = wide || ts[i].capped
 	}
-	slices.Sort(large)
-	large = slices.Compact(large)
-	slices.Reverse(large)
+	if !wide {
+		slices.Sort(large)
+		large = slices.Compact(large)
+		slices.Reverse(large)
+		wide = allowWide && len(large) > wideThreshold(n)
+	}
+	if wide {
+		large = nil
+		coarse := make([][]int64, w)
+		for i := range ts {
+			coarse[i] = ts[i].coarse
+		}
+		if err := o.sortWide(ctx, hot, coarse); err != nil {
+			return nil, err
+		}
+		for i := range ts {
+			ts[i].lval, ts[i].lcnt = nil, nil
+		}
+	}
 	o.nLarge = len(large)
 	o.val = large
 	o.dense = make([]int32, denseLimit)
@@ -177,6 +245,7 @@ func newOrder(ctx context.Context, hot []uint32) (*order, error) {
 		o.spanCount[i] = sc
 	}
 	o.start = make([]int64, nb+1)
+	o.start[0] = o.nWide
 	for k := range nb {
 		o.start[k+1] = o.start[k] + o.count[k]
 	}
@@ -201,13 +270,36 @@ func (o *order) cursors(w int) []int64 {
 // pool's accesses without touching the vertices.
 type accessCursor struct {
 	o   *order
+	p   int64 // position in the wide region, until it reaches o.nWide
 	k   int   // current bucket
 	off int64 // positions of bucket k already passed
+}
+
+// wideRun returns the value at the cursor's position in the wide region
+// and how many positions from there, up to at most n, share it: the wide
+// region's equivalent of the rest of a bucket.
+func (c *accessCursor) wideRun(n int64) (uint32, int64) {
+	o := c.o
+	v := o.hot[o.wide[c.p]]
+	e := min(o.nWide, c.p+n)
+	q := c.p + 1
+	for q < e && o.hot[o.wide[q]] == v {
+		q++
+	}
+	return v, q - c.p
 }
 
 // take advances by n positions and returns the hotness they sum to.
 func (c *accessCursor) take(n int64) uint64 {
 	var s uint64
+	for n > 0 && c.p < c.o.nWide {
+		t := min(n, c.o.nWide-c.p)
+		for _, u := range c.o.wide[c.p : c.p+t] {
+			s += uint64(c.o.hot[u])
+		}
+		n -= t
+		c.p += t
+	}
 	for n > 0 && c.k < len(c.o.val) {
 		t := min(n, c.o.count[c.k]-c.off)
 		s += uint64(t) * uint64(c.o.val[c.k])
@@ -227,9 +319,14 @@ func (c *accessCursor) take(n int64) uint64 {
 func (c *accessCursor) takeWithin(n int64, budget float64) (int64, uint64) {
 	var taken int64
 	var s uint64
-	for taken < n && c.k < len(c.o.val) {
-		v := c.o.val[c.k]
-		t := min(n-taken, c.o.count[c.k]-c.off)
+	for taken < n && (c.p < c.o.nWide || c.k < len(c.o.val)) {
+		var v uint32
+		var t int64
+		if c.p < c.o.nWide {
+			v, t = c.wideRun(n - taken)
+		} else {
+			v, t = c.o.val[c.k], min(n-taken, c.o.count[c.k]-c.off)
+		}
 		if v > 0 {
 			if fit := (budget - float64(s)) / float64(v); fit < float64(t) {
 				t = int64(max(fit, 0))
@@ -243,6 +340,10 @@ func (c *accessCursor) takeWithin(n int64, budget float64) (int64, uint64) {
 		}
 		s += uint64(t) * uint64(v)
 		taken += t
+		if c.p < c.o.nWide {
+			c.p += t
+			continue
+		}
 		c.off += t
 		if c.off == c.o.count[c.k] {
 			c.k++
@@ -250,13 +351,6 @@ func (c *accessCursor) takeWithin(n int64, budget float64) (int64, uint64) {
 		}
 	}
 	return taken, s
-}
-
-// sumRange is the hotness of positions [from, to).
-func (o *order) sumRange(from, to int64) uint64 {
-	c := accessCursor{o: o}
-	c.take(from)
-	return c.take(to - from)
 }
 
 // vertices materializes the order for hotness hot (the slice newOrder
