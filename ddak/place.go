@@ -35,7 +35,7 @@ const (
 
 // Priorities lists the valid priorities, the default first (for a flag's
 // validation and help).
-var Priorities = []Priority{PriorityNeed, PrioritySum, PriorityProduct}
+func Priorities() []Priority { return []Priority{PriorityNeed, PrioritySum, PriorityProduct} }
 
 // DefaultPriority is the priority whose per-bin traffic lands closest to the
 // targets on skewed hotness (TestDefaultPriorityIsTheCloser and

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
@@ -65,8 +66,8 @@ policy and the other one.`,
 			if opts.Policy != string(ddak.PolicyDDAK) && opts.Policy != string(ddak.PolicyHash) {
 				return usageErrorf("--policy: %q (valid: ddak, hash)", opts.Policy)
 			}
-			if opts.Priority != string(ddak.PrioritySum) && opts.Priority != string(ddak.PriorityProduct) {
-				return usageErrorf("--priority: %q (valid: sum, product)", opts.Priority)
+			if !slices.Contains(ddak.Priorities(), ddak.Priority(opts.Priority)) {
+				return usageErrorf("--priority: %q (valid: %v)", opts.Priority, ddak.Priorities())
 			}
 			if opts.Output != "table" && opts.Output != "json" {
 				return usageErrorf("-o/--output: %q (valid: table, json)", opts.Output)
@@ -90,7 +91,7 @@ policy and the other one.`,
 	f.StringVar(&opts.Plan, "plan", "", "the plan (plan.json from gnnplan recommend -o)")
 	f.StringVar(&opts.Dataset, "dataset", "", "the dataset directory")
 	f.StringVar(&opts.Policy, "policy", string(ddak.PolicyDDAK), "placement policy: ddak or hash")
-	f.StringVar(&opts.Priority, "priority", string(ddak.DefaultPriority), "DDAK bin priority: sum (access/target + used/capacity) or product (Moment's paper)")
+	f.StringVar(&opts.Priority, "priority", string(ddak.DefaultPriority), "DDAK bin priority: need (traffic a bin still lacks per free row, after the next pool), sum (access/target + used/capacity) or product (Moment's paper)")
 	f.IntVar(&opts.Pool, "pool", ddak.DefaultPool, "vertices per DDAK decision")
 	f.StringVar(&opts.Hotness, "hotness", "", "per-vertex access counts (.npy, uint32) instead of pre-sampling")
 	f.Float64Var(&opts.Fraction, "fraction", 1, "share of an epoch's batches to pre-sample for hotness")
