@@ -8,8 +8,8 @@ import (
 
 // Where a link capacity came from (Link.Source).
 const (
-	SourceSysfs    = "sysfs"     // current_link_speed x current_link_width
-	SourceSysfsMax = "sysfs-max" // max_link_* (the current values were missing)
+	SourceSysfs    = "sysfs"     // current_link_speed x current_link_width (the maximum was missing)
+	SourceSysfsMax = "sysfs-max" // max_link_* of the device and its port, the lesser of the two
 	SourceXML      = "xml"       // link_speed / link_width attributes of an imported file
 	SourceProfile  = "profile"   // written in an embedded or user profile
 	SourceDerived  = "derived"   // from the lanes and generation of the nodes it joins

@@ -116,6 +116,14 @@ func Discover(ctx context.Context, opts DiscoverOptions) (*Machine, error) {
 			return nil, err
 		}
 	}
+	if n := len(d.belowMax); n > 0 {
+		ex := d.belowMax
+		if len(ex) > 4 {
+			ex = append(ex[:4:4], "...")
+		}
+		d.b.Note("%d PCIe link(s) run below their maximum now (%s): power saving (idle GPUs drop to 2.5 GT/s) or a downtrained link; capacities use the maximum, the current speed and width are kept on the link",
+			n, strings.Join(ex, ", "))
+	}
 	m, err := d.b.Finish(d.arch)
 	if err != nil {
 		return nil, fmt.Errorf("discover %s: %w", root, err)
@@ -137,6 +145,7 @@ type discoverer struct {
 	socketCPUs map[string][]int
 	nodeOf     map[string]string // pci address -> node id
 	hostBridge map[string]string // root bus -> host bridge node id
+	belowMax   []string          // links running below their maximum now
 }
 
 func (d *discoverer) path(rel string) string { return filepath.Join(d.root, rel) }
@@ -552,18 +561,33 @@ func (d *discoverer) nodeFor(f *pciFunc, k Kind, parent string) Node {
 	return n
 }
 
-// linkTo links parent to child with the negotiated link of child (both ends
-// of a PCIe link report the same current speed and width), falling back to
-// the port above, then to the maximum the function supports.
+// linkTo links parent to child. The capacity is the link's maximum: the
+// lesser of the child's and its port's max_link_speed and max_link_width
+// (the port's LnkCap bounds what the child can train to). The current speed
+// and width only describe now: a GPU idling in power save reports 2.5 GT/s.
+// They are kept on the link when they differ, and counted for a note.
 func (d *discoverer) linkTo(parent, child string, f, port *pciFunc) {
-	gen, lanes, src := f.gen, f.lanes, SourceSysfs
-	if (gen == 0 || lanes == 0) && port != nil && port.gen > 0 && port.lanes > 0 {
-		gen, lanes = port.gen, port.lanes
+	gen, lanes := f.maxGen, f.maxLanes
+	if port != nil {
+		gen, lanes = MinKnown(gen, port.maxGen), MinKnown(lanes, port.maxLanes)
 	}
-	if gen == 0 || lanes == 0 {
-		gen, lanes, src = f.maxGen, f.maxLanes, SourceSysfsMax
+	cur, curLanes := f.gen, f.lanes
+	if (cur == 0 || curLanes == 0) && port != nil && port.gen > 0 && port.lanes > 0 {
+		cur, curLanes = port.gen, port.lanes
+	}
+	src := SourceSysfsMax
+	if gen == 0 {
+		gen, src = cur, SourceSysfs
+	}
+	if lanes == 0 {
+		lanes, src = curLanes, SourceSysfs
 	}
 	d.b.PCIeLink(parent, child, gen, lanes, src)
+	l := &d.b.m.Links[len(d.b.m.Links)-1]
+	if cur > 0 && curLanes > 0 && (cur != gen || curLanes != lanes) && l.Source != SourceAssumed {
+		l.CurrentPCIeGen, l.CurrentLanes = cur, curLanes
+		d.belowMax = append(d.belowMax, fmt.Sprintf("%s Gen%d x%d of Gen%d x%d", child, cur, curLanes, gen, lanes))
+	}
 }
 
 // attachBlock hangs each disk under the PCI function that controls it,

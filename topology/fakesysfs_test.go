@@ -93,6 +93,8 @@ type fakeFunc struct {
 	numa           int
 	speed          string // current_link_speed, "" = absent
 	width          string
+	maxSpeed       string // max_link_speed, "" = same as speed
+	maxWidth       string // max_link_width, "" = same as width
 	block          string // a disk behind this function (e.g. "nvme0n1")
 	secondaryBus   int    // bridges: secondary_bus_number, 0 = not written
 }
@@ -151,11 +153,15 @@ func (fs fakeSysfs) write(t testing.TB) string {
 		put(dev+"/numa_node", fmt.Sprint(f.numa))
 		if f.speed != "" {
 			put(dev+"/current_link_speed", f.speed)
-			put(dev+"/max_link_speed", f.speed)
 		}
 		if f.width != "" {
 			put(dev+"/current_link_width", f.width)
-			put(dev+"/max_link_width", f.width)
+		}
+		if ms := firstNonEmpty(f.maxSpeed, f.speed); ms != "" {
+			put(dev+"/max_link_speed", ms)
+		}
+		if mw := firstNonEmpty(f.maxWidth, f.width); mw != "" {
+			put(dev+"/max_link_width", mw)
 		}
 		if f.secondaryBus > 0 {
 			put(dev+"/secondary_bus_number", fmt.Sprint(f.secondaryBus))
@@ -226,4 +232,11 @@ func assertSound(t testing.TB, m *Machine) {
 			t.Errorf("links[%d] %s->%s (%s): GBps %v, want > 0", i, l.From, l.To, l.Kind, l.GBps)
 		}
 	}
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

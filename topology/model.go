@@ -120,8 +120,15 @@ type Link struct {
 	PCIeGen int      `json:"pcie_gen,omitempty"` // PCIe links
 	Lanes   int      `json:"lanes,omitempty"`    // PCIe links
 	Count   int      `json:"count,omitempty"`    // NVLink/xGMI/UPI link count
-	Source  string   `json:"source,omitempty"`   // where the capacity came from
-	Label   string   `json:"label,omitempty"`    // e.g. "bus 11"
+
+	// CurrentPCIeGen and CurrentLanes are what the link runs at now, when
+	// known and different from the capacity's generation and width: a GPU
+	// idling in power save reports 2.5 GT/s, so capacity uses the maximum.
+	CurrentPCIeGen int `json:"current_pcie_gen,omitempty"`
+	CurrentLanes   int `json:"current_lanes,omitempty"`
+
+	Source string `json:"source,omitempty"` // where the capacity came from
+	Label  string `json:"label,omitempty"`  // e.g. "bus 11"
 }
 
 // Machine is a whole server.
@@ -288,8 +295,8 @@ func (m *Machine) Validate() error {
 		if math.IsNaN(l.GBps) || math.IsInf(l.GBps, 0) || l.GBps <= 0 {
 			return fmt.Errorf("links[%d].GBps: %v (a capacity in GB/s must be finite and > 0)", i, l.GBps)
 		}
-		if l.Count < 0 || l.Lanes < 0 || l.PCIeGen < 0 {
-			return fmt.Errorf("links[%d]: count, lanes and pcie_gen must be >= 0", i)
+		if l.Count < 0 || l.Lanes < 0 || l.PCIeGen < 0 || l.CurrentLanes < 0 || l.CurrentPCIeGen < 0 {
+			return fmt.Errorf("links[%d]: count, lanes, pcie_gen, current_lanes and current_pcie_gen must be >= 0", i)
 		}
 	}
 	return nil
