@@ -197,31 +197,90 @@ func (d *discoverer) loadSockets() error {
 		nodes = []int{0}
 		d.b.Note("no NUMA information in sysfs: one socket holds all CPUs and memory")
 	}
+	// A socket is a physical package, not a NUMA node: an EPYC in NPS4 or
+	// a Xeon in SNC mode shows four or two NUMA nodes per package. Group
+	// the nodes by the physical_package_id of their CPUs; a node whose CPUs
+	// say nothing stays a socket of its own, a node with no CPUs (CXL,
+	// HBM, persistent memory) joins the first socket for locality without
+	// counting as its memory.
+	type group struct {
+		nodes []int
+		cpus  []int
+	}
+	var groups []*group
+	byPkg := map[string]*group{}
+	var memOnly []int
 	for _, id := range nodes {
-		n := Node{Kind: KindSocket, CPUModel: model}
-		idc := id
-		n.NUMANode = &idc
 		cpus := d.readTrim(fmt.Sprintf("sys/devices/system/node/node%d/cpulist", id))
 		if cpus == "" && len(nodes) == 1 {
 			cpus = d.readTrim("sys/devices/system/cpu/online")
 		}
-		n.CPUList = cpus
 		list := parseCPUList(cpus)
-		n.Threads = len(list)
-		n.Cores = d.countCores(list)
+		if len(list) == 0 && len(nodes) > 1 {
+			memOnly = append(memOnly, id)
+			continue
+		}
+		pkg := ""
+		if len(list) > 0 {
+			pkg = d.readTrim(fmt.Sprintf("sys/devices/system/cpu/cpu%d/topology/physical_package_id", list[0]))
+		}
+		g := byPkg[pkg]
+		if g == nil || pkg == "" {
+			g = &group{}
+			groups = append(groups, g)
+			if pkg != "" {
+				byPkg[pkg] = g
+			}
+		}
+		g.nodes = append(g.nodes, id)
+		g.cpus = append(g.cpus, list...)
+	}
+	if len(groups) == 0 { // only memory nodes: keep them as one socket
+		groups = []*group{{nodes: memOnly}}
+		memOnly = nil
+	}
+	for _, g := range groups {
+		sort.Ints(g.cpus)
+		n := Node{Kind: KindSocket, CPUModel: model}
+		first := g.nodes[0]
+		n.NUMANode = &first
+		if len(g.nodes) == 1 {
+			n.CPUList = d.readTrim(fmt.Sprintf("sys/devices/system/node/node%d/cpulist", first))
+			if n.CPUList == "" && len(nodes) == 1 {
+				n.CPUList = d.readTrim("sys/devices/system/cpu/online")
+			}
+		} else {
+			n.CPUList = formatCPUList(g.cpus)
+		}
+		n.Threads = len(g.cpus)
+		n.Cores = d.countCores(g.cpus)
+		mem := 0.0
+		for _, id := range g.nodes {
+			mem += d.nodeMemGiB(id)
+		}
 		// One node holds all memory: /proc/meminfo is the better count
 		// there, as VMs with hotplugged memory (virtio-mem) leave some of
 		// it out of the node's own meminfo.
-		if mem := d.nodeMemGiB(id); len(nodes) == 1 && totalMem > mem {
-			n.MemoryGiB = totalMem
-		} else {
-			n.MemoryGiB = mem
+		if len(nodes) == 1 && totalMem > mem {
+			mem = totalMem
 		}
+		n.MemoryGiB = float64(int64(mem*100+0.5)) / 100
 		sid := d.b.Add(n)
-		d.numaSocket[id] = sid
-		d.socketCPUs[sid] = list
+		for _, id := range g.nodes {
+			d.numaSocket[id] = sid
+		}
+		d.socketCPUs[sid] = g.cpus
+		if len(g.nodes) > 1 {
+			d.b.Note("%s is one CPU package with %d NUMA nodes (%s): NPS or sub-NUMA clustering; reported as one socket", sid, len(g.nodes), joinInts(g.nodes))
+		}
 	}
-	if len(nodes) > 1 && !ok {
+	if len(memOnly) > 0 {
+		for _, id := range memOnly {
+			d.numaSocket[id] = d.b.m.Nodes[0].ID
+		}
+		d.b.Note("NUMA node(s) %s have memory but no CPUs (CXL, HBM or persistent memory?): not counted in socket memory", joinInts(memOnly))
+	}
+	if len(groups) > 1 && !ok {
 		d.b.Note("CPU %q not recognised: inter-socket links assumed %s GB/s per direction", model, fmtNum(arch.GBps))
 	}
 	return nil
@@ -841,6 +900,35 @@ func parseCPUList(s string) []int {
 		}
 	}
 	return out
+}
+
+// formatCPUList writes sorted CPU numbers as a Linux cpulist ("0-3,8").
+func formatCPUList(cpus []int) string {
+	var b strings.Builder
+	for i := 0; i < len(cpus); {
+		j := i
+		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		if j > i {
+			fmt.Fprintf(&b, "%d-%d", cpus[i], cpus[j])
+		} else {
+			fmt.Fprintf(&b, "%d", cpus[i])
+		}
+		i = j + 1
+	}
+	return b.String()
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ", ")
 }
 
 func sameInts(a, b []int) bool {

@@ -104,6 +104,7 @@ type fakeFunc struct {
 // devices. It is what discovery reads, nothing more.
 type fakeSysfs struct {
 	numaNodes int
+	packages  int // CPU packages the NUMA nodes split evenly into; 0 = one per node
 	cpuModel  string
 	funcs     []fakeFunc
 }
@@ -133,7 +134,11 @@ func (fs fakeSysfs) write(t testing.TB) string {
 		put(fmt.Sprintf("sys/devices/system/node/node%d/meminfo", n), fmt.Sprintf("Node %d MemTotal:       134217728 kB", n))
 		for c := n * 4; c < n*4+4; c++ {
 			put(fmt.Sprintf("sys/devices/system/cpu/cpu%d/topology/core_id", c), fmt.Sprint(c%4))
-			put(fmt.Sprintf("sys/devices/system/cpu/cpu%d/topology/physical_package_id", c), fmt.Sprint(n))
+			pkg := n
+			if fs.packages > 0 {
+				pkg = n * fs.packages / fs.numaNodes
+			}
+			put(fmt.Sprintf("sys/devices/system/cpu/cpu%d/topology/physical_package_id", c), fmt.Sprint(pkg))
 			fmt.Fprintf(&cpuinfo, "processor\t: %d\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\nmodel name\t: %s\n\n", c, fs.cpuModel)
 		}
 	}

@@ -67,3 +67,120 @@ func hasNote(m *Machine, s string) bool {
 	}
 	return false
 }
+
+func TestKindForPCIComputeGPUsOnly(t *testing.T) {
+	cases := []struct {
+		name   string
+		class  uint32
+		vendor string
+		want   Kind
+	}{
+		{"ASPEED BMC VGA is not a GPU", 0x030000, "1a03", KindOther},
+		{"Matrox G200e BMC VGA is not a GPU", 0x030000, "102b", KindOther},
+		{"Nuvoton BMC VGA is not a GPU", 0x030000, "1050", KindOther},
+		{"Silicon Motion VGA is not a GPU", 0x030000, "126f", KindOther},
+		{"unknown vendor display controller is not a GPU", 0x038000, "1d17", KindOther},
+		{"virtio-gpu is not a GPU", 0x030000, "1af4", KindOther},
+		{"NVIDIA 3D controller is a GPU", 0x030200, "10de", KindGPU},
+		{"NVIDIA VGA controller is a GPU", 0x030000, "10de", KindGPU},
+		{"AMD Instinct display controller is a GPU", 0x038000, "1002", KindGPU},
+		{"Intel display controller is a GPU", 0x030000, "8086", KindGPU},
+		{"3D controller without a vendor is a GPU", 0x030200, "", KindGPU},
+		{"VGA controller without a vendor is not a GPU", 0x030000, "", KindOther},
+		{"Ethernet controller is a NIC", 0x020000, "15b3", KindNIC},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := KindForPCI(tc.class, tc.vendor); got != tc.want {
+				t.Errorf("KindForPCI(0x%06x, %q) = %s, want %s", tc.class, tc.vendor, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDiscoverBMCGraphicsIsNotAGPU(t *testing.T) {
+	for _, vendor := range []string{"1a03", "102b", "1050"} {
+		t.Run("vendor "+vendor, func(t *testing.T) {
+			fs := fakeSysfs{numaNodes: 1, cpuModel: "AMD EPYC 7742 64-Core Processor", funcs: []fakeFunc{
+				{addr: "0000:00:01.0", class: "0x060400", vendor: "1022", device: "1483", speed: "2.5 GT/s PCIe", width: "1"},
+				{addr: "0000:01:00.0", parent: "0000:00:01.0", class: "0x060400", vendor: vendor, device: "1150", speed: "2.5 GT/s PCIe", width: "1"},
+				{addr: "0000:02:00.0", parent: "0000:01:00.0", class: "0x030000", vendor: vendor, device: "2000"},
+				{addr: "0000:00:02.0", class: "0x060400", vendor: "1022", device: "1483", speed: "16.0 GT/s PCIe", width: "16"},
+				{addr: "0000:03:00.0", parent: "0000:00:02.0", class: "0x030200", vendor: "10de", device: "20f1", speed: "16.0 GT/s PCIe", width: "16"},
+			}}
+			m := discoverAt(t, fs.write(t))
+			assertSound(t, m)
+			if got := m.Count(KindGPU); got != 1 {
+				t.Errorf("GPUs = %d, want 1 (the NVIDIA one, not the BMC's VGA)", got)
+			}
+		})
+	}
+}
+
+func TestParseNCCLXMLVirtualInterfacesAreNotNICs(t *testing.T) {
+	cases := []struct {
+		name     string
+		nics     string
+		wantNICs int
+	}{
+		{"veth pair of a container", `<nic><net name="veth1a2b3c"/></nic>`, 1},
+		{"docker and Linux bridges", `<nic><net name="docker0"/></nic><nic><net name="br-5f2e"/></nic><nic><net name="virbr0"/></nic>`, 1},
+		{"nic with no port name", `<nic/>`, 1},
+		{"real IB port without a PCI path stays a NIC", `<nic><net name="ib0"/></nic>`, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := ncclDoc(`<pci busid="0000:11:00.0" class="0x020000" link_speed="16 GT/s" link_width="16"><nic><net name="mlx5_0"/></nic></pci>` + tc.nics)
+			m, err := parseNCCLXML("virt.xml", []byte(in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertSound(t, m)
+			if got := m.Count(KindNIC); got != tc.wantNICs {
+				t.Errorf("NICs = %d, want %d; notes %q", got, tc.wantNICs, m.Notes)
+			}
+			if tc.wantNICs == 1 && !hasNote(m, "not NICs") {
+				t.Errorf("no note about virtual interfaces; notes %q", m.Notes)
+			}
+		})
+	}
+}
+
+func TestDiscoverSocketsArePackagesNotNUMANodes(t *testing.T) {
+	cases := []struct {
+		name                 string
+		numa, packages       int
+		wantSockets          int
+		wantThreadsPerSocket int
+	}{
+		{"one EPYC in NPS4 is one socket", 4, 1, 1, 16},
+		{"two EPYCs in NPS4 are two sockets", 8, 2, 2, 16},
+		{"two Xeons in SNC2 are two sockets", 4, 2, 2, 8},
+		{"one NUMA node per package stays as it was", 2, 2, 2, 4},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := fakeSysfs{numaNodes: tc.numa, packages: tc.packages, cpuModel: "AMD EPYC 7742 64-Core Processor"}
+			// A GPU on the last NUMA node must land under the socket holding it.
+			fs.funcs = []fakeFunc{
+				{addr: "0000:c0:01.0", class: "0x060400", vendor: "1022", device: "1483", numa: tc.numa - 1, speed: "16.0 GT/s PCIe", width: "16"},
+				{addr: "0000:c1:00.0", parent: "0000:c0:01.0", class: "0x030200", vendor: "10de", device: "20f1", numa: tc.numa - 1, speed: "16.0 GT/s PCIe", width: "16"},
+			}
+			m := discoverAt(t, fs.write(t))
+			assertSound(t, m)
+			socks := m.NodesOfKind(KindSocket)
+			if len(socks) != tc.wantSockets {
+				t.Fatalf("sockets = %d, want %d", len(socks), tc.wantSockets)
+			}
+			for _, s := range socks {
+				if s.Threads != tc.wantThreadsPerSocket || s.MemoryGiB != float64(128*tc.numa/tc.wantSockets) {
+					t.Errorf("%s: %d threads %v GiB, want %d threads %d GiB", s.ID, s.Threads, s.MemoryGiB, tc.wantThreadsPerSocket, 128*tc.numa/tc.wantSockets)
+				}
+			}
+			gpu := m.NodesOfKind(KindGPU)[0]
+			if s := m.Socket(gpu.ID); s == nil || s.ID != socks[len(socks)-1].ID {
+				t.Errorf("GPU on NUMA node %d under %v, want the last socket %s", tc.numa-1, s, socks[len(socks)-1].ID)
+			}
+		})
+	}
+}
