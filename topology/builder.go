@@ -3,6 +3,8 @@ package topology
 import (
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // idPrefix is the id stem of each kind: "gpu0", "sw1", "slot3".
@@ -81,6 +83,8 @@ func (b *Builder) Note(format string, args ...any) {
 func (b *Builder) Machine() *Machine { return b.m }
 
 // Finish derives what the parts imply and validates the result:
+//   - the functions of a multi-function device share its one link (see
+//     shareMultiFunctionLinks);
 //   - every node with a parent and no link from it gets one: an on-die link
 //     for a root port under a socket (capacity: the sum of the root port's
 //     downstream links, so the root complex itself never binds), a PCIe
@@ -90,6 +94,7 @@ func (b *Builder) Machine() *Machine { return b.m }
 //     family's rate, unless one was added already.
 func (b *Builder) Finish(sockets CPUArch) (*Machine, error) {
 	m := b.m
+	b.shareMultiFunctionLinks()
 	hasUplink := map[string]bool{}
 	for _, l := range m.Links {
 		if n := b.Node(l.To); n != nil && n.Parent == l.From {
@@ -172,4 +177,77 @@ func MinKnown(a, b int) int {
 		return a
 	}
 	return b
+}
+
+// shareMultiFunctionLinks makes the functions of one device (same
+// domain:bus:device, different .function: the two ports of a dual-port NIC,
+// a GPU and its audio function) share the device's one physical link. Left
+// as siblings, each function would have its own copy of the link and two
+// NIC ports would count twice the bandwidth. The lowest function keeps the
+// uplink; the others hang below it, their link to it the same capacity (the
+// device's internal path never binds before its own link does). Only
+// endpoint devices are grouped: root ports and switch ports that are
+// functions of one device each have a link of their own.
+func (b *Builder) shareMultiFunctionLinks() {
+	m := b.m
+	primary := map[string]string{} // domain:bus:device -> node id of the lowest function
+	fn := map[string]int64{}       // node id -> its function number
+	for i := range m.Nodes {
+		n := &m.Nodes[i]
+		dev, f, ok := splitPCIFunction(n.PCIAddress)
+		if !ok || !n.Kind.IsDevice() || n.Parent == "" {
+			continue
+		}
+		fn[n.ID] = f
+		if p, seen := primary[dev]; !seen || f < fn[p] {
+			primary[dev] = n.ID
+		}
+	}
+	uplink := make(map[string]int, len(m.Links))
+	for i, l := range m.Links {
+		if n := b.Node(l.To); n != nil && n.Parent == l.From {
+			uplink[l.To] = i
+		}
+	}
+	moved := 0
+	for i := range m.Nodes {
+		n := &m.Nodes[i]
+		dev, _, ok := splitPCIFunction(n.PCIAddress)
+		if !ok {
+			continue
+		}
+		p, has := primary[dev]
+		if !has || p == n.ID {
+			continue
+		}
+		// The lowest function may already sit in a slot below the port.
+		if pp := b.Node(p).Parent; pp != n.Parent && !(b.Node(pp).Kind == KindSlot && b.Node(pp).Parent == n.Parent) {
+			continue
+		}
+		if li, ok := uplink[n.ID]; ok {
+			l := &m.Links[li]
+			l.From = p
+			if l.Label == "" {
+				l.Label = "function of " + p
+			}
+		}
+		n.Parent = p
+		moved++
+	}
+	if moved > 0 {
+		b.Note("%d PCI function(s) share the link of another function of the same device (a multi-function card has one link): they hang below its lowest function", moved)
+	}
+}
+
+// splitPCIFunction splits "dddd:bb:dd.f" into "dddd:bb:dd" and f.
+func splitPCIFunction(addr string) (dev string, fn int64, ok bool) {
+	i := strings.LastIndexByte(addr, '.')
+	if i <= 0 || i == len(addr)-1 {
+		return "", 0, false
+	}
+	f, err := strconv.ParseInt(addr[i+1:], 16, 32)
+	if err != nil {
+		return "", 0, false
+	}
+	return strings.ToLower(addr[:i]), f, true
 }

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -183,4 +184,69 @@ func TestDiscoverSocketsArePackagesNotNUMANodes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sharedUplinkSum is the PCIe capacity leaving parent: what the devices
+// below it can draw through it together.
+func sharedUplinkSum(m *Machine, parent string) float64 {
+	sum := 0.0
+	for _, l := range m.Links {
+		if l.From == parent && l.Kind == LinkPCIe {
+			sum += l.GBps
+		}
+	}
+	return sum
+}
+
+func TestMultiFunctionDeviceSharesOneLink(t *testing.T) {
+	gen4 := "16.0 GT/s PCIe"
+	for _, ports := range []int{2, 4} {
+		t.Run(fmt.Sprintf("sysfs %d-port NIC counts one link", ports), func(t *testing.T) {
+			fs := fakeSysfs{numaNodes: 1, cpuModel: "Intel(R) Xeon(R) Gold 6426Y", funcs: []fakeFunc{
+				{addr: "0000:00:01.0", class: "0x060400", vendor: "8086", device: "347a", speed: gen4, width: "16"},
+				{addr: "0000:00:01.1", class: "0x060400", vendor: "8086", device: "347a", speed: gen4, width: "8"},
+			}}
+			for f := 0; f < ports; f++ {
+				fs.funcs = append(fs.funcs, fakeFunc{addr: fmt.Sprintf("0000:01:00.%d", f), parent: "0000:00:01.0", class: "0x020000", vendor: "15b3", device: "101b", speed: gen4, width: "16"})
+			}
+			fs.funcs = append(fs.funcs, fakeFunc{addr: "0000:02:00.0", parent: "0000:00:01.1", class: "0x010802", vendor: "8086", device: "0b60", speed: gen4, width: "8"})
+			m := discoverAt(t, fs.write(t))
+			assertSound(t, m)
+			if got := m.Count(KindNIC); got != ports {
+				t.Fatalf("NICs = %d, want %d", got, ports)
+			}
+			nics := m.NodesOfKind(KindNIC)
+			rp := nics[0].Parent
+			if got := sharedUplinkSum(m, rp); got != 24 {
+				t.Errorf("links out of the NIC's root port sum to %v GB/s, want 24 (one x16 Gen4 link)", got)
+			}
+			for _, n := range nics[1:] {
+				if n.Parent != nics[0].ID {
+					t.Errorf("%s (%s) parent %s, want function 0 %s", n.ID, n.PCIAddress, n.Parent, nics[0].ID)
+				}
+			}
+			// Root ports that are functions of one device keep their own links.
+			if got := m.Count(KindRootPort); got < 2 {
+				t.Errorf("root ports = %d, want both functions of 00:01 as ports", got)
+			}
+		})
+	}
+	t.Run("NCCL XML dual-port NIC counts one link", func(t *testing.T) {
+		in := ncclDoc(`<pci busid="0000:10:00.0" class="0x060400" link_speed="16 GT/s" link_width="16">
+<pci busid="0000:11:00.0" class="0x020000" link_speed="16 GT/s" link_width="16"><nic><net name="mlx5_0"/></nic></pci>
+<pci busid="0000:11:00.1" class="0x020000" link_speed="16 GT/s" link_width="16"><nic><net name="mlx5_1"/></nic></pci>
+</pci>`)
+		m, err := parseNCCLXML("mf.xml", []byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertSound(t, m)
+		nics := m.NodesOfKind(KindNIC)
+		if len(nics) != 2 {
+			t.Fatalf("NICs = %d, want 2", len(nics))
+		}
+		if got := sharedUplinkSum(m, nics[0].Parent); got != 24 {
+			t.Errorf("links into the NIC's parent sum to %v GB/s, want 24", got)
+		}
+	})
 }
