@@ -41,6 +41,7 @@ type pciFunc struct {
 	maxGen, maxLanes int
 	secondaryBus     int // -1 unknown
 	children         []string
+	ancestors        []string // PCI addresses on the device path above it, root first
 }
 
 var pciAddrRE = regexp.MustCompile(`^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$`)
@@ -379,13 +380,30 @@ func (d *discoverer) loadPCI() error {
 		d.enrich(f)
 	}
 	sort.Strings(d.order)
+	hidden := map[string]bool{}
 	for _, addr := range d.order {
 		f := d.funcs[addr]
+		if _, ok := d.funcs[f.parent]; !ok && f.parent != "" {
+			hidden[f.parent] = true
+			f.parent = ""
+			for i := len(f.ancestors) - 1; i >= 0; i-- {
+				if _, ok := d.funcs[f.ancestors[i]]; ok {
+					f.parent = f.ancestors[i]
+					break
+				}
+			}
+		}
 		if p, ok := d.funcs[f.parent]; ok {
 			p.children = append(p.children, addr)
-		} else {
-			f.parent = ""
 		}
+	}
+	if len(hidden) > 0 {
+		names := make([]string, 0, len(hidden))
+		for a := range hidden {
+			names = append(names, a)
+		}
+		sort.Strings(names)
+		d.b.Note("%d PCI bridge(s) on device paths are not listed in sys/bus/pci/devices (%s): devices below them hang on their nearest listed ancestor", len(names), strings.Join(names, ", "))
 	}
 	return nil
 }
@@ -442,8 +460,20 @@ func (d *discoverer) enrich(f *pciFunc) {
 			if strings.HasPrefix(p, "pci") && len(p) > 3 && f.rootBus == "" {
 				f.rootBus = p
 			}
-			if p == f.addr && i > 0 && pciAddrRE.MatchString(parts[i-1]) {
-				f.parent = parts[i-1]
+			if p == f.addr {
+				// Every PCI address before ours on the device path is an
+				// ancestor, nearest last; loadPCI picks the nearest one
+				// sysfs lists (a hidden bridge must not lift the device
+				// up to the host bridge).
+				f.ancestors = f.ancestors[:0]
+				for _, a := range parts[:i] {
+					if pciAddrRE.MatchString(a) {
+						f.ancestors = append(f.ancestors, a)
+					}
+				}
+				if len(f.ancestors) > 0 {
+					f.parent = f.ancestors[len(f.ancestors)-1]
+				}
 			}
 		}
 	}

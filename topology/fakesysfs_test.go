@@ -97,6 +97,7 @@ type fakeFunc struct {
 	maxWidth       string // max_link_width, "" = same as width
 	block          string // a disk behind this function (e.g. "nvme0n1")
 	secondaryBus   int    // bridges: secondary_bus_number, 0 = not written
+	hidden         bool   // on the device path of its children, but not listed in sys/bus/pci/devices
 }
 
 // fakeSysfs writes a minimal sysfs tree: NUMA nodes with CPUs and memory,
@@ -152,6 +153,10 @@ func (fs fakeSysfs) write(t testing.TB) string {
 			dev = paths[f.parent] + "/" + f.addr
 		}
 		paths[f.addr] = dev
+		if f.hidden {
+			os.MkdirAll(filepath.Join(root, dev), 0o755)
+			continue
+		}
 		put(dev+"/class", f.class)
 		put(dev+"/vendor", "0x"+f.vendor)
 		put(dev+"/device", "0x"+f.device)

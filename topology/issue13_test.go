@@ -250,3 +250,53 @@ func TestMultiFunctionDeviceSharesOneLink(t *testing.T) {
 		}
 	})
 }
+
+func TestDiscoverHiddenBridgeAttachesToNearestAncestor(t *testing.T) {
+	gen4 := "16.0 GT/s PCIe"
+	chain := func() []fakeFunc {
+		return []fakeFunc{
+			{addr: "0000:00:01.0", class: "0x060400", vendor: "8086", device: "347a", speed: gen4, width: "16"},
+			{addr: "0000:01:00.0", parent: "0000:00:01.0", class: "0x060400", vendor: "1000", device: "c010", speed: gen4, width: "16"},
+			{addr: "0000:02:00.0", parent: "0000:01:00.0", class: "0x060400", vendor: "1000", device: "c010", speed: gen4, width: "16"},
+			{addr: "0000:02:01.0", parent: "0000:01:00.0", class: "0x060400", vendor: "1000", device: "c010", speed: gen4, width: "16"},
+			{addr: "0000:03:00.0", parent: "0000:02:00.0", class: "0x030200", vendor: "10de", device: "20f1", speed: gen4, width: "16"},
+			{addr: "0000:04:00.0", parent: "0000:02:01.0", class: "0x030200", vendor: "10de", device: "20f1", speed: gen4, width: "16"},
+		}
+	}
+	cases := []struct {
+		name       string
+		hide       []int  // indexes into chain()
+		wantParent string // PCI address of the node 03:00.0 hangs on
+	}{
+		{"hidden downstream port: GPU hangs on the switch's upstream port", []int{2}, "0000:01:00.0"},
+		{"hidden upstream and downstream ports: GPU hangs on the root port", []int{1, 2}, "0000:00:01.0"},
+		{"nothing hidden: GPU hangs on its switch", nil, "0000:01:00.0"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			funcs := chain()
+			for _, i := range tc.hide {
+				funcs[i].hidden = true
+			}
+			fs := fakeSysfs{numaNodes: 1, cpuModel: "Intel(R) Xeon(R) Gold 6426Y", funcs: funcs}
+			m := discoverAt(t, fs.write(t))
+			assertSound(t, m)
+			var gpu *Node
+			for _, n := range m.NodesOfKind(KindGPU) {
+				if n.PCIAddress == "0000:03:00.0" {
+					gpu = n
+				}
+			}
+			if gpu == nil {
+				t.Fatalf("GPU 03:00.0 missing")
+			}
+			p := m.Node(gpu.Parent)
+			if p.PCIAddress != tc.wantParent {
+				t.Errorf("GPU parent %s (%s %q), want the node of %s; ancestors %v", p.ID, p.Kind, p.PCIAddress, tc.wantParent, ancestorKinds(m, gpu.ID))
+			}
+			if len(tc.hide) > 0 && !hasNote(m, "nearest listed ancestor") {
+				t.Errorf("no note about hidden bridges; notes %q", m.Notes)
+			}
+		})
+	}
+}
