@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -58,6 +59,15 @@ func transferRateGen(gts float64) int {
 	}
 }
 
+// maxGTps is the fastest per-lane rate a PCIe link can report (Gen7,
+// 128 GT/s), with room for rounding.
+const maxGTps = 130
+
+// MaxLinkGBps bounds any single link's per-direction capacity: the widest
+// links built (18 NVLink5 links, 900 GB/s; PCIe Gen7 x32, 384 GB/s) stay well
+// below it. A larger value is a typo or a corrupt file.
+const MaxLinkGBps = 4000
+
 // ParseLinkSpeed reads a PCIe link speed as sysfs, lspci, NCCL XML and hwloc
 // write it ("16.0 GT/s PCIe", "8 GT/s", "2.5 GT/s", "Unknown") and returns the
 // PCIe generation, or 0 when the speed is unknown.
@@ -68,8 +78,11 @@ func ParseLinkSpeed(s string) (gen int, err error) {
 	}
 	f := strings.Fields(s)
 	v, err := strconv.ParseFloat(f[0], 64)
-	if err != nil || v < 0 || v > 1000 {
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 		return 0, fmt.Errorf("link speed %q: want a rate like \"16.0 GT/s\"", s)
+	}
+	if v > maxGTps {
+		return 0, fmt.Errorf("link speed %q: no PCIe generation runs faster than 128 GT/s (Gen7)", s)
 	}
 	if len(f) > 1 && !strings.HasPrefix(strings.ToUpper(f[1]), "GT/S") {
 		return 0, fmt.Errorf("link speed %q: want a rate in GT/s", s)

@@ -375,11 +375,15 @@ func (d *discoverer) loadPCI() error {
 			}
 		}
 	}
-	for addr, f := range d.funcs {
+	for addr := range d.funcs {
 		d.order = append(d.order, addr)
-		d.enrich(f)
 	}
 	sort.Strings(d.order)
+	for _, addr := range d.order {
+		if err := d.enrich(d.funcs[addr]); err != nil {
+			return err
+		}
+	}
 	hidden := map[string]bool{}
 	for _, addr := range d.order {
 		f := d.funcs[addr]
@@ -427,8 +431,11 @@ func fromGhw(dev *pci.Device) *pciFunc {
 	return f
 }
 
-// enrich reads a function's identity and link from sysfs.
-func (d *discoverer) enrich(f *pciFunc) {
+// enrich reads a function's identity and link from sysfs. A link speed or
+// width that no PCIe link can have (NaN, 512 GT/s, 64 lanes) is refused:
+// the snapshot is corrupt or made up. Text that is not a number is read as
+// unknown, as kernels write "Unknown" for links they cannot read.
+func (d *discoverer) enrich(f *pciFunc) error {
 	base := "sys/bus/pci/devices/" + f.addr + "/"
 	f.vendor = normHex(d.readTrim(base + "vendor"))
 	f.device = normHex(d.readTrim(base + "device"))
@@ -440,10 +447,23 @@ func (d *discoverer) enrich(f *pciFunc) {
 		f.numa = v
 	}
 	f.localCPUs = d.readTrim(base + "local_cpulist")
-	f.gen, _ = ParseLinkSpeed(d.readTrim(base + "current_link_speed"))
-	f.lanes, _ = ParseLinkWidth(d.readTrim(base + "current_link_width"))
-	f.maxGen, _ = ParseLinkSpeed(d.readTrim(base + "max_link_speed"))
-	f.maxLanes, _ = ParseLinkWidth(d.readTrim(base + "max_link_width"))
+	for _, v := range []struct {
+		file  string
+		dst   *int
+		speed bool
+	}{{"current_link_speed", &f.gen, true}, {"current_link_width", &f.lanes, false},
+		{"max_link_speed", &f.maxGen, true}, {"max_link_width", &f.maxLanes, false}} {
+		raw := d.readTrim(base + v.file)
+		var err error
+		if v.speed {
+			*v.dst, err = ParseLinkSpeed(raw)
+		} else {
+			*v.dst, err = ParseLinkWidth(raw)
+		}
+		if err != nil && startsWithNumber(raw) {
+			return &InputError{Path: d.path(base + v.file), Field: v.file, Msg: "PCI function " + f.addr + ": not a possible PCIe link value", Err: err}
+		}
+	}
 	f.secondaryBus = -1
 	if v, err := strconv.Atoi(d.readTrim(base + "secondary_bus_number")); err == nil {
 		f.secondaryBus = v
@@ -480,6 +500,18 @@ func (d *discoverer) enrich(f *pciFunc) {
 	if f.rootBus == "" {
 		f.rootBus = "pci" + f.addr[:7]
 	}
+	return nil
+}
+
+// startsWithNumber reports whether s begins with something strconv reads as
+// a number ("NaN", "Inf", "512", "x64"), as opposed to words like "Unknown".
+func startsWithNumber(s string) bool {
+	f := strings.Fields(strings.TrimPrefix(strings.ToLower(s), "x"))
+	if len(f) == 0 {
+		return false
+	}
+	_, err := strconv.ParseFloat(f[0], 64)
+	return err == nil
 }
 
 func (f *pciFunc) isBridge() bool { return f.class>>8 == classBridgePCI || f.class>>8 == 0x0609 }

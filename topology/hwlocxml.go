@@ -997,6 +997,10 @@ func (h *hwlocImport) isSwitchUpstream(e *hwlocElem) bool {
 	return bridges >= 2 && onlyBridges && sameVendor
 }
 
+// hwlocMaxLinkSpeed is the raw rate of the fastest PCIe link (Gen7 x32,
+// 128 GT/s x 32 lanes x 242/256 / 8 bits) in GB/s, as hwloc would write it.
+const hwlocMaxLinkSpeed = 484.0
+
 // linkSpeed reads pci_link_speed in GB/s; 0 means unknown (hwloc writes
 // 0.000000 when it could not read the link status).
 func (h *hwlocImport) linkSpeed(e *hwlocElem) (float64, error) {
@@ -1007,6 +1011,9 @@ func (h *hwlocImport) linkSpeed(e *hwlocElem) (float64, error) {
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 		return 0, h.errorf(e, "pci_link_speed", "%q: want a link rate in GB/s such as 15.753846", s)
+	}
+	if v > hwlocMaxLinkSpeed {
+		return 0, h.errorf(e, "pci_link_speed", "%q GB/s: no PCIe link is that fast (Gen7 x32 signals %g GB/s)", s, hwlocMaxLinkSpeed)
 	}
 	return v, nil
 }

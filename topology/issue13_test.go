@@ -1,6 +1,9 @@
 package topology
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -297,6 +300,88 @@ func TestDiscoverHiddenBridgeAttachesToNearestAncestor(t *testing.T) {
 			if len(tc.hide) > 0 && !hasNote(m, "nearest listed ancestor") {
 				t.Errorf("no note about hidden bridges; notes %q", m.Notes)
 			}
+		})
+	}
+}
+
+// wantInputError checks err is a bad-input error (exit 2) whose message
+// names each of the given parts.
+func wantInputError(t *testing.T, err error, names ...string) {
+	t.Helper()
+	var ie *InputError
+	if err == nil || !errors.As(err, &ie) || !IsBadInput(err) {
+		t.Fatalf("error %v (%T), want a *topology.InputError", err, err)
+	}
+	for _, n := range names {
+		if !strings.Contains(err.Error(), n) {
+			t.Errorf("error %q does not name %q", err, n)
+		}
+	}
+}
+
+func TestImpossibleValuesAreRefused(t *testing.T) {
+	machineJSON := func(t *testing.T, edit func(m *Machine)) []byte {
+		m := sampleMachine(t)
+		edit(m)
+		var buf bytes.Buffer
+		if err := Encode(&buf, m); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	jsonCases := []struct {
+		name  string
+		edit  func(m *Machine)
+		names []string
+	}{
+		{"link of 1e308 GB/s", func(m *Machine) { m.Links[0].GBps = 1e308 }, []string{"links[0].GBps"}},
+		{"duplicated PCIe link", func(m *Machine) { m.Links = append(m.Links, m.Links[0]) }, []string{"duplicates links[0]"}},
+		{"duplicated NVLink given the other way round", func(m *Machine) {
+			for _, l := range m.Links {
+				if l.Kind == LinkNVLink {
+					l.From, l.To = l.To, l.From
+					m.Links = append(m.Links, l)
+					break
+				}
+			}
+		}, []string{"nvlink", "duplicates"}},
+		{"socket under a GPU", func(m *Machine) { m.Node("socket1").Parent = "gpu0" }, []string{"socket1", "parent"}},
+		{"negative core count", func(m *Machine) { m.Node("socket0").Cores = -8 }, []string{"socket0", "cores"}},
+		{"PCIe Gen9 link", func(m *Machine) { m.Links[0].PCIeGen = 9 }, []string{"links[0]", "pcie_gen"}},
+	}
+	for _, tc := range jsonCases {
+		t.Run("machine JSON: "+tc.name, func(t *testing.T) {
+			_, err := ImportBytes("m.json", machineJSON(t, tc.edit))
+			wantInputError(t, err, append([]string{"m.json"}, tc.names...)...)
+		})
+	}
+	for _, speed := range []string{"NaN GT/s", "512 GT/s", "+Inf GT/s"} {
+		t.Run("NCCL XML link_speed "+speed, func(t *testing.T) {
+			in := ncclDoc(`<pci busid="0000:11:00.0" class="0x030200" vendor="0x10de" device="0x20b0" link_speed="` + speed + `" link_width="16"/>`)
+			_, err := ImportBytes("t.xml", []byte(in))
+			wantInputError(t, err, "t.xml", "link_speed")
+		})
+		t.Run("sysfs max_link_speed "+speed, func(t *testing.T) {
+			fs := fakeSysfs{numaNodes: 1, cpuModel: "Intel(R) Xeon(R) Gold 6426Y", funcs: []fakeFunc{
+				{addr: "0000:00:01.0", class: "0x060400", vendor: "8086", device: "347a", speed: "16.0 GT/s PCIe", width: "16"},
+				{addr: "0000:01:00.0", parent: "0000:00:01.0", class: "0x030200", vendor: "10de", device: "20f1", speed: "16.0 GT/s PCIe", width: "16", maxSpeed: speed},
+			}}
+			_, err := Discover(context.Background(), DiscoverOptions{Root: fs.write(t)})
+			wantInputError(t, err, "max_link_speed", "0000:01:00.0")
+		})
+	}
+	t.Run("NCCL XML link_width 64", func(t *testing.T) {
+		in := ncclDoc(`<pci busid="0000:11:00.0" class="0x030200" link_speed="16 GT/s" link_width="64"/>`)
+		_, err := ImportBytes("t.xml", []byte(in))
+		wantInputError(t, err, "link_width")
+	})
+	for _, v := range []string{"1e308", "NaN", "1000"} {
+		t.Run("hwloc pci_link_speed "+v, func(t *testing.T) {
+			io := `<object type="Bridge" gp_index="100" bridge_type="0-1" depth="0" bridge_pci="0000:[10-20]">
+  <object type="PCIDev" gp_index="104" pci_busid="0000:13:00.0" pci_type="0302 [10de:1db4] [10de:1214] a1 00" pci_link_speed="` + v + `"/>
+</object>`
+			_, err := ImportBytes("h.xml", []byte(hwlocDoc(hwlocPackage("0", "0", "2", io), "")))
+			wantInputError(t, err, "h.xml", "pci_link_speed")
 		})
 	}
 }

@@ -258,6 +258,12 @@ func (m *Machine) Validate() error {
 		if n.PCIeGen < 0 || n.PCIeGen > 7 {
 			return fmt.Errorf("nodes[%d].pcie_gen: %d (valid: 1 to 7, or 0 for unknown)", i, n.PCIeGen)
 		}
+		if n.Cores < 0 || n.Threads < 0 {
+			return fmt.Errorf("nodes[%d] (%s): cores %d, threads %d (counts must be >= 0)", i, n.ID, n.Cores, n.Threads)
+		}
+		if n.Kind == KindSocket && n.Parent != "" {
+			return fmt.Errorf("nodes[%d].parent: socket %s has parent %q (a socket is the top of its tree and has no parent)", i, n.ID, n.Parent)
+		}
 		if bad(n.MemoryGiB) || bad(n.ReadGBps) {
 			return fmt.Errorf("nodes[%d] (%s): memory_GiB and read_GBps must be finite and non-negative", i, n.ID)
 		}
@@ -279,6 +285,7 @@ func (m *Machine) Validate() error {
 			steps++
 		}
 	}
+	seenLinks := make(map[[3]string]int, len(m.Links))
 	for i, l := range m.Links {
 		if _, ok := ids[l.From]; !ok {
 			return fmt.Errorf("links[%d].from: %q names no node", i, l.From)
@@ -292,9 +299,22 @@ func (m *Machine) Validate() error {
 		if !l.Kind.Valid() {
 			return fmt.Errorf("links[%d].kind: %q is not a link kind (valid: pcie, on_die, inter_socket, nvlink, xgmi)", i, l.Kind)
 		}
-		if math.IsNaN(l.GBps) || math.IsInf(l.GBps, 0) || l.GBps <= 0 {
-			return fmt.Errorf("links[%d].GBps: %v (a capacity in GB/s must be finite and > 0)", i, l.GBps)
+		if math.IsNaN(l.GBps) || math.IsInf(l.GBps, 0) || l.GBps <= 0 || l.GBps > MaxLinkGBps {
+			return fmt.Errorf("links[%d].GBps: %v (%s->%s: a capacity in GB/s must be finite, > 0 and at most %d)", i, l.GBps, l.From, l.To, MaxLinkGBps)
 		}
+		if l.PCIeGen > 7 || l.Lanes > 32 || l.CurrentPCIeGen > 7 || l.CurrentLanes > 32 {
+			return fmt.Errorf("links[%d] (%s->%s): pcie_gen %d, lanes %d (valid: gen 1 to 7, 1 to 32 lanes, 0 for unknown)", i, l.From, l.To, l.PCIeGen, l.Lanes)
+		}
+		// A link listed twice would count its capacity twice. Fabric
+		// links have no direction; tree links go parent to child.
+		key := [3]string{l.From, l.To, string(l.Kind)}
+		if l.To < l.From && l.Kind != LinkPCIe && l.Kind != LinkOnDie {
+			key = [3]string{l.To, l.From, string(l.Kind)}
+		}
+		if j, dup := seenLinks[key]; dup {
+			return fmt.Errorf("links[%d]: %s link %s->%s duplicates links[%d] (it would count its capacity twice; give one link with count for parallel links)", i, l.Kind, l.From, l.To, j)
+		}
+		seenLinks[key] = i
 		if l.Count < 0 || l.Lanes < 0 || l.PCIeGen < 0 || l.CurrentLanes < 0 || l.CurrentPCIeGen < 0 {
 			return fmt.Errorf("links[%d]: count, lanes, pcie_gen, current_lanes and current_pcie_gen must be >= 0", i)
 		}

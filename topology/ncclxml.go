@@ -90,9 +90,9 @@ func parseNCCLXML(path string, data []byte) (*Machine, error) {
 	im.notes()
 	m, err := im.b.Finish(arch)
 	if err != nil {
-		// The importer checks every input it copies into the machine, so a
-		// machine that fails validation is a bug here, not bad input.
-		return nil, fmt.Errorf("import %s: the imported machine is inconsistent: %w", path, err)
+		// Everything in the machine came from the file: an inconsistency
+		// (a duplicated link, an impossible capacity) is the file's.
+		return nil, &InputError{Path: path, Msg: "the file describes an impossible machine", Err: err}
 	}
 	return m, nil
 }
