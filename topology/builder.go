@@ -119,21 +119,27 @@ func (b *Builder) Finish(sockets CPUArch) (*Machine, error) {
 		b.PCIeLink(n.Parent, n.ID, gen, lanes, SourceDerived)
 		hasUplink[n.ID] = true
 	}
+	// One pass over the links: summing per node would be quadratic in a
+	// machine with many root complexes.
+	downstream := map[string]float64{}
+	for _, l := range m.Links {
+		if l.Kind == LinkPCIe {
+			downstream[l.From] += l.GBps
+		}
+	}
 	for i := range m.Nodes {
 		n := m.Nodes[i]
 		if n.Parent == "" || hasUplink[n.ID] {
 			continue
 		}
-		sum := 0.0
-		for _, l := range m.Links {
-			if l.From == n.ID && l.Kind == LinkPCIe {
-				sum += l.GBps
-			}
-		}
+		sum := downstream[n.ID]
 		src := SourceSum
 		if sum == 0 {
 			sum, src = PCIeGBps(3, 16), SourceAssumed
 		}
+		// No link carries more than MaxLinkGBps; a sum above it is a
+		// root complex with more below it than any CPU has lanes for.
+		sum = min(sum, MaxLinkGBps)
 		b.Link(Link{From: n.Parent, To: n.ID, Kind: LinkOnDie, GBps: sum, Source: src})
 	}
 	var socks []string

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"bytes"
+	"context"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -100,8 +101,8 @@ func hwlocIsIO(typ string) bool { return typ == "Bridge" || typ == "PCIDev" || t
 
 // hwlocReadTree parses the XML into elements. It stops at the end of the
 // root element and refuses any root other than <topology>.
-func hwlocReadTree(path string, data []byte) (*hwlocElem, error) {
-	dec := xml.NewDecoder(bytes.NewReader(data))
+func hwlocReadTree(ctx context.Context, path string, data []byte) (*hwlocElem, error) {
+	dec := xml.NewDecoder(&ctxReader{ctx: ctx, r: bytes.NewReader(data)})
 	// hwloc always writes UTF-8; accept the ASCII spellings so a re-saved
 	// file still loads, and refuse the rest with a clear message.
 	dec.CharsetReader = func(label string, in io.Reader) (io.Reader, error) {
@@ -349,7 +350,11 @@ type hwlocImport struct {
 
 // parseHwlocXML builds a Machine from an hwloc XML export (lstopo --of xml).
 func parseHwlocXML(path string, data []byte) (*Machine, error) {
-	root, err := hwlocReadTree(path, data)
+	return parseHwlocXMLContext(context.Background(), path, data)
+}
+
+func parseHwlocXMLContext(ctx context.Context, path string, data []byte) (*Machine, error) {
+	root, err := hwlocReadTree(ctx, path, data)
 	if err != nil {
 		return nil, err
 	}

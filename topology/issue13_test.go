@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -382,6 +384,144 @@ func TestImpossibleValuesAreRefused(t *testing.T) {
 </object>`
 			_, err := ImportBytes("h.xml", []byte(hwlocDoc(hwlocPackage("0", "0", "2", io), "")))
 			wantInputError(t, err, "h.xml", "pci_link_speed")
+		})
+	}
+}
+
+// cancelAfter is a context that reports cancellation from its n-th Err
+// call on: a cancel that arrives in the middle of a parse.
+type cancelAfter struct {
+	context.Context
+	n int
+}
+
+func (c *cancelAfter) Err() error {
+	if c.n--; c.n < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// manyNICs is an NCCL file with n NICs: half on PCIe under one bridge,
+// half straight under the CPU.
+func manyNICs(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`<pci busid="0000:10:00.0" class="0x060400" link_speed="16 GT/s" link_width="16">`)
+	for i := 0; i < n/2; i++ {
+		fmt.Fprintf(&b, `<pci busid="%04x:%02x:%02x.0" class="0x020000" link_speed="16 GT/s" link_width="16"><nic><net name="mlx5_%d"/></nic></pci>`, 1+i/8192, (i/32)%256, i%32, i)
+	}
+	b.WriteString(`</pci>`)
+	for i := 0; i < n-n/2; i++ {
+		fmt.Fprintf(&b, `<nic><net name="ib%d"/></nic>`, i)
+	}
+	return []byte(ncclDoc(b.String()))
+}
+
+func TestImportManyDevicesUnderOneParent(t *testing.T) {
+	// 20k NICs: with a per-root-complex scan of all links this took
+	// seconds; the result must also stay a valid machine (the root
+	// complex's summed capacity is capped, not 240 TB/s).
+	m, err := ImportBytes("many.xml", manyNICs(20000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertSound(t, m)
+	if got := m.Count(KindNIC); got != 20000 {
+		t.Errorf("NICs = %d, want 20000", got)
+	}
+}
+
+func BenchmarkImportNICs(b *testing.B) {
+	for _, n := range []int{10000, 40000} {
+		data := manyNICs(n)
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if _, err := ImportBytes("many.xml", data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func TestImportStopsOnCancel(t *testing.T) {
+	data := manyNICs(4000)
+	hw := []byte(hwlocDoc(hwlocPackage("0", "0", "2", strings.Repeat(`<object type="OSDev" name="x"/>`, 4000)), ""))
+	js := func() []byte {
+		var buf bytes.Buffer
+		Encode(&buf, sampleMachine(t))
+		return buf.Bytes()
+	}()
+	cases := []struct {
+		name string
+		ctx  context.Context
+		data []byte
+	}{
+		{"cancelled before NCCL import", &cancelAfter{context.Background(), 0}, data},
+		{"cancelled during NCCL import", &cancelAfter{context.Background(), 3}, data},
+		{"cancelled during hwloc import", &cancelAfter{context.Background(), 3}, hw},
+		{"cancelled before JSON import", &cancelAfter{context.Background(), 0}, js},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := ImportBytesContext(tc.ctx, "x", tc.data)
+			if !errors.Is(err, context.Canceled) || IsBadInput(err) || m != nil {
+				t.Errorf("got machine %v, error %v, want context.Canceled (not bad input)", m != nil, err)
+			}
+		})
+	}
+	t.Run("file import honours cancel", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "topo.xml")
+		os.WriteFile(p, data, 0o644)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := ImportContext(ctx, p); !errors.Is(err, context.Canceled) {
+			t.Errorf("error %v, want context.Canceled", err)
+		}
+	})
+}
+
+func TestImportCapsInputSize(t *testing.T) {
+	big := make([]byte, MaxImportBytes+1)
+	copy(big, "<system version=\"1\">")
+	for i := 20; i < len(big); i++ {
+		big[i] = ' '
+	}
+	t.Run("bytes", func(t *testing.T) {
+		_, err := ImportBytes("big.xml", big)
+		wantInputError(t, err, "big.xml", "MiB limit")
+	})
+	t.Run("file", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "big.xml")
+		if err := os.WriteFile(p, big, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Import(p)
+		wantInputError(t, err, p, "MiB limit")
+	})
+}
+
+func TestImportAcceptsUTF8BOM(t *testing.T) {
+	bom := "\xEF\xBB\xBF"
+	var js bytes.Buffer
+	Encode(&js, sampleMachine(t))
+	cases := []struct {
+		name, doc string
+		wantGPUs  int
+	}{
+		{"machine JSON", js.String(), 2},
+		{"NCCL XML", ncclDoc(`<pci busid="0000:11:00.0" class="0x030200" vendor="0x10de" device="0x20b0" link_speed="16 GT/s" link_width="16"/>`), 1},
+		{"hwloc XML", hwlocDoc(hwlocPackage("0", "0", "2", ""), ""), 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := ImportBytes("bom", []byte(bom+tc.doc))
+			if err != nil {
+				t.Fatalf("with a BOM: %v", err)
+			}
+			if got := m.Count(KindGPU); got != tc.wantGPUs {
+				t.Errorf("GPUs = %d, want %d", got, tc.wantGPUs)
+			}
 		})
 	}
 }

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"bytes"
+	"context"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -67,7 +68,11 @@ func (e *ncclElem) kid(name string) *ncclElem {
 
 // parseNCCLXML builds a Machine from an NCCL or RCCL topology XML file.
 func parseNCCLXML(path string, data []byte) (*Machine, error) {
-	root, err := ncclReadTree(path, data)
+	return parseNCCLXMLContext(context.Background(), path, data)
+}
+
+func parseNCCLXMLContext(ctx context.Context, path string, data []byte) (*Machine, error) {
+	root, err := ncclReadTree(ctx, path, data)
 	if err != nil {
 		return nil, err
 	}
@@ -109,8 +114,8 @@ func ncclMachineName(path string) string {
 // ncclReadTree parses the document into a tree of elements. It refuses
 // anything whose root is not <system>, stopping at the root element so that
 // a large file of another kind costs nothing to refuse.
-func ncclReadTree(path string, data []byte) (*ncclElem, error) {
-	dec := xml.NewDecoder(bytes.NewReader(data))
+func ncclReadTree(ctx context.Context, path string, data []byte) (*ncclElem, error) {
+	dec := xml.NewDecoder(&ctxReader{ctx: ctx, r: bytes.NewReader(data)})
 	var root *ncclElem
 	var stack []*ncclElem
 	for {
