@@ -16,6 +16,7 @@ const (
 	SourceDerived  = "derived"   // from the lanes and generation of the nodes it joins
 	SourceNominal  = "nominal"   // a per-technology default (CPU family, NVLink generation)
 	SourceSum      = "sum"       // on-die: the sum of the root complex's downstream links
+	SourceCPULanes = "cpu-lanes" // on-die: the CPU's PCIe lanes x rate, less than the sum below
 	SourceAssumed  = "assumed"   // nothing known; see the machine's notes
 )
 
@@ -112,6 +113,46 @@ type CPUArch struct {
 	Name string  // e.g. "Sapphire Rapids"
 	Link string  // "UPI", "QPI" or "Infinity Fabric"
 	GBps float64 // per direction between two sockets
+}
+
+// PCIe returns the PCIe lanes one CPU package of this architecture
+// provides and their generation, from the vendors' datasheets: the most of
+// the family (the widest SKU, the newer generation where a name covers two),
+// so that a root complex capped by them is an upper bound, never tighter
+// than the machine. lanes is 0 when the architecture is unknown.
+func (a CPUArch) PCIe() (lanes, gen int) {
+	switch a.Name {
+	case "pre-Haswell":
+		return 40, 3 // Sandy/Ivy Bridge-EP; Westmere's IOH had 36 Gen2
+	case "Broadwell-class":
+		return 40, 3
+	case "Skylake/Cascade Lake":
+		return 48, 3
+	case "Ice Lake":
+		return 64, 4
+	case "Sapphire Rapids", "Emerald Rapids":
+		return 80, 5
+	case "Granite Rapids":
+		return 96, 5
+	case "Zen1/Zen2":
+		return 128, 4 // Naples Gen3, Rome Gen4
+	case "Zen3/Zen4":
+		return 128, 5 // Milan Gen4, Genoa Gen5
+	case "Zen5":
+		return 128, 5
+	}
+	return 0, 0
+}
+
+// RootComplexGBps is the most a socket's root complex can carry in one
+// direction: its CPU's PCIe lanes at their generation's rate. 0 means
+// unknown.
+func (a CPUArch) RootComplexGBps() float64 {
+	lanes, gen := a.PCIe()
+	if lanes == 0 {
+		return 0
+	}
+	return pcieX16GBps[gen] * float64(lanes) / 16
 }
 
 // InterSocketLink returns the inter-socket link of a CPU given its vendor

@@ -127,6 +127,7 @@ func (b *Builder) Finish(sockets CPUArch) (*Machine, error) {
 			downstream[l.From] += l.GBps
 		}
 	}
+	var capped []string
 	for i := range m.Nodes {
 		n := m.Nodes[i]
 		if n.Parent == "" || hasUplink[n.ID] {
@@ -137,10 +138,19 @@ func (b *Builder) Finish(sockets CPUArch) (*Machine, error) {
 		if sum == 0 {
 			sum, src = PCIeGBps(3, 16), SourceAssumed
 		}
-		// No link carries more than MaxLinkGBps; a sum above it is a
-		// root complex with more below it than any CPU has lanes for.
+		// A root complex carries at most its CPU's PCIe lanes x rate
+		// (DESIGN.md section 3), however much hangs below it; and no link
+		// carries more than MaxLinkGBps.
+		if rc := sockets.RootComplexGBps(); rc > 0 && b.Node(n.Parent).Kind == KindSocket && sum > rc {
+			lanes, gen := sockets.PCIe()
+			sum, src = rc, SourceCPULanes
+			capped = append(capped, fmt.Sprintf("%s (%d Gen%d lanes, %g GB/s)", n.ID, lanes, gen, rc))
+		}
 		sum = min(sum, MaxLinkGBps)
 		b.Link(Link{From: n.Parent, To: n.ID, Kind: LinkOnDie, GBps: sum, Source: src})
+	}
+	if len(capped) > 0 {
+		b.Note("%d root complex(es) have more below them than their CPU has PCIe lanes for: capped at %s; several root complexes of one socket are each capped, not their total", len(capped), strings.Join(capped, ", "))
 	}
 	var socks []string
 	for _, n := range m.Nodes {

@@ -525,3 +525,57 @@ func TestImportAcceptsUTF8BOM(t *testing.T) {
 		})
 	}
 }
+
+func TestRootComplexCappedByCPULanes(t *testing.T) {
+	gpus := func(n int) string {
+		var b strings.Builder
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&b, `<pci busid="0000:%02x:00.0" class="0x030200" vendor="0x10de" device="0x20b0" link_speed="16 GT/s" link_width="16"/>`, 0x10+i)
+		}
+		return b.String()
+	}
+	cases := []struct {
+		name     string
+		cpu      string // attributes of <cpu>
+		gpus     int
+		wantGBps float64
+		wantSrc  string
+	}{
+		{"Skylake's 48 Gen3 lanes cap 4 Gen4 GPUs", `vendor="GenuineIntel" familyid="6" modelid="85"`, 4, 36, SourceCPULanes},
+		{"Sapphire Rapids' 80 Gen5 lanes cap 12 Gen4 GPUs", `vendor="GenuineIntel" familyid="6" modelid="143"`, 12, 240, SourceCPULanes},
+		{"Sapphire Rapids carries 2 Gen4 GPUs in full", `vendor="GenuineIntel" familyid="6" modelid="143"`, 2, 48, SourceSum},
+		{"EPYC Zen3/4 128 lanes cap 20 Gen4 GPUs", `vendor="AuthenticAMD" familyid="25" modelid="1"`, 20, 384, SourceCPULanes},
+		{"unknown CPU: the sum", `vendor="Foo" familyid="1" modelid="1"`, 4, 96, SourceSum},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := "<system version=\"1\">\n<cpu numaid=\"0\" affinity=\"0000ffff\" arch=\"x86_64\" " + tc.cpu + ">\n" + gpus(tc.gpus) + "\n</cpu>\n</system>\n"
+			m, err := ImportBytes("rc.xml", []byte(in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertSound(t, m)
+			rc := m.NodesOfKind(KindRootPort)[0]
+			up := m.UplinkOf(rc.ID)
+			if up.GBps != tc.wantGBps || up.Source != tc.wantSrc {
+				t.Errorf("root complex uplink %v GB/s from %s, want %v from %s", up.GBps, up.Source, tc.wantGBps, tc.wantSrc)
+			}
+		})
+	}
+	t.Run("sysfs host bridge with more root ports than lanes", func(t *testing.T) {
+		fs := fakeSysfs{numaNodes: 1, cpuModel: "Intel(R) Xeon(R) Gold 6426Y"} // Sapphire Rapids: 80 Gen5 lanes, 240 GB/s
+		for i := 0; i < 12; i++ {
+			rp := fmt.Sprintf("0000:00:%02x.0", i+1)
+			fs.funcs = append(fs.funcs,
+				fakeFunc{addr: rp, class: "0x060400", vendor: "8086", device: "347a", speed: "16.0 GT/s PCIe", width: "16"},
+				fakeFunc{addr: fmt.Sprintf("0000:%02x:00.0", 0x10+i), parent: rp, class: "0x030200", vendor: "10de", device: "20f1", speed: "16.0 GT/s PCIe", width: "16"})
+		}
+		m := discoverAt(t, fs.write(t))
+		assertSound(t, m)
+		for _, l := range m.Links {
+			if l.Kind == LinkOnDie && (l.GBps != 240 || l.Source != SourceCPULanes) {
+				t.Errorf("on-die link %s->%s %v GB/s from %s, want 240 from %s", l.From, l.To, l.GBps, l.Source, SourceCPULanes)
+			}
+		}
+	})
+}
