@@ -177,7 +177,7 @@ func (b *Builder) Finish(sockets CPUArch) (*Machine, error) {
 			}
 		}
 	}
-	if err := m.Validate(); err != nil {
+	if err := m.validateInput(); err != nil {
 		return nil, err
 	}
 	return m, nil

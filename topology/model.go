@@ -299,8 +299,8 @@ func (m *Machine) Validate() error {
 		if !l.Kind.Valid() {
 			return fmt.Errorf("links[%d].kind: %q is not a link kind (valid: pcie, on_die, inter_socket, nvlink, xgmi)", i, l.Kind)
 		}
-		if math.IsNaN(l.GBps) || math.IsInf(l.GBps, 0) || l.GBps <= 0 || l.GBps > MaxLinkGBps {
-			return fmt.Errorf("links[%d].GBps: %v (%s->%s: a capacity in GB/s must be finite, > 0 and at most %d)", i, l.GBps, l.From, l.To, MaxLinkGBps)
+		if math.IsNaN(l.GBps) || math.IsInf(l.GBps, 0) || l.GBps <= 0 {
+			return fmt.Errorf("links[%d].GBps: %v (a capacity in GB/s must be finite and > 0)", i, l.GBps)
 		}
 		if l.PCIeGen > 7 || l.Lanes > 32 || l.CurrentPCIeGen > 7 || l.CurrentLanes > 32 {
 			return fmt.Errorf("links[%d] (%s->%s): pcie_gen %d, lanes %d (valid: gen 1 to 7, 1 to 32 lanes, 0 for unknown)", i, l.From, l.To, l.PCIeGen, l.Lanes)
@@ -317,6 +317,22 @@ func (m *Machine) Validate() error {
 		seenLinks[key] = i
 		if l.Count < 0 || l.Lanes < 0 || l.PCIeGen < 0 || l.CurrentLanes < 0 || l.CurrentPCIeGen < 0 {
 			return fmt.Errorf("links[%d]: count, lanes, pcie_gen, current_lanes and current_pcie_gen must be >= 0", i)
+		}
+	}
+	return nil
+}
+
+// validateInput is Validate plus the bounds of real hardware, for machines
+// read from a file or built by an importer: no link carries more than
+// MaxLinkGBps. (Validate alone admits larger capacities, which solvers use
+// for links that must never bind.)
+func (m *Machine) validateInput() error {
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	for i, l := range m.Links {
+		if l.GBps > MaxLinkGBps {
+			return fmt.Errorf("links[%d].GBps: %v (%s->%s: no real link carries more than %d GB/s per direction)", i, l.GBps, l.From, l.To, MaxLinkGBps)
 		}
 	}
 	return nil
