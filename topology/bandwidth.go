@@ -298,9 +298,32 @@ func NVLinkGBps(sm int) (float64, bool) {
 }
 
 // XGMIGBps is the per-direction bandwidth of one xGMI link between AMD
-// Instinct GPUs as RCCL models it (MI100/MI200 Infinity Fabric links,
-// ~50 GB/s per direction; RCCL's topology code uses 48).
+// Instinct GPUs when the GPU generation is unknown: RCCL's MI300 figure
+// (GFX94X_XGMI_WIDTH, 48 GB/s).
 const XGMIGBps = 48.0
+
+// XGMIGBpsForGCN returns the per-direction bandwidth of one xGMI link as
+// RCCL's topology code sets it per GPU ISA (topo.h: VEGA_XGMI_WIDTH 24 for
+// MI50/MI60 gfx906 and MI100 gfx908, MI200_XGMI_WIDTH 36 for gfx90a,
+// GFX94X_XGMI_WIDTH 48 for MI300 gfx94x, 48 for gfx95x). gcn is what RCCL
+// writes in the gcn attribute ("908", "gfx90a:sramecc+:xnack-"). ok is
+// false when gcn is empty or not an Instinct ISA; XGMIGBps is returned then.
+func XGMIGBpsForGCN(gcn string) (float64, bool) {
+	g := strings.ToLower(strings.TrimSpace(gcn))
+	g = strings.TrimPrefix(g, "gfx")
+	if i := strings.IndexByte(g, ':'); i >= 0 {
+		g = g[:i]
+	}
+	switch {
+	case g == "906" || g == "908":
+		return 24, true
+	case g == "90a":
+		return 36, true
+	case strings.HasPrefix(g, "94") || strings.HasPrefix(g, "95"):
+		return 48, true
+	}
+	return XGMIGBps, false
+}
 
 // NVLinkSMForDevice returns the compute capability (major*10+minor) of
 // well-known NVIDIA datacenter GPUs by PCI device id, or 0.

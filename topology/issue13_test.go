@@ -579,3 +579,46 @@ func TestRootComplexCappedByCPULanes(t *testing.T) {
 		}
 	})
 }
+
+func TestXGMIRatePerGPUGeneration(t *testing.T) {
+	cases := []struct {
+		name     string
+		gcnA     string
+		gcnB     string
+		wantGBps float64 // per link
+	}{
+		{"MI100 (gfx908)", `gcn="908"`, `gcn="908"`, 24},
+		{"MI50 (gfx906)", `gcn="gfx906"`, `gcn="gfx906"`, 24},
+		{"MI200 (gfx90a with features)", `gcn="gfx90a:sramecc+:xnack-"`, `gcn="gfx90a"`, 36},
+		{"MI300X (gfx942)", `gcn="gfx942"`, `gcn="942"`, 48},
+		{"MI200 to MI300 talks at the older rate", `gcn="gfx90a"`, `gcn="gfx942"`, 36},
+		{"no gcn: MI300 rate assumed with a note", ``, ``, XGMIGBps},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := ncclDoc(`<pci busid="0000:11:00.0" class="0x038000" link_speed="16 GT/s" link_width="16"><gpu dev="0" ` + tc.gcnA + `><xgmi target="0000:12:00.0" count="2" tclass="0x038000"/></gpu></pci>
+<pci busid="0000:12:00.0" class="0x038000" link_speed="16 GT/s" link_width="16"><gpu dev="1" ` + tc.gcnB + `><xgmi target="0000:11:00.0" count="2" tclass="0x038000"/></gpu></pci>`)
+			m, err := ImportBytes("x.xml", []byte(in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertSound(t, m)
+			n := 0
+			for _, l := range m.Links {
+				if l.Kind != LinkXGMI {
+					continue
+				}
+				n++
+				if l.GBps != float64(l.Count)*tc.wantGBps {
+					t.Errorf("xGMI %s->%s: %v GB/s for %d links, want %v per link", l.From, l.To, l.GBps, l.Count, tc.wantGBps)
+				}
+			}
+			if n != 1 {
+				t.Errorf("%d xGMI links, want 1", n)
+			}
+			if got := hasNote(m, "gcn"); got != (tc.gcnA == "") {
+				t.Errorf("note about unknown gcn = %v; notes %q", got, m.Notes)
+			}
+		})
+	}
+}

@@ -254,6 +254,7 @@ type ncclImport struct {
 	downSeen    map[string]bool
 	cpuNICs     []string // NICs attached straight to a <cpu>
 	virtualNICs []string // software interfaces under a <cpu>, left out
+	xgmiAssumed int      // xGMI elements of GPUs with no known gcn
 	ignoredPCI  int      // <pci> elements outside any <cpu>
 	fabricNotes []string
 	archNote    string
@@ -755,6 +756,22 @@ func (im *ncclImport) addFabricLink(g ncclGPU, l *ncclElem, kind LinkKind) error
 	}
 
 	rate, rateOK := XGMIGBps, true
+	if kind == LinkXGMI {
+		// Two GPUs of different generations talk at the older rate.
+		gcn, _ := g.elem.attr("gcn")
+		rate, rateOK = XGMIGBpsForGCN(gcn)
+		for _, o := range im.gpus {
+			if o.id == far {
+				fg, _ := o.elem.attr("gcn")
+				if fr, ok := XGMIGBpsForGCN(fg); ok && (!rateOK || fr < rate) {
+					rate, rateOK = fr, true
+				}
+			}
+		}
+		if !rateOK {
+			im.xgmiAssumed++
+		}
+	}
 	if kind == LinkNVLink {
 		rate, rateOK = g.rate, g.rateOK
 		// Two GPUs of different NVLink generations talk at the older rate.
@@ -844,6 +861,9 @@ func (im *ncclImport) notes() {
 		}
 		b.Note("%d PCIe links report a lower speed than links below them: %s%s. These upstream links are reported downtrained (NCCL writes the lesser of a device's and its port's max_link_speed); the reported speed is kept, so paths through them are limited to it",
 			len(im.downtrained), strings.Join(shown, ", "), more)
+	}
+	if im.xgmiAssumed > 0 {
+		b.Note("%d xGMI link element(s) join GPUs with no recognised gcn attribute: %g GB/s per link assumed (RCCL's MI300 rate)", im.xgmiAssumed, XGMIGBps)
 	}
 	if len(im.virtualNICs) > 0 {
 		b.Note("%d virtual network interface(s) with no PCI device (%s) are not NICs: left out", len(im.virtualNICs), strings.Join(im.virtualNICs, ", "))
