@@ -119,6 +119,7 @@ func (b *Builder) Finish(sockets CPUArch) (*Machine, error) {
 		b.PCIeLink(n.Parent, n.ID, gen, lanes, SourceDerived)
 		hasUplink[n.ID] = true
 	}
+	b.inferSwitchUplinks()
 	// One pass over the links: summing per node would be quadratic in a
 	// machine with many root complexes.
 	downstream := map[string]float64{}
@@ -266,4 +267,43 @@ func splitPCIFunction(addr string) (dev string, fn int64, ok bool) {
 		return "", 0, false
 	}
 	return strings.ToLower(addr[:i]), f, true
+}
+
+// inferSwitchUplinks gives a switch whose uplink reports no speed or width
+// (an assumed Gen3 x16) the generation and width of the fastest and widest
+// link it carries: a switch is built with an uplink at least that wide, and
+// the assumption would make a Gen5 switch of Gen5 GPUs a Gen3 bottleneck.
+func (b *Builder) inferSwitchUplinks() {
+	m := b.m
+	type best struct{ gen, lanes int }
+	below := map[string]best{}
+	for _, l := range m.Links {
+		if l.Kind != LinkPCIe || l.Source == SourceAssumed {
+			continue
+		}
+		if n := b.Node(l.From); n == nil || n.Kind != KindSwitch {
+			continue
+		}
+		x := below[l.From]
+		below[l.From] = best{max(x.gen, l.PCIeGen), max(x.lanes, l.Lanes)}
+	}
+	inferred := 0
+	for i := range m.Links {
+		l := &m.Links[i]
+		if l.Kind != LinkPCIe || l.Source != SourceAssumed {
+			continue
+		}
+		if n := b.Node(l.To); n == nil || n.Kind != KindSwitch || n.Parent != l.From {
+			continue
+		}
+		x := below[l.To]
+		if x.gen == 0 || x.lanes == 0 {
+			continue
+		}
+		l.PCIeGen, l.Lanes, l.GBps, l.Source = x.gen, x.lanes, PCIeGBps(x.gen, x.lanes), SourceDerived
+		inferred++
+	}
+	if inferred > 0 {
+		b.Note("%d switch uplink(s) report no speed or width: taken as the fastest and widest link each switch carries", inferred)
+	}
 }

@@ -622,3 +622,35 @@ func TestXGMIRatePerGPUGeneration(t *testing.T) {
 		})
 	}
 }
+
+func TestSwitchUplinkWithoutSpeedInferredFromWhatItCarries(t *testing.T) {
+	cases := []struct {
+		name     string
+		children string
+		wantGBps float64
+		wantSrc  string
+	}{
+		{"Gen5 x16 GPUs: a Gen5 x16 uplink", `<pci busid="0000:12:00.0" class="0x060400" link_speed="32 GT/s" link_width="16"><pci busid="0000:13:00.0" class="0x030200" link_speed="32 GT/s" link_width="16"/></pci>
+<pci busid="0000:12:01.0" class="0x060400" link_speed="32 GT/s" link_width="16"><pci busid="0000:14:00.0" class="0x030200" link_speed="32 GT/s" link_width="16"/></pci>`, 48, SourceDerived},
+		{"Gen4 x8 and Gen3 x16: Gen4 x16", `<pci busid="0000:12:00.0" class="0x060400" link_speed="16 GT/s" link_width="8"><pci busid="0000:13:00.0" class="0x010802" link_speed="16 GT/s" link_width="8"/></pci>
+<pci busid="0000:12:01.0" class="0x060400" link_speed="8 GT/s" link_width="16"><pci busid="0000:14:00.0" class="0x020000" link_speed="8 GT/s" link_width="16"/></pci>`, 24, SourceDerived},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := ncclDoc(`<pci busid="0000:11:00.0" class="0x060400">` + tc.children + `</pci>`)
+			m, err := ImportBytes("sw.xml", []byte(in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertSound(t, m)
+			sws := m.NodesOfKind(KindSwitch)
+			if len(sws) != 1 {
+				t.Fatalf("switches = %d, want 1", len(sws))
+			}
+			up := m.UplinkOf(sws[0].ID)
+			if up.GBps != tc.wantGBps || up.Source != tc.wantSrc {
+				t.Errorf("switch uplink %v GB/s from %s, want %v from %s", up.GBps, up.Source, tc.wantGBps, tc.wantSrc)
+			}
+		})
+	}
+}
