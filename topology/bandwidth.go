@@ -2,19 +2,21 @@ package topology
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
 
 // Where a link capacity came from (Link.Source).
 const (
-	SourceSysfs    = "sysfs"     // current_link_speed x current_link_width
-	SourceSysfsMax = "sysfs-max" // max_link_* (the current values were missing)
+	SourceSysfs    = "sysfs"     // current_link_speed x current_link_width (the maximum was missing)
+	SourceSysfsMax = "sysfs-max" // max_link_* of the device and its port, the lesser of the two
 	SourceXML      = "xml"       // link_speed / link_width attributes of an imported file
 	SourceProfile  = "profile"   // written in an embedded or user profile
 	SourceDerived  = "derived"   // from the lanes and generation of the nodes it joins
 	SourceNominal  = "nominal"   // a per-technology default (CPU family, NVLink generation)
 	SourceSum      = "sum"       // on-die: the sum of the root complex's downstream links
+	SourceCPULanes = "cpu-lanes" // on-die: the CPU's PCIe lanes x rate, less than the sum below
 	SourceAssumed  = "assumed"   // nothing known; see the machine's notes
 )
 
@@ -58,6 +60,15 @@ func transferRateGen(gts float64) int {
 	}
 }
 
+// maxGTps is the fastest per-lane rate a PCIe link can report (Gen7,
+// 128 GT/s), with room for rounding.
+const maxGTps = 130
+
+// MaxLinkGBps bounds any single link's per-direction capacity: the widest
+// links built (18 NVLink5 links, 900 GB/s; PCIe Gen7 x32, 384 GB/s) stay well
+// below it. A larger value is a typo or a corrupt file.
+const MaxLinkGBps = 4000
+
 // ParseLinkSpeed reads a PCIe link speed as sysfs, lspci, NCCL XML and hwloc
 // write it ("16.0 GT/s PCIe", "8 GT/s", "2.5 GT/s", "Unknown") and returns the
 // PCIe generation, or 0 when the speed is unknown.
@@ -68,8 +79,11 @@ func ParseLinkSpeed(s string) (gen int, err error) {
 	}
 	f := strings.Fields(s)
 	v, err := strconv.ParseFloat(f[0], 64)
-	if err != nil || v < 0 || v > 1000 {
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 		return 0, fmt.Errorf("link speed %q: want a rate like \"16.0 GT/s\"", s)
+	}
+	if v > maxGTps {
+		return 0, fmt.Errorf("link speed %q: no PCIe generation runs faster than 128 GT/s (Gen7)", s)
 	}
 	if len(f) > 1 && !strings.HasPrefix(strings.ToUpper(f[1]), "GT/S") {
 		return 0, fmt.Errorf("link speed %q: want a rate in GT/s", s)
@@ -99,6 +113,46 @@ type CPUArch struct {
 	Name string  // e.g. "Sapphire Rapids"
 	Link string  // "UPI", "QPI" or "Infinity Fabric"
 	GBps float64 // per direction between two sockets
+}
+
+// PCIe returns the PCIe lanes one CPU package of this architecture
+// provides and their generation, from the vendors' datasheets: the most of
+// the family (the widest SKU, the newer generation where a name covers two),
+// so that a root complex capped by them is an upper bound, never tighter
+// than the machine. lanes is 0 when the architecture is unknown.
+func (a CPUArch) PCIe() (lanes, gen int) {
+	switch a.Name {
+	case "pre-Haswell":
+		return 40, 3 // Sandy/Ivy Bridge-EP; Westmere's IOH had 36 Gen2
+	case "Broadwell-class":
+		return 40, 3
+	case "Skylake/Cascade Lake":
+		return 48, 3
+	case "Ice Lake":
+		return 64, 4
+	case "Sapphire Rapids", "Emerald Rapids":
+		return 80, 5
+	case "Granite Rapids":
+		return 96, 5
+	case "Zen1/Zen2":
+		return 128, 4 // Naples Gen3, Rome Gen4
+	case "Zen3/Zen4":
+		return 128, 5 // Milan Gen4, Genoa Gen5
+	case "Zen5":
+		return 128, 5
+	}
+	return 0, 0
+}
+
+// RootComplexGBps is the most a socket's root complex can carry in one
+// direction: its CPU's PCIe lanes at their generation's rate. 0 means
+// unknown.
+func (a CPUArch) RootComplexGBps() float64 {
+	lanes, gen := a.PCIe()
+	if lanes == 0 {
+		return 0
+	}
+	return pcieX16GBps[gen] * float64(lanes) / 16
 }
 
 // InterSocketLink returns the inter-socket link of a CPU given its vendor
@@ -244,9 +298,32 @@ func NVLinkGBps(sm int) (float64, bool) {
 }
 
 // XGMIGBps is the per-direction bandwidth of one xGMI link between AMD
-// Instinct GPUs as RCCL models it (MI100/MI200 Infinity Fabric links,
-// ~50 GB/s per direction; RCCL's topology code uses 48).
+// Instinct GPUs when the GPU generation is unknown: RCCL's MI300 figure
+// (GFX94X_XGMI_WIDTH, 48 GB/s).
 const XGMIGBps = 48.0
+
+// XGMIGBpsForGCN returns the per-direction bandwidth of one xGMI link as
+// RCCL's topology code sets it per GPU ISA (topo.h: VEGA_XGMI_WIDTH 24 for
+// MI50/MI60 gfx906 and MI100 gfx908, MI200_XGMI_WIDTH 36 for gfx90a,
+// GFX94X_XGMI_WIDTH 48 for MI300 gfx94x, 48 for gfx95x). gcn is what RCCL
+// writes in the gcn attribute ("908", "gfx90a:sramecc+:xnack-"). ok is
+// false when gcn is empty or not an Instinct ISA; XGMIGBps is returned then.
+func XGMIGBpsForGCN(gcn string) (float64, bool) {
+	g := strings.ToLower(strings.TrimSpace(gcn))
+	g = strings.TrimPrefix(g, "gfx")
+	if i := strings.IndexByte(g, ':'); i >= 0 {
+		g = g[:i]
+	}
+	switch {
+	case g == "906" || g == "908":
+		return 24, true
+	case g == "90a":
+		return 36, true
+	case strings.HasPrefix(g, "94") || strings.HasPrefix(g, "95"):
+		return 48, true
+	}
+	return XGMIGBps, false
+}
 
 // NVLinkSMForDevice returns the compute capability (major*10+minor) of
 // well-known NVIDIA datacenter GPUs by PCI device id, or 0.

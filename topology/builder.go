@@ -3,6 +3,8 @@ package topology
 import (
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // idPrefix is the id stem of each kind: "gpu0", "sw1", "slot3".
@@ -81,6 +83,8 @@ func (b *Builder) Note(format string, args ...any) {
 func (b *Builder) Machine() *Machine { return b.m }
 
 // Finish derives what the parts imply and validates the result:
+//   - the functions of a multi-function device share its one link (see
+//     shareMultiFunctionLinks);
 //   - every node with a parent and no link from it gets one: an on-die link
 //     for a root port under a socket (capacity: the sum of the root port's
 //     downstream links, so the root complex itself never binds), a PCIe
@@ -90,6 +94,7 @@ func (b *Builder) Machine() *Machine { return b.m }
 //     family's rate, unless one was added already.
 func (b *Builder) Finish(sockets CPUArch) (*Machine, error) {
 	m := b.m
+	b.shareMultiFunctionLinks()
 	hasUplink := map[string]bool{}
 	for _, l := range m.Links {
 		if n := b.Node(l.To); n != nil && n.Parent == l.From {
@@ -114,22 +119,39 @@ func (b *Builder) Finish(sockets CPUArch) (*Machine, error) {
 		b.PCIeLink(n.Parent, n.ID, gen, lanes, SourceDerived)
 		hasUplink[n.ID] = true
 	}
+	b.inferSwitchUplinks()
+	// One pass over the links: summing per node would be quadratic in a
+	// machine with many root complexes.
+	downstream := map[string]float64{}
+	for _, l := range m.Links {
+		if l.Kind == LinkPCIe {
+			downstream[l.From] += l.GBps
+		}
+	}
+	var capped []string
 	for i := range m.Nodes {
 		n := m.Nodes[i]
 		if n.Parent == "" || hasUplink[n.ID] {
 			continue
 		}
-		sum := 0.0
-		for _, l := range m.Links {
-			if l.From == n.ID && l.Kind == LinkPCIe {
-				sum += l.GBps
-			}
-		}
+		sum := downstream[n.ID]
 		src := SourceSum
 		if sum == 0 {
 			sum, src = PCIeGBps(3, 16), SourceAssumed
 		}
+		// A root complex carries at most its CPU's PCIe lanes x rate
+		// (DESIGN.md section 3), however much hangs below it; and no link
+		// carries more than MaxLinkGBps.
+		if rc := sockets.RootComplexGBps(); rc > 0 && b.Node(n.Parent).Kind == KindSocket && sum > rc {
+			lanes, gen := sockets.PCIe()
+			sum, src = rc, SourceCPULanes
+			capped = append(capped, fmt.Sprintf("%s (%d Gen%d lanes, %g GB/s)", n.ID, lanes, gen, rc))
+		}
+		sum = min(sum, MaxLinkGBps)
 		b.Link(Link{From: n.Parent, To: n.ID, Kind: LinkOnDie, GBps: sum, Source: src})
+	}
+	if len(capped) > 0 {
+		b.Note("%d root complex(es) have more below them than their CPU has PCIe lanes for: capped at %s; several root complexes of one socket are each capped, not their total", len(capped), strings.Join(capped, ", "))
 	}
 	var socks []string
 	for _, n := range m.Nodes {
@@ -156,7 +178,7 @@ func (b *Builder) Finish(sockets CPUArch) (*Machine, error) {
 			}
 		}
 	}
-	if err := m.Validate(); err != nil {
+	if err := m.validateInput(); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -172,4 +194,116 @@ func MinKnown(a, b int) int {
 		return a
 	}
 	return b
+}
+
+// shareMultiFunctionLinks makes the functions of one device (same
+// domain:bus:device, different .function: the two ports of a dual-port NIC,
+// a GPU and its audio function) share the device's one physical link. Left
+// as siblings, each function would have its own copy of the link and two
+// NIC ports would count twice the bandwidth. The lowest function keeps the
+// uplink; the others hang below it, their link to it the same capacity (the
+// device's internal path never binds before its own link does). Only
+// endpoint devices are grouped: root ports and switch ports that are
+// functions of one device each have a link of their own.
+func (b *Builder) shareMultiFunctionLinks() {
+	m := b.m
+	primary := map[string]string{} // domain:bus:device -> node id of the lowest function
+	fn := map[string]int64{}       // node id -> its function number
+	for i := range m.Nodes {
+		n := &m.Nodes[i]
+		dev, f, ok := splitPCIFunction(n.PCIAddress)
+		if !ok || !n.Kind.IsDevice() || n.Parent == "" {
+			continue
+		}
+		fn[n.ID] = f
+		if p, seen := primary[dev]; !seen || f < fn[p] {
+			primary[dev] = n.ID
+		}
+	}
+	uplink := make(map[string]int, len(m.Links))
+	for i, l := range m.Links {
+		if n := b.Node(l.To); n != nil && n.Parent == l.From {
+			uplink[l.To] = i
+		}
+	}
+	moved := 0
+	for i := range m.Nodes {
+		n := &m.Nodes[i]
+		dev, _, ok := splitPCIFunction(n.PCIAddress)
+		if !ok {
+			continue
+		}
+		p, has := primary[dev]
+		if !has || p == n.ID {
+			continue
+		}
+		// The lowest function may already sit in a slot below the port.
+		if pp := b.Node(p).Parent; pp != n.Parent && !(b.Node(pp).Kind == KindSlot && b.Node(pp).Parent == n.Parent) {
+			continue
+		}
+		if li, ok := uplink[n.ID]; ok {
+			l := &m.Links[li]
+			l.From = p
+			if l.Label == "" {
+				l.Label = "function of " + p
+			}
+		}
+		n.Parent = p
+		moved++
+	}
+	if moved > 0 {
+		b.Note("%d PCI function(s) share the link of another function of the same device (a multi-function card has one link): they hang below its lowest function", moved)
+	}
+}
+
+// splitPCIFunction splits "dddd:bb:dd.f" into "dddd:bb:dd" and f.
+func splitPCIFunction(addr string) (dev string, fn int64, ok bool) {
+	i := strings.LastIndexByte(addr, '.')
+	if i <= 0 || i == len(addr)-1 {
+		return "", 0, false
+	}
+	f, err := strconv.ParseInt(addr[i+1:], 16, 32)
+	if err != nil {
+		return "", 0, false
+	}
+	return strings.ToLower(addr[:i]), f, true
+}
+
+// inferSwitchUplinks gives a switch whose uplink reports no speed or width
+// (an assumed Gen3 x16) the generation and width of the fastest and widest
+// link it carries: a switch is built with an uplink at least that wide, and
+// the assumption would make a Gen5 switch of Gen5 GPUs a Gen3 bottleneck.
+func (b *Builder) inferSwitchUplinks() {
+	m := b.m
+	type best struct{ gen, lanes int }
+	below := map[string]best{}
+	for _, l := range m.Links {
+		if l.Kind != LinkPCIe || l.Source == SourceAssumed {
+			continue
+		}
+		if n := b.Node(l.From); n == nil || n.Kind != KindSwitch {
+			continue
+		}
+		x := below[l.From]
+		below[l.From] = best{max(x.gen, l.PCIeGen), max(x.lanes, l.Lanes)}
+	}
+	inferred := 0
+	for i := range m.Links {
+		l := &m.Links[i]
+		if l.Kind != LinkPCIe || l.Source != SourceAssumed {
+			continue
+		}
+		if n := b.Node(l.To); n == nil || n.Kind != KindSwitch || n.Parent != l.From {
+			continue
+		}
+		x := below[l.To]
+		if x.gen == 0 || x.lanes == 0 {
+			continue
+		}
+		l.PCIeGen, l.Lanes, l.GBps, l.Source = x.gen, x.lanes, PCIeGBps(x.gen, x.lanes), SourceDerived
+		inferred++
+	}
+	if inferred > 0 {
+		b.Note("%d switch uplink(s) report no speed or width: taken as the fastest and widest link each switch carries", inferred)
+	}
 }

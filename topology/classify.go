@@ -50,10 +50,15 @@ func KindForPCI(class uint32, vendorID string) Kind {
 	case base == 0x02, sub == 0x0c06: // network controllers, InfiniBand
 		return KindNIC
 	case sub == classDisplayVGA, sub == classDisplay3D, sub == classDisplayOther:
-		if consoleGraphics(vendor) {
-			return KindOther
+		if computeGPUVendor(vendor) {
+			return KindGPU
 		}
-		return KindGPU
+		if (vendor == "" || vendor == "0000" || vendor == "ffff") && sub != classDisplayVGA {
+			// No vendor in the file (NCCL dumps from some clouds): a 3D
+			// controller is a compute GPU; BMC graphics are VGA controllers.
+			return KindGPU
+		}
+		return KindOther
 	case sub == classAccelerator, sub == classCoprocessor:
 		return KindAccelerator
 	case sub == classBridgeOther && vendor == "10de":
@@ -141,12 +146,14 @@ func gpuMemoryGiB(vendorID, deviceID string) float64 {
 	return 0
 }
 
-// consoleGraphics reports whether a display controller's vendor makes only
-// BMC or virtual console graphics (ASPEED, Matrox G200, QEMU, Red Hat QXL,
-// VMware, Hyper-V, virtio-gpu), which no one trains on.
-func consoleGraphics(vendor string) bool {
+// computeGPUVendor reports whether a display controller's vendor makes
+// GPUs one trains on: NVIDIA, AMD (ATI's id and AMD's own) and Intel. Any
+// other display controller is BMC or virtual console graphics (ASPEED
+// 0x1a03, Matrox G200e 0x102b, Nuvoton 0x1050, Silicon Motion 0x126f,
+// QEMU, QXL, VMware, Hyper-V, virtio-gpu), which no one trains on.
+func computeGPUVendor(vendor string) bool {
 	switch vendor {
-	case "1a03", "102b", "1234", "1b36", "15ad", "1414", "1013", "1af4":
+	case "10de", "1002", "1022", "8086":
 		return true
 	}
 	return false

@@ -54,7 +54,7 @@ func Decode(path string, data []byte) (*Machine, error) {
 	if m.Links == nil {
 		m.Links = []Link{}
 	}
-	if err := m.Validate(); err != nil {
+	if err := m.validateInput(); err != nil {
 		return nil, &InputError{Path: path, Msg: err.Error()}
 	}
 	return &m, nil

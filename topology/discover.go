@@ -41,6 +41,7 @@ type pciFunc struct {
 	maxGen, maxLanes int
 	secondaryBus     int // -1 unknown
 	children         []string
+	ancestors        []string // PCI addresses on the device path above it, root first
 }
 
 var pciAddrRE = regexp.MustCompile(`^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$`)
@@ -116,6 +117,14 @@ func Discover(ctx context.Context, opts DiscoverOptions) (*Machine, error) {
 			return nil, err
 		}
 	}
+	if n := len(d.belowMax); n > 0 {
+		ex := d.belowMax
+		if len(ex) > 4 {
+			ex = append(ex[:4:4], "...")
+		}
+		d.b.Note("%d PCIe link(s) run below their maximum now (%s): power saving (idle GPUs drop to 2.5 GT/s) or a downtrained link; capacities use the maximum, the current speed and width are kept on the link",
+			n, strings.Join(ex, ", "))
+	}
 	m, err := d.b.Finish(d.arch)
 	if err != nil {
 		return nil, fmt.Errorf("discover %s: %w", root, err)
@@ -137,6 +146,7 @@ type discoverer struct {
 	socketCPUs map[string][]int
 	nodeOf     map[string]string // pci address -> node id
 	hostBridge map[string]string // root bus -> host bridge node id
+	belowMax   []string          // links running below their maximum now
 }
 
 func (d *discoverer) path(rel string) string { return filepath.Join(d.root, rel) }
@@ -188,31 +198,90 @@ func (d *discoverer) loadSockets() error {
 		nodes = []int{0}
 		d.b.Note("no NUMA information in sysfs: one socket holds all CPUs and memory")
 	}
+	// A socket is a physical package, not a NUMA node: an EPYC in NPS4 or
+	// a Xeon in SNC mode shows four or two NUMA nodes per package. Group
+	// the nodes by the physical_package_id of their CPUs; a node whose CPUs
+	// say nothing stays a socket of its own, a node with no CPUs (CXL,
+	// HBM, persistent memory) joins the first socket for locality without
+	// counting as its memory.
+	type group struct {
+		nodes []int
+		cpus  []int
+	}
+	var groups []*group
+	byPkg := map[string]*group{}
+	var memOnly []int
 	for _, id := range nodes {
-		n := Node{Kind: KindSocket, CPUModel: model}
-		idc := id
-		n.NUMANode = &idc
 		cpus := d.readTrim(fmt.Sprintf("sys/devices/system/node/node%d/cpulist", id))
 		if cpus == "" && len(nodes) == 1 {
 			cpus = d.readTrim("sys/devices/system/cpu/online")
 		}
-		n.CPUList = cpus
 		list := parseCPUList(cpus)
-		n.Threads = len(list)
-		n.Cores = d.countCores(list)
+		if len(list) == 0 && len(nodes) > 1 {
+			memOnly = append(memOnly, id)
+			continue
+		}
+		pkg := ""
+		if len(list) > 0 {
+			pkg = d.readTrim(fmt.Sprintf("sys/devices/system/cpu/cpu%d/topology/physical_package_id", list[0]))
+		}
+		g := byPkg[pkg]
+		if g == nil || pkg == "" {
+			g = &group{}
+			groups = append(groups, g)
+			if pkg != "" {
+				byPkg[pkg] = g
+			}
+		}
+		g.nodes = append(g.nodes, id)
+		g.cpus = append(g.cpus, list...)
+	}
+	if len(groups) == 0 { // only memory nodes: keep them as one socket
+		groups = []*group{{nodes: memOnly}}
+		memOnly = nil
+	}
+	for _, g := range groups {
+		sort.Ints(g.cpus)
+		n := Node{Kind: KindSocket, CPUModel: model}
+		first := g.nodes[0]
+		n.NUMANode = &first
+		if len(g.nodes) == 1 {
+			n.CPUList = d.readTrim(fmt.Sprintf("sys/devices/system/node/node%d/cpulist", first))
+			if n.CPUList == "" && len(nodes) == 1 {
+				n.CPUList = d.readTrim("sys/devices/system/cpu/online")
+			}
+		} else {
+			n.CPUList = formatCPUList(g.cpus)
+		}
+		n.Threads = len(g.cpus)
+		n.Cores = d.countCores(g.cpus)
+		mem := 0.0
+		for _, id := range g.nodes {
+			mem += d.nodeMemGiB(id)
+		}
 		// One node holds all memory: /proc/meminfo is the better count
 		// there, as VMs with hotplugged memory (virtio-mem) leave some of
 		// it out of the node's own meminfo.
-		if mem := d.nodeMemGiB(id); len(nodes) == 1 && totalMem > mem {
-			n.MemoryGiB = totalMem
-		} else {
-			n.MemoryGiB = mem
+		if len(nodes) == 1 && totalMem > mem {
+			mem = totalMem
 		}
+		n.MemoryGiB = float64(int64(mem*100+0.5)) / 100
 		sid := d.b.Add(n)
-		d.numaSocket[id] = sid
-		d.socketCPUs[sid] = list
+		for _, id := range g.nodes {
+			d.numaSocket[id] = sid
+		}
+		d.socketCPUs[sid] = g.cpus
+		if len(g.nodes) > 1 {
+			d.b.Note("%s is one CPU package with %d NUMA nodes (%s): NPS or sub-NUMA clustering; reported as one socket", sid, len(g.nodes), joinInts(g.nodes))
+		}
 	}
-	if len(nodes) > 1 && !ok {
+	if len(memOnly) > 0 {
+		for _, id := range memOnly {
+			d.numaSocket[id] = d.b.m.Nodes[0].ID
+		}
+		d.b.Note("NUMA node(s) %s have memory but no CPUs (CXL, HBM or persistent memory?): not counted in socket memory", joinInts(memOnly))
+	}
+	if len(groups) > 1 && !ok {
 		d.b.Note("CPU %q not recognised: inter-socket links assumed %s GB/s per direction", model, fmtNum(arch.GBps))
 	}
 	return nil
@@ -306,18 +375,39 @@ func (d *discoverer) loadPCI() error {
 			}
 		}
 	}
-	for addr, f := range d.funcs {
+	for addr := range d.funcs {
 		d.order = append(d.order, addr)
-		d.enrich(f)
 	}
 	sort.Strings(d.order)
 	for _, addr := range d.order {
+		if err := d.enrich(d.funcs[addr]); err != nil {
+			return err
+		}
+	}
+	hidden := map[string]bool{}
+	for _, addr := range d.order {
 		f := d.funcs[addr]
+		if _, ok := d.funcs[f.parent]; !ok && f.parent != "" {
+			hidden[f.parent] = true
+			f.parent = ""
+			for i := len(f.ancestors) - 1; i >= 0; i-- {
+				if _, ok := d.funcs[f.ancestors[i]]; ok {
+					f.parent = f.ancestors[i]
+					break
+				}
+			}
+		}
 		if p, ok := d.funcs[f.parent]; ok {
 			p.children = append(p.children, addr)
-		} else {
-			f.parent = ""
 		}
+	}
+	if len(hidden) > 0 {
+		names := make([]string, 0, len(hidden))
+		for a := range hidden {
+			names = append(names, a)
+		}
+		sort.Strings(names)
+		d.b.Note("%d PCI bridge(s) on device paths are not listed in sys/bus/pci/devices (%s): devices below them hang on their nearest listed ancestor", len(names), strings.Join(names, ", "))
 	}
 	return nil
 }
@@ -341,8 +431,11 @@ func fromGhw(dev *pci.Device) *pciFunc {
 	return f
 }
 
-// enrich reads a function's identity and link from sysfs.
-func (d *discoverer) enrich(f *pciFunc) {
+// enrich reads a function's identity and link from sysfs. A link speed or
+// width that no PCIe link can have (NaN, 512 GT/s, 64 lanes) is refused:
+// the snapshot is corrupt or made up. Text that is not a number is read as
+// unknown, as kernels write "Unknown" for links they cannot read.
+func (d *discoverer) enrich(f *pciFunc) error {
 	base := "sys/bus/pci/devices/" + f.addr + "/"
 	f.vendor = normHex(d.readTrim(base + "vendor"))
 	f.device = normHex(d.readTrim(base + "device"))
@@ -354,10 +447,23 @@ func (d *discoverer) enrich(f *pciFunc) {
 		f.numa = v
 	}
 	f.localCPUs = d.readTrim(base + "local_cpulist")
-	f.gen, _ = ParseLinkSpeed(d.readTrim(base + "current_link_speed"))
-	f.lanes, _ = ParseLinkWidth(d.readTrim(base + "current_link_width"))
-	f.maxGen, _ = ParseLinkSpeed(d.readTrim(base + "max_link_speed"))
-	f.maxLanes, _ = ParseLinkWidth(d.readTrim(base + "max_link_width"))
+	for _, v := range []struct {
+		file  string
+		dst   *int
+		speed bool
+	}{{"current_link_speed", &f.gen, true}, {"current_link_width", &f.lanes, false},
+		{"max_link_speed", &f.maxGen, true}, {"max_link_width", &f.maxLanes, false}} {
+		raw := d.readTrim(base + v.file)
+		var err error
+		if v.speed {
+			*v.dst, err = ParseLinkSpeed(raw)
+		} else {
+			*v.dst, err = ParseLinkWidth(raw)
+		}
+		if err != nil && startsWithNumber(raw) {
+			return &InputError{Path: d.path(base + v.file), Field: v.file, Msg: "PCI function " + f.addr + ": not a possible PCIe link value", Err: err}
+		}
+	}
 	f.secondaryBus = -1
 	if v, err := strconv.Atoi(d.readTrim(base + "secondary_bus_number")); err == nil {
 		f.secondaryBus = v
@@ -374,14 +480,38 @@ func (d *discoverer) enrich(f *pciFunc) {
 			if strings.HasPrefix(p, "pci") && len(p) > 3 && f.rootBus == "" {
 				f.rootBus = p
 			}
-			if p == f.addr && i > 0 && pciAddrRE.MatchString(parts[i-1]) {
-				f.parent = parts[i-1]
+			if p == f.addr {
+				// Every PCI address before ours on the device path is an
+				// ancestor, nearest last; loadPCI picks the nearest one
+				// sysfs lists (a hidden bridge must not lift the device
+				// up to the host bridge).
+				f.ancestors = f.ancestors[:0]
+				for _, a := range parts[:i] {
+					if pciAddrRE.MatchString(a) {
+						f.ancestors = append(f.ancestors, a)
+					}
+				}
+				if len(f.ancestors) > 0 {
+					f.parent = f.ancestors[len(f.ancestors)-1]
+				}
 			}
 		}
 	}
 	if f.rootBus == "" {
 		f.rootBus = "pci" + f.addr[:7]
 	}
+	return nil
+}
+
+// startsWithNumber reports whether s begins with something strconv reads as
+// a number ("NaN", "Inf", "512", "x64"), as opposed to words like "Unknown".
+func startsWithNumber(s string) bool {
+	f := strings.Fields(strings.TrimPrefix(strings.ToLower(s), "x"))
+	if len(f) == 0 {
+		return false
+	}
+	_, err := strconv.ParseFloat(f[0], 64)
+	return err == nil
 }
 
 func (f *pciFunc) isBridge() bool { return f.class>>8 == classBridgePCI || f.class>>8 == 0x0609 }
@@ -552,18 +682,33 @@ func (d *discoverer) nodeFor(f *pciFunc, k Kind, parent string) Node {
 	return n
 }
 
-// linkTo links parent to child with the negotiated link of child (both ends
-// of a PCIe link report the same current speed and width), falling back to
-// the port above, then to the maximum the function supports.
+// linkTo links parent to child. The capacity is the link's maximum: the
+// lesser of the child's and its port's max_link_speed and max_link_width
+// (the port's LnkCap bounds what the child can train to). The current speed
+// and width only describe now: a GPU idling in power save reports 2.5 GT/s.
+// They are kept on the link when they differ, and counted for a note.
 func (d *discoverer) linkTo(parent, child string, f, port *pciFunc) {
-	gen, lanes, src := f.gen, f.lanes, SourceSysfs
-	if (gen == 0 || lanes == 0) && port != nil && port.gen > 0 && port.lanes > 0 {
-		gen, lanes = port.gen, port.lanes
+	gen, lanes := f.maxGen, f.maxLanes
+	if port != nil {
+		gen, lanes = MinKnown(gen, port.maxGen), MinKnown(lanes, port.maxLanes)
 	}
-	if gen == 0 || lanes == 0 {
-		gen, lanes, src = f.maxGen, f.maxLanes, SourceSysfsMax
+	cur, curLanes := f.gen, f.lanes
+	if (cur == 0 || curLanes == 0) && port != nil && port.gen > 0 && port.lanes > 0 {
+		cur, curLanes = port.gen, port.lanes
+	}
+	src := SourceSysfsMax
+	if gen == 0 {
+		gen, src = cur, SourceSysfs
+	}
+	if lanes == 0 {
+		lanes, src = curLanes, SourceSysfs
 	}
 	d.b.PCIeLink(parent, child, gen, lanes, src)
+	l := &d.b.m.Links[len(d.b.m.Links)-1]
+	if cur > 0 && curLanes > 0 && (cur != gen || curLanes != lanes) && l.Source != SourceAssumed {
+		l.CurrentPCIeGen, l.CurrentLanes = cur, curLanes
+		d.belowMax = append(d.belowMax, fmt.Sprintf("%s Gen%d x%d of Gen%d x%d", child, cur, curLanes, gen, lanes))
+	}
 }
 
 // attachBlock hangs each disk under the PCI function that controls it,
@@ -817,6 +962,35 @@ func parseCPUList(s string) []int {
 		}
 	}
 	return out
+}
+
+// formatCPUList writes sorted CPU numbers as a Linux cpulist ("0-3,8").
+func formatCPUList(cpus []int) string {
+	var b strings.Builder
+	for i := 0; i < len(cpus); {
+		j := i
+		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		if j > i {
+			fmt.Fprintf(&b, "%d-%d", cpus[i], cpus[j])
+		} else {
+			fmt.Fprintf(&b, "%d", cpus[i])
+		}
+		i = j + 1
+	}
+	return b.String()
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ", ")
 }
 
 func sameInts(a, b []int) bool {

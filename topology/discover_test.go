@@ -137,8 +137,8 @@ func TestDiscoverSwitchesAndLinkWidths(t *testing.T) {
 	}
 	for _, g := range m.NodesOfKind(KindGPU) {
 		up := m.UplinkOf(g.ID)
-		if up.GBps != 24 || up.Lanes != 16 || up.PCIeGen != 4 || up.Source != SourceSysfs {
-			t.Errorf("GPU %s uplink %+v, want x16 Gen4 24 GB/s from sysfs", g.ID, *up)
+		if up.GBps != 24 || up.Lanes != 16 || up.PCIeGen != 4 || up.Source != SourceSysfsMax {
+			t.Errorf("GPU %s uplink %+v, want x16 Gen4 24 GB/s from sysfs max_link_*", g.ID, *up)
 		}
 	}
 	for _, n := range m.NodesOfKind(KindNVMe) {

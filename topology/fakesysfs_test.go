@@ -93,8 +93,11 @@ type fakeFunc struct {
 	numa           int
 	speed          string // current_link_speed, "" = absent
 	width          string
+	maxSpeed       string // max_link_speed, "" = same as speed
+	maxWidth       string // max_link_width, "" = same as width
 	block          string // a disk behind this function (e.g. "nvme0n1")
 	secondaryBus   int    // bridges: secondary_bus_number, 0 = not written
+	hidden         bool   // on the device path of its children, but not listed in sys/bus/pci/devices
 }
 
 // fakeSysfs writes a minimal sysfs tree: NUMA nodes with CPUs and memory,
@@ -102,6 +105,7 @@ type fakeFunc struct {
 // devices. It is what discovery reads, nothing more.
 type fakeSysfs struct {
 	numaNodes int
+	packages  int // CPU packages the NUMA nodes split evenly into; 0 = one per node
 	cpuModel  string
 	funcs     []fakeFunc
 }
@@ -131,7 +135,11 @@ func (fs fakeSysfs) write(t testing.TB) string {
 		put(fmt.Sprintf("sys/devices/system/node/node%d/meminfo", n), fmt.Sprintf("Node %d MemTotal:       134217728 kB", n))
 		for c := n * 4; c < n*4+4; c++ {
 			put(fmt.Sprintf("sys/devices/system/cpu/cpu%d/topology/core_id", c), fmt.Sprint(c%4))
-			put(fmt.Sprintf("sys/devices/system/cpu/cpu%d/topology/physical_package_id", c), fmt.Sprint(n))
+			pkg := n
+			if fs.packages > 0 {
+				pkg = n * fs.packages / fs.numaNodes
+			}
+			put(fmt.Sprintf("sys/devices/system/cpu/cpu%d/topology/physical_package_id", c), fmt.Sprint(pkg))
 			fmt.Fprintf(&cpuinfo, "processor\t: %d\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\nmodel name\t: %s\n\n", c, fs.cpuModel)
 		}
 	}
@@ -145,17 +153,25 @@ func (fs fakeSysfs) write(t testing.TB) string {
 			dev = paths[f.parent] + "/" + f.addr
 		}
 		paths[f.addr] = dev
+		if f.hidden {
+			os.MkdirAll(filepath.Join(root, dev), 0o755)
+			continue
+		}
 		put(dev+"/class", f.class)
 		put(dev+"/vendor", "0x"+f.vendor)
 		put(dev+"/device", "0x"+f.device)
 		put(dev+"/numa_node", fmt.Sprint(f.numa))
 		if f.speed != "" {
 			put(dev+"/current_link_speed", f.speed)
-			put(dev+"/max_link_speed", f.speed)
 		}
 		if f.width != "" {
 			put(dev+"/current_link_width", f.width)
-			put(dev+"/max_link_width", f.width)
+		}
+		if ms := firstNonEmpty(f.maxSpeed, f.speed); ms != "" {
+			put(dev+"/max_link_speed", ms)
+		}
+		if mw := firstNonEmpty(f.maxWidth, f.width); mw != "" {
+			put(dev+"/max_link_width", mw)
 		}
 		if f.secondaryBus > 0 {
 			put(dev+"/secondary_bus_number", fmt.Sprint(f.secondaryBus))
@@ -226,4 +242,11 @@ func assertSound(t testing.TB, m *Machine) {
 			t.Errorf("links[%d] %s->%s (%s): GBps %v, want > 0", i, l.From, l.To, l.Kind, l.GBps)
 		}
 	}
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"bytes"
+	"context"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -100,8 +101,8 @@ func hwlocIsIO(typ string) bool { return typ == "Bridge" || typ == "PCIDev" || t
 
 // hwlocReadTree parses the XML into elements. It stops at the end of the
 // root element and refuses any root other than <topology>.
-func hwlocReadTree(path string, data []byte) (*hwlocElem, error) {
-	dec := xml.NewDecoder(bytes.NewReader(data))
+func hwlocReadTree(ctx context.Context, path string, data []byte) (*hwlocElem, error) {
+	dec := xml.NewDecoder(&ctxReader{ctx: ctx, r: bytes.NewReader(data)})
 	// hwloc always writes UTF-8; accept the ASCII spellings so a re-saved
 	// file still loads, and refuse the rest with a clear message.
 	dec.CharsetReader = func(label string, in io.Reader) (io.Reader, error) {
@@ -349,7 +350,11 @@ type hwlocImport struct {
 
 // parseHwlocXML builds a Machine from an hwloc XML export (lstopo --of xml).
 func parseHwlocXML(path string, data []byte) (*Machine, error) {
-	root, err := hwlocReadTree(path, data)
+	return parseHwlocXMLContext(context.Background(), path, data)
+}
+
+func parseHwlocXMLContext(ctx context.Context, path string, data []byte) (*Machine, error) {
+	root, err := hwlocReadTree(ctx, path, data)
 	if err != nil {
 		return nil, err
 	}
@@ -997,6 +1002,10 @@ func (h *hwlocImport) isSwitchUpstream(e *hwlocElem) bool {
 	return bridges >= 2 && onlyBridges && sameVendor
 }
 
+// hwlocMaxLinkSpeed is the raw rate of the fastest PCIe link (Gen7 x32,
+// 128 GT/s x 32 lanes x 242/256 / 8 bits) in GB/s, as hwloc would write it.
+const hwlocMaxLinkSpeed = 484.0
+
 // linkSpeed reads pci_link_speed in GB/s; 0 means unknown (hwloc writes
 // 0.000000 when it could not read the link status).
 func (h *hwlocImport) linkSpeed(e *hwlocElem) (float64, error) {
@@ -1007,6 +1016,9 @@ func (h *hwlocImport) linkSpeed(e *hwlocElem) (float64, error) {
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 		return 0, h.errorf(e, "pci_link_speed", "%q: want a link rate in GB/s such as 15.753846", s)
+	}
+	if v > hwlocMaxLinkSpeed {
+		return 0, h.errorf(e, "pci_link_speed", "%q GB/s: no PCIe link is that fast (Gen7 x32 signals %g GB/s)", s, hwlocMaxLinkSpeed)
 	}
 	return v, nil
 }

@@ -2,26 +2,81 @@ package topology
 
 import (
 	"bytes"
+	"context"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 )
+
+// MaxImportBytes caps the size of a file Import reads. Real topology files
+// are kilobytes (a DGX-2's hwloc XML is under 100 KB; a 1000-core machine's
+// a few MB); parsing holds several times the file in memory, so a file of
+// hundreds of MB would take gigabytes.
+const MaxImportBytes = 16 << 20
+
+// utf8BOM is the byte order mark some Windows editors put before UTF-8 text.
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
 // Import reads a machine description from a file, recognising its format
 // by content: gnnplan machine JSON, NCCL/RCCL topology XML (<system>), or
 // hwloc XML (<topology>). An NCCL graph file (<graphs>) is refused: it holds
 // ring/tree channels, not the hardware.
-func Import(path string) (*Machine, error) {
-	data, err := os.ReadFile(path)
+func Import(path string) (*Machine, error) { return ImportContext(context.Background(), path) }
+
+// ImportContext is Import that stops when ctx is cancelled, returning
+// ctx's error.
+func ImportContext(ctx context.Context, path string) (*Machine, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, &InputError{Path: path, Field: "--from", Msg: "cannot read file", Err: err}
 	}
-	return ImportBytes(path, data)
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > MaxImportBytes {
+		return nil, tooBig(path, st.Size())
+	}
+	// Pipes and devices have no size: read one byte past the cap to tell.
+	data, err := io.ReadAll(io.LimitReader(&ctxReader{ctx: ctx, r: f}, MaxImportBytes+1))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &InputError{Path: path, Field: "--from", Msg: "cannot read file", Err: err}
+	}
+	return ImportBytesContext(ctx, path, data)
+}
+
+func tooBig(path string, size int64) error {
+	what := "more than"
+	if size > MaxImportBytes {
+		what = fmt.Sprintf("%.1f MiB,", float64(size)/(1<<20))
+	}
+	return inputErrorf(path, "--from", "file is %s over the %d MiB limit for topology files (real NCCL, hwloc and machine files are kilobytes to a few MB): is this the right file?", what, MaxImportBytes>>20)
 }
 
 // ImportBytes is Import for data already in memory; path names it in errors.
 func ImportBytes(path string, data []byte) (*Machine, error) {
+	return ImportBytesContext(context.Background(), path, data)
+}
+
+// ImportBytesContext is ImportBytes that stops when ctx is cancelled.
+func ImportBytesContext(ctx context.Context, path string, data []byte) (*Machine, error) {
+	if len(data) > MaxImportBytes {
+		return nil, tooBig(path, int64(len(data)))
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	data = bytes.TrimPrefix(data, utf8BOM)
+	m, err := importBytes(ctx, path, data)
+	if err != nil && ctx.Err() != nil {
+		return nil, ctx.Err() // the parse stopped because of the cancel
+	}
+	return m, err
+}
+
+func importBytes(ctx context.Context, path string, data []byte) (*Machine, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
 		return nil, inputErrorf(path, "", "empty file (want machine JSON, NCCL/RCCL topology XML or hwloc XML)")
@@ -35,15 +90,29 @@ func ImportBytes(path string, data []byte) (*Machine, error) {
 	}
 	switch root {
 	case "system":
-		return parseNCCLXML(path, data)
+		return parseNCCLXMLContext(ctx, path, data)
 	case "topology":
-		return parseHwlocXML(path, data)
+		return parseHwlocXMLContext(ctx, path, data)
 	case "graphs", "graph":
 		return nil, &InputError{Path: path, Line: line, Field: "<" + root + ">",
 			Msg: "this is an NCCL channel graph (ring/tree channels, NCCL_GRAPH_FILE), not a topology: give the NCCL topology file (<system>, NCCL_TOPO_FILE or NCCL_TOPO_DUMP_FILE) instead"}
 	}
 	return nil, &InputError{Path: path, Line: line, Field: "<" + root + ">",
 		Msg: "unknown XML document (want NCCL/RCCL <system> or hwloc <topology>)"}
+}
+
+// ctxReader fails reads once its context is cancelled, so a parser reading
+// through it stops within one buffer of the cancel.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // xmlRoot returns the name of the first element and its line.

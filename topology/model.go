@@ -120,8 +120,15 @@ type Link struct {
 	PCIeGen int      `json:"pcie_gen,omitempty"` // PCIe links
 	Lanes   int      `json:"lanes,omitempty"`    // PCIe links
 	Count   int      `json:"count,omitempty"`    // NVLink/xGMI/UPI link count
-	Source  string   `json:"source,omitempty"`   // where the capacity came from
-	Label   string   `json:"label,omitempty"`    // e.g. "bus 11"
+
+	// CurrentPCIeGen and CurrentLanes are what the link runs at now, when
+	// known and different from the capacity's generation and width: a GPU
+	// idling in power save reports 2.5 GT/s, so capacity uses the maximum.
+	CurrentPCIeGen int `json:"current_pcie_gen,omitempty"`
+	CurrentLanes   int `json:"current_lanes,omitempty"`
+
+	Source string `json:"source,omitempty"` // where the capacity came from
+	Label  string `json:"label,omitempty"`  // e.g. "bus 11"
 }
 
 // Machine is a whole server.
@@ -251,6 +258,12 @@ func (m *Machine) Validate() error {
 		if n.PCIeGen < 0 || n.PCIeGen > 7 {
 			return fmt.Errorf("nodes[%d].pcie_gen: %d (valid: 1 to 7, or 0 for unknown)", i, n.PCIeGen)
 		}
+		if n.Cores < 0 || n.Threads < 0 {
+			return fmt.Errorf("nodes[%d] (%s): cores %d, threads %d (counts must be >= 0)", i, n.ID, n.Cores, n.Threads)
+		}
+		if n.Kind == KindSocket && n.Parent != "" {
+			return fmt.Errorf("nodes[%d].parent: socket %s has parent %q (a socket is the top of its tree and has no parent)", i, n.ID, n.Parent)
+		}
 		if bad(n.MemoryGiB) || bad(n.ReadGBps) {
 			return fmt.Errorf("nodes[%d] (%s): memory_GiB and read_GBps must be finite and non-negative", i, n.ID)
 		}
@@ -272,6 +285,7 @@ func (m *Machine) Validate() error {
 			steps++
 		}
 	}
+	seenLinks := make(map[[3]string]int, len(m.Links))
 	for i, l := range m.Links {
 		if _, ok := ids[l.From]; !ok {
 			return fmt.Errorf("links[%d].from: %q names no node", i, l.From)
@@ -288,8 +302,37 @@ func (m *Machine) Validate() error {
 		if math.IsNaN(l.GBps) || math.IsInf(l.GBps, 0) || l.GBps <= 0 {
 			return fmt.Errorf("links[%d].GBps: %v (a capacity in GB/s must be finite and > 0)", i, l.GBps)
 		}
-		if l.Count < 0 || l.Lanes < 0 || l.PCIeGen < 0 {
-			return fmt.Errorf("links[%d]: count, lanes and pcie_gen must be >= 0", i)
+		if l.PCIeGen > 7 || l.Lanes > 32 || l.CurrentPCIeGen > 7 || l.CurrentLanes > 32 {
+			return fmt.Errorf("links[%d] (%s->%s): pcie_gen %d, lanes %d (valid: gen 1 to 7, 1 to 32 lanes, 0 for unknown)", i, l.From, l.To, l.PCIeGen, l.Lanes)
+		}
+		// A link listed twice would count its capacity twice. Fabric
+		// links have no direction; tree links go parent to child.
+		key := [3]string{l.From, l.To, string(l.Kind)}
+		if l.To < l.From && l.Kind != LinkPCIe && l.Kind != LinkOnDie {
+			key = [3]string{l.To, l.From, string(l.Kind)}
+		}
+		if j, dup := seenLinks[key]; dup {
+			return fmt.Errorf("links[%d]: %s link %s->%s duplicates links[%d] (it would count its capacity twice; give one link with count for parallel links)", i, l.Kind, l.From, l.To, j)
+		}
+		seenLinks[key] = i
+		if l.Count < 0 || l.Lanes < 0 || l.PCIeGen < 0 || l.CurrentLanes < 0 || l.CurrentPCIeGen < 0 {
+			return fmt.Errorf("links[%d]: count, lanes, pcie_gen, current_lanes and current_pcie_gen must be >= 0", i)
+		}
+	}
+	return nil
+}
+
+// validateInput is Validate plus the bounds of real hardware, for machines
+// read from a file or built by an importer: no link carries more than
+// MaxLinkGBps. (Validate alone admits larger capacities, which solvers use
+// for links that must never bind.)
+func (m *Machine) validateInput() error {
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	for i, l := range m.Links {
+		if l.GBps > MaxLinkGBps {
+			return fmt.Errorf("links[%d].GBps: %v (%s->%s: no real link carries more than %d GB/s per direction)", i, l.GBps, l.From, l.To, MaxLinkGBps)
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"bytes"
+	"context"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -67,7 +68,11 @@ func (e *ncclElem) kid(name string) *ncclElem {
 
 // parseNCCLXML builds a Machine from an NCCL or RCCL topology XML file.
 func parseNCCLXML(path string, data []byte) (*Machine, error) {
-	root, err := ncclReadTree(path, data)
+	return parseNCCLXMLContext(context.Background(), path, data)
+}
+
+func parseNCCLXMLContext(ctx context.Context, path string, data []byte) (*Machine, error) {
+	root, err := ncclReadTree(ctx, path, data)
 	if err != nil {
 		return nil, err
 	}
@@ -90,9 +95,9 @@ func parseNCCLXML(path string, data []byte) (*Machine, error) {
 	im.notes()
 	m, err := im.b.Finish(arch)
 	if err != nil {
-		// The importer checks every input it copies into the machine, so a
-		// machine that fails validation is a bug here, not bad input.
-		return nil, fmt.Errorf("import %s: the imported machine is inconsistent: %w", path, err)
+		// Everything in the machine came from the file: an inconsistency
+		// (a duplicated link, an impossible capacity) is the file's.
+		return nil, &InputError{Path: path, Msg: "the file describes an impossible machine", Err: err}
 	}
 	return m, nil
 }
@@ -109,8 +114,8 @@ func ncclMachineName(path string) string {
 // ncclReadTree parses the document into a tree of elements. It refuses
 // anything whose root is not <system>, stopping at the root element so that
 // a large file of another kind costs nothing to refuse.
-func ncclReadTree(path string, data []byte) (*ncclElem, error) {
-	dec := xml.NewDecoder(bytes.NewReader(data))
+func ncclReadTree(ctx context.Context, path string, data []byte) (*ncclElem, error) {
+	dec := xml.NewDecoder(&ctxReader{ctx: ctx, r: bytes.NewReader(data)})
 	var root *ncclElem
 	var stack []*ncclElem
 	for {
@@ -248,6 +253,8 @@ type ncclImport struct {
 	downtrained []string // upstream links slower than a link below them
 	downSeen    map[string]bool
 	cpuNICs     []string // NICs attached straight to a <cpu>
+	virtualNICs []string // software interfaces under a <cpu>, left out
+	xgmiAssumed int      // xGMI elements of GPUs with no known gcn
 	ignoredPCI  int      // <pci> elements outside any <cpu>
 	fabricNotes []string
 	archNote    string
@@ -368,7 +375,14 @@ func (im *ncclImport) addCPU(c *ncclElem) (arch CPUArch, ok bool, desc string, e
 	}
 	for _, n := range nics {
 		// A <nic> straight under <cpu> is a network device NCCL found no
-		// PCI path for; it sits on the socket with an assumed link.
+		// PCI path for. Container and bridge interfaces (veth, docker0,
+		// br-*) are software: they carry no bytes off the machine and are
+		// not NICs. Others (ib0 in a container that hides /sys) are real
+		// and sit on the socket with an assumed link.
+		if names, virtual := ncclVirtualNIC(n); virtual {
+			im.virtualNICs = append(im.virtualNICs, names...)
+			continue
+		}
 		id := im.b.Add(Node{Kind: KindNIC, Parent: sockID, Name: ncclNICName(n, "", ""), NUMANode: ncclCopyInt(numa)})
 		im.cpuNICs = append(im.cpuNICs, id)
 	}
@@ -599,6 +613,44 @@ func ncclDeviceName(kind Kind, vendor, device string, gpu, nic *ncclElem) string
 }
 
 // ncclNICName names a NIC after its network ports when the ids say nothing.
+// virtualNICPrefixes name software network interfaces: container veth
+// pairs, Linux and Docker bridges, overlay and tunnel devices, loopback.
+var virtualNICPrefixes = []string{"veth", "docker", "br-", "br", "virbr", "cni", "flannel", "cali", "cilium",
+	"vxlan", "weave", "kube", "tun", "tap", "lo", "dummy", "podman", "lxc", "vnet", "genev"}
+
+// ncclVirtualNIC reports whether a <nic> without a PCI device is a
+// software interface: it names no port, or every port it names is one.
+func ncclVirtualNIC(nic *ncclElem) (names []string, virtual bool) {
+	for _, k := range nic.kids {
+		if k.name != "net" {
+			continue
+		}
+		name, _ := k.attr("name")
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		if !isVirtualNetName(name) {
+			return nil, false
+		}
+		names = append(names, name)
+	}
+	if len(names) == 0 {
+		names = []string{"<nic> with no name"}
+	}
+	return names, true
+}
+
+func isVirtualNetName(name string) bool {
+	n := strings.ToLower(name)
+	for _, p := range virtualNICPrefixes {
+		if strings.HasPrefix(n, p) {
+			return true
+		}
+	}
+	return false
+}
+
 func ncclNICName(nic *ncclElem, vendor, device string) string {
 	if vendor != "" && device != "" && vendor != "ffff" && vendor != "0000" {
 		return DeviceName(vendor, device)
@@ -704,6 +756,22 @@ func (im *ncclImport) addFabricLink(g ncclGPU, l *ncclElem, kind LinkKind) error
 	}
 
 	rate, rateOK := XGMIGBps, true
+	if kind == LinkXGMI {
+		// Two GPUs of different generations talk at the older rate.
+		gcn, _ := g.elem.attr("gcn")
+		rate, rateOK = XGMIGBpsForGCN(gcn)
+		for _, o := range im.gpus {
+			if o.id == far {
+				fg, _ := o.elem.attr("gcn")
+				if fr, ok := XGMIGBpsForGCN(fg); ok && (!rateOK || fr < rate) {
+					rate, rateOK = fr, true
+				}
+			}
+		}
+		if !rateOK {
+			im.xgmiAssumed++
+		}
+	}
 	if kind == LinkNVLink {
 		rate, rateOK = g.rate, g.rateOK
 		// Two GPUs of different NVLink generations talk at the older rate.
@@ -793,6 +861,12 @@ func (im *ncclImport) notes() {
 		}
 		b.Note("%d PCIe links report a lower speed than links below them: %s%s. These upstream links are reported downtrained (NCCL writes the lesser of a device's and its port's max_link_speed); the reported speed is kept, so paths through them are limited to it",
 			len(im.downtrained), strings.Join(shown, ", "), more)
+	}
+	if im.xgmiAssumed > 0 {
+		b.Note("%d xGMI link element(s) join GPUs with no recognised gcn attribute: %g GB/s per link assumed (RCCL's MI300 rate)", im.xgmiAssumed, XGMIGBps)
+	}
+	if len(im.virtualNICs) > 0 {
+		b.Note("%d virtual network interface(s) with no PCI device (%s) are not NICs: left out", len(im.virtualNICs), strings.Join(im.virtualNICs, ", "))
 	}
 	for _, id := range im.cpuNICs {
 		b.Note("NIC %s (%s) sits directly under its <cpu> with no PCI path in the file; its link to the socket is assumed", id, b.Node(id).Name)

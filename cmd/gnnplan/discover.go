@@ -23,14 +23,14 @@ type discoverOptions struct {
 	Dmidecode bool
 
 	Discover func(context.Context, topology.DiscoverOptions) (*topology.Machine, error)
-	Import   func(path string) (*topology.Machine, error)
+	Import   func(ctx context.Context, path string) (*topology.Machine, error)
 	Profiles func(name string) (*topology.Machine, error)
 }
 
 var outputFormats = []string{"table", "tree", "json", "dot"}
 
 func newDiscoverCmd(d *deps, runF func(context.Context, *discoverOptions) error) *cobra.Command {
-	opts := &discoverOptions{IO: d, Discover: topology.Discover, Import: topology.Import, Profiles: profiles.Machine}
+	opts := &discoverOptions{IO: d, Discover: topology.Discover, Import: topology.ImportContext, Profiles: profiles.Machine}
 	cmd := &cobra.Command{
 		Use:   "discover",
 		Short: "Describe a server's sockets, PCIe tree, slots, GPUs, SSDs, NICs and link bandwidths",
@@ -92,7 +92,7 @@ func (o *discoverOptions) loadMachine(ctx context.Context) (*topology.Machine, e
 	case o.Profile != "":
 		return o.Profiles(o.Profile)
 	case o.From != "":
-		return o.Import(o.From)
+		return o.Import(ctx, o.From)
 	default:
 		root := o.SysfsRoot
 		if root == "" {

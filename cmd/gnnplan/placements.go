@@ -29,12 +29,12 @@ type placementsOptions struct {
 	Tiers   maxflow.Tiers
 
 	Profiles func(name string) (*topology.Machine, error)
-	Import   func(path string) (*topology.Machine, error)
+	Import   func(ctx context.Context, path string) (*topology.Machine, error)
 	Discover func(context.Context, topology.DiscoverOptions) (*topology.Machine, error)
 }
 
 func newPlacementsCmd(d *deps, runF func(context.Context, *placementsOptions) error) *cobra.Command {
-	opts := &placementsOptions{IO: d, Profiles: profiles.Machine, Import: topology.Import, Discover: topology.Discover,
+	opts := &placementsOptions{IO: d, Profiles: profiles.Machine, Import: topology.ImportContext, Discover: topology.Discover,
 		Tiers: maxflow.DefaultTiers()}
 	cmd := &cobra.Command{
 		Use:   "placements",
@@ -85,7 +85,7 @@ func (o *placementsOptions) loadMachine(ctx context.Context) (*topology.Machine,
 	case o.Profile != "":
 		return o.Profiles(o.Profile)
 	case o.Machine != "":
-		return o.Import(o.Machine)
+		return o.Import(ctx, o.Machine)
 	}
 	return o.Discover(ctx, topology.DiscoverOptions{Root: "/"})
 }

@@ -38,7 +38,7 @@ type recommendOptions struct {
 	Top       int
 
 	Profiles func(name string) (*topology.Machine, error)
-	Import   func(path string) (*topology.Machine, error)
+	Import   func(ctx context.Context, path string) (*topology.Machine, error)
 }
 
 const (
@@ -47,7 +47,7 @@ const (
 )
 
 func newRecommendCmd(d *deps, runF func(context.Context, *recommendOptions) error) *cobra.Command {
-	opts := &recommendOptions{IO: d, Profiles: profiles.Machine, Import: topology.Import}
+	opts := &recommendOptions{IO: d, Profiles: profiles.Machine, Import: topology.ImportContext}
 	var workloads []string
 	for _, w := range tpc.BuiltinWorkloads() {
 		workloads = append(workloads, w.Name)
@@ -151,7 +151,7 @@ func (o *recommendOptions) request(ctx context.Context) (tpc.Request, error) {
 	}
 	switch {
 	case o.Machine != "":
-		req.Machine, err = o.Import(o.Machine)
+		req.Machine, err = o.Import(ctx, o.Machine)
 	default:
 		name := o.Profile
 		if name == "" {
