@@ -121,7 +121,8 @@ func runPlacements(ctx context.Context, o *placementsOptions) error {
 func writePlacementsTable(o *placementsOptions, res *maxflow.SearchResult) error {
 	out := o.IO.Out
 	inv, t := res.Inventory, res.Tiers
-	fmt.Fprintf(out, "%s: %d GPU(s) (%s), %d SSD(s) (%s)\n", res.Machine.Name, inv.GPUs, nonEmpty(inv.GPU.Model, inv.GPU.Name), inv.SSDs, nonEmpty(inv.SSD.Model, inv.SSD.Name))
+	// Devices outside slots stay where they are but count.
+	fmt.Fprintf(out, "%s: %d GPU(s) (%s), %d SSD(s) (%s)\n", res.Machine.Name, inv.GPUs+res.Machine.Count(topology.KindGPU), nonEmpty(inv.GPU.Model, inv.GPU.Name), inv.SSDs+res.Machine.Count(topology.KindNVMe), nonEmpty(inv.SSD.Model, inv.SSD.Name))
 	fmt.Fprintf(out, "%.0f placements; branch and bound kept the %d best, timing %d distinct up to symmetry; model: %.0f%% of each epoch's bytes from CPU memory, %.0f%% from GPU memory, the rest from SSDs (%.1f GB/s each unless the machine says)\n",
 		res.Raw, len(res.Candidates), res.Distinct, 100*t.HostShare, 100*t.GPUCacheShare, t.SSDReadGBps)
 	tbl := tablewriter.NewTable(out, tablewriter.WithHeaderAutoFormat(tw.Off))
