@@ -2,13 +2,16 @@ package maxflow
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gnnplan/gnnplan/topology"
 )
@@ -211,6 +214,7 @@ type Candidate struct {
 	// leave. It breaks ties between placements with equal predicted time.
 	FabricGBps float64 `json:"fabric_GBps"`
 	key        string
+	counts     [][2]int // per group; the search's walk order breaks the last ties
 }
 
 // SearchResult is the ranked outcome of a placement search.
@@ -219,34 +223,65 @@ type SearchResult struct {
 	Inventory Inventory         `json:"-"`
 	Tiers     Tiers             `json:"-"`
 	// Raw counts the assignments of the devices to free slots that tell
-	// GPUs from SSDs but not one GPU from another; Distinct counts them up
-	// to symmetry (interchangeable slots and identical sibling subtrees).
+	// GPUs from SSDs but not one GPU from another; Distinct counts the
+	// placements the search timed, up to symmetry (interchangeable slots
+	// and identical sibling subtrees): branch and bound skips the rest
+	// unseen, because a bound shows none of them makes the top.
 	Raw        float64      `json:"raw_candidates"`
 	Distinct   int          `json:"distinct_candidates"`
-	Candidates []*Candidate `json:"candidates"` // best first
+	Candidates []*Candidate `json:"candidates"` // best first, at most Options.Top
 	// Classic holds Moment's four classic placements, evaluated, by name;
-	// empty with ClassicNote saying why when the machine has no switch.
+	// empty with ClassicNote saying why when the machine has no switch. A
+	// classic placement outside the top has Rank 0.
 	Classic     map[string]*Candidate `json:"-"`
 	ClassicNote string                `json:"classic_note,omitempty"`
+	// Truncated says the search stopped at Options.MaxNodes before it
+	// had ruled out everything it skipped; UnexploredSeconds is then a
+	// lower bound on the epoch IO time of every placement it did not look
+	// at (none of them is faster), so the result is exact when
+	// UnexploredSeconds is not below the best time.
+	Truncated         bool    `json:"truncated,omitempty"`
+	UnexploredSeconds float64 `json:"unexplored_epoch_io_s_at_least,omitempty"`
 }
 
-// Search enumerates the placements of inv's GPUs and SSDs in the free slots
-// of m (a stripped machine, see Strip) up to symmetry, evaluates each with
-// the flow model and ranks them, fastest epoch IO first; ties break by a
-// canonical form of the placement, so the order is deterministic.
+// SearchOptions bounds a placement search.
+type SearchOptions struct {
+	// Top is how many of the best placements to keep; <= 0 keeps every
+	// distinct placement (exhaustive: no pruning).
+	Top int
+	// MaxNodes, when > 0, stops the search after it has bounded or timed
+	// that many partial and complete placements; the result then says
+	// it is truncated and what the unexplored part could still reach.
+	MaxNodes int
+}
+
+// DefaultTop is how many placements Search keeps.
+const DefaultTop = 10
+
+// Search finds the best placements of inv's GPUs and SSDs in the free slots
+// of m (a stripped machine, see Strip) up to symmetry, evaluates them with
+// the flow model and ranks them, fastest epoch IO first; ties break by
+// fabric headroom, then by a canonical form of the placement, so the order
+// is deterministic. It keeps the DefaultTop best; see SearchWith.
 func Search(ctx context.Context, m *topology.Machine, inv Inventory, tiers Tiers) (*SearchResult, error) {
-	return search(ctx, m, inv, tiers, true)
+	return SearchWith(ctx, m, inv, tiers, SearchOptions{Top: DefaultTop})
 }
 
-// SearchTimes is Search that predicts only each candidate's time and
-// fabric headroom; Detail fills in a candidate's full evaluation on demand.
+// SearchWith is Search with the number of placements to keep and a limit
+// on the work.
+func SearchWith(ctx context.Context, m *topology.Machine, inv Inventory, tiers Tiers, opts SearchOptions) (*SearchResult, error) {
+	return search(ctx, m, inv, tiers, opts, true)
+}
+
+// SearchTimes finds the fastest placement only, predicting its time and
+// fabric headroom; Detail fills in its full evaluation on demand.
 // Recommendation runs it for every GPU and SSD count, where only the best
 // placement of each is shown.
 func SearchTimes(ctx context.Context, m *topology.Machine, inv Inventory, tiers Tiers) (*SearchResult, error) {
-	return search(ctx, m, inv, tiers, false)
+	return search(ctx, m, inv, tiers, SearchOptions{Top: 1}, false)
 }
 
-func search(ctx context.Context, m *topology.Machine, inv Inventory, tiers Tiers, detail bool) (*SearchResult, error) {
+func search(ctx context.Context, m *topology.Machine, inv Inventory, tiers Tiers, opts SearchOptions, detail bool) (*SearchResult, error) {
 	if err := tiers.Validate(); err != nil {
 		return nil, err
 	}
@@ -280,194 +315,622 @@ func search(ctx context.Context, m *topology.Machine, inv Inventory, tiers Tiers
 			"cannot serve the epoch: %.0f%% of it is to come from SSDs and no SSD is placed (give --ssds N, or raise the memory shares to 100%%)", 100*ssdShare)}
 	}
 	canon := newCanonicalizer(m, groups)
-	res := &SearchResult{Machine: m, Inventory: inv, Tiers: tiers}
-	var reps []rep
-	seen := map[string]bool{}
-	counts := make([][2]int, len(groups))
-	var walk func(i, g, s int)
-	walk = func(i, g, s int) {
-		if i == len(groups) {
-			if g != 0 || s != 0 {
-				return
-			}
-			ways := 1.0
-			for j, c := range counts {
-				ways *= binom(len(groups[j].slots), c[0]) * binom(len(groups[j].slots)-c[0], c[1])
-			}
-			res.Raw += ways
-			key := canon.key(counts)
-			if !seen[key] {
-				seen[key] = true
-				reps = append(reps, rep{key, append([][2]int(nil), counts...)})
-			}
-			return
-		}
-		// Prune: the groups left must have room for what is left.
-		roomG, roomS, room := 0, 0, 0
-		for _, gr := range groups[i:] {
-			room += len(gr.slots)
-			if gr.takesGPU {
-				roomG += len(gr.slots)
-			}
-			if gr.takesSSD {
-				roomS += len(gr.slots)
-			}
-		}
-		if g > roomG || s > roomS || g+s > room {
-			return
-		}
-		gr := groups[i]
-		maxG := 0
-		if gr.takesGPU {
-			maxG = min(g, len(gr.slots))
-		}
-		for a := maxG; a >= 0; a-- {
-			maxS := 0
-			if gr.takesSSD {
-				maxS = min(s, len(gr.slots)-a)
-			}
-			for b := maxS; b >= 0; b-- {
-				counts[i] = [2]int{a, b}
-				walk(i+1, g-a, s-b)
-			}
-		}
-		counts[i] = [2]int{}
-	}
-	walk(0, inv.GPUs, inv.SSDs)
-	res.Distinct = len(reps)
-
-	if !detail && inv.GPUs > 0 {
-		cands, err := timesOnly(ctx, m, inv, groups, tiers, reps)
-		if err != nil {
-			return nil, err
-		}
-		rankCandidates(cands)
-		res.Candidates = cands
-		res.Classic, res.ClassicNote = classicPlacements(m, inv, groups, tiers, canon, cands)
-		return res, nil
-	}
-	cands := make([]*Candidate, len(reps))
-	errs := make([]error, len(reps))
-	var wg sync.WaitGroup
-	work := make(chan int)
-	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// One evaluator per worker: a Network is not safe for
-			// concurrent use. Without GPUs the compute nodes are the
-			// sockets, which the universal graph does not model.
-			var fe *fastEvaluator
-			var ferr error
-			if inv.GPUs > 0 {
-				fe, ferr = newFastEvaluator(m, inv, groups, tiers)
-			}
-			for i := range work {
-				if ferr != nil {
-					errs[i] = ferr
-					continue
-				}
-				p := placementFor(groups, reps[i].counts)
-				c := &Candidate{Placement: p, key: reps[i].key}
-				if fe != nil {
-					secs, fab, err := fe.times(p, detail)
-					if err != nil {
-						errs[i] = err
-						continue
-					}
-					c.Seconds, c.AggregateGBps = secs, tiers.DemandGB/secs
-					if detail {
-						c.FabricGBps = tiers.DemandGB / fab
-					}
-				} else if errs[i] = detailCandidate(m, inv, tiers, c, true); errs[i] != nil {
-					continue
-				}
-				if detail && c.Eval == nil {
-					errs[i] = detailCandidate(m, inv, tiers, c, false)
-				}
-				cands[i] = c
-			}
-		}()
-	}
-	for i := range reps {
-		if ctx.Err() != nil {
-			break
-		}
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
+	res := &SearchResult{Machine: m, Inventory: inv, Tiers: tiers, Raw: rawCount(groups, inv)}
+	b := &bnb{ctx: ctx, m: m, inv: inv, tiers: tiers, groups: groups, canon: canon, top: opts.Top, maxNodes: int64(opts.MaxNodes),
+		seen: map[[16]byte]bool{}, unexplored: math.Inf(1), fabric: detail}
+	if err := b.run(); err != nil {
 		return nil, err
 	}
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
+	cands := b.best
 	rankCandidates(cands)
-	res.Candidates = cands
-	res.Classic, res.ClassicNote = classicPlacements(m, inv, groups, tiers, canon, cands)
-	return res, nil
-}
-
-// timesOnly finds the fastest placement exactly while timing as few as it
-// can: one max flow per candidate gives a lower bound on its time (the
-// demand over its rates-only max flow); candidates are timed in order of
-// that bound until the bound reaches the best time found. The rest keep
-// their bound as Seconds, marked LowerBound: none of them is faster, and
-// of placements tied with the best the first in bound order wins (the
-// order is deterministic). The winner's fabric headroom is computed too.
-func timesOnly(ctx context.Context, m *topology.Machine, inv Inventory, groups []slotGroup, tiers Tiers, reps []rep) ([]*Candidate, error) {
-	fe, err := newFastEvaluator(m, inv, groups, tiers)
-	if err != nil {
-		return nil, err
+	res.Candidates, res.Distinct = cands, len(b.seen)
+	if b.truncated {
+		res.Truncated, res.UnexploredSeconds = true, b.unexplored
 	}
-	cands := make([]*Candidate, len(reps))
-	lbs := make([]float64, len(reps))
-	order := make([]int, len(reps))
-	for i, r := range reps {
-		if i%256 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		cands[i] = &Candidate{Placement: placementFor(groups, r.counts), key: r.key}
-		if lbs[i], err = fe.lowerBound(cands[i].Placement); err != nil {
-			return nil, err
-		}
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return lbs[order[a]] < lbs[order[b]] })
-	best := math.Inf(1)
-	for _, i := range order {
-		c := cands[i]
-		if lbs[i] >= best*(1-1e-12) {
-			c.Seconds, c.LowerBound = lbs[i], true
-		} else {
-			secs, below, err := fe.timeBelow(c.Placement, best*(1-1e-12))
+	if !detail {
+		// Only the winner's fabric headroom is shown by recommendation.
+		if len(cands) > 0 && inv.GPUs > 0 {
+			fe, err := newFastEvaluator(m, inv, groups, tiers)
 			if err != nil {
 				return nil, err
 			}
-			c.Seconds, c.LowerBound = secs, !below
-			if below {
-				best = secs
+			_, fab, err := fe.times(cands[0].Placement, true)
+			if err != nil {
+				return nil, err
 			}
+			cands[0].FabricGBps = tiers.DemandGB / fab
 		}
-		c.AggregateGBps = tiers.DemandGB / c.Seconds
+		res.Classic, res.ClassicNote = b.classics(cands, false)
+		return res, nil
 	}
-	if len(order) > 0 {
-		w := cands[order[0]]
-		for _, c := range cands {
-			if !c.LowerBound && c.Seconds < w.Seconds {
-				w = c
+	for _, c := range cands {
+		if c.Eval == nil {
+			if err := detailCandidate(m, inv, tiers, c, false); err != nil {
+				return nil, err
 			}
 		}
-		_, fab, err := fe.times(w.Placement, true)
+	}
+	res.Classic, res.ClassicNote = b.classics(cands, true)
+	return res, nil
+}
+
+// rawCount is the number of assignments of the devices to the groups'
+// slots that tell GPUs from SSDs, by dynamic programming over the groups.
+func rawCount(groups []slotGroup, inv Inventory) float64 {
+	// ways[g][s]: assignments of the groups so far that place g GPUs and s SSDs.
+	ways := make([][]float64, inv.GPUs+1)
+	for g := range ways {
+		ways[g] = make([]float64, inv.SSDs+1)
+	}
+	ways[0][0] = 1
+	for _, gr := range groups {
+		next := make([][]float64, inv.GPUs+1)
+		for g := range next {
+			next[g] = make([]float64, inv.SSDs+1)
+		}
+		n := len(gr.slots)
+		for g := 0; g <= inv.GPUs; g++ {
+			for s := 0; s <= inv.SSDs; s++ {
+				if ways[g][s] == 0 {
+					continue
+				}
+				for a := 0; a <= n && g+a <= inv.GPUs; a++ {
+					if a > 0 && !gr.takesGPU {
+						break
+					}
+					for c := 0; a+c <= n && s+c <= inv.SSDs; c++ {
+						if c > 0 && !gr.takesSSD {
+							break
+						}
+						next[g+a][s+c] += ways[g][s] * binom(n, a) * binom(n-a, c)
+					}
+				}
+			}
+		}
+		ways = next
+	}
+	return ways[inv.GPUs][inv.SSDs]
+}
+
+// bnb is a branch-and-bound placement search. It decides the groups one at
+// a time (how many GPUs and SSDs each gets). A partial placement's bound is
+// the least epoch IO time of the machine with every undecided slot holding
+// a GPU and an SSD at once: each real completion switches some of those
+// devices off, which only lowers capacities, and the flow in any time is
+// monotone in the capacities, so no completion is faster than the bound
+// (admissible). A subtree whose bound is worse than the Top-th best so far
+// (beyond the ranking's tie tolerance) is skipped. The kept set does not
+// depend on the order workers finish in: a placement is dropped only when
+// Top others rank above it.
+type bnb struct {
+	ctx      context.Context
+	m        *topology.Machine
+	inv      Inventory
+	tiers    Tiers
+	groups   []slotGroup
+	canon    *canonicalizer
+	top      int
+	maxNodes int64
+	fabric   bool // time every kept placement's fabric headroom (the tie-break)
+
+	nodes atomic.Int64
+	kth   atomic.Pointer[Candidate] // the Top-th best so far; nil until Top are kept
+	stop  atomic.Bool
+
+	mu         sync.Mutex
+	best       []*Candidate
+	seen       map[[16]byte]bool // canonical keys timed
+	truncated  bool
+	unexplored float64
+	err        error
+}
+
+// tieSlack widens pruning and cutoffs past the ranking's 1e-9 tie
+// tolerance, so a placement that ties the Top-th is never dropped.
+const tieSlack = 1e-8
+
+// task is a partial placement: counts of the first depth groups.
+type task struct {
+	counts [][2]int
+	depth  int
+	g, s   int // devices left to place
+}
+
+func (b *bnb) run() error {
+	workers := runtime.GOMAXPROCS(0)
+	// Split the tree into enough subtrees to keep the workers busy; they
+	// are handed out in order, so good placements found early (the walk
+	// tries more devices in the earlier groups first) prune the rest.
+	tasks := []task{{counts: make([][2]int, len(b.groups)), g: b.inv.GPUs, s: b.inv.SSDs}}
+	for len(tasks) < 8*workers {
+		var next []task
+		grew := false
+		for _, t := range tasks {
+			if t.depth == len(b.groups) || t.g == 0 && t.s == 0 {
+				next = append(next, t)
+				continue
+			}
+			grew = true
+			b.children(t, func(c task) { next = append(next, c) })
+		}
+		tasks = next
+		if !grew {
+			break
+		}
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-b.ctx.Done():
+			b.stop.Store(true)
+		case <-done:
+		}
+	}()
+	var wg sync.WaitGroup
+	work := make(chan task)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ev, err := b.newEvaluator()
+			for t := range work {
+				if err != nil {
+					b.fail(err)
+					continue
+				}
+				if err := ev.explore(t, 0); err != nil {
+					b.fail(err)
+				}
+			}
+		}()
+	}
+	for _, t := range tasks {
+		work <- t
+	}
+	close(work)
+	wg.Wait()
+	if err := b.ctx.Err(); err != nil {
+		return err
+	}
+	return b.err
+}
+
+func (b *bnb) fail(err error) {
+	b.mu.Lock()
+	if b.err == nil {
+		b.err = err
+	}
+	b.mu.Unlock()
+	b.stop.Store(true)
+}
+
+// children calls f with each way to fill group t.depth, more GPUs and SSDs
+// first, skipping those that leave the later groups too little room.
+func (b *bnb) children(t task, f func(task)) {
+	i := t.depth
+	gr := b.groups[i]
+	roomG, roomS, room := 0, 0, 0
+	for _, g := range b.groups[i+1:] {
+		room += len(g.slots)
+		if g.takesGPU {
+			roomG += len(g.slots)
+		}
+		if g.takesSSD {
+			roomS += len(g.slots)
+		}
+	}
+	maxG := 0
+	if gr.takesGPU {
+		maxG = min(t.g, len(gr.slots))
+	}
+	for a := maxG; a >= 0 && t.g-a <= roomG; a-- {
+		maxS := 0
+		if gr.takesSSD {
+			maxS = min(t.s, len(gr.slots)-a)
+		}
+		for c := maxS; c >= 0 && t.s-c <= roomS; c-- {
+			if t.g-a+t.s-c > room {
+				break
+			}
+			counts := append([][2]int(nil), t.counts...)
+			counts[i] = [2]int{a, c}
+			f(task{counts: counts, depth: i + 1, g: t.g - a, s: t.s - c})
+		}
+	}
+}
+
+// evaluator is one worker's flow model: a Network is not safe for
+// concurrent use.
+type evaluator struct {
+	b     *bnb
+	fe    *fastEvaluator // nil without GPUs: the compute nodes are the sockets, which the universal graph does not model
+	edges [][]*slotEdges // per group, per slot
+	// The bound's counts: undecided slots read their SSDs through a
+	// sub-pool that carries at most what the SSDs left to place can
+	// read, and feed their GPUs into a sub-sink that takes at most the
+	// share of the GPUs left to place.
+	subPool, subSink int     // edges pool -> sub-pool, sub-sink -> sink
+	ssdAlt, gpuAlt   [][]int // per group, per slot: sub-pool -> SSD, GPU -> sub-sink (-1 if none)
+	ssdMax           float64 // the most one SSD moves: its read rate or its link, whichever is less
+}
+
+func (b *bnb) newEvaluator() (*evaluator, error) {
+	ev := &evaluator{b: b}
+	if b.inv.GPUs == 0 {
+		return ev, nil
+	}
+	fe, err := newFastEvaluator(b.m, b.inv, b.groups, b.tiers)
+	if err != nil {
+		return nil, err
+	}
+	ev.fe = fe
+	n := fe.net
+	ev.edges = make([][]*slotEdges, len(b.groups))
+	ev.ssdAlt, ev.gpuAlt = make([][]int, len(b.groups)), make([][]int, len(b.groups))
+	ev.subPool, ev.subSink = -1, -1
+	subPool := -1
+	subSink := n.AddNode("bound:gpus-left")
+	ev.subSink = n.AddCappedEdge(subSink, fe.sink, math.Inf(1), 0)
+	for i, g := range b.groups {
+		for _, s := range g.slots {
+			se := fe.slot[s]
+			ev.edges[i] = append(ev.edges[i], se)
+			alt := -1
+			if se.ssdRead >= 0 {
+				if subPool < 0 {
+					subPool = n.AddNode("bound:ssds-left")
+					ev.subPool = n.AddEdge(int(n.from[se.ssdRead]), subPool, 0)
+				}
+				alt = n.AddEdge(subPool, int(n.to[se.ssdRead]), n.rate[se.ssdRead])
+				r := n.rate[se.ssdRead]
+				if se.ssdLinks[0] >= 0 {
+					r = math.Min(r, n.rate[se.ssdLinks[0]])
+				}
+				ev.ssdMax = math.Max(ev.ssdMax, r)
+			}
+			ev.ssdAlt[i] = append(ev.ssdAlt[i], alt)
+			alt = -1
+			if se.gpuSink >= 0 {
+				alt = n.AddCappedEdge(int(n.from[se.gpuSink]), subSink, math.Inf(1), 0)
+			}
+			ev.gpuAlt[i] = append(ev.gpuAlt[i], alt)
+		}
+	}
+	return ev, nil
+}
+
+// set switches devices on as t says: in a decided group the GPUs take the
+// first slots and the SSDs the next; an undecided group holds a GPU and an
+// SSD in every slot that takes one, while any are left to place.
+func (ev *evaluator) set(t task) {
+	fe := ev.fe
+	n := fe.net
+	D := fe.tiers.DemandGB
+	copy(n.rate, fe.base)
+	copy(n.volume, fe.baseVol)
+	sink := D / float64(fe.nGPU)
+	cache := fe.tiers.GPUCacheShare * D / float64(fe.nGPU)
+	n.volume[ev.subSink] = float64(t.g) * sink
+	if ev.subPool >= 0 {
+		n.rate[ev.subPool] = float64(t.s) * ev.ssdMax
+	}
+	for i, ses := range ev.edges {
+		for k, se := range ses {
+			var gpu, ssd bool
+			undecided := i >= t.depth
+			if !undecided {
+				c := t.counts[i]
+				gpu, ssd = k < c[0], k >= c[0] && k < c[0]+c[1]
+			}
+			if a := ev.gpuAlt[i][k]; a >= 0 {
+				n.volume[a] = 0
+				if undecided && t.g > 0 {
+					n.volume[a] = sink
+					if se.gpuCache >= 0 {
+						n.volume[se.gpuCache] = cache
+					}
+				}
+			}
+			if a := ev.ssdAlt[i][k]; a >= 0 {
+				n.rate[a] = 0
+				if undecided && t.s > 0 {
+					n.rate[a] = fe.base[se.ssdRead]
+				}
+			}
+			if undecided {
+				if se.gpuCache >= 0 && t.g == 0 {
+					n.volume[se.gpuCache] = 0
+				}
+				if se.gpuSink >= 0 {
+					n.volume[se.gpuSink] = 0
+				}
+				if se.ssdRead >= 0 {
+					n.rate[se.ssdRead] = 0
+				}
+				continue
+			}
+			if se.gpuSink >= 0 {
+				n.volume[se.gpuSink] = 0
+				if gpu {
+					n.volume[se.gpuSink] = sink
+				}
+			}
+			if se.gpuCache >= 0 {
+				n.volume[se.gpuCache] = 0
+				if gpu {
+					n.volume[se.gpuCache] = cache
+				}
+			}
+			if se.ssdRead >= 0 && !ssd {
+				n.rate[se.ssdRead] = 0
+			}
+		}
+	}
+}
+
+// bound returns a lower bound on the time of every completion of t, or
+// one at least cutoff when that is all it needs to know.
+func (ev *evaluator) bound(t task, cutoff float64) (float64, error) {
+	if ev.fe == nil {
+		return 0, nil
+	}
+	ev.set(t)
+	secs, _, err := ev.fe.net.leastTimeBelow(ev.fe.src, ev.fe.sink, ev.fe.tiers.DemandGB, cutoff)
+	return secs, err
+}
+
+// explore searches the subtree of t, whose parent's bound is lb.
+func (ev *evaluator) explore(t task, lb float64) error {
+	b := ev.b
+	if b.stop.Load() {
+		return nil
+	}
+	if b.maxNodes > 0 && b.nodes.Add(1) > b.maxNodes {
+		// What this subtree could still reach: its own bound, tighter
+		// than its parent's.
+		if own, err := ev.bound(t, math.Inf(1)); err == nil && t.depth > 0 {
+			lb = math.Max(lb, own)
+		}
+		b.mu.Lock()
+		b.truncated = true
+		b.unexplored = math.Min(b.unexplored, lb)
+		b.mu.Unlock()
+		return nil
+	}
+	kth := b.kth.Load()
+	cutoff := math.Inf(1)
+	if kth != nil {
+		cutoff = kth.Seconds * (1 + tieSlack)
+	}
+	if lb >= cutoff {
+		return nil
+	}
+	if t.g == 0 && t.s == 0 {
+		t.depth = len(b.groups) // the rest stay empty
+	}
+	if t.depth == len(b.groups) {
+		return ev.leaf(t, cutoff)
+	}
+	if t.depth > 0 {
+		var err error
+		if lb, err = ev.bound(t, cutoff); err != nil {
+			return err
+		}
+		if lb >= cutoff {
+			return nil
+		}
+		if prune, err := ev.tiesAtBest(t, lb, kth); prune || err != nil {
+			return err
+		}
+	}
+	var err error
+	b.children(t, func(c task) {
+		if err == nil {
+			err = ev.explore(c, lb)
+		}
+	})
+	return err
+}
+
+// tiesAtBest reports whether every completion of t ranks after kth when
+// none can beat its time (the bound lb is within the tie tolerance of it):
+// then only fabric headroom (bounded from above the way the time is
+// bounded from below) and the walk order can rank them, and the walk
+// order of t's completions is that of its prefix.
+func (ev *evaluator) tiesAtBest(t task, lb float64, kth *Candidate) (bool, error) {
+	if kth == nil || lb < kth.Seconds*(1-tieSlack/20) {
+		return false, nil
+	}
+	if ev.b.fabric && ev.fe != nil {
+		ev.set(t)
+		ev.unboundSSDs(t)
+		fab, err := ev.fe.net.LeastTime(ev.fe.src, ev.fe.sink, ev.fe.tiers.DemandGB)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
-		w.FabricGBps = tiers.DemandGB / fab
+		// fab is a lower bound on the fabric time, so D/fab bounds the
+		// headroom from above.
+		ub := ev.fe.tiers.DemandGB / fab
+		if ub < kth.FabricGBps*(1-tieSlack/5) {
+			return true, nil
+		}
+		if ub > kth.FabricGBps*(1+tieSlack/5) {
+			return false, nil
+		}
 	}
-	return cands, nil
+	return walkAfter(t.counts[:t.depth], kth.counts[:t.depth]), nil
+}
+
+// unboundSSDs lifts the read rate and private links of every SSD that t
+// switches on (set must have run for t): a completion's fabric headroom is
+// at most what is left binding.
+func (ev *evaluator) unboundSSDs(t task) {
+	n := ev.fe.net
+	if ev.subPool >= 0 && t.s > 0 {
+		n.rate[ev.subPool] = fastUnbounded * float64(t.s)
+	}
+	for i, ses := range ev.edges {
+		for k, se := range ses {
+			if a := ev.ssdAlt[i][k]; a >= 0 && i >= t.depth && t.s > 0 {
+				n.rate[a] = fastUnbounded
+			}
+			on := t.s > 0
+			if i < t.depth {
+				c := t.counts[i]
+				on = k >= c[0] && k < c[0]+c[1]
+			}
+			if !on || se.ssdRead < 0 && se.ssdLinks[0] < 0 {
+				continue
+			}
+			for _, e := range [...]int{se.ssdRead, se.ssdLinks[0], se.ssdLinks[1], se.slotUp[0], se.slotUp[1]} {
+				if e >= 0 {
+					n.rate[e] = fastUnbounded
+				}
+			}
+		}
+	}
+}
+
+// walkAfter reports whether counts a come strictly after b in the search's
+// walk order (per group, more GPUs first, then more SSDs).
+func walkAfter(a, b [][2]int) bool {
+	for i := range a {
+		if a[i][0] != b[i][0] {
+			return a[i][0] < b[i][0]
+		}
+		if a[i][1] != b[i][1] {
+			return a[i][1] < b[i][1]
+		}
+	}
+	return false
+}
+
+// leaf times a complete placement and keeps it if it ranks in the top.
+func (ev *evaluator) leaf(t task, cutoff float64) error {
+	b := ev.b
+	key := b.canon.key(t.counts)
+	sum := sha256.Sum256([]byte(key))
+	var h [16]byte
+	copy(h[:], sum[:])
+	b.mu.Lock()
+	dup := b.seen[h]
+	b.seen[h] = true
+	b.mu.Unlock()
+	if dup {
+		return nil
+	}
+	c := &Candidate{Placement: placementFor(b.groups, t.counts), key: key, counts: t.counts}
+	if ev.fe == nil {
+		if err := detailCandidate(b.m, b.inv, b.tiers, c, true); err != nil {
+			return err
+		}
+	} else {
+		ev.set(t)
+		secs, below, err := ev.fe.net.leastTimeBelow(ev.fe.src, ev.fe.sink, b.tiers.DemandGB, cutoff)
+		if err != nil || !below {
+			return err
+		}
+		c.Seconds, c.AggregateGBps = secs, b.tiers.DemandGB/secs
+		if b.fabric {
+			_, fab, err := ev.fe.times(c.Placement, true)
+			if err != nil {
+				return err
+			}
+			c.FabricGBps = b.tiers.DemandGB / fab
+		}
+	}
+	b.keep(c)
+	return nil
+}
+
+// keep adds c to the best placements (of placements with one canonical
+// key, the first in walk order), dropping the worst when there are more
+// than Top, and updates the pruning reference.
+func (b *bnb) keep(c *Candidate) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, o := range b.best {
+		if o.key == c.key {
+			if walkAfter(c.counts, o.counts) {
+				return
+			}
+			b.best[i] = c
+			b.updateKth()
+			return
+		}
+	}
+	b.best = append(b.best, c)
+	if b.top > 0 && len(b.best) > b.top {
+		w := 0
+		for i := range b.best {
+			if ranksBefore(b.best[w], b.best[i]) {
+				w = i
+			}
+		}
+		b.best = append(b.best[:w], b.best[w+1:]...)
+	}
+	b.updateKth()
+}
+
+func (b *bnb) updateKth() {
+	if b.top <= 0 || len(b.best) < b.top {
+		return
+	}
+	w := b.best[0]
+	for _, c := range b.best[1:] {
+		if ranksBefore(w, c) {
+			w = c
+		}
+	}
+	b.kth.Store(w)
+}
+
+// classics finds Moment's classic placements, timing (and with detail,
+// evaluating) those outside the kept ones; they get Rank 0.
+func (b *bnb) classics(ranked []*Candidate, detail bool) (map[string]*Candidate, string) {
+	switches := b.m.SortedKind(topology.KindSwitch)
+	if len(switches) == 0 {
+		return classicPlacements(b.m, b.inv, b.groups, b.tiers, b.canon, ranked)
+	}
+	under := map[string]string{}
+	for _, g := range b.groups {
+		sw := ""
+		for p := b.m.Node(g.parent); p != nil; p = b.m.Node(p.Parent) {
+			if p.Kind == topology.KindSwitch {
+				sw = p.ID
+				break
+			}
+		}
+		for _, s := range g.slots {
+			under[s] = sw
+		}
+	}
+	have := map[string]bool{}
+	for _, c := range ranked {
+		have[c.key] = true
+	}
+	all := append([]*Candidate(nil), ranked...)
+	for _, name := range ClassicNames {
+		counts, ok := classicCounts(b.groups, under, switches, b.inv, name == "a" || name == "c", name == "c" || name == "d")
+		if !ok {
+			break // classicPlacements says why
+		}
+		key := b.canon.key(counts)
+		if have[key] {
+			continue
+		}
+		have[key] = true
+		c := &Candidate{Placement: placementFor(b.groups, counts), key: key, counts: counts}
+		if err := detailCandidate(b.m, b.inv, b.tiers, c, true); err != nil {
+			return nil, fmt.Sprintf("classic placement (%s): %v", name, err)
+		}
+		if !detail {
+			c.Eval = nil
+		}
+		all = append(all, c)
+	}
+	return classicPlacements(b.m, b.inv, b.groups, b.tiers, b.canon, all)
 }
 
 // detailCandidate fills c.Eval with the full evaluation of its placement;
@@ -530,30 +993,29 @@ func unboundSSDs(m *topology.Machine) *topology.Machine {
 	return &out
 }
 
-// rep is one distinct placement: its canonical key and per-group counts.
-type rep struct {
-	key    string
-	counts [][2]int
-}
-
 // rankCandidates sorts by epoch IO time (shorter first); times within
 // 1e-9 relative are a tie, broken by more fabric headroom, then by the
 // canonical key.
 func rankCandidates(c []*Candidate) {
-	differ := func(a, b float64) bool { return math.Abs(a-b) > 1e-9*math.Max(a, b) }
-	sort.SliceStable(c, func(i, j int) bool {
-		a, b := c[i].Seconds, c[j].Seconds
-		if differ(a, b) {
-			return a < b
-		}
-		if fa, fb := c[i].FabricGBps, c[j].FabricGBps; differ(fa, fb) {
-			return fa > fb
-		}
-		return c[i].key < c[j].key
-	})
+	sort.SliceStable(c, func(i, j int) bool { return ranksBefore(c[i], c[j]) })
 	for i := range c {
 		c[i].Rank = i + 1
 	}
+}
+
+// ranksBefore is the ranking's order: a ranks before b.
+func ranksBefore(a, b *Candidate) bool {
+	differ := func(x, y float64) bool { return math.Abs(x-y) > 1e-9*math.Max(x, y) }
+	if differ(a.Seconds, b.Seconds) {
+		return a.Seconds < b.Seconds
+	}
+	if differ(a.FabricGBps, b.FabricGBps) {
+		return a.FabricGBps > b.FabricGBps
+	}
+	if a.counts != nil && b.counts != nil && !slices.Equal(a.counts, b.counts) {
+		return walkAfter(b.counts, a.counts)
+	}
+	return a.key < b.key
 }
 
 // placementFor turns per-group counts into slots: in each group the GPUs
@@ -585,29 +1047,72 @@ func binom(n, k int) float64 {
 // placement's per-group counts, so placements that differ only by swapping
 // identical sibling subtrees get the same key (the AHU tree-isomorphism
 // encoding: a node's code is its own signature and its children's codes,
-// sorted).
+// sorted). The tree is indexed once, and the codes of subtrees without a
+// free slot are computed once: a key costs one walk over the nodes above
+// the free slots.
 type canonicalizer struct {
-	m        *topology.Machine
-	groupsAt map[string][]int // parent id -> group indexes
-	groups   []slotGroup
-	inGroup  map[string]bool
-	cross    string
+	nodes  []canonNode
+	roots  []int
+	groups []slotGroup
+	cross  string
+}
+
+type canonNode struct {
+	head     string // "(kind:uplink GB/s[:memory GiB]"
+	kids     []int  // children that are not free slots
+	groupsAt []int  // groups of free slots under it
+	static   string // the whole code when no free slot is below it, else ""
 }
 
 func newCanonicalizer(m *topology.Machine, groups []slotGroup) *canonicalizer {
-	c := &canonicalizer{m: m, groupsAt: map[string][]int{}, groups: groups, inGroup: map[string]bool{}}
-	for i, g := range groups {
-		c.groupsAt[g.parent] = append(c.groupsAt[g.parent], i)
-		for _, s := range g.slots {
-			c.inGroup[s] = true
+	c := &canonicalizer{groups: groups}
+	idx := make(map[string]int, len(m.Nodes))
+	for i, n := range m.Nodes {
+		idx[n.ID] = i
+	}
+	inGroup := map[string]bool{}
+	c.nodes = make([]canonNode, len(m.Nodes))
+	for gi, g := range groups {
+		if p, ok := idx[g.parent]; ok {
+			c.nodes[p].groupsAt = append(c.nodes[p].groupsAt, gi)
 		}
+		for _, s := range g.slots {
+			inGroup[s] = true
+		}
+	}
+	uplink := map[string]float64{}
+	hasUp := map[string]bool{}
+	for _, l := range m.Links {
+		if p, ok := idx[l.To]; ok && m.Nodes[p].Parent == l.From && !hasUp[l.To] {
+			uplink[l.To], hasUp[l.To] = l.GBps, true
+		}
+	}
+	for i, n := range m.Nodes {
+		var b strings.Builder
+		b.WriteString("(")
+		b.WriteString(string(n.Kind))
+		if hasUp[n.ID] && n.Parent != "" {
+			b.WriteString(":" + strconv.FormatFloat(uplink[n.ID], 'g', -1, 64))
+		}
+		if n.Kind == topology.KindSocket {
+			b.WriteString(":" + strconv.FormatFloat(n.MemoryGiB, 'g', -1, 64))
+		}
+		c.nodes[i].head = b.String()
+		if n.Parent == "" {
+			c.roots = append(c.roots, i)
+		} else if p, ok := idx[n.Parent]; ok && !inGroup[n.ID] {
+			c.nodes[p].kids = append(c.nodes[p].kids, i)
+		}
+	}
+	for _, r := range c.roots {
+		c.fillStatic(r)
 	}
 	// Links outside the tree (inter-socket, NVLink) by kind and capacity:
 	// they are the same for every placement of one machine, but they keep
 	// keys of different machines apart.
 	var cross []string
 	for _, l := range m.Links {
-		if to := m.Node(l.To); to != nil && to.Parent == l.From {
+		if p, ok := idx[l.To]; ok && m.Nodes[p].Parent == l.From {
 			continue
 		}
 		cross = append(cross, string(l.Kind)+strconv.FormatFloat(l.GBps, 'g', -1, 64))
@@ -617,38 +1122,47 @@ func newCanonicalizer(m *topology.Machine, groups []slotGroup) *canonicalizer {
 	return c
 }
 
+// fillStatic sets the static code of every subtree without free slots and
+// reports whether i's subtree is one.
+func (c *canonicalizer) fillStatic(i int) bool {
+	n := &c.nodes[i]
+	static := len(n.groupsAt) == 0
+	for _, k := range n.kids {
+		if !c.fillStatic(k) {
+			static = false
+		}
+	}
+	if static {
+		n.static = c.code(i, nil)
+	}
+	return static
+}
+
 func (c *canonicalizer) key(counts [][2]int) string {
-	var roots []string
-	for _, r := range c.m.Roots() {
+	roots := make([]string, 0, len(c.roots))
+	for _, r := range c.roots {
 		roots = append(roots, c.code(r, counts))
 	}
 	sort.Strings(roots)
 	return strings.Join(roots, "") + "|" + c.cross
 }
 
-func (c *canonicalizer) code(id string, counts [][2]int) string {
-	n := c.m.Node(id)
-	var b strings.Builder
-	b.WriteString("(")
-	b.WriteString(string(n.Kind))
-	if up := c.m.UplinkOf(id); up != nil {
-		b.WriteString(":" + strconv.FormatFloat(up.GBps, 'g', -1, 64))
+func (c *canonicalizer) code(i int, counts [][2]int) string {
+	n := &c.nodes[i]
+	if n.static != "" {
+		return n.static
 	}
-	if n.Kind == topology.KindSocket {
-		b.WriteString(":" + strconv.FormatFloat(n.MemoryGiB, 'g', -1, 64))
+	kids := make([]string, 0, len(n.kids)+len(n.groupsAt))
+	for _, k := range n.kids {
+		kids = append(kids, c.code(k, counts))
 	}
-	var kids []string
-	for _, ch := range c.m.Children(id) {
-		if c.inGroup[ch] {
-			continue // free slots are summarised by their group below
-		}
-		kids = append(kids, c.code(ch, counts))
-	}
-	for _, gi := range c.groupsAt[id] {
+	for _, gi := range n.groupsAt {
 		g := c.groups[gi]
 		kids = append(kids, fmt.Sprintf("[%d,%d,%v:%dg%ds%d]", g.lanes, g.gen, g.doubleWidth, len(g.slots), counts[gi][0], counts[gi][1]))
 	}
 	sort.Strings(kids)
+	var b strings.Builder
+	b.WriteString(n.head)
 	for _, k := range kids {
 		b.WriteString(k)
 	}

@@ -57,7 +57,9 @@ type ReportCandidate struct {
 // Report builds the report of the top n candidates (all when n <= 0),
 // always including the classic placements.
 func (r *SearchResult) Report(n int) (*Report, error) {
-	rep := &Report{SchemaVersion: ReportSchemaVersion, Machine: r.Machine.Name, GPUs: r.Inventory.GPUs, SSDs: r.Inventory.SSDs,
+	// Devices the search did not move (not in a slot) are in the machine too.
+	rep := &Report{SchemaVersion: ReportSchemaVersion, Machine: r.Machine.Name,
+		GPUs: r.Inventory.GPUs + r.Machine.Count(topology.KindGPU), SSDs: r.Inventory.SSDs + r.Machine.Count(topology.KindNVMe),
 		GPUModel: deviceLabel(r.Inventory.GPU), SSDModel: deviceLabel(r.Inventory.SSD),
 		RawCandidates: r.Raw, DistinctCandidates: r.Distinct, ClassicNote: r.ClassicNote}
 	t := r.Tiers
@@ -69,10 +71,7 @@ func (r *SearchResult) Report(n int) (*Report, error) {
 			rep.Classic[name] = c.Rank
 		}
 	}
-	for _, c := range r.Candidates {
-		if n > 0 && c.Rank > n && c.Classic == "" {
-			continue
-		}
+	for _, c := range r.Listed(n) {
 		rc, err := r.reportCandidate(c)
 		if err != nil {
 			return nil, err
@@ -80,6 +79,23 @@ func (r *SearchResult) Report(n int) (*Report, error) {
 		rep.Candidates = append(rep.Candidates, rc)
 	}
 	return rep, nil
+}
+
+// Listed returns the top n candidates (all kept when n <= 0), then the
+// classic placements ranked below them or not kept (Rank 0), in name order.
+func (r *SearchResult) Listed(n int) []*Candidate {
+	var out []*Candidate
+	for _, c := range r.Candidates {
+		if n <= 0 || c.Rank <= n || c.Classic != "" {
+			out = append(out, c)
+		}
+	}
+	for _, name := range ClassicNames {
+		if c := r.Classic[name]; c != nil && c.Rank == 0 {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func deviceLabel(n topology.Node) string {

@@ -139,10 +139,10 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 			if n > gpuSlots {
 				break
 			}
-			for _, s := range ssds {
+			for si, s := range ssds {
 				for m := 0; n+m <= gpuSlots+otherSlots; m++ {
-					if !allowed(req.SSDCounts, m) {
-						continue
+					if !allowed(req.SSDCounts, m) || m == 0 && si > 0 {
+						continue // a plan without SSDs is one plan, whatever the SSD model
 					}
 					hw := Hardware{GPU: g, GPUs: n, SSD: s, SSDs: m}
 					cost := hw.TCOUSD(req.Catalog.Host)

@@ -3,6 +3,7 @@ package tpc
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -241,5 +242,28 @@ func BenchmarkRecommendMomentB(b *testing.B) {
 		}
 		b.ReportMetric(float64(rec.Placements), "placements")
 		b.ReportMetric(float64(rec.Searched), "plans")
+	}
+}
+
+// TestZeroSSDPlanListedOnce: a plan without SSDs does not depend on the SSD
+// model, so each GPU choice lists it once, not once per SSD model.
+func TestZeroSSDPlanListedOnce(t *testing.T) {
+	req := request(t, "moment-b", "ogbn-papers100M", 200000)
+	req.SSDCounts = []int{0, 1}
+	req.MaxGPUs = 1
+	rec := recommend(t, req)
+	seen := map[string]int{}
+	for _, o := range rec.Options {
+		if o.SSDs == 0 {
+			seen[fmt.Sprintf("%s x%d", o.GPU.Key, o.GPUs)]++
+		}
+	}
+	if len(seen) == 0 {
+		t.Fatal("no plan without SSDs: pick a workload that fits in memory")
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("%s with 0 SSDs listed %d times", k, n)
+		}
 	}
 }

@@ -72,7 +72,7 @@ say how many; every slot is a candidate, occupied or not.`,
 	f.IntVar(&opts.GPUs, "gpus", -1, "how many GPUs to place (default: as many as the machine holds)")
 	f.IntVar(&opts.SSDs, "ssds", -1, "how many NVMe SSDs to place (default: as many as the machine holds)")
 	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, json")
-	f.IntVar(&opts.Top, "top", 10, "how many of the best placements to list (the classic ones are always listed); JSON lists all unless --top is given")
+	f.IntVar(&opts.Top, "top", maxflow.DefaultTop, "how many of the best placements to find and list (the classic ones are always listed)")
 	f.Float64Var(&opts.Tiers.HostShare, "host-share", opts.Tiers.HostShare, "fraction of an epoch's bytes read from CPU memory (graph topology and cached features)")
 	f.Float64Var(&opts.Tiers.GPUCacheShare, "gpu-cache-share", opts.Tiers.GPUCacheShare, "fraction of an epoch's bytes served from the GPUs' own memory")
 	f.Float64Var(&opts.Tiers.SSDReadGBps, "ssd-GBps", opts.Tiers.SSDReadGBps, "read rate of one SSD in GB/s, when the machine does not give one")
@@ -102,18 +102,14 @@ func runPlacements(ctx context.Context, o *placementsOptions) error {
 	if o.SSDs >= 0 {
 		inv.SSDs = o.SSDs
 	}
-	res, err := maxflow.Search(ctx, sm, inv, o.Tiers)
+	res, err := maxflow.SearchWith(ctx, sm, inv, o.Tiers, maxflow.SearchOptions{Top: max(o.Top, 1)})
 	if err != nil {
 		return err
 	}
 	if o.Output == "json" {
 		enc := json.NewEncoder(o.IO.Out)
 		enc.SetIndent("", "  ")
-		n := 0
-		if o.TopSet {
-			n = o.Top
-		}
-		rep, err := res.Report(n)
+		rep, err := res.Report(o.Top)
 		if err != nil {
 			return err
 		}
@@ -125,23 +121,29 @@ func runPlacements(ctx context.Context, o *placementsOptions) error {
 func writePlacementsTable(o *placementsOptions, res *maxflow.SearchResult) error {
 	out := o.IO.Out
 	inv, t := res.Inventory, res.Tiers
-	fmt.Fprintf(out, "%s: %d GPU(s) (%s), %d SSD(s) (%s)\n", res.Machine.Name, inv.GPUs, nonEmpty(inv.GPU.Model, inv.GPU.Name), inv.SSDs, nonEmpty(inv.SSD.Model, inv.SSD.Name))
-	fmt.Fprintf(out, "%.0f placements, %d distinct up to symmetry; model: %.0f%% of each epoch's bytes from CPU memory, %.0f%% from GPU memory, the rest from SSDs (%.1f GB/s each unless the machine says)\n",
-		res.Raw, res.Distinct, 100*t.HostShare, 100*t.GPUCacheShare, t.SSDReadGBps)
+	// Devices outside slots stay where they are but count.
+	fmt.Fprintf(out, "%s: %d GPU(s) (%s), %d SSD(s) (%s)\n", res.Machine.Name, inv.GPUs+res.Machine.Count(topology.KindGPU), nonEmpty(inv.GPU.Model, inv.GPU.Name), inv.SSDs+res.Machine.Count(topology.KindNVMe), nonEmpty(inv.SSD.Model, inv.SSD.Name))
+	fmt.Fprintf(out, "%.0f placements; branch and bound kept the %d best, timing %d distinct up to symmetry; model: %.0f%% of each epoch's bytes from CPU memory, %.0f%% from GPU memory, the rest from SSDs (%.1f GB/s each unless the machine says)\n",
+		res.Raw, len(res.Candidates), res.Distinct, 100*t.HostShare, 100*t.GPUCacheShare, t.SSDReadGBps)
 	tbl := tablewriter.NewTable(out, tablewriter.WithHeaderAutoFormat(tw.Off))
 	tbl.Header("RANK", "CLASSIC", "GPUS", "SSDS", "PER-GPU GB/s", "AGGREGATE GB/s", "FABRIC GB/s", "SATURATED")
-	for _, c := range res.Candidates {
-		if c.Rank > o.Top && c.Classic == "" {
-			continue
+	for _, c := range res.Listed(o.Top) {
+		rank := fmt.Sprint(c.Rank)
+		if c.Rank == 0 {
+			rank = fmt.Sprintf(">%d", len(res.Candidates))
 		}
 		gpus, ssds := res.Summary(c)
-		if err := tbl.Append(fmt.Sprint(c.Rank), c.Classic, gpus, ssds, perGPU(c.Eval), fmt.Sprintf("%.2f", c.Eval.AggregateGBps),
+		if err := tbl.Append(rank, c.Classic, gpus, ssds, perGPU(c.Eval), fmt.Sprintf("%.2f", c.Eval.AggregateGBps),
 			fmt.Sprintf("%.2f", c.FabricGBps), maxflow.BottleneckSummary(c.Eval.Bottlenecks)); err != nil {
 			return err
 		}
 	}
 	if err := tbl.Render(); err != nil {
 		return err
+	}
+	if res.Truncated {
+		fmt.Fprintf(out, "search stopped at its limit: no placement it did not look at takes less than %.4g s per epoch (best found %.4g s)\n",
+			res.UnexploredSeconds, res.Candidates[0].Eval.EpochIOSeconds)
 	}
 	if len(res.Classic) > 0 {
 		for _, n := range maxflow.ClassicNames {
