@@ -253,6 +253,9 @@ type SearchOptions struct {
 	// that many partial and complete placements; the result then says
 	// it is truncated and what the unexplored part could still reach.
 	MaxNodes int
+	// Workers is how many goroutines search; <= 0 means one per core.
+	// Callers that run many searches in parallel (recommendation) pass 1.
+	Workers int
 }
 
 // DefaultTop is how many placements Search keeps.
@@ -278,7 +281,8 @@ func SearchWith(ctx context.Context, m *topology.Machine, inv Inventory, tiers T
 // Recommendation runs it for every GPU and SSD count, where only the best
 // placement of each is shown.
 func SearchTimes(ctx context.Context, m *topology.Machine, inv Inventory, tiers Tiers) (*SearchResult, error) {
-	return search(ctx, m, inv, tiers, SearchOptions{Top: 1}, false)
+	// One worker: recommendation already runs one search per core.
+	return search(ctx, m, inv, tiers, SearchOptions{Top: 1, Workers: 1}, false)
 }
 
 func search(ctx context.Context, m *topology.Machine, inv Inventory, tiers Tiers, opts SearchOptions, detail bool) (*SearchResult, error) {
@@ -316,7 +320,7 @@ func search(ctx context.Context, m *topology.Machine, inv Inventory, tiers Tiers
 	}
 	canon := newCanonicalizer(m, groups)
 	res := &SearchResult{Machine: m, Inventory: inv, Tiers: tiers, Raw: rawCount(groups, inv)}
-	b := &bnb{ctx: ctx, m: m, inv: inv, tiers: tiers, groups: groups, canon: canon, top: opts.Top, maxNodes: int64(opts.MaxNodes),
+	b := &bnb{ctx: ctx, m: m, inv: inv, tiers: tiers, groups: groups, canon: canon, top: opts.Top, maxNodes: int64(opts.MaxNodes), workers: opts.Workers,
 		seen: map[[16]byte]bool{}, unexplored: math.Inf(1), fabric: detail}
 	if err := b.run(); err != nil {
 		return nil, err
@@ -340,7 +344,8 @@ func search(ctx context.Context, m *topology.Machine, inv Inventory, tiers Tiers
 			}
 			cands[0].FabricGBps = tiers.DemandGB / fab
 		}
-		res.Classic, res.ClassicNote = b.classics(cands, false)
+		// Recommendation shows the winner only: Moment's classic
+		// placements are not timed here (Search does).
 		return res, nil
 	}
 	for _, c := range cands {
@@ -411,6 +416,7 @@ type bnb struct {
 	canon    *canonicalizer
 	top      int
 	maxNodes int64
+	workers  int  // <= 0: one per core
 	fabric   bool // time every kept placement's fabric headroom (the tie-break)
 
 	nodes atomic.Int64
@@ -437,7 +443,10 @@ type task struct {
 }
 
 func (b *bnb) run() error {
-	workers := runtime.GOMAXPROCS(0)
+	workers := b.workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
 	// Split the tree into enough subtrees to keep the workers busy; they
 	// are handed out in order, so good placements found early (the walk
 	// tries more devices in the earlier groups first) prune the rest.
