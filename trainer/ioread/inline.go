@@ -173,25 +173,42 @@ func (e *uringEngine) runInline(ctx context.Context, j *job) (counters, error) {
 			return broken(fmt.Errorf("ioread: io_uring_enter (%d reads to submit, %d in flight): %w", pending, inKernel, err))
 		}
 
-		n := int(ring.PeekBatchCQE(cqes))
+		n, err := reapCQEs(ring, err, cqes, got, &soft, pending, inKernel)
+		if err != nil {
+			return broken(err)
+		}
 		if n == 0 {
-			if err != nil {
-				// Nothing went in and nothing came out: back off, then try
-				// again, but not forever.
-				if soft++; soft >= maxSoftFailures {
-					return broken(fmt.Errorf("ioread: io_uring_enter (%d reads to submit, %d in flight): gave up after %d tries: %w",
-						pending, inKernel, soft, err))
-				}
-				time.Sleep(10 * time.Microsecond)
-			}
 			continue
 		}
-		soft = 0
-		for i, cqe := range cqes[:n] {
-			got[i] = cqeCopy{ud: cqe.UserData, res: cqe.Res}
-		}
-		ring.CQAdvance(uint32(n))
 		inKernel -= n
 		ngot = n
 	}
+}
+
+// reapCQEs follows an io_uring_enter that returned err (nil, or a soft
+// failure the caller let through): it copies the ready completions into
+// got, advances the CQ and returns how many. With none ready after a soft
+// failure it backs off briefly and counts the failure in soft, returning
+// an error once maxSoftFailures come in a row; pending and inKernel only
+// describe the state in that error.
+func reapCQEs(ring *giouring.Ring, err error, cqes []*giouring.CompletionQueueEvent, got []cqeCopy, soft *int, pending, inKernel int) (int, error) {
+	n := int(ring.PeekBatchCQE(cqes))
+	if n == 0 {
+		if err != nil {
+			// Nothing went in and nothing came out: back off, then try
+			// again, but not forever.
+			if *soft++; *soft >= maxSoftFailures {
+				return 0, fmt.Errorf("ioread: io_uring_enter (%d reads to submit, %d in flight): gave up after %d tries: %w",
+					pending, inKernel, *soft, err)
+			}
+			time.Sleep(10 * time.Microsecond)
+		}
+		return 0, nil
+	}
+	*soft = 0
+	for i, cqe := range cqes[:n] {
+		got[i] = cqeCopy{ud: cqe.UserData, res: cqe.Res}
+	}
+	ring.CQAdvance(uint32(n))
+	return n, nil
 }

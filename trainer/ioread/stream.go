@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/pawelgaczynski/giouring"
 )
@@ -333,22 +332,13 @@ func (e *uringEngine) stream(ctx context.Context, src *streamSrc) (counters, err
 		if err != nil && !softEnterError(err) {
 			return broken(fmt.Errorf("ioread: io_uring_enter (%d reads to submit, %d in flight): %w", pending, inKernel, err))
 		}
-		n := int(ring.PeekBatchCQE(cqes))
+		n, err := reapCQEs(ring, err, cqes, got, &soft, pending, inKernel)
+		if err != nil {
+			return broken(err)
+		}
 		if n == 0 {
-			if err != nil {
-				if soft++; soft >= maxSoftFailures {
-					return broken(fmt.Errorf("ioread: io_uring_enter (%d reads to submit, %d in flight): gave up after %d tries: %w",
-						pending, inKernel, soft, err))
-				}
-				time.Sleep(10 * time.Microsecond)
-			}
 			continue
 		}
-		soft = 0
-		for i, cqe := range cqes[:n] {
-			got[i] = cqeCopy{ud: cqe.UserData, res: cqe.Res}
-		}
-		ring.CQAdvance(uint32(n))
 		inKernel -= n
 		ngot = n
 	}
