@@ -144,13 +144,8 @@ func (e *uringEngine) runInline(ctx context.Context, j *job) (counters, error) {
 			// works during the copy. That costs a second io_uring_enter per
 			// round (fio makes two as well), but at low depth the copy would
 			// otherwise sit between one read and the next.
-			if pending > 0 {
-				n, err := ring.Submit()
-				pending -= int(n)
-				inKernel += int(n)
-				if err != nil && !softEnterError(err) {
-					return broken(fmt.Errorf("ioread: io_uring_enter (submit %d reads, %d in flight): %w", pending, inKernel, err))
-				}
+			if err := submitPending(ring, &pending, &inKernel); err != nil {
+				return broken(err)
 			}
 			settle(got[:ngot])
 			ngot = 0
@@ -211,4 +206,20 @@ func reapCQEs(ring *giouring.Ring, err error, cqes []*giouring.CompletionQueueEv
 	}
 	ring.CQAdvance(uint32(n))
 	return n, nil
+}
+
+// submitPending hands the prepared SQEs to the kernel without waiting,
+// moving what it took from pending to inKernel; a soft failure leaves the
+// rest pending for the next round.
+func submitPending(ring *giouring.Ring, pending, inKernel *int) error {
+	if *pending == 0 {
+		return nil
+	}
+	n, err := ring.Submit()
+	*pending -= int(n)
+	*inKernel += int(n)
+	if err != nil && !softEnterError(err) {
+		return fmt.Errorf("ioread: io_uring_enter (submit %d reads, %d in flight): %w", *pending, *inKernel, err)
+	}
+	return nil
 }

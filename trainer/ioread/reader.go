@@ -243,6 +243,18 @@ func (r *Reader) Alignment(file int) int {
 	return r.files[file].align
 }
 
+// usable says why the reader cannot start a Read or Stream: closed, broken
+// by an earlier failure, or ctx already done. r.mu is held.
+func (r *Reader) usable(ctx context.Context) error {
+	if r.closed {
+		return ErrClosed
+	}
+	if r.broken != nil {
+		return fmt.Errorf("ioread: reader unusable after an earlier failure: %w", r.broken)
+	}
+	return ctx.Err()
+}
+
 // Read fills every reqs[i].Dst[:Length] with exactly the requested bytes. It
 // returns when all are read, on the first error (a *ReadError naming the file
 // and offset), or, after the reads in flight drain, with ctx.Err() when ctx is
@@ -250,13 +262,7 @@ func (r *Reader) Alignment(file int) int {
 func (r *Reader) Read(ctx context.Context, reqs []Request) (Stats, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
-		return Stats{}, ErrClosed
-	}
-	if r.broken != nil {
-		return Stats{}, fmt.Errorf("ioread: reader unusable after an earlier failure: %w", r.broken)
-	}
-	if err := ctx.Err(); err != nil {
+	if err := r.usable(ctx); err != nil {
 		return Stats{}, err
 	}
 	j, err := plan(r.files, reqs, r.slotSize, r.maxMerge, &r.scratch)

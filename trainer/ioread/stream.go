@@ -75,13 +75,7 @@ func (s *streamSrc) fill(reqs []Request, sc *planScratch) (*job, error) {
 func (r *Reader) Stream(ctx context.Context, next func(reqs []Request) int) (Stats, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
-		return Stats{}, ErrClosed
-	}
-	if r.broken != nil {
-		return Stats{}, fmt.Errorf("ioread: reader unusable after an earlier failure: %w", r.broken)
-	}
-	if err := ctx.Err(); err != nil {
+	if err := r.usable(ctx); err != nil {
 		return Stats{}, err
 	}
 	s := &streamSrc{files: r.files, slotSize: r.slotSize, maxMerge: r.maxMerge, fault: r.fault, next: next}
@@ -302,13 +296,8 @@ func (e *uringEngine) stream(ctx context.Context, src *streamSrc) (counters, err
 			return c, firstErr
 		}
 		if ngot > 0 {
-			if pending > 0 {
-				n, err := ring.Submit()
-				pending -= int(n)
-				inKernel += int(n)
-				if err != nil && !softEnterError(err) {
-					return broken(fmt.Errorf("ioread: io_uring_enter (submit %d reads, %d in flight): %w", pending, inKernel, err))
-				}
+			if err := submitPending(ring, &pending, &inKernel); err != nil {
+				return broken(err)
 			}
 			settle(got[:ngot])
 			ngot = 0
