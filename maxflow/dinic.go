@@ -103,6 +103,19 @@ func (d *dinic) maxflow(s, t int32, caps []float64) (float64, error) {
 	return d.run(s, t)
 }
 
+// raise lifts the capacities from old to caps (each at least its old
+// value), keeps the flow of value flow found under old, and augments it to
+// a maximum flow under caps.
+func (d *dinic) raise(s, t int32, old, caps []float64, flow float64) (float64, error) {
+	for e, c := range caps {
+		if c != old[e] {
+			d.res[2*e] += c - old[e]
+		}
+	}
+	more, err := d.run(s, t)
+	return flow + more, err
+}
+
 func (d *dinic) run(s, t int32) (float64, error) {
 	total := 0.0
 	for d.bfs(s, t) {

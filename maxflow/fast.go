@@ -26,6 +26,7 @@ type fastEvaluator struct {
 // slotEdges are the edges a placement switches for one slot.
 type slotEdges struct {
 	gpuSink, gpuCache int    // GPU -> sink (volume D/n), source -> GPU memory (-1 if no cache share)
+	gpuLink           int    // slot -> GPU
 	ssdRead           int    // SSD pool -> SSD (rate)
 	ssdLinks          [2]int // slot <-> SSD
 	slotUp            [2]int // parent <-> slot
@@ -82,10 +83,11 @@ func newFastEvaluator(m *topology.Machine, inv Inventory, groups []slotGroup, ti
 	}
 	for _, gr := range groups {
 		for _, s := range gr.slots {
-			se := &slotEdges{gpuSink: -1, gpuCache: -1, ssdRead: -1, ssdLinks: [2]int{-1, -1}, slotUp: [2]int{-1, -1}}
+			se := &slotEdges{gpuSink: -1, gpuCache: -1, gpuLink: -1, ssdRead: -1, ssdLinks: [2]int{-1, -1}, slotUp: [2]int{-1, -1}}
 			parent := m.Node(s).Parent
 			se.slotUp = [2]int{edgeBetween(parent, s), edgeBetween(s, parent)}
 			if id, ok := gpuOf[s]; ok {
+				se.gpuLink = edgeBetween(s, id)
 				for _, c := range g.Compute {
 					if c.ID == id {
 						se.gpuSink = c.Edge
@@ -119,6 +121,9 @@ func (f *fastEvaluator) set(p Placement) {
 	D := f.tiers.DemandGB
 	copy(n.rate, f.base)
 	copy(n.volume, f.baseVol)
+	for e := len(f.base); e < len(n.rate); e++ {
+		n.rate[e] = 0 // edges a placement search added for its bounds
+	}
 	for _, se := range f.slot {
 		if se.gpuSink >= 0 {
 			n.volume[se.gpuSink] = 0

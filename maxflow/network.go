@@ -24,7 +24,7 @@ type Network struct {
 	// Network is not safe for concurrent use.
 	csr                *dinic
 	csrEdges, csrNodes int
-	capsBuf            []float64
+	capsBuf, prevCaps  []float64
 }
 
 // NewNetwork returns an empty network with room for the given sizes.

@@ -321,7 +321,7 @@ func search(ctx context.Context, m *topology.Machine, inv Inventory, tiers Tiers
 	canon := newCanonicalizer(m, groups)
 	res := &SearchResult{Machine: m, Inventory: inv, Tiers: tiers, Raw: rawCount(groups, inv)}
 	b := &bnb{ctx: ctx, m: m, inv: inv, tiers: tiers, groups: groups, canon: canon, top: opts.Top, maxNodes: int64(opts.MaxNodes), workers: opts.Workers,
-		seen: map[[16]byte]bool{}, unexplored: math.Inf(1), fabric: detail}
+		seen: map[[16]byte][][2]int{}, unexplored: math.Inf(1), fabric: detail}
 	if err := b.run(); err != nil {
 		return nil, err
 	}
@@ -334,11 +334,7 @@ func search(ctx context.Context, m *topology.Machine, inv Inventory, tiers Tiers
 	if !detail {
 		// Only the winner's fabric headroom is shown by recommendation.
 		if len(cands) > 0 && inv.GPUs > 0 {
-			fe, err := newFastEvaluator(m, inv, groups, tiers)
-			if err != nil {
-				return nil, err
-			}
-			_, fab, err := fe.times(cands[0].Placement, true)
+			_, fab, err := b.ev0.fe.times(cands[0].Placement, true)
 			if err != nil {
 				return nil, err
 			}
@@ -400,13 +396,18 @@ func rawCount(groups []slotGroup, inv Inventory) float64 {
 // bnb is a branch-and-bound placement search. It decides the groups one at
 // a time (how many GPUs and SSDs each gets). A partial placement's bound is
 // the least epoch IO time of the machine with every undecided slot holding
-// a GPU and an SSD at once: each real completion switches some of those
-// devices off, which only lowers capacities, and the flow in any time is
-// monotone in the capacities, so no completion is faster than the bound
-// (admissible). A subtree whose bound is worse than the Top-th best so far
-// (beyond the ranking's tie tolerance) is skipped. The kept set does not
-// depend on the order workers finish in: a placement is dropped only when
-// Top others rank above it.
+// a GPU and an SSD at once, with what the devices left to place can move
+// capped in aggregate: their SSDs' reads, their GPUs' link inflow, their
+// caches and their share of the demand (see evaluator). Every real
+// completion's flow is a flow of that relaxation, so no completion is
+// faster than the bound (admissible), and a child's relaxation is tighter
+// than its parent's. A subtree whose bound is worse than the Top-th best so
+// far (beyond the ranking's tie tolerance) is skipped; one whose bound ties
+// it is skipped when it comes after it in walk order (and, in Search, can
+// not have more fabric headroom). The kept set does not depend on the
+// order workers finish in: a placement is dropped only when Top others
+// rank above it, and of placements equal up to symmetry the first in walk
+// order is the one kept.
 type bnb struct {
 	ctx      context.Context
 	m        *topology.Machine
@@ -416,8 +417,9 @@ type bnb struct {
 	canon    *canonicalizer
 	top      int
 	maxNodes int64
-	workers  int  // <= 0: one per core
-	fabric   bool // time every kept placement's fabric headroom (the tie-break)
+	workers  int        // <= 0: one per core
+	fabric   bool       // time every kept placement's fabric headroom (the tie-break)
+	ev0      *evaluator // the first worker's, free again once run returns
 
 	nodes atomic.Int64
 	kth   atomic.Pointer[Candidate] // the Top-th best so far; nil until Top are kept
@@ -425,7 +427,7 @@ type bnb struct {
 
 	mu         sync.Mutex
 	best       []*Candidate
-	seen       map[[16]byte]bool // canonical keys timed
+	seen       map[[16]byte][][2]int // canonical keys timed: the first placement in walk order
 	truncated  bool
 	unexplored float64
 	err        error
@@ -447,10 +449,22 @@ func (b *bnb) run() error {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
+	// The whole tree's bound: every subtree starts from it, so once a
+	// placement ties it the rest are settled by walk order alone.
+	root := task{counts: make([][2]int, len(b.groups)), g: b.inv.GPUs, s: b.inv.SSDs}
+	ev0, err := b.newEvaluator()
+	if err != nil {
+		return err
+	}
+	b.ev0 = ev0
+	rootLB, err := ev0.bound(root, 0, math.Inf(1))
+	if err != nil {
+		return err
+	}
 	// Split the tree into enough subtrees to keep the workers busy; they
 	// are handed out in order, so good placements found early (the walk
 	// tries more devices in the earlier groups first) prune the rest.
-	tasks := []task{{counts: make([][2]int, len(b.groups)), g: b.inv.GPUs, s: b.inv.SSDs}}
+	tasks := []task{root}
 	for len(tasks) < 8*workers {
 		var next []task
 		grew := false
@@ -480,19 +494,22 @@ func (b *bnb) run() error {
 	work := make(chan task)
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
-		go func() {
+		go func(w int) {
 			defer wg.Done()
-			ev, err := b.newEvaluator()
+			ev, err := ev0, error(nil)
+			if w > 0 {
+				ev, err = b.newEvaluator()
+			}
 			for t := range work {
 				if err != nil {
 					b.fail(err)
 					continue
 				}
-				if err := ev.explore(t, 0); err != nil {
+				if err := ev.explore(t, rootLB); err != nil {
 					b.fail(err)
 				}
 			}
-		}()
+		}(w)
 	}
 	for _, t := range tasks {
 		work <- t
@@ -558,10 +575,23 @@ type evaluator struct {
 	// The bound's counts: undecided slots read their SSDs through a
 	// sub-pool that carries at most what the SSDs left to place can
 	// read, and feed their GPUs into a sub-sink that takes at most the
-	// share of the GPUs left to place.
+	// share of the GPUs left to place. What reaches those GPUs over
+	// their links passes one edge that carries at most what the GPUs
+	// left to place take in through their links. Their caches together
+	// hold at most the share of the GPUs left to place: one cache pool
+	// feeds every undecided slot's GPU memory, and the sub-sink
+	// directly (what a GPU's own cache serves it needs no link).
 	subPool, subSink int     // edges pool -> sub-pool, sub-sink -> sink
-	ssdAlt, gpuAlt   [][]int // per group, per slot: sub-pool -> SSD, GPU -> sub-sink (-1 if none)
-	ssdMax           float64 // the most one SSD moves: its read rate or its link, whichever is less
+	linkCap          int     // edge GPU links -> sub-sink
+	cachePool        int     // edge source -> cache pool (-1 if no cache share)
+	ssdAlt, gpuAlt   [][]int // per group, per slot: sub-pool -> SSD, GPU -> GPU links (-1 if none)
+	cacheAlt         [][]int // per group, per slot: cache pool -> GPU memory (-1 if none)
+	// Per depth: the most one SSD moves (its read rate or its link,
+	// whichever is less) and the fastest GPU link, over the undecided
+	// groups.
+	ssdMax, gpuLinkMax []float64
+	cacheRate          float64   // one GPU's cache read rate
+	rate, volume       []float64 // every edge's as built, the bound's included
 }
 
 func (b *bnb) newEvaluator() (*evaluator, error) {
@@ -577,10 +607,14 @@ func (b *bnb) newEvaluator() (*evaluator, error) {
 	n := fe.net
 	ev.edges = make([][]*slotEdges, len(b.groups))
 	ev.ssdAlt, ev.gpuAlt = make([][]int, len(b.groups)), make([][]int, len(b.groups))
-	ev.subPool, ev.subSink = -1, -1
+	ev.subPool, ev.subSink, ev.cachePool = -1, -1, -1
+	ev.cacheAlt = make([][]int, len(b.groups))
+	ev.ssdMax, ev.gpuLinkMax = make([]float64, len(b.groups)+1), make([]float64, len(b.groups)+1)
 	subPool := -1
 	subSink := n.AddNode("bound:gpus-left")
 	ev.subSink = n.AddCappedEdge(subSink, fe.sink, math.Inf(1), 0)
+	links := n.AddNode("bound:gpu-links-left")
+	ev.linkCap = n.AddEdge(links, subSink, 0)
 	for i, g := range b.groups {
 		for _, s := range g.slots {
 			se := fe.slot[s]
@@ -596,16 +630,37 @@ func (b *bnb) newEvaluator() (*evaluator, error) {
 				if se.ssdLinks[0] >= 0 {
 					r = math.Min(r, n.rate[se.ssdLinks[0]])
 				}
-				ev.ssdMax = math.Max(ev.ssdMax, r)
+				ev.ssdMax[i] = math.Max(ev.ssdMax[i], r)
 			}
 			ev.ssdAlt[i] = append(ev.ssdAlt[i], alt)
 			alt = -1
 			if se.gpuSink >= 0 {
-				alt = n.AddCappedEdge(int(n.from[se.gpuSink]), subSink, math.Inf(1), 0)
+				alt = n.AddCappedEdge(int(n.from[se.gpuSink]), links, math.Inf(1), 0)
+				r := math.Inf(1) // a GPU with no link of its own: no cap
+				if se.gpuLink >= 0 {
+					r = n.rate[se.gpuLink]
+				}
+				ev.gpuLinkMax[i] = math.Max(ev.gpuLinkMax[i], r)
 			}
 			ev.gpuAlt[i] = append(ev.gpuAlt[i], alt)
+			alt = -1
+			if se.gpuCache >= 0 {
+				if ev.cachePool < 0 {
+					ev.cacheRate = n.rate[se.gpuCache]
+					pool := n.AddNode("bound:caches-left")
+					ev.cachePool = n.AddCappedEdge(fe.src, pool, 0, 0)
+					n.AddEdge(pool, subSink, math.Inf(1))
+				}
+				alt = n.AddEdge(int(n.to[ev.cachePool]), int(n.to[se.gpuCache]), ev.cacheRate)
+			}
+			ev.cacheAlt[i] = append(ev.cacheAlt[i], alt)
 		}
 	}
+	for i := len(b.groups) - 1; i >= 0; i-- {
+		ev.ssdMax[i] = math.Max(ev.ssdMax[i], ev.ssdMax[i+1])
+		ev.gpuLinkMax[i] = math.Max(ev.gpuLinkMax[i], ev.gpuLinkMax[i+1])
+	}
+	ev.rate, ev.volume = append([]float64(nil), n.rate...), append([]float64(nil), n.volume...)
 	return ev, nil
 }
 
@@ -616,13 +671,20 @@ func (ev *evaluator) set(t task) {
 	fe := ev.fe
 	n := fe.net
 	D := fe.tiers.DemandGB
-	copy(n.rate, fe.base)
-	copy(n.volume, fe.baseVol)
+	copy(n.rate, ev.rate)
+	copy(n.volume, ev.volume)
 	sink := D / float64(fe.nGPU)
 	cache := fe.tiers.GPUCacheShare * D / float64(fe.nGPU)
 	n.volume[ev.subSink] = float64(t.g) * sink
+	n.rate[ev.linkCap] = 0
+	if t.g > 0 {
+		n.rate[ev.linkCap] = float64(t.g) * ev.gpuLinkMax[t.depth]
+	}
+	if ev.cachePool >= 0 {
+		n.rate[ev.cachePool], n.volume[ev.cachePool] = float64(t.g)*ev.cacheRate, float64(t.g)*cache
+	}
 	if ev.subPool >= 0 {
-		n.rate[ev.subPool] = float64(t.s) * ev.ssdMax
+		n.rate[ev.subPool] = float64(t.s) * ev.ssdMax[t.depth]
 	}
 	for i, ses := range ev.edges {
 		for k, se := range ses {
@@ -636,9 +698,12 @@ func (ev *evaluator) set(t task) {
 				n.volume[a] = 0
 				if undecided && t.g > 0 {
 					n.volume[a] = sink
-					if se.gpuCache >= 0 {
-						n.volume[se.gpuCache] = cache
-					}
+				}
+			}
+			if a := ev.cacheAlt[i][k]; a >= 0 {
+				n.rate[a] = 0
+				if undecided && t.g > 0 {
+					n.rate[a] = ev.cacheRate
 				}
 			}
 			if a := ev.ssdAlt[i][k]; a >= 0 {
@@ -648,7 +713,7 @@ func (ev *evaluator) set(t task) {
 				}
 			}
 			if undecided {
-				if se.gpuCache >= 0 && t.g == 0 {
+				if se.gpuCache >= 0 {
 					n.volume[se.gpuCache] = 0
 				}
 				if se.gpuSink >= 0 {
@@ -679,14 +744,15 @@ func (ev *evaluator) set(t task) {
 }
 
 // bound returns a lower bound on the time of every completion of t, or
-// one at least cutoff when that is all it needs to know.
-func (ev *evaluator) bound(t task, cutoff float64) (float64, error) {
+// one at least cutoff when that is all it needs to know. lb is the
+// parent's bound (0 at the root): t's relaxation is tighter than its
+// parent's, so its least time is at least lb and Newton starts there.
+func (ev *evaluator) bound(t task, lb, cutoff float64) (float64, error) {
 	if ev.fe == nil {
 		return 0, nil
 	}
 	ev.set(t)
-	secs, _, err := ev.fe.net.leastTimeBelow(ev.fe.src, ev.fe.sink, ev.fe.tiers.DemandGB, cutoff)
-	return secs, err
+	return ev.fe.net.leastTimeFrom(ev.fe.src, ev.fe.sink, ev.fe.tiers.DemandGB, lb, cutoff)
 }
 
 // explore searches the subtree of t, whose parent's bound is lb.
@@ -698,7 +764,7 @@ func (ev *evaluator) explore(t task, lb float64) error {
 	if b.maxNodes > 0 && b.nodes.Add(1) > b.maxNodes {
 		// What this subtree could still reach: its own bound, tighter
 		// than its parent's.
-		if own, err := ev.bound(t, math.Inf(1)); err == nil && t.depth > 0 {
+		if own, err := ev.bound(t, lb, math.Inf(1)); err == nil && t.depth > 0 {
 			lb = math.Max(lb, own)
 		}
 		b.mu.Lock()
@@ -715,25 +781,31 @@ func (ev *evaluator) explore(t task, lb float64) error {
 	if lb >= cutoff {
 		return nil
 	}
+	if !b.fabric {
+		// The parent's bound may already tie the best: then the walk
+		// order decides, at no max flow (ties among the placements
+		// recommendation shows are the norm: every SSD-bound placement
+		// of a count takes the same time).
+		if prune, _ := ev.tiesAtBest(t, lb, kth); prune {
+			return nil
+		}
+	}
 	if t.g == 0 && t.s == 0 {
 		t.depth = len(b.groups) // the rest stay empty
 	}
 	if t.depth == len(b.groups) {
 		return ev.leaf(t, cutoff)
 	}
-	if t.depth > 0 {
-		var err error
-		if lb, err = ev.bound(t, cutoff); err != nil {
-			return err
-		}
-		if lb >= cutoff {
-			return nil
-		}
-		if prune, err := ev.tiesAtBest(t, lb, kth); prune || err != nil {
-			return err
-		}
+	own, err := ev.bound(t, lb, cutoff)
+	if err != nil {
+		return err
 	}
-	var err error
+	if lb = math.Max(lb, own); lb >= cutoff {
+		return nil
+	}
+	if prune, err := ev.tiesAtBest(t, lb, kth); prune || err != nil {
+		return err
+	}
 	b.children(t, func(c task) {
 		if err == nil {
 			err = ev.explore(c, lb)
@@ -822,11 +894,15 @@ func (ev *evaluator) leaf(t task, cutoff float64) error {
 	sum := sha256.Sum256([]byte(key))
 	var h [16]byte
 	copy(h[:], sum[:])
+	// Of placements with one canonical key, the first in walk order
+	// represents them, whichever a worker reaches first.
 	b.mu.Lock()
-	dup := b.seen[h]
-	b.seen[h] = true
+	first, dup := b.seen[h]
+	if !dup || walkAfter(first, t.counts) {
+		b.seen[h] = t.counts
+	}
 	b.mu.Unlock()
-	if dup {
+	if dup && !walkAfter(first, t.counts) {
 		return nil
 	}
 	c := &Candidate{Placement: placementFor(b.groups, t.counts), key: key, counts: t.counts}

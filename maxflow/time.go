@@ -68,7 +68,7 @@ func (n *Network) MinTime(s, t int, demand float64) (*TimedSolution, error) {
 	if err := n.checkDemand(s, t, demand); err != nil {
 		return nil, err
 	}
-	secs, flows, err := n.leastTime(s, t, demand, math.Inf(1), newtonMaxFlows)
+	secs, flows, err := n.leastTime(s, t, demand, 0, math.Inf(1), newtonMaxFlows)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func (n *Network) LeastTime(s, t int, demand float64) (float64, error) {
 	if err := n.checkDemand(s, t, demand); err != nil {
 		return 0, err
 	}
-	secs, _, err := n.leastTime(s, t, demand, math.Inf(1), newtonMaxFlows)
+	secs, _, err := n.leastTime(s, t, demand, 0, math.Inf(1), newtonMaxFlows)
 	return secs, err
 }
 
@@ -104,13 +104,24 @@ func (n *Network) LeastTime(s, t int, demand float64) (float64, error) {
 // below cutoff: Newton's iterates are lower bounds, so once one reaches
 // the cutoff it stops and returns it with below = false.
 func (n *Network) leastTimeBelow(s, t int, demand, cutoff float64) (secs float64, below bool, err error) {
-	secs, _, err = n.leastTime(s, t, demand, cutoff, newtonMaxFlows)
+	secs, _, err = n.leastTime(s, t, demand, 0, cutoff, newtonMaxFlows)
 	return secs, err == nil && secs < cutoff, err
 }
 
+// leastTimeFrom is leastTimeBelow given a lower bound from > 0 on the
+// least time (a relaxation's): Newton starts there instead of at the
+// rates-only max flow's bound, which saves that max flow. A bound a
+// rounding error above the least time comes back as the answer.
+func (n *Network) leastTimeFrom(s, t int, demand, from, cutoff float64) (float64, error) {
+	secs, _, err := n.leastTime(s, t, demand, from, cutoff, newtonMaxFlows)
+	return secs, err
+}
+
 // leastTime runs Newton's method with at most maxFlows max flows and
-// returns the least time and the max flows it took.
-func (n *Network) leastTime(s, t int, demand, cutoff float64, maxFlows int) (float64, int, error) {
+// returns the least time and the max flows it took. With from > 0 on a
+// network with volume caps, Newton starts at from, which must not exceed
+// the least time (beyond rounding).
+func (n *Network) leastTime(s, t int, demand, from, cutoff float64, maxFlows int) (float64, int, error) {
 	d := n.solver()
 	if cap(n.capsBuf) < len(n.rate) {
 		n.capsBuf = make([]float64, len(n.rate))
@@ -124,9 +135,19 @@ func (n *Network) leastTime(s, t int, demand, cutoff float64, maxFlows int) (flo
 	}
 	// Rates alone bound the flow from above, so demand / maxflow(rates) is
 	// a lower bound on T, and exact without volume caps.
-	f, err := d.maxflow(int32(s), int32(t), n.rate)
+	var f float64
+	var err error
 	T := 1e-12 // an unbounded path of rates: start just above zero
 	switch {
+	case from > 0 && capped:
+		if T = from; T >= cutoff {
+			return T, 0, nil
+		}
+	default:
+		f, err = d.maxflow(int32(s), int32(t), n.rate)
+	}
+	switch {
+	case from > 0 && capped:
 	case err == ErrUnbounded:
 		if !capped {
 			return 0, 1, err
@@ -141,10 +162,21 @@ func (n *Network) leastTime(s, t int, demand, cutoff float64, maxFlows int) (flo
 		T = demand / f
 	}
 	// Newton from below, starting at T > 0 so that unbounded-rate edges
-	// already carry their whole volume.
+	// already carry their whole volume. T only grows, and with it every
+	// capacity, so each step after the first keeps the flow it has and
+	// augments from there (warm start).
+	if cap(n.prevCaps) < len(n.rate) {
+		n.prevCaps = make([]float64, len(n.rate))
+	}
+	prev := n.prevCaps[:len(n.rate)]
 	for flows := 2; flows <= maxFlows; flows++ {
 		caps := n.capsAt(T, n.capsBuf)
-		f, err = d.maxflow(int32(s), int32(t), caps)
+		if flows == 2 {
+			f, err = d.maxflow(int32(s), int32(t), caps)
+		} else {
+			f, err = d.raise(int32(s), int32(t), prev, caps, f)
+		}
+		copy(prev, caps)
 		if err == ErrUnbounded {
 			return T, flows, nil
 		}

@@ -104,7 +104,7 @@ func TestLeastTimeNewtonStepLimit(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			secs, flows, err := net.leastTime(0, 1, 100, inf, tc.maxFlows)
+			secs, flows, err := net.leastTime(0, 1, 100, 0, inf, tc.maxFlows)
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("err = %v (T = %v after %d max flows), want %v", err, secs, flows, tc.wantErr)
 			}

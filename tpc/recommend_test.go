@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -265,5 +266,64 @@ func TestZeroSSDPlanListedOnce(t *testing.T) {
 		if n != 1 {
 			t.Errorf("%s with 0 SSDs listed %d times", k, n)
 		}
+	}
+}
+
+// eightGPURequest is the 8-GPU server with 24 NVMe bays of
+// maxflow/testdata (two sockets, each with two switches on x16 uplinks
+// holding 2 GPU slots and 4 bays, and 4 bays on the root complex), 1-8 GPUs
+// of 3 models and 0-24 SSDs of 3 models, on a budget that buys them all.
+func eightGPURequest(t testing.TB) Request {
+	req := request(t, "moment-b", "igb-hom", 1e6)
+	m, err := topology.Load(filepath.Join("..", "maxflow", "testdata", "eight-gpu-24-bay.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Machine, req.MaxGPUs = m, 8
+	req.GPUModels = []string{"h100-80gb-pcie", "a100-80gb-pcie", "l40s-48gb-pcie"}
+	req.SSDModels = []string{profiles.ModelP5510_3_84TB, "980pro-1tb", "pm1743-3.84tb"}
+	return req
+}
+
+// TestRecommendEightGPUServer: on a real 8-GPU server every count up to 8
+// GPUs and 31 SSDs is priced, and the same request gives the same ranking
+// and placements.
+func TestRecommendEightGPUServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("prices about 2,000 plans")
+	}
+	rec := recommend(t, eightGPURequest(t))
+	maxGPUs, maxSSDs := 0, 0
+	for _, o := range rec.Options {
+		maxGPUs, maxSSDs = max(maxGPUs, o.GPUs), max(maxSSDs, o.SSDs)
+	}
+	// SSDs also go in free GPU slots: 1 GPU leaves 31 slots.
+	if maxGPUs != 8 || maxSSDs != 31 {
+		t.Fatalf("options reach %d GPUs and %d SSDs, want 8 and 31", maxGPUs, maxSSDs)
+	}
+	if rec.Searched < 1500 {
+		t.Errorf("%d plans priced, want every model x count (about 2,000)", rec.Searched)
+	}
+	// Determinism: the same request gives the same ranking and placements.
+	again := recommend(t, eightGPURequest(t))
+	for i := range rec.Options[:20] {
+		a, b := rec.Options[i], again.Options[i]
+		if a.label() != b.label() || fmt.Sprint(a.Placement) != fmt.Sprint(b.Placement) {
+			t.Fatalf("rank %d: %s %v, then %s %v", i+1, a.label(), a.Placement, b.label(), b.Placement)
+		}
+	}
+}
+
+// BenchmarkRecommendEightGPUServer is issue 13's large case: an 8-GPU,
+// 24-bay machine with 3 GPU models and 3 SSD models (goal: under 10 s).
+func BenchmarkRecommendEightGPUServer(b *testing.B) {
+	req := eightGPURequest(b)
+	for i := 0; i < b.N; i++ {
+		rec, err := Recommend(context.Background(), req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(rec.Placements), "placements")
+		b.ReportMetric(float64(rec.Searched), "plans")
 	}
 }
