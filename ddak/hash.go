@@ -3,8 +3,10 @@ package ddak
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/topology"
 )
 
 // PlaceHash is the baseline Moment compares DDAK with (section 4.5):
@@ -28,6 +30,9 @@ func PlaceHash(hotness []uint32, bins []Bin, seed uint64) (*Layout, error) {
 // PlaceHashContext is PlaceHash that stops when ctx is done.
 func PlaceHashContext(ctx context.Context, hotness []uint32, bins []Bin, seed uint64) (*Layout, error) {
 	n := int64(len(hotness))
+	if n > math.MaxUint32 {
+		return nil, &topology.InputError{Field: "hotness", Msg: fmt.Sprintf("%d vertices (at most 2^32-1: vertex ids and rows are 32-bit)", n)}
+	}
 	if err := validateBins(bins, n); err != nil {
 		return nil, err
 	}
@@ -53,40 +58,23 @@ func PlaceHashContext(ctx context.Context, hotness []uint32, bins []Bin, seed ui
 	// One sequential pass: rows are handed out in vertex order and a full
 	// SSD spills to the next, both of which depend on every earlier vertex.
 	rs := *r
-	cur := o.cursors(0)
-	st := make([]applyState, len(cur))
-	if len(rs) > 1 { // some cache rows, not just the sentinel
-		j := 0
-		for k, c := range cur {
-			for rs[j+1].start <= c {
-				j++
-			}
-			st[k] = applyState{pos: c, x: int32(j)}
-			st[k].load(rs)
-		}
-	} else {
-		for k, c := range cur {
-			st[k].pos = c
-		}
-	}
+	st, at := startStates(rs, o.cursors(0), n)
 	for v, h := range hotness {
 		if v%ctxEvery == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, fmt.Errorf("hash placement: %w", err)
 			}
 		}
-		s := &st[o.bucketOf(h)]
+		k := o.bucketOf(h)
+		s := &st[k]
 		p := s.pos
 		s.pos = p + 1
-		if p < cacheEnd {
+		if int64(p) < cacheEnd {
 			if p >= s.next {
-				for rs[s.x+1].start <= p {
-					s.x++
-				}
-				s.load(rs)
+				advance(rs, st, at, k, p, n)
 			}
 			l.Bin[v] = s.bin
-			l.Row[v] = uint32(p + s.base)
+			l.Row[v] = p + s.base
 			continue
 		}
 		i := int(mix64(uint64(v)^seed) % uint64(len(ssd)))

@@ -3,6 +3,7 @@ package ddak
 import (
 	"context"
 	"math"
+	"math/bits"
 	"runtime"
 	"slices"
 	"sync"
@@ -26,35 +27,60 @@ const ctxEvery = 1 << 22
 // order is the p-th hottest vertex; vertices of equal hotness keep vertex-id
 // order, so the order is deterministic. Only the buckets are stored (one per
 // distinct value), never a permutation of the vertices, which is what keeps
-// DDAK within 16 bytes per vertex.
+// DDAK within 12 bytes per vertex.
+//
+// Values >= denseLimit are usually few (the head of a skewed distribution)
+// and get a bucket each. When they are many distinct ones (more than
+// wideThreshold), a bucket each would cost more than the vertices; the order
+// then ranks them by a quantized value instead (quantKey: 12 bits below the
+// leading one, a relative resolution of 2^-12), vertices of one quantized
+// value in vertex-id order. That moves a vertex at most past others within
+// 0.025% of its hotness, far below the sampling noise of a hotness estimate,
+// and keeps the order at one bucket per distinct quantized value whatever
+// the distribution.
 type order struct {
 	n      int64
-	val    []uint32 // distinct hotness values, descending
+	val    []uint32 // distinct hotness values, descending (quantized: the bucket's least value)
 	count  []int64  // vertices per bucket
 	start  []int64  // first position of each bucket; start[len(val)] = n
 	dense  []int32  // bucket of a value < denseLimit, -1 when absent
 	nLarge int      // buckets [0, nLarge) hold the values >= denseLimit
+	// quant says buckets [0, nLarge) are quantized values: qdense maps
+	// quantKey(h) to its bucket (-1 when absent) and sum holds each such
+	// bucket's total hotness.
+	quant  bool
+	qdense []int32
+	sum    []uint64
 	// spans split the vertices into contiguous ranges, one per worker;
 	// spanCount[w][k] is how many vertices of span w are in bucket k, so
 	// every worker knows where its vertices start in each bucket.
 	spans     [][2]int64
 	spanCount [][]int64
 	total     uint64 // sum of all hotness
-	// The wide region: when the values >= denseLimit are too many distinct
-	// ones to keep a bucket each, positions [0, nWide) are those vertices,
-	// sorted explicitly: wide[p] is the vertex at position p (4 bytes per
-	// such vertex) and hot gives its value. The buckets then hold only the
-	// values < denseLimit and start at nWide.
-	nWide int64
-	wide  []uint32
-	hot   []uint32
+}
+
+// quantBits is the resolution of the quantized order: values >= denseLimit
+// keep this many bits below their leading one.
+const quantBits = 12
+
+// quantKey maps h >= denseLimit to 0..65535, monotone in h: the position of
+// its leading one (17..32 bits long) and the quantBits bits below it.
+func quantKey(h uint32) int {
+	e := bits.Len32(h) - 17 // 0..15
+	return e<<quantBits | int(h>>(e+16-quantBits))&(1<<quantBits-1)
+}
+
+// quantFloor is the least value with quantKey k.
+func quantFloor(k int) uint32 {
+	e := k >> quantBits
+	return uint32(1<<quantBits|k&(1<<quantBits-1)) << (e + 16 - quantBits)
 }
 
 // wideThreshold is the number of distinct values >= denseLimit above which
-// newOrder sorts those vertices explicitly instead of keeping a bucket per
-// value (about 130 bytes per bucket over the passes, and a binary search
-// per vertex): past n/256 buckets the buckets would cost more than half a
-// byte per vertex. A variable so tests can force either path.
+// newOrder quantizes them (see order) instead of keeping a bucket per value
+// (about 130 bytes per bucket over the passes, and a binary search per
+// vertex): past n/256 buckets the buckets would cost more than half a byte
+// per vertex. A variable so tests can force either path.
 var wideThreshold = func(n int64) int { return max(1<<12, int(n>>8)) }
 
 // bucketOf returns the bucket of hotness value h.
@@ -62,8 +88,8 @@ func (o *order) bucketOf(h uint32) int32 {
 	if h < denseLimit {
 		return o.dense[h]
 	}
-	if o.wide != nil {
-		return -1 // in the wide region, which has no buckets
+	if o.quant {
+		return o.qdense[quantKey(h)]
 	}
 	// Large values are few (the head of a skewed distribution): binary
 	// search over them in descending order.
@@ -94,10 +120,9 @@ func newOrder(ctx context.Context, hot []uint32) (*order, error) {
 	return countOrder(ctx, hot, false)
 }
 
-// countOrder is newOrder that, with allowWide, sorts the vertices of value
-// >= denseLimit explicitly when they have more than wideThreshold distinct
-// values (see order.wide); only Place, whose applyRuns knows the wide
-// region, asks for that.
+// countOrder is newOrder that, with allowWide, quantizes the values >=
+// denseLimit when they have more than wideThreshold distinct values (see
+// order); only Place asks for that.
 func countOrder(ctx context.Context, hot []uint32, allowWide bool) (*order, error) {
 	n := int64(len(hot))
 	w := workers(n)
@@ -110,9 +135,9 @@ func countOrder(ctx context.Context, hot []uint32, allowWide bool) (*order, erro
 		large  []uint32 // sorted, then compressed into largeVal/largeCnt
 		lval   []uint32
 		lcnt   []int64
-		coarse []int64 // vertices >= denseLimit per value>>16 (allowWide)
-		nLarge int64
-		capped bool // more than largeCap vertices >= denseLimit: wide
+		qcnt   []int64  // vertices >= denseLimit per quantKey (allowWide)
+		qsum   []uint64 // their hotness per quantKey
+		capped bool     // more than largeCap vertices >= denseLimit: quantize
 		sum    uint64
 		err    error
 	}
@@ -125,10 +150,10 @@ func countOrder(ctx context.Context, hot []uint32, allowWide bool) (*order, erro
 			t.dense = make([]int64, denseLimit)
 			// With allowWide, collecting the large values stops at a
 			// sixteenth of the span (a quarter byte per vertex): more of
-			// them go to the wide region whatever their distinct count.
+			// them are quantized whatever their distinct count.
 			largeCap := int64(math.MaxInt64)
 			if allowWide {
-				t.coarse = make([]int64, 1<<16)
+				t.qcnt, t.qsum = make([]int64, 1<<16), make([]uint64, 1<<16)
 				largeCap = max(1<<16, (hi-lo)>>4)
 			}
 			for b := lo; b < hi; b += ctxEvery {
@@ -150,8 +175,10 @@ func countOrder(ctx context.Context, hot []uint32, allowWide bool) (*order, erro
 					case h < denseLimit:
 						t.dense[h]++
 					default:
-						if t.coarse != nil {
-							t.coarse[h>>16]++
+						if t.qcnt != nil {
+							q := quantKey(h)
+							t.qcnt[q]++
+							t.qsum[q] += uint64(h)
 						}
 						if int64(len(t.large)) < largeCap {
 							t.large = append(t.large, h)
@@ -201,17 +228,27 @@ func countOrder(ctx context.Context, hot []uint32, allowWide bool) (*order, erro
 		slices.Reverse(large)
 		wide = allowWide && len(large) > wideThreshold(n)
 	}
+	var qcnt []int64
+	var qsum []uint64
 	if wide {
-		large = nil
-		coarse := make([][]int64, w)
+		// One bucket per quantized value, descending.
+		o.quant = true
+		o.qdense = make([]int32, 1<<16)
+		qcnt, qsum = make([]int64, 1<<16), make([]uint64, 1<<16)
 		for i := range ts {
-			coarse[i] = ts[i].coarse
+			for q, c := range ts[i].qcnt {
+				qcnt[q] += c
+				qsum[q] += ts[i].qsum[q]
+			}
 		}
-		if err := o.sortWide(ctx, hot, coarse); err != nil {
-			return nil, err
-		}
-		for i := range ts {
-			ts[i].lval, ts[i].lcnt = nil, nil
+		large = large[:0]
+		for q := 1<<16 - 1; q >= 0; q-- {
+			o.qdense[q] = -1
+			if qcnt[q] > 0 {
+				o.qdense[q] = int32(len(large))
+				large = append(large, quantFloor(q))
+				o.sum = append(o.sum, qsum[q])
+			}
 		}
 	}
 	o.nLarge = len(large)
@@ -233,8 +270,16 @@ func countOrder(ctx context.Context, hot []uint32, allowWide bool) (*order, erro
 	o.spanCount = make([][]int64, w)
 	for i := range ts {
 		sc := make([]int64, nb)
-		for j, v := range ts[i].lval {
-			sc[o.bucketOf(v)] = ts[i].lcnt[j]
+		if o.quant {
+			for q, c := range ts[i].qcnt {
+				if c > 0 {
+					sc[o.qdense[q]] = c
+				}
+			}
+		} else {
+			for j, v := range ts[i].lval {
+				sc[o.bucketOf(v)] = ts[i].lcnt[j]
+			}
 		}
 		for k := o.nLarge; k < nb; k++ {
 			sc[k] = ts[i].dense[o.val[k]]
@@ -245,7 +290,6 @@ func countOrder(ctx context.Context, hot []uint32, allowWide bool) (*order, erro
 		o.spanCount[i] = sc
 	}
 	o.start = make([]int64, nb+1)
-	o.start[0] = o.nWide
 	for k := range nb {
 		o.start[k+1] = o.start[k] + o.count[k]
 	}
@@ -270,39 +314,28 @@ func (o *order) cursors(w int) []int64 {
 // pool's accesses without touching the vertices.
 type accessCursor struct {
 	o   *order
-	p   int64 // position in the wide region, until it reaches o.nWide
 	k   int   // current bucket
 	off int64 // positions of bucket k already passed
 }
 
-// wideRun returns the value at the cursor's position in the wide region
-// and how many positions from there, up to at most n, share it: the wide
-// region's equivalent of the rest of a bucket.
-func (c *accessCursor) wideRun(n int64) (uint32, int64) {
-	o := c.o
-	v := o.hot[o.wide[c.p]]
-	e := min(o.nWide, c.p+n)
-	q := c.p + 1
-	for q < e && o.hot[o.wide[q]] == v {
-		q++
+// prefix is the hotness of the first j positions of bucket k: exact for a
+// bucket of one value, a share of the bucket's total for a quantized one
+// (exact at the bucket's end, within 2^-12 of the truth before it).
+func (o *order) prefix(k int, j int64) uint64 {
+	if k >= o.nLarge || !o.quant {
+		return uint64(j) * uint64(o.val[k])
 	}
-	return v, q - c.p
+	hi, lo := bits.Mul64(o.sum[k], uint64(j))
+	q, _ := bits.Div64(hi, lo, uint64(o.count[k])) // hi < count: the share is <= sum
+	return q
 }
 
 // take advances by n positions and returns the hotness they sum to.
 func (c *accessCursor) take(n int64) uint64 {
 	var s uint64
-	for n > 0 && c.p < c.o.nWide {
-		t := min(n, c.o.nWide-c.p)
-		for _, u := range c.o.wide[c.p : c.p+t] {
-			s += uint64(c.o.hot[u])
-		}
-		n -= t
-		c.p += t
-	}
 	for n > 0 && c.k < len(c.o.val) {
 		t := min(n, c.o.count[c.k]-c.off)
-		s += uint64(t) * uint64(c.o.val[c.k])
+		s += c.o.prefix(c.k, c.off+t) - c.o.prefix(c.k, c.off)
 		n -= t
 		c.off += t
 		if c.off == c.o.count[c.k] {
@@ -317,35 +350,43 @@ func (c *accessCursor) take(n int64) uint64 {
 // most budget, but always by at least one position (when n > 0), and
 // returns how many it passed and their hotness.
 func (c *accessCursor) takeWithin(n int64, budget float64) (int64, uint64) {
+	o := c.o
 	var taken int64
 	var s uint64
-	for taken < n && (c.p < c.o.nWide || c.k < len(c.o.val)) {
-		var v uint32
-		var t int64
-		if c.p < c.o.nWide {
-			v, t = c.wideRun(n - taken)
-		} else {
-			v, t = c.o.val[c.k], min(n-taken, c.o.count[c.k]-c.off)
-		}
-		if v > 0 {
-			if fit := (budget - float64(s)) / float64(v); fit < float64(t) {
-				t = int64(max(fit, 0))
-				if taken == 0 {
-					t = max(t, 1)
-				}
-				if t == 0 {
-					break
+	for taken < n && c.k < len(o.val) {
+		t := min(n-taken, o.count[c.k]-c.off)
+		var acc uint64
+		if v := o.val[c.k]; c.k >= o.nLarge || !o.quant {
+			// One value: the budget fits (budget - s) / v positions.
+			if v > 0 {
+				if fit := (budget - float64(s)) / float64(v); fit < float64(t) {
+					t = int64(max(fit, 0))
 				}
 			}
+			acc = uint64(t) * uint64(v)
+		} else {
+			base := o.prefix(c.k, c.off)
+			acc = o.prefix(c.k, c.off+t) - base
+			if float64(s)+float64(acc) > budget {
+				// The most positions of this bucket the budget takes.
+				fit := int64(max((budget-float64(s))/(float64(acc)/float64(t)), 0))
+				for fit > 0 && float64(s)+float64(o.prefix(c.k, c.off+fit)-base) > budget {
+					fit--
+				}
+				t = min(fit, t)
+				acc = o.prefix(c.k, c.off+t) - base
+			}
 		}
-		s += uint64(t) * uint64(v)
+		if t == 0 {
+			if taken > 0 {
+				break
+			}
+			t, acc = 1, o.prefix(c.k, c.off+1)-o.prefix(c.k, c.off) // always at least one position
+		}
+		s += acc
 		taken += t
-		if c.p < c.o.nWide {
-			c.p += t
-			continue
-		}
 		c.off += t
-		if c.off == c.o.count[c.k] {
+		if c.off == o.count[c.k] {
 			c.k++
 			c.off = 0
 		}

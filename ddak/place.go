@@ -140,7 +140,9 @@ func (r *runs) add(pos int64, bin uint8, row uint32) {
 // Place lays out the vertices with DDAK (Moment section 3.3). hotness[v] is
 // vertex v's accesses per epoch; bins come from BinsFromPlan or the caller.
 //
-// Vertices go in descending hotness (ties in vertex order). The hierarchy
+// Vertices go in descending hotness (ties in vertex order; a hotness with
+// many distinct values >= 2^16 is ranked by those values quantized to 2^-12,
+// see order, and the stats then count each bin's exact hotness). The hierarchy
 // GPU > CPU > SSD decides the tier: the GPU bins together take the hottest
 // rows until full, then the CPU bins, then the SSDs. Within a tier, each
 // step gives the next Pool vertices to the bin of lowest priority and
@@ -171,10 +173,10 @@ func (r *runs) add(pos int64, bin uint8, row uint32) {
 //
 // Memory: besides the input (4 bytes per vertex) and the layout (5), Place
 // holds only per-hotness-value counters (tens of bytes per distinct value,
-// per core) and the decisions (16 bytes per step, about 0.16 bytes per
-// vertex with pools of 100): no sort of the vertices. The exception is a
-// hotness with many distinct values >= 2^16 (order.wide): those vertices
-// are sorted explicitly, 4 more bytes per such vertex while Place runs.
+// per core, at most 2^17 of them: many distinct values >= 2^16 are ranked
+// at a relative resolution of 2^-12, see order) and the decisions (16 bytes
+// per step, about 0.16 bytes per vertex with pools of 100): no sort of the
+// vertices, whatever the hotness distribution.
 func Place(hotness []uint32, bins []Bin, opt Options) (*Layout, error) {
 	return PlaceContext(context.Background(), hotness, bins, opt)
 }
@@ -192,6 +194,9 @@ func place(ctx context.Context, hotness []uint32, bins []Bin, opt Options, allow
 		return nil, err
 	}
 	n := int64(len(hotness))
+	if n > math.MaxUint32 {
+		return nil, &topology.InputError{Field: "hotness", Msg: fmt.Sprintf("%d vertices (at most 2^32-1: vertex ids and rows are 32-bit)", n)}
+	}
 	if err := validateBins(bins, n); err != nil {
 		return nil, err
 	}
@@ -210,11 +215,16 @@ func place(ctx context.Context, hotness []uint32, bins []Bin, opt Options, allow
 	l.Bin, l.Row = make([]uint8, n), make([]uint32, n)
 	adviseHuge(l.Bin)
 	adviseHuge(l.Row)
-	if err := applyRuns(ctx, o, hotness, r, l.Bin, l.Row); err != nil {
+	acc, err := applyRuns(ctx, o, hotness, r, l.Bin, l.Row)
+	if err != nil {
 		return nil, err
 	}
-	if err := applyWide(ctx, o, r, l.Bin, l.Row); err != nil {
-		return nil, err
+	if acc != nil {
+		// A quantized order's decisions knew pools' accesses to within
+		// 2^-12; the bins' totals are summed exactly as the rows land.
+		for b := range l.Stats {
+			l.Stats[b].Accesses = acc[b]
+		}
 	}
 	return l, nil
 }
@@ -285,8 +295,9 @@ func decide(ctx context.Context, o *order, bins []Bin, opt Options, stats []BinS
 			// so a pool hotter than a bin's need goes to a bin it fits.
 			var poolRows int64
 			var poolAcc uint64
+			var ahead accessCursor
 			if opt.Priority == PriorityNeed {
-				ahead := ac
+				ahead = ac
 				poolRows, poolAcc = ahead.takeWithin(min(pool, end-pos), budget)
 			}
 			for i := range cands {
@@ -299,7 +310,13 @@ func decide(ctx context.Context, o *order, bins []Bin, opt Options, stats []BinS
 					best, bestP = c, p
 				}
 			}
-			take, acc := ac.takeWithin(min(pool, best.capacity-best.used, end-pos), budget)
+			var take int64
+			var acc uint64
+			if limit := min(pool, best.capacity-best.used, end-pos); opt.Priority == PriorityNeed && limit == min(pool, end-pos) {
+				take, acc, ac = poolRows, poolAcc, ahead // the pool the need looked at
+			} else {
+				take, acc = ac.takeWithin(limit, budget)
+			}
 			r.add(pos, uint8(best.bin), uint32(best.used))
 			best.access += acc
 			best.used += take
@@ -351,67 +368,101 @@ func (c *candidate) priority(p Priority, rows int64, acc uint64) float64 {
 	return r + f
 }
 
-// applyState is one hotness bucket's place in the order and in the runs,
-// kept in one cache line so the per-vertex step touches nothing else.
+// applyState is one hotness bucket's place in the order and in the runs:
+// 16 bytes, so the states of 2^16 buckets stay in a core's L2 while the
+// vertices stream past. Positions fit in 32 bits (at most 2^32-1
+// vertices); the run the bucket is in is kept apart (runAt), since only
+// the step to the next run, about once per pool, reads it.
 type applyState struct {
-	pos  int64 // next position of this bucket
-	next int64 // start of the run after x
-	base int64 // row - start of run x: a position's row is pos + base
-	x    int32 // current run
+	pos  uint32 // the position of the bucket's next vertex
+	next uint32 // where the run after the current one starts (n after the last)
+	base uint32 // the current run's first row minus its start, mod 2^32: a position's row is pos + base
 	bin  uint8
 }
 
-func (s *applyState) load(rs runs) {
-	r := rs[s.x]
-	s.next, s.base, s.bin = rs[s.x+1].start, int64(r.row)-r.start, r.bin
+func (s *applyState) load(rs runs, x int32, n int64) {
+	r := rs[x]
+	s.next, s.base, s.bin = uint32(min(rs[x+1].start, n)), r.row-uint32(r.start), r.bin
+}
+
+// startStates returns the apply states and runs of a worker whose first
+// vertex in bucket k is at position cur[k].
+func startStates(rs runs, cur []int64, n int64) ([]applyState, []int32) {
+	st, at := make([]applyState, len(cur)), make([]int32, len(cur))
+	if len(rs) < 2 { // no run but the sentinel (a hash layout without caches)
+		for k, c := range cur {
+			st[k].pos, st[k].next = uint32(c), uint32(n)
+		}
+		return st, at
+	}
+	j := 0
+	for k, c := range cur { // cursors grow with k: one merge walk
+		for rs[j+1].start <= c {
+			j++
+		}
+		st[k].pos, at[k] = uint32(c), int32(j)
+		st[k].load(rs, int32(j), n)
+	}
+	return st, at
+}
+
+// advance moves bucket k's state to the run holding position p.
+func advance(rs runs, st []applyState, at []int32, k int32, p uint32, n int64) {
+	x := at[k]
+	for rs[x+1].start <= int64(p) {
+		x++
+	}
+	at[k] = x
+	st[k].load(rs, x, n)
 }
 
 // applyRuns writes each vertex's bin and row from the runs, one parallel
 // pass over the vertices in id order: each worker knows where its vertices
 // fall in every hotness bucket (order.cursors), and within a bucket
 // positions only grow, so each bucket keeps a pointer into the runs that
-// only moves forward.
-func applyRuns(ctx context.Context, o *order, hot []uint32, r *runs, bin []uint8, row []uint32) error {
+// only moves forward. On a quantized order it also returns each bin's
+// summed hotness (nil otherwise: the decisions' sums are exact).
+func applyRuns(ctx context.Context, o *order, hot []uint32, r *runs, bin []uint8, row []uint32) ([]uint64, error) {
 	errs := make([]error, len(o.spans))
+	accs := make([][256]uint64, len(o.spans))
 	var wg sync.WaitGroup
 	for w, sp := range o.spans {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rs := *r
-			cur := o.cursors(w)
-			st := make([]applyState, len(cur))
-			j := 0
-			for k, c := range cur { // cursors grow with k: one merge walk
-				for rs[j+1].start <= c {
-					j++
-				}
-				st[k] = applyState{pos: c, x: int32(j)}
-				st[k].load(rs)
-			}
+			rs, n := *r, o.n
+			st, at := startStates(rs, o.cursors(w), n)
+			acc := &accs[w]
+			dense, quant, qdense := o.dense[:denseLimit], o.quant, o.qdense
 			for b := sp[0]; b < sp[1]; b += ctxEvery {
 				if err := ctx.Err(); err != nil {
 					errs[w] = fmt.Errorf("ddak: %w", err)
 					return
 				}
 				e := min(b+ctxEvery, sp[1])
-				hs, bs, ws := hot[b:e], bin[b:e], row[b:e]
+				hs := hot[b:e]
+				bs, ws := bin[b:e][:len(hs)], row[b:e][:len(hs)]
 				for i, h := range hs {
-					k := o.bucketOf(h)
-					if k < 0 { // the wide region: applyWide's
-						continue
+					var k int32
+					switch { // bucketOf, inline
+					case h < denseLimit:
+						k = dense[h]
+					case quant:
+						k = qdense[quantKey(h)]
+					default:
+						k = o.bucketOf(h)
 					}
 					s := &st[k]
 					p := s.pos
 					s.pos = p + 1
 					if p >= s.next { // about once per pool: the next run
-						for rs[s.x+1].start <= p {
-							s.x++
-						}
-						s.load(rs)
+						advance(rs, st, at, k, p, n)
 					}
 					bs[i] = s.bin
-					ws[i] = uint32(p + s.base)
+					ws[i] = p + s.base
+					if quant {
+						acc[s.bin] += uint64(h)
+					}
 				}
 			}
 		}()
@@ -419,8 +470,19 @@ func applyRuns(ctx context.Context, o *order, hot []uint32, r *runs, bin []uint8
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	if !o.quant {
+		return nil, nil
+	}
+	var sum []uint64
+	for b := range 256 {
+		var t uint64
+		for w := range accs {
+			t += accs[w][b]
+		}
+		sum = append(sum, t)
+	}
+	return sum, nil
 }

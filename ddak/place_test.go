@@ -18,6 +18,16 @@ import (
 // capacities respected, stats that add up, and the hierarchy GPU > CPU >
 // SSD (no vertex in a slower tier is hotter than one in a faster tier).
 // With hotnessOrder, rows within each bin also follow descending hotness.
+// rankKey is what the order is descending in at the least: the hotness
+// below 2^16, its quantized value above (exact there too unless the order
+// quantizes).
+func rankKey(h uint32) uint32 {
+	if h < denseLimit {
+		return h
+	}
+	return denseLimit + uint32(quantKey(h))
+}
+
 func checkLayout(t *testing.T, l *Layout, hot []uint32, bins []Bin, hotnessOrder bool) {
 	t.Helper()
 	if len(l.Bin) != len(hot) || len(l.Row) != len(hot) || len(l.Stats) != len(bins) {
@@ -47,8 +57,8 @@ func checkLayout(t *testing.T, l *Layout, hot []uint32, bins []Bin, hotnessOrder
 		byBin[b][r] = v
 		acc[b] += uint64(hot[v])
 		tr := tierRank(bins[b].Kind)
-		tierMin[tr] = min(tierMin[tr], hot[v])
-		tierMax[tr] = max(tierMax[tr], hot[v])
+		tierMin[tr] = min(tierMin[tr], rankKey(hot[v]))
+		tierMax[tr] = max(tierMax[tr], rankKey(hot[v]))
 	}
 	for b := range bins {
 		if acc[b] != l.Stats[b].Accesses {
@@ -56,7 +66,7 @@ func checkLayout(t *testing.T, l *Layout, hot []uint32, bins []Bin, hotnessOrder
 		}
 		if hotnessOrder {
 			for r := 1; r < len(byBin[b]); r++ {
-				if hot[byBin[b][r]] > hot[byBin[b][r-1]] {
+				if rankKey(hot[byBin[b][r]]) > rankKey(hot[byBin[b][r-1]]) {
 					t.Fatalf("bin %s: row %d (hotness %d) hotter than row %d (hotness %d)", bins[b].ID, r, hot[byBin[b][r]], r-1, hot[byBin[b][r-1]])
 				}
 			}
