@@ -20,8 +20,8 @@ const MaxImportBytes = 16 << 20
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
 // Import reads a machine description from a file, recognising its format
-// by content: gnnplan machine JSON, NCCL/RCCL topology XML (<system>), or
-// hwloc XML (<topology>). An NCCL graph file (<graphs>) is refused: it holds
+// by content: gnnplan machine JSON, NCCL/RCCL topology XML (<system>),
+// hwloc XML (<topology>), or the text `nvidia-smi topo -m` prints. An NCCL graph file (<graphs>) is refused: it holds
 // ring/tree channels, not the hardware.
 func Import(path string) (*Machine, error) { return ImportContext(context.Background(), path) }
 
@@ -84,9 +84,12 @@ func importBytes(ctx context.Context, path string, data []byte) (*Machine, error
 	if trimmed[0] == '{' {
 		return Decode(path, data)
 	}
+	if trimmed[0] != '<' && looksLikeSMITopo(data) {
+		return parseSMITopo(ctx, path, data)
+	}
 	root, line, err := xmlRoot(data)
 	if err != nil {
-		return nil, &InputError{Path: path, Line: line, Msg: "neither JSON nor well-formed XML (want machine JSON, NCCL/RCCL topology XML or hwloc XML)", Err: err}
+		return nil, &InputError{Path: path, Line: line, Msg: "neither JSON, XML nor an nvidia-smi topo -m matrix (want machine JSON, NCCL/RCCL topology XML, hwloc XML or nvidia-smi topo -m output)", Err: err}
 	}
 	switch root {
 	case "system":

@@ -41,11 +41,13 @@ direction (decimal).
 
 With no flags it reads this machine's sysfs. --sysfs-root reads an unpacked
 sysfs snapshot, --from imports an NCCL/RCCL topology XML, an hwloc XML
-(lstopo --of xml) or a machine JSON saved with --save, and --profile loads an
+(lstopo --of xml), the text nvidia-smi topo -m prints (links it cannot
+describe are marked assumed) or a machine JSON saved with --save, and --profile loads an
 embedded machine (` + strings.Join(profiles.MachineNames(), ", ") + `).`,
 		Example: `  gnnplan discover
   gnnplan discover --profile moment-b -o tree
   gnnplan discover --from nccl-topo.xml -o json
+  nvidia-smi topo -m > topo.txt && gnnplan discover --from topo.txt
   gnnplan discover --sysfs-root ./snapshot --save machine.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -60,7 +62,7 @@ embedded machine (` + strings.Join(profiles.MachineNames(), ", ") + `).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.SysfsRoot, "sysfs-root", "", "read an unpacked sysfs snapshot (the directory holding sys/) instead of this machine")
-	f.StringVar(&opts.From, "from", "", "import a topology file: NCCL/RCCL XML, hwloc XML, or gnnplan machine JSON")
+	f.StringVar(&opts.From, "from", "", "import a topology file: NCCL/RCCL XML, hwloc XML, nvidia-smi topo -m output, or gnnplan machine JSON")
 	f.StringVar(&opts.Profile, "profile", "", "load an embedded machine profile ("+strings.Join(profiles.MachineNames(), ", ")+")")
 	f.StringVarP(&opts.Output, "output", "o", "table", "output format: "+strings.Join(outputFormats, ", "))
 	f.StringVar(&opts.Save, "save", "", "also write the machine as JSON to this file")

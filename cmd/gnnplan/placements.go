@@ -68,7 +68,7 @@ say how many; every slot is a candidate, occupied or not.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.Profile, "profile", "", "an embedded machine ("+strings.Join(profiles.MachineNames(), ", ")+")")
-	f.StringVar(&opts.Machine, "machine", "", "a machine file (gnnplan JSON from discover --save, NCCL or hwloc XML); default: this machine")
+	f.StringVar(&opts.Machine, "machine", "", "a machine file (gnnplan JSON from discover --save, NCCL or hwloc XML, nvidia-smi topo -m output); default: this machine")
 	f.IntVar(&opts.GPUs, "gpus", -1, "how many GPUs to place (default: as many as the machine holds)")
 	f.IntVar(&opts.SSDs, "ssds", -1, "how many NVMe SSDs to place (default: as many as the machine holds)")
 	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, json")

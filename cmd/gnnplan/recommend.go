@@ -85,7 +85,7 @@ IGB-HOM with a $80,000 budget. Workloads: ` + strings.Join(workloads, ", ") + `.
 	f := cmd.Flags()
 	f.Float64Var(&opts.BudgetUSD, "budget", 80000, "budget in USD for one machine's 5-year TCO (host, GPUs, SSDs, electricity)")
 	f.StringVar(&opts.Profile, "profile", "", "an embedded machine ("+strings.Join(profiles.MachineNames(), ", ")+"); default "+defaultProfile)
-	f.StringVar(&opts.Machine, "machine", "", "a machine file (gnnplan JSON, NCCL or hwloc XML) whose slots to fill")
+	f.StringVar(&opts.Machine, "machine", "", "a machine file (gnnplan JSON, NCCL or hwloc XML, nvidia-smi topo -m output) whose slots to fill")
 	f.StringVar(&opts.Workload, "workload", defaultWorkload, "a built-in workload ("+strings.Join(workloads, ", ")+")")
 	f.StringVar(&opts.Dataset, "dataset", "", "size the workload from a dataset directory (meta.json) instead of --workload")
 	f.StringVar(&opts.Model, "model", "", "GNN model: graphsage, gcn or gat (default: the workload's)")
