@@ -21,13 +21,49 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
 // Import reads a machine description from a file, recognising its format
 // by content: gnnplan machine JSON, NCCL/RCCL topology XML (<system>),
-// hwloc XML (<topology>), or the text `nvidia-smi topo -m` prints. An NCCL graph file (<graphs>) is refused: it holds
+// hwloc XML (<topology>), or the text `nvidia-smi topo -m` or `lspci -vvv`
+// / `lspci -tv` print. An NCCL graph file (<graphs>) is refused: it holds
 // ring/tree channels, not the hardware.
 func Import(path string) (*Machine, error) { return ImportContext(context.Background(), path) }
 
 // ImportContext is Import that stops when ctx is cancelled, returning
 // ctx's error.
 func ImportContext(ctx context.Context, path string) (*Machine, error) {
+	data, err := readImport(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return ImportBytesContext(ctx, path, data)
+}
+
+// ImportFilesContext imports one machine from several files: one file as
+// ImportContext does; several only when they are lspci captures of one
+// machine (lspci -tv for the tree with lspci -vvv for the links), the
+// combination the text formats need.
+func ImportFilesContext(ctx context.Context, paths []string) (*Machine, error) {
+	if len(paths) == 1 {
+		return ImportContext(ctx, paths[0])
+	}
+	if len(paths) == 0 {
+		return nil, &InputError{Field: "--from", Msg: "no file given"}
+	}
+	datas := make([][]byte, len(paths))
+	for i, p := range paths {
+		data, err := readImport(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		data = bytes.TrimPrefix(data, utf8BOM)
+		if t := bytes.TrimSpace(data); len(t) == 0 || t[0] == '{' || t[0] == '<' || looksLikeSMITopo(data) || !looksLikeLspci(data) {
+			return nil, &InputError{Path: p, Field: "--from", Msg: "only lspci captures combine (lspci -tv with lspci -vvv of the same machine); give this file alone"}
+		}
+		datas[i] = data
+	}
+	return ImportLspci(ctx, paths, datas)
+}
+
+// readImport reads a file to import, refusing one over MaxImportBytes.
+func readImport(ctx context.Context, path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, &InputError{Path: path, Field: "--from", Msg: "cannot read file", Err: err}
@@ -44,7 +80,10 @@ func ImportContext(ctx context.Context, path string) (*Machine, error) {
 		}
 		return nil, &InputError{Path: path, Field: "--from", Msg: "cannot read file", Err: err}
 	}
-	return ImportBytesContext(ctx, path, data)
+	if len(data) > MaxImportBytes {
+		return nil, tooBig(path, int64(len(data)))
+	}
+	return data, nil
 }
 
 func tooBig(path string, size int64) error {
@@ -87,9 +126,12 @@ func importBytes(ctx context.Context, path string, data []byte) (*Machine, error
 	if trimmed[0] != '<' && looksLikeSMITopo(data) {
 		return parseSMITopo(ctx, path, data)
 	}
+	if trimmed[0] != '<' && looksLikeLspci(data) {
+		return ImportLspci(ctx, []string{path}, [][]byte{data})
+	}
 	root, line, err := xmlRoot(data)
 	if err != nil {
-		return nil, &InputError{Path: path, Line: line, Msg: "neither JSON, XML nor an nvidia-smi topo -m matrix (want machine JSON, NCCL/RCCL topology XML, hwloc XML or nvidia-smi topo -m output)", Err: err}
+		return nil, &InputError{Path: path, Line: line, Msg: "neither JSON, XML, an nvidia-smi topo -m matrix nor lspci output (want machine JSON, NCCL/RCCL topology XML, hwloc XML, nvidia-smi topo -m or lspci -vvv / -tv output)", Err: err}
 	}
 	switch root {
 	case "system":

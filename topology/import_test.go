@@ -20,7 +20,7 @@ func TestImportRecognisesFormats(t *testing.T) {
 		{"NCCL graph", `<graphs version="1"><graph id="0"/></graphs>`, "channel graph"},
 		{"other XML", `<html><body/></html>`, "unknown XML document"},
 		{"empty", "   \n", "empty file"},
-		{"neither", "hello: world", "neither JSON, XML nor an nvidia-smi topo -m matrix"},
+		{"neither", "hello: world", "neither JSON, XML, an nvidia-smi topo -m matrix nor lspci output"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

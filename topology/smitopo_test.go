@@ -298,7 +298,7 @@ func TestSMITopoBadCaptures(t *testing.T) {
 		{"two captures pasted", good + good, "a second matrix"},
 		{"X off the diagonal", strings.Replace(good, "GPU0\t X\t NV12", "GPU0\t X\t X", 1), "diagonal"},
 		{"a row for another machine's device", strings.Replace(good, "\nNIC7", "\nNIC9", 1), "header does not list"},
-		{"lspci output", "00:00.0 Host bridge: Intel Corporation Device 09a2 (rev 04)\n", "nvidia-smi topo -m"},
+		{"another tool's output", "available: 2 nodes (0-1)\nnode 0 cpus: 0 1 2 3\nnode 0 size: 128295 MB\n", "nvidia-smi topo -m"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

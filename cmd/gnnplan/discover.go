@@ -16,21 +16,21 @@ import (
 type discoverOptions struct {
 	IO        *deps
 	SysfsRoot string
-	From      string
+	From      []string
 	Profile   string
 	Output    string
 	Save      string
 	Dmidecode bool
 
 	Discover func(context.Context, topology.DiscoverOptions) (*topology.Machine, error)
-	Import   func(ctx context.Context, path string) (*topology.Machine, error)
+	Import   func(ctx context.Context, paths []string) (*topology.Machine, error)
 	Profiles func(name string) (*topology.Machine, error)
 }
 
 var outputFormats = []string{"table", "tree", "json", "dot"}
 
 func newDiscoverCmd(d *deps, runF func(context.Context, *discoverOptions) error) *cobra.Command {
-	opts := &discoverOptions{IO: d, Discover: topology.Discover, Import: topology.ImportContext, Profiles: profiles.Machine}
+	opts := &discoverOptions{IO: d, Discover: topology.Discover, Import: topology.ImportFilesContext, Profiles: profiles.Machine}
 	cmd := &cobra.Command{
 		Use:   "discover",
 		Short: "Describe a server's sockets, PCIe tree, slots, GPUs, SSDs, NICs and link bandwidths",
@@ -41,13 +41,16 @@ direction (decimal).
 
 With no flags it reads this machine's sysfs. --sysfs-root reads an unpacked
 sysfs snapshot, --from imports an NCCL/RCCL topology XML, an hwloc XML
-(lstopo --of xml), the text nvidia-smi topo -m prints (links it cannot
-describe are marked assumed) or a machine JSON saved with --save, and --profile loads an
+(lstopo --of xml), the text nvidia-smi topo -m or lspci -vvv / lspci -tv
+print (what a text format cannot say is marked assumed; give --from twice to
+combine lspci -tv with lspci -vvv) or a machine JSON saved with --save, and
+--profile loads an
 embedded machine (` + strings.Join(profiles.MachineNames(), ", ") + `).`,
 		Example: `  gnnplan discover
   gnnplan discover --profile moment-b -o tree
   gnnplan discover --from nccl-topo.xml -o json
   nvidia-smi topo -m > topo.txt && gnnplan discover --from topo.txt
+  gnnplan discover --from lspci-tv.txt --from lspci-vvv.txt
   gnnplan discover --sysfs-root ./snapshot --save machine.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -62,7 +65,7 @@ embedded machine (` + strings.Join(profiles.MachineNames(), ", ") + `).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.SysfsRoot, "sysfs-root", "", "read an unpacked sysfs snapshot (the directory holding sys/) instead of this machine")
-	f.StringVar(&opts.From, "from", "", "import a topology file: NCCL/RCCL XML, hwloc XML, nvidia-smi topo -m output, or gnnplan machine JSON")
+	f.StringArrayVar(&opts.From, "from", nil, "import a topology file: NCCL/RCCL XML, hwloc XML, nvidia-smi topo -m or lspci -vvv / -tv output, or gnnplan machine JSON; repeat it to combine lspci -tv with lspci -vvv")
 	f.StringVar(&opts.Profile, "profile", "", "load an embedded machine profile ("+strings.Join(profiles.MachineNames(), ", ")+")")
 	f.StringVarP(&opts.Output, "output", "o", "table", "output format: "+strings.Join(outputFormats, ", "))
 	f.StringVar(&opts.Save, "save", "", "also write the machine as JSON to this file")
@@ -72,7 +75,7 @@ embedded machine (` + strings.Join(profiles.MachineNames(), ", ") + `).`,
 
 func (o *discoverOptions) validate() error {
 	n := 0
-	for _, s := range []string{o.SysfsRoot, o.From, o.Profile} {
+	for _, s := range []string{o.SysfsRoot, strings.Join(o.From, ","), o.Profile} {
 		if s != "" {
 			n++
 		}
@@ -93,7 +96,7 @@ func (o *discoverOptions) loadMachine(ctx context.Context) (*topology.Machine, e
 	switch {
 	case o.Profile != "":
 		return o.Profiles(o.Profile)
-	case o.From != "":
+	case len(o.From) > 0:
 		return o.Import(ctx, o.From)
 	default:
 		root := o.SysfsRoot

@@ -1,0 +1,182 @@
+package topology
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var (
+	pugetTV  = filepath.Join("testdata", "topology", "stelline-puget-lspci-tv.txt")
+	pugetVVV = filepath.Join("testdata", "topology", "stelline-puget-lspci-vvv.txt")
+)
+
+// nearestSwitch returns the switch nearest above node id, or "".
+func nearestSwitch(m *Machine, id string) string {
+	for p := m.Node(m.Node(id).Parent); p != nil; p = m.Node(p.Parent) {
+		if p.Kind == KindSwitch {
+			return p.ID
+		}
+	}
+	return ""
+}
+
+// TestLspciTreeAlone: lspci -tv of a real workstation (Threadripper PRO,
+// 2 RTX 6000 Ada on root ports, 8 Samsung NVMe behind a two-level switch
+// carrier, ConnectX-7, BMC graphics) gives its tree: the GPUs, the 8 SSDs
+// 4 per switch under one upper switch, the NICs, the BMC's VGA not as a
+// GPU, and a note that classes came from names.
+func TestLspciTreeAlone(t *testing.T) {
+	m, err := Import(pugetTV)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Count(KindGPU) != 2 {
+		t.Errorf("%d GPUs, want the 2 RTX 6000 Ada (not the ASPEED BMC graphics)", m.Count(KindGPU))
+	}
+	perSwitch := map[string]int{}
+	upper := map[string]bool{}
+	for _, n := range m.Nodes {
+		if n.Kind == KindNVMe && strings.Contains(n.Name, "Samsung") {
+			sw := nearestSwitch(m, n.ID)
+			perSwitch[sw]++
+			upper[m.Node(sw).Parent] = true
+		}
+	}
+	if len(perSwitch) != 2 || len(upper) != 1 {
+		t.Errorf("Samsung SSDs per switch %v under %v: want 4 and 4 under one upper switch", perSwitch, upper)
+	}
+	for sw, n := range perSwitch {
+		if n != 4 {
+			t.Errorf("switch %s holds %d Samsung SSDs, want 4", sw, n)
+		}
+	}
+	if m.Count(KindNIC) != 4 { // X710 and ConnectX-7, two functions each
+		t.Errorf("%d NIC functions, want 4", m.Count(KindNIC))
+	}
+	if !strings.Contains(strings.Join(m.Notes, "\n"), "classified by their names") {
+		t.Errorf("no note that -tv classes are guessed: %v", m.Notes)
+	}
+}
+
+// TestLspciDetailsAlone: lspci -vvv gives LnkCap as the capacity and keeps
+// LnkSta where lower (an idle GPU at 2.5 GT/s is still a Gen4 x16 link).
+func TestLspciDetailsAlone(t *testing.T) {
+	m, err := Import(pugetVVV)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Count(KindGPU) != 2 || m.Count(KindNIC) != 1 || m.Count(KindStorage) != 1 {
+		t.Fatalf("%d GPUs, %d NICs, %d storage; want 2, 1, 1", m.Count(KindGPU), m.Count(KindNIC), m.Count(KindStorage))
+	}
+	for _, l := range m.Links {
+		to := m.Node(l.To)
+		switch {
+		case to.Kind == KindGPU:
+			if l.PCIeGen != 4 || l.Lanes != 16 || l.CurrentPCIeGen != 1 {
+				t.Errorf("%s: Gen%d x%d now Gen%d; want LnkCap Gen4 x16, LnkSta 2.5 GT/s kept", l.To, l.PCIeGen, l.Lanes, l.CurrentPCIeGen)
+			}
+			if strings.Contains(to.Name, "rev") || strings.Contains(to.Name, "prog-if") {
+				t.Errorf("GPU name %q keeps lspci's revision", to.Name)
+			}
+		case to.Kind == KindNIC:
+			if l.PCIeGen != 5 || l.Lanes != 16 {
+				t.Errorf("ConnectX-7: Gen%d x%d, want Gen5 x16", l.PCIeGen, l.Lanes)
+			}
+		}
+	}
+}
+
+// TestLspciCombined: -tv for the tree with -vvv for the links, as two
+// files or one: the tree of -tv with the link widths and classes of -vvv.
+func TestLspciCombined(t *testing.T) {
+	both, err := ImportFilesContext(context.Background(), []string{pugetTV, pugetVVV})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tv, _ := os.ReadFile(pugetTV)
+	vvv, _ := os.ReadFile(pugetVVV)
+	one, err := ImportBytes("both.txt", append(append(tv, '\n'), vvv...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*Machine{both, one} {
+		if m.Count(KindGPU) != 2 || m.Count(KindStorage) != 1 {
+			t.Errorf("%s: %d GPUs, %d storage controllers; want 2 and the HighPoint RAID function", m.Source, m.Count(KindGPU), m.Count(KindStorage))
+		}
+		gpuLinks := 0
+		for _, l := range m.Links {
+			if m.Node(l.To).Kind == KindGPU {
+				gpuLinks++
+				if l.PCIeGen != 4 || l.Lanes != 16 || l.Source == SourceAssumed {
+					t.Errorf("%s: GPU link Gen%d x%d (%s), want -vvv's Gen4 x16", m.Source, l.PCIeGen, l.Lanes, l.Source)
+				}
+				if p := m.Node(m.Node(l.To).Parent); p.Kind != KindRootPort {
+					t.Errorf("%s: GPU under %s, want a root port as in the tree", m.Source, p.Kind)
+				}
+			}
+		}
+		if gpuLinks != 2 {
+			t.Errorf("%s: %d GPU links", m.Source, gpuLinks)
+		}
+	}
+}
+
+// TestLspciBadCaptures: damaged or mixed captures exit 2 with one line.
+func TestLspciBadCaptures(t *testing.T) {
+	vvv, _ := os.ReadFile(pugetVVV)
+	dir := t.TempDir()
+	write := func(name, data string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	other := strings.Replace(string(vvv), "c1:00.0 VGA", "d1:00.0 VGA", 1) // a GPU this tree lacks
+	cases := []struct {
+		name  string
+		files []string
+		want  string
+	}{
+		{"a link no PCIe has", []string{write("fast.txt", strings.Replace(string(vvv), "Speed 16GT/s, Width x16", "Speed 512GT/s, Width x16", 1))}, "not a possible PCIe link"},
+		{"a tree without its root line", []string{write("cut.txt", "lspci -tv\n |           +-03.1-[01-13]----00.0  Foo\n")}, "nor lspci output"},
+		{"a re-wrapped tree", []string{write("wrap.txt", "-[0000:00]-+-00.0  Host\n   +-03.1-[01]----00.0  Foo\n")}, "has no bus above it"},
+		{"details of another machine", []string{pugetTV, write("other.txt", other)}, "tree does not have"},
+		{"a JSON file combined", []string{pugetTV, write("m.json", "{}")}, "only lspci captures combine"},
+		{"two bridges to one bus", []string{write("dup.txt", "00:01.0 PCI bridge: X\n\tBus: primary=00, secondary=01, subordinate=01\n\n00:02.0 PCI bridge: Y\n\tBus: primary=00, secondary=01, subordinate=01\n")}, "both lead to bus"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ImportFilesContext(context.Background(), tc.files)
+			var ie *InputError
+			if !errors.As(err, &ie) {
+				t.Fatalf("err = %v, want an InputError", err)
+			}
+			if msg := err.Error(); !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") {
+				t.Errorf("error %q: want one line saying %q", msg, tc.want)
+			}
+		})
+	}
+}
+
+func FuzzLspci(f *testing.F) {
+	for _, p := range []string{pugetTV, pugetVVV} {
+		if data, err := os.ReadFile(p); err == nil {
+			f.Add(data)
+		}
+	}
+	f.Add([]byte("-[0000:00]-+-00.0  Host\n            \\-01.1-[01]----00.0  NVIDIA Corporation GA100\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := ImportLspci(context.Background(), []string{"fuzz.txt"}, [][]byte{data})
+		if err != nil {
+			return
+		}
+		if err := m.Validate(); err != nil {
+			t.Fatalf("imported machine does not validate: %v", err)
+		}
+	})
+}
