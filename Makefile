@@ -40,6 +40,15 @@ setup:
 	else \
 		echo "setup: no OpenBLAS and no root apt-get; the CPU trainer's GEMM will use gonum"; \
 	fi
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then \
+		echo "setup: chromium present"; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		echo "setup: installing chromium (headless, for the capacity review's browser test)"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null) \
+			|| echo "setup: could not install chromium; the review's browser test will be skipped"; \
+	else \
+		echo "setup: no chromium and no root apt-get; the review's browser test will be skipped"; \
+	fi
 	$(GO) mod download
 
 build:
@@ -47,11 +56,12 @@ build:
 
 # demo: describe this machine, then plan the embedded default: what to buy
 # for $80,000 for GraphSAGE on IGB-HOM in Moment's machine B, and where to
-# put it (writes bin/plan.json and bin/tpc.svg); then train GraphSAGE on a
+# put it (writes bin/plan.json, bin/tpc.svg and the review bin/review.html); then train GraphSAGE on a
 # small synthetic graph train generates.
 demo: setup build
 	./$(BIN) discover
 	./$(BIN) recommend --budget 80000 -o bin/plan.json --plot bin/tpc.svg
+	./$(BIN) report --plan bin/plan.json -o bin/review.html
 	./$(BIN) train --epochs 20
 
 vet:

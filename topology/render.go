@@ -224,9 +224,34 @@ func WriteTable(w io.Writer, m *Machine) error {
 // links outside the tree are undirected-looking (dir=both); every edge is
 // labelled with its capacity in GB/s.
 func WriteDOT(w io.Writer, m *Machine) error {
+	return WriteDOTStyled(w, m, DOTStyle{})
+}
+
+// DOTStyle adds Graphviz attributes to some nodes and links of WriteDOT's
+// graph (a report marks saturated links and placed devices): Nodes by node
+// id, Links by "from>to" (either direction matches), each a list of
+// attributes such as `color="red", penwidth=2`.
+type DOTStyle struct {
+	Nodes map[string]string
+	Links map[string]string
+	// Title, when set, labels the graph.
+	Title string
+	// RankDir is Graphviz's rankdir: "TB" (the default) or "LR".
+	RankDir string
+}
+
+// WriteDOTStyled is WriteDOT with extra attributes.
+func WriteDOTStyled(w io.Writer, m *Machine, st DOTStyle) error {
 	ew := &errWriter{w: w}
 	ew.printf("digraph %s {\n", strconv.Quote(m.Name))
-	ew.printf("  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n  edge [fontname=\"Helvetica\", fontsize=9];\n")
+	dir := st.RankDir
+	if dir != "LR" {
+		dir = "TB"
+	}
+	ew.printf("  rankdir=%s;\n  node [fontname=\"Helvetica\", fontsize=10];\n  edge [fontname=\"Helvetica\", fontsize=9];\n", dir)
+	if st.Title != "" {
+		ew.printf("  label=\"%s\"; labelloc=t; fontname=\"Helvetica\";\n", dotEscape(st.Title))
+	}
 	shape := map[Kind]string{
 		KindSocket: "box3d", KindRootPort: "box", KindSwitch: "box", KindBridge: "box",
 		KindSlot: "box", KindGPU: "component", KindAccelerator: "component", KindNVSwitch: "hexagon",
@@ -239,6 +264,9 @@ func WriteDOT(w io.Writer, m *Machine) error {
 		if n.Kind == KindSlot && !n.Occupied {
 			style = ", style=dashed"
 		}
+		if extra := st.Nodes[n.ID]; extra != "" {
+			style += ", " + extra
+		}
 		ew.printf("  %s [shape=%s, label=\"%s\"%s];\n", strconv.Quote(n.ID), shape[n.Kind], label, style)
 	}
 	for i := range m.Links {
@@ -246,6 +274,11 @@ func WriteDOT(w io.Writer, m *Machine) error {
 		attrs := fmt.Sprintf("label=\"%s\"", dotEscape(DescribeLink(l)))
 		if to := m.Node(l.To); to == nil || to.Parent != l.From {
 			attrs += ", dir=both, style=bold, constraint=false"
+		}
+		if extra := st.Links[l.From+">"+l.To]; extra != "" {
+			attrs += ", " + extra
+		} else if extra := st.Links[l.To+">"+l.From]; extra != "" {
+			attrs += ", " + extra
 		}
 		ew.printf("  %s -> %s [%s];\n", strconv.Quote(l.From), strconv.Quote(l.To), attrs)
 	}

@@ -46,7 +46,20 @@ type Plan struct {
 	Distributed    Distributed              `json:"distributed_alternative"`
 	Tiers          maxflow.Tiers            `json:"tiers"`
 	Assumptions    Assumptions              `json:"assumptions"`
-	Notes          []string                 `json:"notes,omitempty"`
+	// Search is what the recommendation searched, so a report can price
+	// the same options again.
+	Search PlanSearch `json:"search"`
+	Notes  []string   `json:"notes,omitempty"`
+}
+
+// PlanSearch is the recommendation's search space beyond the budget.
+type PlanSearch struct {
+	GPUModels       []string `json:"gpu_models,omitempty"` // empty: every catalog model
+	SSDModels       []string `json:"ssd_models,omitempty"`
+	MinGPUs         int      `json:"min_gpus"`
+	MaxGPUs         int      `json:"max_gpus"`
+	SSDCounts       []int    `json:"ssd_counts,omitempty"` // empty: 0 to what the slots take
+	MeasuredSSDGBps float64  `json:"measured_ssd_GBps,omitempty"`
 }
 
 // PlanHardware is what the plan buys.
@@ -94,7 +107,9 @@ func (rec *Recommendation) Plan() *Plan {
 			GPUSlots: b.Placement.GPUSlots, SSDSlots: b.Placement.SSDSlots},
 		PerGPUGBps: map[string]float64{}, StorageTraffic: rec.BestEval.Traffic, Bottlenecks: rec.BestEval.Bottlenecks,
 		Hint: rec.Hint, Fastest: summarize(rec.Fastest), Distributed: rec.Distributed,
-		Tiers: tiersFor(b.Shares, b.SSDGBps, rec.Request.Assumptions), Assumptions: rec.Request.Assumptions}
+		Tiers: tiersFor(b.Shares, b.SSDGBps, rec.Request.Assumptions), Assumptions: rec.Request.Assumptions,
+		Search: PlanSearch{GPUModels: rec.Request.GPUModels, SSDModels: rec.Request.SSDModels, MinGPUs: rec.Request.MinGPUs,
+			MaxGPUs: rec.Request.MaxGPUs, SSDCounts: rec.Request.SSDCounts, MeasuredSSDGBps: rec.Request.MeasuredSSDGBps}}
 	for i, s := range b.Placement.GPUSlots {
 		id := fmt.Sprintf("gpu%d", i)
 		p.Placement.Devices[id], p.Placement.Where[id] = s, maxflow.SlotLocation(rec.Machine, s)
@@ -174,5 +189,24 @@ func (rec *Recommendation) SSDCurve() Curve {
 		}
 	}
 	sort.Slice(c.Points, func(i, j int) bool { return c.Points[i].SSDs < c.Points[j].SSDs })
+	return c
+}
+
+// GPUCurve returns, for the best plan's GPU and SSD models, the option of
+// highest TPC at each GPU count (over SSD counts), by GPU count: what one
+// more or one fewer GPU would do.
+func (rec *Recommendation) GPUCurve() Curve {
+	b := rec.Best
+	c := Curve{GPUModel: b.GPU.Key, SSDModel: b.SSD.Key}
+	best := map[int]*Option{}
+	for _, o := range rec.Options { // best TPC first: the first of a count wins
+		if o.GPU.Key == b.GPU.Key && (o.SSD.Key == b.SSD.Key || o.SSDs == 0) && best[o.GPUs] == nil {
+			best[o.GPUs] = o
+		}
+	}
+	for _, o := range best {
+		c.Points = append(c.Points, o)
+	}
+	sort.Slice(c.Points, func(i, j int) bool { return c.Points[i].GPUs < c.Points[j].GPUs })
 	return c
 }

@@ -26,16 +26,38 @@ func WritePlotSVG(w io.Writer, rec *Recommendation) error {
 		thr[i].X, thr[i].Y = float64(o.SSDs), o.SamplesPerSec/1000
 	}
 	title := fmt.Sprintf("%d x %s, %s SSDs, %s on %s", c.GPUs, c.GPUModel, c.SSDModel, rec.Request.Workload.Name, rec.Machine.Name)
-	top, err := linePlot(title, "TPC (samples/s per $1k of 5-year TCO)", tpc, rec.Best.SSDs)
+	return twoPanels(w, title, "SSDs", tpc, thr, rec.Best.SSDs)
+}
+
+// WriteGPUPlotSVG draws TPC and throughput against the GPU count, each
+// count at its best SSD count, for the best plan's GPU and SSD models.
+func WriteGPUPlotSVG(w io.Writer, rec *Recommendation) error {
+	c := rec.GPUCurve()
+	if len(c.Points) == 0 {
+		return fmt.Errorf("plot: no options to draw")
+	}
+	tpc := make(plotter.XYs, len(c.Points))
+	thr := make(plotter.XYs, len(c.Points))
+	for i, o := range c.Points {
+		tpc[i].X, tpc[i].Y = float64(o.GPUs), o.TPC*1000
+		thr[i].X, thr[i].Y = float64(o.GPUs), o.SamplesPerSec/1000
+	}
+	title := fmt.Sprintf("%s GPUs, each count with its best number of %s SSDs", c.GPUModel, c.SSDModel)
+	return twoPanels(w, title, "GPUs", tpc, thr, rec.Best.GPUs)
+}
+
+// twoPanels draws TPC above throughput against a count, marking mark.
+func twoPanels(w io.Writer, title, xlabel string, tpc, thr plotter.XYs, mark int) error {
+	top, err := linePlot(title, "TPC (samples/s per $1k of 5-year TCO)", tpc, mark)
 	if err != nil {
 		return err
 	}
-	bottom, err := linePlot("", "throughput (thousand samples/s)", thr, rec.Best.SSDs)
+	bottom, err := linePlot("", "throughput (thousand samples/s)", thr, mark)
 	if err != nil {
 		return err
 	}
-	bottom.X.Label.Text = "SSDs"
-	top.X.Label.Text = "SSDs"
+	bottom.X.Label.Text = xlabel
+	top.X.Label.Text = xlabel
 	const width, height = 7 * vg.Inch, 7 * vg.Inch
 	canvas := vgsvg.New(width, height)
 	tiles := draw.Tiles{Rows: 2, Cols: 1, PadTop: vg.Points(6), PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(6), PadY: vg.Points(12)}

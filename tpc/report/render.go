@@ -1,0 +1,254 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/gnnplan/gnnplan/maxflow"
+)
+
+// TopOptions is how many ranked options the review's table lists.
+const TopOptions = 15
+
+// view is what the templates read: every figure formatted.
+type view struct {
+	Title, Subtitle                string
+	Summary                        [][2]string
+	Hint, Fastest, Distributed     string
+	DistributedWhy                 string
+	Notes                          []string
+	Options                        [][]string
+	OptionsHead                    []string
+	Placement                      [][]string
+	Bottlenecks                    []string
+	Sources                        [][]string
+	MachineNotes                   []string
+	Topology, SSDPlot, GPUPlot     template.HTML
+	TopologyFile, SSDFile, GPUFile string
+	Legend                         string
+	Version                        string
+}
+
+func (r *Review) view() *view {
+	p, rec, b := r.Plan, r.Rec, r.Rec.Best
+	v := &view{
+		Title: fmt.Sprintf("Capacity review: %s %s on %s", p.Workload.Name, p.Workload.Model, r.Machine.Name),
+		Subtitle: fmt.Sprintf("Budget $%s for one machine's 5-year TCO; %d hardware choices priced, %d distinct placements evaluated.",
+			money(p.BudgetUSD), rec.Searched, rec.Placements),
+		Hint:    rec.Hint.Text,
+		Notes:   r.Notes,
+		Version: r.Version,
+		Legend:  fmt.Sprintf("Red, thick: links and devices the flow model saturates. Green: the GPUs placed; blue: the SSDs placed. Dashed: empty slots. Link labels give the capacity per direction in GB/s (decimal)."),
+	}
+	v.Summary = [][2]string{
+		{"Buy", fmt.Sprintf("%d x %s + %d x %s", b.GPUs, b.GPU.Name, b.SSDs, b.SSD.Name)},
+		{"5-year TCO", "$" + money(b.CostUSD)},
+		{"Throughput", fmt.Sprintf("%.0f samples/s", b.SamplesPerSec)},
+		{"Epoch", fmt.Sprintf("%.1f s (IO %.1f s, training %.1f s)", b.EpochSeconds, b.EpochIOSeconds, b.EpochTrainSecs)},
+		{"TPC", fmt.Sprintf("%.3f samples/s per $1k", b.TPC*1000)},
+		{"Bound", b.Bound},
+		{"Bytes per epoch", fmt.Sprintf("%.0f GB: %.0f%% from GPU memory, %.0f%% from CPU memory, %.0f%% from SSDs", b.Shares.EpochGB, 100*b.Shares.GPUCacheShare, 100*b.Shares.HostShare, 100*b.Shares.SSDShare)},
+	}
+	if f := rec.Fastest; f != b {
+		v.Fastest = fmt.Sprintf("Fastest within budget: %d x %s + %d x %s, $%s, %.0f samples/s (%.2fx the recommended), TPC %.3f per $1k.",
+			f.GPUs, f.GPU.Key, f.SSDs, f.SSD.Key, money(f.CostUSD), f.SamplesPerSec, f.SamplesPerSec/b.SamplesPerSec, f.TPC*1000)
+	}
+	d := rec.Distributed
+	v.Distributed = fmt.Sprintf("%d machines, $%s, %.0f samples/s, TPC %.3f per $1k: the recommended plan is %.1fx better per dollar.",
+		d.Machines, money(d.CostUSD), d.SamplesPerSec, d.TPC*1000, d.CostPerSample)
+	v.DistributedWhy = d.Assumption
+	v.OptionsHead = []string{"Rank", "GPUs", "SSDs", "Cost $", "Samples/s", "Epoch s", "TPC per $1k", "Bound"}
+	for i, o := range rec.Options {
+		if i >= TopOptions && o != rec.Fastest {
+			continue
+		}
+		rank := fmt.Sprint(i + 1)
+		if o == rec.Fastest {
+			rank += " (fastest)"
+		}
+		v.Options = append(v.Options, []string{rank, fmt.Sprintf("%d x %s", o.GPUs, o.GPU.Key), fmt.Sprintf("%d x %s", o.SSDs, o.SSD.Key),
+			money(o.CostUSD), fmt.Sprintf("%.0f", o.SamplesPerSec), fmt.Sprintf("%.1f", o.EpochSeconds), fmt.Sprintf("%.3f", o.TPC*1000), o.Bound})
+	}
+	plan := rec.Plan()
+	var ids []string
+	for id := range plan.Placement.Devices {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return naturalLess(ids[i], ids[j]) })
+	for _, id := range ids {
+		inlet := ""
+		if g, ok := plan.PerGPUGBps[id]; ok {
+			inlet = fmt.Sprintf("%.2f", g)
+		}
+		v.Placement = append(v.Placement, []string{id, plan.Placement.Devices[id], plan.Placement.Where[id], inlet})
+	}
+	v.Bottlenecks = append(v.Bottlenecks, maxflow.BottleneckSummary(r.Eval.Bottlenecks))
+	for _, s := range r.Sources {
+		v.Sources = append(v.Sources, []string{s.Figure, s.From, s.Detail})
+	}
+	v.MachineNotes = r.Machine.Notes
+	v.Topology, v.SSDPlot, v.GPUPlot = template.HTML(r.TopologySVG), template.HTML(r.SSDPlotSVG), template.HTML(r.GPUPlotSVG)
+	return v
+}
+
+// naturalLess orders gpu2 before gpu10.
+func naturalLess(a, b string) bool {
+	ta, tb := strings.TrimRight(a, "0123456789"), strings.TrimRight(b, "0123456789")
+	if ta != tb {
+		return ta < tb
+	}
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
+}
+
+var htmlTmpl = template.Must(template.New("review").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="gnnplan {{.Version}}">
+<title>{{.Title}}</title>
+<style>
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 70em; color: #222; line-height: 1.45; padding: 0 1em; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; }
+h2 { font-size: 1.25em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; margin-top: 1.8em; }
+table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.92em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.note { background: #fff4e5; border-left: 4px solid #f0a030; padding: 0.5em 0.8em; margin: 0.8em 0; }
+figure { margin: 1em 0; overflow-x: auto; }
+figure svg { max-width: 100%; height: auto; }
+figcaption { font-size: 0.9em; color: #555; }
+.plots { display: flex; flex-wrap: wrap; gap: 1em; }
+.plots figure { flex: 1 1 30em; }
+footer { margin-top: 2em; font-size: 0.85em; color: #777; }
+</style>
+</head>
+<body>
+<h1>{{.Title}}</h1>
+<p>{{.Subtitle}}</p>
+{{range .Notes}}<p class="note">{{.}}</p>
+{{end}}
+<h2 id="recommendation">Recommendation</h2>
+<table id="summary">
+{{range .Summary}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>
+{{end}}</table>
+<p id="hint"><strong>What binds and what the next dollar buys:</strong> {{.Hint}}</p>
+{{if .Fastest}}<p>{{.Fastest}}</p>{{end}}
+<p id="distributed"><strong>Distributed in-memory alternative:</strong> {{.Distributed}} <br><small>{{.DistributedWhy}}</small></p>
+
+<h2 id="machine">The machine and the placement</h2>
+<figure id="topology">
+{{.Topology}}
+<figcaption>{{.Legend}}</figcaption>
+</figure>
+<table id="placement">
+<tr><th>Device</th><th>Slot</th><th>Where</th><th>Inlet GB/s</th></tr>
+{{range .Placement}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td><td>{{index . 2}}</td><td class="num">{{index . 3}}</td></tr>
+{{end}}</table>
+<p><strong>Saturated:</strong> {{range .Bottlenecks}}{{.}}{{end}}</p>
+
+<h2 id="options">Options ranked by TPC</h2>
+<table id="ranked">
+<tr>{{range .OptionsHead}}<th>{{.}}</th>{{end}}</tr>
+{{range .Options}}<tr>{{range $i, $c := .}}<td{{if and (ge $i 3) (le $i 6)}} class="num"{{end}}>{{$c}}</td>{{end}}</tr>
+{{end}}</table>
+
+<h2 id="plots">TPC and throughput against SSD and GPU counts</h2>
+<div class="plots">
+<figure id="plot-ssds">{{.SSDPlot}}<figcaption>Against the SSD count, for the recommended GPU choice: where TPC peaks is the recommended count; where throughput flattens the next bottleneck took over.</figcaption></figure>
+<figure id="plot-gpus">{{.GPUPlot}}<figcaption>Against the GPU count, each at its best SSD count.</figcaption></figure>
+</div>
+
+<h2 id="sources">Assumptions and where each figure came from</h2>
+<table id="provenance">
+<tr><th>Figure</th><th>From</th><th>Detail</th></tr>
+{{range .Sources}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td><td>{{index . 2}}</td></tr>
+{{end}}</table>
+{{if .MachineNotes}}<p>Notes on the machine description:</p>
+<ul>{{range .MachineNotes}}<li>{{.}}</li>{{end}}</ul>{{end}}
+<footer>Written by gnnplan {{.Version}}. Self-contained: opens without network access.</footer>
+</body>
+</html>
+`))
+
+// WriteHTML writes the review as one self-contained HTML file.
+func (r *Review) WriteHTML(w io.Writer) error {
+	if err := htmlTmpl.Execute(w, r.view()); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return nil
+}
+
+// Figures names the SVG files a Markdown review refers to, by stem.
+func Figures(stem string) (topology, ssds, gpus string) {
+	return stem + "-topology.svg", stem + "-ssds.svg", stem + "-gpus.svg"
+}
+
+// WriteMarkdown writes the review as Markdown that refers to its figures
+// as the files Figures(stem) names (relative links); the caller writes the
+// SVGs (TopologySVG, SSDPlotSVG, GPUPlotSVG) there.
+func (r *Review) WriteMarkdown(w io.Writer, stem string) error {
+	v := r.view()
+	v.TopologyFile, v.SSDFile, v.GPUFile = Figures(baseName(stem))
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n\n%s\n\n", v.Title, v.Subtitle)
+	for _, n := range v.Notes {
+		fmt.Fprintf(&b, "> **Note:** %s\n\n", n)
+	}
+	b.WriteString("## Recommendation\n\n| | |\n|---|---|\n")
+	for _, row := range v.Summary {
+		fmt.Fprintf(&b, "| %s | %s |\n", mdCell(row[0]), mdCell(row[1]))
+	}
+	fmt.Fprintf(&b, "\n**What binds and what the next dollar buys:** %s\n\n", v.Hint)
+	if v.Fastest != "" {
+		fmt.Fprintf(&b, "%s\n\n", v.Fastest)
+	}
+	fmt.Fprintf(&b, "**Distributed in-memory alternative:** %s (%s)\n\n", v.Distributed, v.DistributedWhy)
+	fmt.Fprintf(&b, "## The machine and the placement\n\n![topology of %s](%s)\n\n%s\n\n", mdCell(r.Machine.Name), v.TopologyFile, v.Legend)
+	b.WriteString("| Device | Slot | Where | Inlet GB/s |\n|---|---|---|---:|\n")
+	for _, row := range v.Placement {
+		fmt.Fprintf(&b, "| %s |\n", strings.Join(mdCells(row), " | "))
+	}
+	fmt.Fprintf(&b, "\n**Saturated:** %s\n\n## Options ranked by TPC\n\n| %s |\n|---|---|---|---:|---:|---:|---:|---|\n", strings.Join(v.Bottlenecks, "; "), strings.Join(v.OptionsHead, " | "))
+	for _, row := range v.Options {
+		fmt.Fprintf(&b, "| %s |\n", strings.Join(mdCells(row), " | "))
+	}
+	fmt.Fprintf(&b, "\n## TPC and throughput against SSD and GPU counts\n\n![against the SSD count](%s)\n\n![against the GPU count](%s)\n\n", v.SSDFile, v.GPUFile)
+	b.WriteString("## Assumptions and where each figure came from\n\n| Figure | From | Detail |\n|---|---|---|\n")
+	for _, row := range v.Sources {
+		fmt.Fprintf(&b, "| %s |\n", strings.Join(mdCells(row), " | "))
+	}
+	if len(v.MachineNotes) > 0 {
+		b.WriteString("\nNotes on the machine description:\n\n")
+		for _, n := range v.MachineNotes {
+			fmt.Fprintf(&b, "- %s\n", n)
+		}
+	}
+	fmt.Fprintf(&b, "\n_Written by gnnplan %s._\n", v.Version)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func mdCell(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "|", `\|`), "\n", " ") }
+
+func mdCells(row []string) []string {
+	out := make([]string, len(row))
+	for i, c := range row {
+		out[i] = mdCell(c)
+	}
+	return out
+}
+
+func baseName(path string) string {
+	if i := strings.LastIndexAny(path, `/\`); i >= 0 {
+		return path[i+1:]
+	}
+	return path
+}

@@ -1,0 +1,246 @@
+// Package report turns a plan into a capacity review people can take to a
+// meeting: one self-contained HTML file (the machine drawn with the
+// saturated links and the placed devices marked, the ranked options, TPC and
+// throughput against SSD and GPU counts, the bottleneck and the next-dollar
+// hint, the distributed alternative, and where every figure came from), or
+// Markdown for wikis with the figures as SVG files beside it.
+//
+// A review re-prices the plan's search (the same machine, workload, budget,
+// models, counts and assumptions) so its tables and plots show every option,
+// not just the one the plan kept; it says so when the best option differs
+// from the plan's (another catalog, or an edited plan). The diagram is laid
+// out by Graphviz (go-graphviz, compiled to WebAssembly: no system
+// Graphviz needed) and the plots are gonum/plot's.
+package report
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/goccy/go-graphviz"
+
+	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/profiles"
+	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/tpc"
+)
+
+// Review is everything a review shows, computed.
+type Review struct {
+	Plan *tpc.Plan
+	Rec  *tpc.Recommendation // the plan's search, priced again
+	// Machine and Eval are the recommended option's machine and flow
+	// evaluation (the diagram's).
+	Machine *topology.Machine
+	Eval    *maxflow.Evaluation
+	// SVG figures, without XML prologs (ready to inline).
+	TopologySVG, SSDPlotSVG, GPUPlotSVG []byte
+	Sources                             []Source
+	Notes                               []string
+	Version                             string
+	CatalogName                         string
+}
+
+// Source says where a kind of figure came from.
+type Source struct {
+	Figure string // "GPU prices", "PCIe link capacities", ...
+	From   string // "catalog", "measured", "assumed", "derived from the topology"
+	Detail string
+}
+
+// Options tune Build.
+type Options struct {
+	Catalog     *profiles.Catalog // nil: the built-in catalog
+	CatalogName string            // how to name the catalog in the review
+	// Machine, when set, replaces the plan's machine: the plan's search
+	// is priced on its slots.
+	Machine *topology.Machine
+	Version string // gnnplan's version, printed in the review
+}
+
+// Build prices the plan's search again and draws the figures.
+func Build(ctx context.Context, plan *tpc.Plan, opt Options) (*Review, error) {
+	if plan == nil || plan.Machine == nil {
+		return nil, &topology.InputError{Field: "--plan", Msg: "the plan has no machine (want a plan.json written by gnnplan recommend -o)"}
+	}
+	m := plan.Machine
+	if opt.Machine != nil {
+		m = opt.Machine
+	}
+	catalog := opt.Catalog
+	if catalog == nil {
+		catalog = profiles.DefaultCatalog()
+	}
+	name := opt.CatalogName
+	if name == "" {
+		name = "the built-in catalog"
+	}
+	req := tpc.Request{Machine: m, Catalog: catalog, Workload: plan.Workload, BudgetUSD: plan.BudgetUSD,
+		GPUModels: plan.Search.GPUModels, SSDModels: plan.Search.SSDModels, MinGPUs: plan.Search.MinGPUs,
+		MaxGPUs: plan.Search.MaxGPUs, SSDCounts: plan.Search.SSDCounts, MeasuredSSDGBps: plan.Search.MeasuredSSDGBps,
+		Assumptions: plan.Assumptions}
+	rec, err := tpc.Recommend(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("pricing the plan's options again: %w", err)
+	}
+	r := &Review{Plan: plan, Rec: rec, Machine: rec.BestMachine, Eval: rec.BestEval, Version: opt.Version, CatalogName: name}
+	b := rec.Best
+	if b.GPU.Key != plan.Hardware.GPUModel || b.GPUs != plan.Hardware.GPUs || b.SSDs != plan.Hardware.SSDs ||
+		(b.SSDs > 0 && b.SSD.Key != plan.Hardware.SSDModel) {
+		r.Notes = append(r.Notes, fmt.Sprintf("Priced again with %s, the best option is %d x %s + %d x %s, not the plan's %d x %s + %d x %s: the catalog, the machine or the plan changed since it was written. The review shows the options as priced now.",
+			name, b.GPUs, b.GPU.Key, b.SSDs, b.SSD.Key, plan.Hardware.GPUs, plan.Hardware.GPUModel, plan.Hardware.SSDs, plan.Hardware.SSDModel))
+	}
+	if r.TopologySVG, err = diagram(ctx, r); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := tpc.WritePlotSVG(&buf, rec); err != nil {
+		return nil, err
+	}
+	r.SSDPlotSVG = inlineSVG(buf.Bytes())
+	buf.Reset()
+	if err := tpc.WriteGPUPlotSVG(&buf, rec); err != nil {
+		return nil, err
+	}
+	r.GPUPlotSVG = inlineSVG(buf.Bytes())
+	r.Sources = sources(r)
+	return r, nil
+}
+
+// Colours of the diagram, also named in the legend.
+const (
+	colorSaturated = "#c0392b"
+	colorGPU       = "#d5f5e3"
+	colorSSD       = "#d6eaf8"
+)
+
+// diagram lays out the recommended machine with Graphviz: saturated links
+// red and thick, the placed GPUs and SSDs filled.
+func diagram(ctx context.Context, r *Review) ([]byte, error) {
+	st := topology.DOTStyle{Nodes: map[string]string{}, Links: map[string]string{},
+		Title: fmt.Sprintf("%s: recommended placement (red: saturated)", r.Machine.Name), RankDir: "LR"}
+	for _, n := range r.Machine.Nodes {
+		switch n.Kind {
+		case topology.KindGPU:
+			st.Nodes[n.ID] = `style=filled, fillcolor="` + colorGPU + `"`
+		case topology.KindNVMe:
+			st.Nodes[n.ID] = `style=filled, fillcolor="` + colorSSD + `"`
+		}
+	}
+	for _, bn := range r.Eval.Bottlenecks {
+		switch {
+		case r.Machine.Node(bn.From) != nil && r.Machine.Node(bn.To) != nil:
+			st.Links[bn.From+">"+bn.To] = fmt.Sprintf(`color="%s", fontcolor="%s", penwidth=3`, colorSaturated, colorSaturated)
+		case r.Machine.Node(bn.To) != nil: // an SSD's or a memory's read rate binds
+			st.Nodes[bn.To] += fmt.Sprintf(`, color="%s", penwidth=3`, colorSaturated)
+		}
+	}
+	var dot bytes.Buffer
+	if err := topology.WriteDOTStyled(&dot, r.Machine, st); err != nil {
+		return nil, err
+	}
+	g, err := graphviz.New(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("diagram: %w", err)
+	}
+	defer g.Close()
+	graph, err := graphviz.ParseBytes(dot.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("diagram: %w", err)
+	}
+	defer graph.Close()
+	var out bytes.Buffer
+	if err := g.Render(ctx, graph, graphviz.SVG, &out); err != nil {
+		return nil, fmt.Errorf("diagram: %w", err)
+	}
+	return inlineSVG(out.Bytes()), nil
+}
+
+var prologRE = regexp.MustCompile(`(?s)^\s*(<\?xml[^>]*\?>\s*)?(<!DOCTYPE[^>]*>\s*)?(<!--.*?-->\s*)*`)
+
+// inlineSVG drops the XML prolog and doctype so the SVG can sit in HTML.
+func inlineSVG(svg []byte) []byte {
+	return prologRE.ReplaceAll(svg, nil)
+}
+
+// sources lists where the figures came from.
+func sources(r *Review) []Source {
+	var out []Source
+	b := r.Rec.Best
+	out = append(out,
+		Source{"GPU and SSD prices, GPU FP32 rates and memory", "catalog", r.CatalogName},
+		Source{"host price, power and electricity", "catalog", r.CatalogName})
+	if r.Plan.Search.MeasuredSSDGBps > 0 {
+		out = append(out, Source{"SSD read rate for feature rows", "measured", fmt.Sprintf("%.2f GB/s per SSD (gnnplan profile)", r.Plan.Search.MeasuredSSDGBps)})
+	} else {
+		out = append(out, Source{"SSD read rate for feature rows", "catalog", fmt.Sprintf("%.2f GB/s per %s at the workload's row size", b.SSDGBps, b.SSD.Key)})
+	}
+	// Link capacities, counted by where they came from.
+	byFrom := map[string][]string{}
+	counts := map[string]int{}
+	for _, l := range r.Machine.Links {
+		src := l.Source
+		if src == "" {
+			src = topology.SourceDerived
+		}
+		counts[src]++
+	}
+	var keys []string
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var froms []string
+	for _, k := range keys {
+		from := "derived from the topology"
+		switch k {
+		case topology.SourceAssumed:
+			from = "assumed"
+		case topology.SourceSysfs, topology.SourceSysfsMax:
+			from = "measured (sysfs)"
+		case topology.SourceXML:
+			from = "the imported topology file"
+		case topology.SourceProfile:
+			from = "the machine profile"
+		case topology.SourceNominal:
+			from = "nominal (per-technology default)"
+		}
+		if _, ok := byFrom[from]; !ok {
+			froms = append(froms, from)
+		}
+		byFrom[from] = append(byFrom[from], fmt.Sprintf("%d %s", counts[k], k))
+	}
+	for _, from := range froms {
+		out = append(out, Source{"link capacities", from, strings.Join(byFrom[from], ", ") + " links"})
+	}
+	a := r.Plan.Assumptions
+	out = append(out,
+		Source{"GPU memory kept for the model", "assumed", fmt.Sprintf("%g GiB per GPU", a.GPUReserveGiB)},
+		Source{"CPU cache", "assumed", fmt.Sprintf("%.0f%% of vertices", 100*a.CPUCacheFraction)},
+		Source{"access skew", "assumed", fmt.Sprintf("the hottest fraction x of vertices gets x^%.2f of the accesses", a.SkewExponent)},
+		Source{"training rate", "assumed", fmt.Sprintf("%.0f%% of FP32 peak", 100*a.ComputeEfficiency)},
+		Source{"distributed alternative", "assumed", r.Rec.Distributed.Assumption})
+	return out
+}
+
+// money prints dollars with thousands separators.
+func money(v float64) string {
+	s := fmt.Sprintf("%.0f", v)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
