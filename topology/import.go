@@ -37,9 +37,9 @@ func ImportContext(ctx context.Context, path string) (*Machine, error) {
 }
 
 // ImportFilesContext imports one machine from several files: one file as
-// ImportContext does; several only when they are lspci captures of one
-// machine (lspci -tv for the tree with lspci -vvv for the links), the
-// combination the text formats need.
+// ImportContext does; several only when they are text captures of one
+// machine: lspci -tv for the tree, lspci -vvv for the links, and at most
+// one nvidia-smi topo -m for the NVLinks and the NICs' RDMA names.
 func ImportFilesContext(ctx context.Context, paths []string) (*Machine, error) {
 	if len(paths) == 1 {
 		return ImportContext(ctx, paths[0])
@@ -47,19 +47,39 @@ func ImportFilesContext(ctx context.Context, paths []string) (*Machine, error) {
 	if len(paths) == 0 {
 		return nil, &InputError{Field: "--from", Msg: "no file given"}
 	}
-	datas := make([][]byte, len(paths))
-	for i, p := range paths {
+	var lspciPaths, smiPaths []string
+	var lspciData, smiData [][]byte
+	for _, p := range paths {
 		data, err := readImport(ctx, p)
 		if err != nil {
 			return nil, err
 		}
 		data = bytes.TrimPrefix(data, utf8BOM)
-		if t := bytes.TrimSpace(data); len(t) == 0 || t[0] == '{' || t[0] == '<' || looksLikeSMITopo(data) || !looksLikeLspci(data) {
-			return nil, &InputError{Path: p, Field: "--from", Msg: "only lspci captures combine (lspci -tv with lspci -vvv of the same machine); give this file alone"}
+		t := bytes.TrimSpace(data)
+		switch {
+		case len(t) > 0 && t[0] != '{' && t[0] != '<' && looksLikeSMITopo(data):
+			smiPaths, smiData = append(smiPaths, p), append(smiData, data)
+		case len(t) > 0 && t[0] != '{' && t[0] != '<' && looksLikeLspci(data):
+			lspciPaths, lspciData = append(lspciPaths, p), append(lspciData, data)
+		default:
+			return nil, &InputError{Path: p, Field: "--from", Msg: "only text captures combine (lspci -tv, lspci -vvv and one nvidia-smi topo -m of the same machine); give this file alone"}
 		}
-		datas[i] = data
 	}
-	return ImportLspci(ctx, paths, datas)
+	if len(smiPaths) > 1 {
+		return nil, &InputError{Path: smiPaths[1], Field: "--from", Msg: "a second nvidia-smi topo -m capture: give one per machine"}
+	}
+	if len(lspciPaths) == 0 {
+		return nil, &InputError{Path: smiPaths[0], Field: "--from", Msg: "an nvidia-smi matrix combines with lspci captures only; give it alone"}
+	}
+	m, err := ImportLspci(ctx, lspciPaths, lspciData)
+	if err != nil || len(smiPaths) == 0 {
+		return m, err
+	}
+	devs, err := parseSMIDevices(ctx, smiPaths[0], smiData[0])
+	if err != nil {
+		return nil, err
+	}
+	return combineSMI(smiPaths[0], m, devs)
 }
 
 // readImport reads a file to import, refusing one over MaxImportBytes.

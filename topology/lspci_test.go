@@ -146,7 +146,7 @@ func TestLspciBadCaptures(t *testing.T) {
 		{"a tree without its root line", []string{write("cut.txt", "lspci -tv\n |           +-03.1-[01-13]----00.0  Foo\n")}, "nor lspci output"},
 		{"a re-wrapped tree", []string{write("wrap.txt", "-[0000:00]-+-00.0  Host\n   +-03.1-[01]----00.0  Foo\n")}, "has no bus above it"},
 		{"details of another machine", []string{pugetTV, write("other.txt", other)}, "tree does not have"},
-		{"a JSON file combined", []string{pugetTV, write("m.json", "{}")}, "only lspci captures combine"},
+		{"a JSON file combined", []string{pugetTV, write("m.json", "{}")}, "only text captures combine"},
 		{"two bridges to one bus", []string{write("dup.txt", "00:01.0 PCI bridge: X\n\tBus: primary=00, secondary=01, subordinate=01\n\n00:02.0 PCI bridge: Y\n\tBus: primary=00, secondary=01, subordinate=01\n")}, "both lead to bus"},
 	}
 	for _, tc := range cases {
@@ -179,4 +179,70 @@ func FuzzLspci(f *testing.F) {
 			t.Fatalf("imported machine does not validate: %v", err)
 		}
 	})
+}
+
+// TestLspciWithSMITopo: the Puget's lspci captures with its nvidia-smi
+// matrix: the ConnectX-7 functions get their RDMA names, the paths agree
+// (GPUs PHB, the two NIC ports PIX, GPU to NIC NODE), so no note says the
+// captures disagree; a matrix with more GPUs than lspci shows is refused.
+func TestLspciWithSMITopo(t *testing.T) {
+	smi := filepath.Join("testdata", "topology", "stelline-puget-nvidia-smi-topo.txt")
+	m, err := ImportFilesContext(context.Background(), []string{pugetTV, pugetVVV, smi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, n := range m.Nodes {
+		if n.Kind == KindNIC && strings.HasPrefix(n.Name, "mlx5_") {
+			names[strings.Fields(n.Name)[0]] = true
+			if !strings.Contains(n.Name, "ConnectX-7") {
+				t.Errorf("%s named %q: want the RDMA name on the ConnectX-7 function", n.ID, n.Name)
+			}
+		}
+	}
+	if !names["mlx5_0"] || !names["mlx5_1"] {
+		t.Errorf("RDMA names %v, want mlx5_0 and mlx5_1", names)
+	}
+	notes := strings.Join(m.Notes, "\n")
+	if !strings.Contains(notes, "combined with the nvidia-smi matrix") || strings.Contains(notes, "disagree") {
+		t.Errorf("notes:\n%s", notes)
+	}
+	// An 8-GPU matrix with this workstation's lspci: two machines.
+	_, err = ImportFilesContext(context.Background(), []string{pugetTV, filepath.Join(t.TempDir(), "x")})
+	if err == nil {
+		t.Error("a missing file combined without error")
+	}
+	dir := t.TempDir()
+	eight := filepath.Join(dir, "ndv4.txt")
+	if err := os.WriteFile(eight, []byte(ndv4Capture()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ImportFilesContext(context.Background(), []string{pugetTV, eight})
+	if err == nil || !strings.Contains(err.Error(), "two machines") {
+		t.Errorf("err = %v, want the GPU counts refused as two machines", err)
+	}
+}
+
+// TestPathBetween: the lspci tree's paths read as nvidia-smi's words.
+func TestPathBetween(t *testing.T) {
+	m, err := Import(pugetTV)
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]string{}
+	for _, n := range m.Nodes {
+		by[n.PCIAddress] = n.ID
+	}
+	cases := []struct{ a, b, want string }{
+		{"0000:c1:00.0", "0000:c2:00.0", "PHB"},  // the GPUs: two root ports of one host bridge
+		{"0000:21:00.0", "0000:21:00.1", "PIX"},  // two functions of the ConnectX-7
+		{"0000:05:00.0", "0000:06:00.0", "PIX"},  // SSDs on one switch
+		{"0000:05:00.0", "0000:0b:00.0", "PXB"},  // SSDs on sibling switches of one tree
+		{"0000:c1:00.0", "0000:21:00.0", "NODE"}, // GPU and NIC on different host bridges
+	}
+	for _, c := range cases {
+		if got := pathBetween(m, by[c.a], by[c.b]); got != c.want {
+			t.Errorf("%s-%s: %s, want %s", c.a, c.b, got, c.want)
+		}
+	}
 }

@@ -105,6 +105,15 @@ type smiDevice struct {
 
 // parseSMITopo imports an `nvidia-smi topo -m` capture.
 func parseSMITopo(ctx context.Context, path string, data []byte) (*Machine, error) {
+	devs, err := parseSMIDevices(ctx, path, data)
+	if err != nil {
+		return nil, err
+	}
+	return buildSMIMachine(path, devs)
+}
+
+// parseSMIDevices reads the matrix's rows.
+func parseSMIDevices(ctx context.Context, path string, data []byte) ([]smiDevice, error) {
 	lines := strings.Split(smiANSI.ReplaceAllString(string(data), ""), "\n")
 	for i := range lines {
 		lines[i] = strings.TrimRight(lines[i], "\r")
@@ -194,7 +203,7 @@ func parseSMITopo(ctx context.Context, path string, data []byte) (*Machine, erro
 			}
 		}
 	}
-	return buildSMIMachine(path, devs)
+	return devs, nil
 }
 
 func relString(r smiRel) string {
@@ -357,7 +366,7 @@ func buildSMIMachine(path string, devs []smiDevice) (*Machine, error) {
 			}
 		}
 	}
-	nvswitch := addSMINVLinks(b, devs, ids)
+	nvswitch := addSMINVLinks(b.Add, b.Link, devs, ids)
 	gpus, nics := 0, 0
 	for _, d := range devs {
 		if d.gpu {
@@ -413,9 +422,9 @@ func smiNode(d smiDevice, parent string) Node {
 	return Node{ID: id, Kind: KindNIC, Parent: parent, Name: name, Label: d.name}
 }
 
-// addSMINVLinks adds the NV# cells as links and reports whether they went
-// through an NVSwitch fabric.
-func addSMINVLinks(b *Builder, devs []smiDevice, ids []string) bool {
+// addSMINVLinks adds the NV# cells as links, through add (a node) and
+// link, and reports whether they went through an NVSwitch fabric.
+func addSMINVLinks(add func(Node) string, link func(Link), devs []smiDevice, ids []string) bool {
 	rate, _ := NVLinkGBps(0)
 	through := false
 	for i, d := range devs {
@@ -430,7 +439,7 @@ func addSMINVLinks(b *Builder, devs []smiDevice, ids []string) bool {
 		}
 	}
 	if through {
-		sw := b.Add(Node{Kind: KindNVSwitch, Name: "NVSwitch fabric (from the NV# paths)"})
+		sw := add(Node{Kind: KindNVSwitch, Name: "NVSwitch fabric (from the NV# paths)"})
 		for i, d := range devs {
 			most := 0
 			for _, r := range d.rel {
@@ -439,7 +448,7 @@ func addSMINVLinks(b *Builder, devs []smiDevice, ids []string) bool {
 				}
 			}
 			if most > 0 {
-				b.Link(Link{From: ids[i], To: sw, Kind: LinkNVLink, Count: most, GBps: float64(most) * rate, Source: SourceAssumed})
+				link(Link{From: ids[i], To: sw, Kind: LinkNVLink, Count: most, GBps: float64(most) * rate, Source: SourceAssumed})
 			}
 		}
 		return true
@@ -447,7 +456,7 @@ func addSMINVLinks(b *Builder, devs []smiDevice, ids []string) bool {
 	for i := range devs {
 		for j := i + 1; j < len(devs); j++ {
 			if r := devs[i].rel[j]; r.kind == "NV" {
-				b.Link(Link{From: ids[i], To: ids[j], Kind: LinkNVLink, Count: r.nvlinks, GBps: float64(r.nvlinks) * rate, Source: SourceAssumed})
+				link(Link{From: ids[i], To: ids[j], Kind: LinkNVLink, Count: r.nvlinks, GBps: float64(r.nvlinks) * rate, Source: SourceAssumed})
 			}
 		}
 	}
@@ -474,4 +483,128 @@ func baseName(path string) string {
 		return path[i+1:]
 	}
 	return path
+}
+
+// combineSMI adds what an nvidia-smi matrix knows and lspci does not to a
+// machine imported from lspci: the NVLinks and the NICs' RDMA names.
+// nvidia-smi numbers GPUs in PCI bus order, and the RDMA NICs (mlx5_N) it
+// lists follow bus order too, so the k-th GPU of the matrix is the k-th
+// GPU by PCI address. Paths the two captures disagree on are noted.
+func combineSMI(path string, m *Machine, devs []smiDevice) (*Machine, error) {
+	byAddr := func(keep func(n *Node) bool) []string {
+		var ids []string
+		for i := range m.Nodes {
+			if keep(&m.Nodes[i]) {
+				ids = append(ids, m.Nodes[i].ID)
+			}
+		}
+		sort.Slice(ids, func(a, b int) bool { return m.Node(ids[a]).PCIAddress < m.Node(ids[b]).PCIAddress })
+		return ids
+	}
+	gpus := byAddr(func(n *Node) bool { return n.Kind == KindGPU })
+	nics := byAddr(func(n *Node) bool {
+		name := strings.ToLower(n.Name)
+		return n.Kind == KindNIC && (n.VendorID == "15b3" || strings.Contains(name, "mellanox") || strings.Contains(name, "connectx") || strings.Contains(name, "bluefield"))
+	})
+	var smiGPUs, smiNICs int
+	for _, d := range devs {
+		if d.gpu {
+			smiGPUs++
+		} else {
+			smiNICs++
+		}
+	}
+	if smiGPUs != len(gpus) || smiNICs > len(nics) {
+		return nil, &InputError{Path: path, Field: "--from", Msg: fmt.Sprintf("the nvidia-smi matrix lists %d GPUs and %d NICs, the lspci capture has %d GPUs and %d RDMA NIC functions: captures of two machines?",
+			smiGPUs, smiNICs, len(gpus), len(nics))}
+	}
+	ids := make([]string, len(devs))
+	g, k := 0, 0
+	for i, d := range devs {
+		if d.gpu {
+			ids[i], g = gpus[g], g+1
+			continue
+		}
+		ids[i], k = nics[k], k+1
+		if d.label != "" {
+			n := m.Node(ids[i])
+			n.Name = d.label + " (" + n.Name + ")"
+		}
+	}
+	used := map[string]bool{}
+	for _, n := range m.Nodes {
+		used[n.ID] = true
+	}
+	add := func(n Node) string {
+		id := "nvsw0"
+		for i := 1; used[id]; i++ {
+			id = fmt.Sprintf("nvsw%d", i)
+		}
+		used[id], n.ID = true, id
+		m.Nodes = append(m.Nodes, n)
+		return id
+	}
+	nvlinks := 0
+	addSMINVLinks(add, func(l Link) { m.Links = append(m.Links, l); nvlinks++ }, devs, ids)
+	var disagree []string
+	for i := range devs {
+		for j := i + 1; j < len(devs); j++ {
+			want := devs[i].rel[j].kind
+			if want == "NV" {
+				continue
+			}
+			if got := pathBetween(m, ids[i], ids[j]); got != want {
+				disagree = append(disagree, fmt.Sprintf("%s-%s %s in the matrix, %s in lspci", devs[i].name, devs[j].name, want, got))
+			}
+		}
+	}
+	m.Notes = append(m.Notes, fmt.Sprintf("combined with the nvidia-smi matrix %s: GPUs and RDMA NICs matched in PCI bus order, %d NVLink links added (counts from NV#, %g GB/s per link assumed)", path, nvlinks, func() float64 { r, _ := NVLinkGBps(0); return r }()))
+	if len(disagree) > 0 {
+		if len(disagree) > 4 {
+			disagree = append(disagree[:4], fmt.Sprintf("and %d more", len(disagree)-4))
+		}
+		m.Notes = append(m.Notes, "the captures disagree on some paths ("+strings.Join(disagree, "; ")+"): check they are of one machine")
+	}
+	if err := m.Validate(); err != nil {
+		return nil, &InputError{Path: path, Msg: "the combined captures do not describe a machine", Err: err}
+	}
+	return m, nil
+}
+
+// pathBetween classifies the PCIe path between two devices of m as
+// nvidia-smi does: PIX (one switch, or functions of one device), PXB (a
+// tree of switches), PHB (one host bridge), NODE (one socket), SYS.
+func pathBetween(m *Machine, a, b string) string {
+	chain := func(id string) []*Node {
+		var out []*Node
+		for n := m.Node(id); n != nil; n = m.Node(n.Parent) {
+			out = append(out, n)
+		}
+		return out
+	}
+	ca, cb := chain(a), chain(b)
+	onB := map[string]int{}
+	for i, n := range cb {
+		onB[n.ID] = i
+	}
+	for i, n := range ca {
+		j, ok := onB[n.ID]
+		if !ok {
+			continue
+		}
+		switch n.Kind {
+		case KindSocket:
+			return "NODE"
+		case KindRootPort:
+			return "PHB"
+		case KindSwitch, KindBridge:
+			if i <= 1 && j <= 1 {
+				return "PIX"
+			}
+			return "PXB"
+		default: // one is a function below the other's device
+			return "PIX"
+		}
+	}
+	return "SYS"
 }

@@ -42,8 +42,9 @@ direction (decimal).
 With no flags it reads this machine's sysfs. --sysfs-root reads an unpacked
 sysfs snapshot, --from imports an NCCL/RCCL topology XML, an hwloc XML
 (lstopo --of xml), the text nvidia-smi topo -m or lspci -vvv / lspci -tv
-print (what a text format cannot say is marked assumed; give --from twice to
-combine lspci -tv with lspci -vvv) or a machine JSON saved with --save, and
+print (what a text format cannot say is marked assumed; repeat --from to
+combine lspci -tv, lspci -vvv and nvidia-smi topo -m of one machine: the tree,
+the links, and the NVLinks and RDMA NIC names) or a machine JSON saved with --save, and
 --profile loads an
 embedded machine (` + strings.Join(profiles.MachineNames(), ", ") + `).`,
 		Example: `  gnnplan discover
@@ -65,7 +66,7 @@ embedded machine (` + strings.Join(profiles.MachineNames(), ", ") + `).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.SysfsRoot, "sysfs-root", "", "read an unpacked sysfs snapshot (the directory holding sys/) instead of this machine")
-	f.StringArrayVar(&opts.From, "from", nil, "import a topology file: NCCL/RCCL XML, hwloc XML, nvidia-smi topo -m or lspci -vvv / -tv output, or gnnplan machine JSON; repeat it to combine lspci -tv with lspci -vvv")
+	f.StringArrayVar(&opts.From, "from", nil, "import a topology file: NCCL/RCCL XML, hwloc XML, nvidia-smi topo -m or lspci -vvv / -tv output, or gnnplan machine JSON; repeat it to combine lspci -tv, lspci -vvv and nvidia-smi topo -m captures of one machine")
 	f.StringVar(&opts.Profile, "profile", "", "load an embedded machine profile ("+strings.Join(profiles.MachineNames(), ", ")+")")
 	f.StringVarP(&opts.Output, "output", "o", "table", "output format: "+strings.Join(outputFormats, ", "))
 	f.StringVar(&opts.Save, "save", "", "also write the machine as JSON to this file")
