@@ -36,6 +36,8 @@ const smiMaxDevices = 512
 const smiMaxNVLinks = 18
 
 var (
+	smiGlued  = regexp.MustCompile(`^(?:X|PIX|PXB|PHB|NODE|SYS|SOC|NV[0-9]+)+$`)
+	smiCell   = regexp.MustCompile(`X|PIX|PXB|PHB|NODE|SYS|SOC|NV[0-9]+`)
 	smiANSI   = regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]")
 	smiNV     = regexp.MustCompile(`^NV([0-9]+)$`)
 	smiLegend = regexp.MustCompile(`^\s*(NIC[0-9]+)\s*:\s*(\S+)\s*$`)
@@ -67,6 +69,23 @@ func smiHeader(lines []string) (int, []string, bool) {
 		return i, devs, true
 	}
 	return 0, nil, false
+}
+
+// unglue splits the first n cells of a row where nvidia-smi ran two into
+// one ("SYSSYS": with many NIC columns the fixed-width cells can touch),
+// leaving the cells after them (the affinities) as they are.
+func unglue(fields []string, n int) []string {
+	out := make([]string, 0, len(fields)+2)
+	for _, c := range fields {
+		if len(out) < n {
+			if _, ok := parseSMIRel(c); !ok && smiGlued.MatchString(c) {
+				out = append(out, smiCell.FindAllString(c, -1)...)
+				continue
+			}
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // smiRel is a cell of the matrix.
@@ -157,6 +176,7 @@ func parseSMIDevices(ctx context.Context, path string, data []byte) ([]smiDevice
 			return nil, &InputError{Path: path, Line: li + 1, Field: f[0], Msg: "second row for this device: is this two captures pasted together?"}
 		}
 		seen[i] = true
+		f = append(f[:1:1], unglue(f[1:], len(cols))...)
 		if len(f) < 1+len(cols) {
 			return nil, &InputError{Path: path, Line: li + 1, Field: f[0], Msg: fmt.Sprintf("%d cells, want %d (one per device column): truncated capture", len(f)-1, len(cols))}
 		}

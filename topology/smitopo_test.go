@@ -263,9 +263,22 @@ func TestSMITopoSwitchTrees(t *testing.T) {
 }
 
 // TestSMITopoFormats: ANSI underlines (nvidia-smi on a terminal), CRLF line
-// ends, a shell prompt before the matrix, SOC for SYS (old drivers) and
-// NIC columns named by device (no legend) all import.
+// ends, a shell prompt before the matrix, SOC for SYS (old drivers), NIC
+// columns named by device (no legend) and cells run together (many NIC
+// columns) all import.
 func TestSMITopoFormats(t *testing.T) {
+	glued := strings.ReplaceAll(ndv4Capture(), "SYS\t SYS", "SYSSYS")
+	if !strings.Contains(glued, "SYSSYS") {
+		t.Fatal("no cells to run together")
+	}
+	a, err := ImportBytes("glued.txt", []byte(glued))
+	if err != nil {
+		t.Fatalf("cells run together: %v", err)
+	}
+	b, _ := ImportBytes("ndv4.txt", []byte(ndv4Capture()))
+	if len(a.Nodes) != len(b.Nodes) || len(a.Links) != len(b.Links) {
+		t.Errorf("cells run together import to %d nodes, %d links; apart to %d, %d", len(a.Nodes), len(a.Links), len(b.Nodes), len(b.Links))
+	}
 	capture := "$ nvidia-smi topo -m\r\n" +
 		"\t\x1b[4mGPU0\tGPU1\tmlx5_0\tCPU Affinity\tNUMA Affinity\x1b[0m\r\n" +
 		"GPU0\t X \tSOC\tPIX\t0-7\t0\r\n" +
@@ -293,7 +306,7 @@ func TestSMITopoBadCaptures(t *testing.T) {
 	}{
 		{"truncated: rows missing", strings.Join(lines[:6], "\n"), "no row for device"},
 		{"truncated: a row cut short", strings.Join(lines[:3], "\n") + "\n" + lines[3][:20] + "\n" + strings.Join(lines[4:], "\n"), "truncated capture"},
-		{"cells run together", strings.Replace(good, "SYS\t SYS", "SYSSYS", 1), "is not a path type"},
+		{"a cell that is no path type", strings.Replace(good, "SYS\t SYS", "SYS\t SIS", 1), "is not a path type"},
 		{"not symmetric", strings.Replace(good, "GPU1\t NV12", "GPU1\t PIX", 1), "symmetric"},
 		{"two captures pasted", good + good, "a second matrix"},
 		{"X off the diagonal", strings.Replace(good, "GPU0\t X\t NV12", "GPU0\t X\t X", 1), "diagonal"},
