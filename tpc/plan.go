@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/gnnplan/gnnplan/maxflow"
 	"github.com/gnnplan/gnnplan/topology"
@@ -209,4 +210,22 @@ func (rec *Recommendation) GPUCurve() Curve {
 	}
 	sort.Slice(c.Points, func(i, j int) bool { return c.Points[i].GPUs < c.Points[j].GPUs })
 	return c
+}
+
+// FormatUSD prints whole dollars with thousands separators: 80000 -> "80,000".
+func FormatUSD(v float64) string {
+	s := fmt.Sprintf("%.0f", v)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
 }

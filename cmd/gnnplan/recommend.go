@@ -230,7 +230,7 @@ func writeRecommendation(o *recommendOptions, rec *tpc.Recommendation) error {
 	out := o.IO.Out
 	w := rec.Request.Workload
 	fmt.Fprintf(out, "%s on %s, budget $%s: %d plans priced, %d distinct placements evaluated\n",
-		w.Name+" "+w.Model, rec.Machine.Name, money(rec.Request.BudgetUSD), rec.Searched, rec.Placements)
+		w.Name+" "+w.Model, rec.Machine.Name, tpc.FormatUSD(rec.Request.BudgetUSD), rec.Searched, rec.Placements)
 	t := tablewriter.NewTable(out, tablewriter.WithHeaderAutoFormat(tw.Off))
 	t.Header("RANK", "GPUS", "SSDS", "COST $", "SAMPLES/s", "EPOCH s", "TPC (samples/s per $1k)", "BOUND")
 	for i, op := range rec.Options {
@@ -242,7 +242,7 @@ func writeRecommendation(o *recommendOptions, rec *tpc.Recommendation) error {
 			rank += " (fastest)"
 		}
 		if err := t.Append(rank, fmt.Sprintf("%d x %s", op.GPUs, op.GPU.Key), fmt.Sprintf("%d x %s", op.SSDs, op.SSD.Key),
-			money(op.CostUSD), fmt.Sprintf("%.0f", op.SamplesPerSec), fmt.Sprintf("%.1f", op.EpochSeconds),
+			tpc.FormatUSD(op.CostUSD), fmt.Sprintf("%.0f", op.SamplesPerSec), fmt.Sprintf("%.1f", op.EpochSeconds),
 			fmt.Sprintf("%.3f", op.TPC*1000), op.Bound); err != nil {
 			return err
 		}
@@ -252,7 +252,7 @@ func writeRecommendation(o *recommendOptions, rec *tpc.Recommendation) error {
 	}
 	b := rec.Best
 	fmt.Fprintf(out, "recommended: %d x %s + %d x %s, $%s 5-year TCO, %.0f samples/s (epoch %.1f s: IO %.1f s, training %.1f s)\n",
-		b.GPUs, b.GPU.Name, b.SSDs, b.SSD.Name, money(b.CostUSD), b.SamplesPerSec, b.EpochSeconds, b.EpochIOSeconds, b.EpochTrainSecs)
+		b.GPUs, b.GPU.Name, b.SSDs, b.SSD.Name, tpc.FormatUSD(b.CostUSD), b.SamplesPerSec, b.EpochSeconds, b.EpochIOSeconds, b.EpochTrainSecs)
 	fmt.Fprintf(out, "  bytes per epoch: %.0f GB, %.0f%% from GPU memory, %.0f%% from CPU memory, %.0f%% from SSDs (%.2f GB/s each for feature rows)\n",
 		b.Shares.EpochGB, 100*b.Shares.GPUCacheShare, 100*b.Shares.HostShare, 100*b.Shares.SSDShare, b.SSDGBps)
 	plan := rec.Plan()
@@ -268,32 +268,14 @@ func writeRecommendation(o *recommendOptions, rec *tpc.Recommendation) error {
 	fmt.Fprintf(out, "hint: %s\n", rec.Hint.Text)
 	if f := rec.Fastest; f != b {
 		fmt.Fprintf(out, "fastest within budget: %d x %s + %d x %s, $%s, %.0f samples/s (%.2fx the recommended), TPC %.3f per $1k\n",
-			f.GPUs, f.GPU.Key, f.SSDs, f.SSD.Key, money(f.CostUSD), f.SamplesPerSec, f.SamplesPerSec/b.SamplesPerSec, f.TPC*1000)
+			f.GPUs, f.GPU.Key, f.SSDs, f.SSD.Key, tpc.FormatUSD(f.CostUSD), f.SamplesPerSec, f.SamplesPerSec/b.SamplesPerSec, f.TPC*1000)
 	}
 	d := rec.Distributed
 	fmt.Fprintf(out, "distributed in-memory alternative: %d machines, $%s, %.0f samples/s, TPC %.3f per $1k: the recommended plan is %.1fx better per dollar\n",
-		d.Machines, money(d.CostUSD), d.SamplesPerSec, d.TPC*1000, d.CostPerSample)
+		d.Machines, tpc.FormatUSD(d.CostUSD), d.SamplesPerSec, d.TPC*1000, d.CostPerSample)
 	fmt.Fprintf(out, "  (%s)\n", d.Assumption)
 	a := rec.Request.Assumptions
 	fmt.Fprintf(out, "assumptions: %g GiB of each GPU kept for the model, %.0f%% of vertices cached in CPU memory, top x of vertices get x^%.2f of accesses, training at %.0f%% of FP32 peak\n",
 		a.GPUReserveGiB, 100*a.CPUCacheFraction, a.SkewExponent, 100*a.ComputeEfficiency)
 	return nil
-}
-
-// money prints dollars with thousands separators.
-func money(v float64) string {
-	s := strconv.FormatFloat(v, 'f', 0, 64)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
 }

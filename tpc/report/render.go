@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/tpc"
 )
 
 // TopOptions is how many ranked options the review's table lists.
@@ -37,7 +38,7 @@ func (r *Review) view() *view {
 	v := &view{
 		Title: fmt.Sprintf("Capacity review: %s %s on %s", p.Workload.Name, p.Workload.Model, r.Machine.Name),
 		Subtitle: fmt.Sprintf("Budget $%s for one machine's 5-year TCO; %d hardware choices priced, %d distinct placements evaluated.",
-			money(p.BudgetUSD), rec.Searched, rec.Placements),
+			tpc.FormatUSD(p.BudgetUSD), rec.Searched, rec.Placements),
 		Hint:    rec.Hint.Text,
 		Notes:   r.Notes,
 		Version: r.Version,
@@ -45,7 +46,7 @@ func (r *Review) view() *view {
 	}
 	v.Summary = [][2]string{
 		{"Buy", fmt.Sprintf("%d x %s + %d x %s", b.GPUs, b.GPU.Name, b.SSDs, b.SSD.Name)},
-		{"5-year TCO", "$" + money(b.CostUSD)},
+		{"5-year TCO", "$" + tpc.FormatUSD(b.CostUSD)},
 		{"Throughput", fmt.Sprintf("%.0f samples/s", b.SamplesPerSec)},
 		{"Epoch", fmt.Sprintf("%.1f s (IO %.1f s, training %.1f s)", b.EpochSeconds, b.EpochIOSeconds, b.EpochTrainSecs)},
 		{"TPC", fmt.Sprintf("%.3f samples/s per $1k", b.TPC*1000)},
@@ -54,11 +55,11 @@ func (r *Review) view() *view {
 	}
 	if f := rec.Fastest; f != b {
 		v.Fastest = fmt.Sprintf("Fastest within budget: %d x %s + %d x %s, $%s, %.0f samples/s (%.2fx the recommended), TPC %.3f per $1k.",
-			f.GPUs, f.GPU.Key, f.SSDs, f.SSD.Key, money(f.CostUSD), f.SamplesPerSec, f.SamplesPerSec/b.SamplesPerSec, f.TPC*1000)
+			f.GPUs, f.GPU.Key, f.SSDs, f.SSD.Key, tpc.FormatUSD(f.CostUSD), f.SamplesPerSec, f.SamplesPerSec/b.SamplesPerSec, f.TPC*1000)
 	}
 	d := rec.Distributed
 	v.Distributed = fmt.Sprintf("%d machines, $%s, %.0f samples/s, TPC %.3f per $1k: the recommended plan is %.1fx better per dollar.",
-		d.Machines, money(d.CostUSD), d.SamplesPerSec, d.TPC*1000, d.CostPerSample)
+		d.Machines, tpc.FormatUSD(d.CostUSD), d.SamplesPerSec, d.TPC*1000, d.CostPerSample)
 	v.DistributedWhy = d.Assumption
 	v.OptionsHead = []string{"Rank", "GPUs", "SSDs", "Cost $", "Samples/s", "Epoch s", "TPC per $1k", "Bound"}
 	for i, o := range rec.Options {
@@ -70,7 +71,7 @@ func (r *Review) view() *view {
 			rank += " (fastest)"
 		}
 		v.Options = append(v.Options, []string{rank, fmt.Sprintf("%d x %s", o.GPUs, o.GPU.Key), fmt.Sprintf("%d x %s", o.SSDs, o.SSD.Key),
-			money(o.CostUSD), fmt.Sprintf("%.0f", o.SamplesPerSec), fmt.Sprintf("%.1f", o.EpochSeconds), fmt.Sprintf("%.3f", o.TPC*1000), o.Bound})
+			tpc.FormatUSD(o.CostUSD), fmt.Sprintf("%.0f", o.SamplesPerSec), fmt.Sprintf("%.1f", o.EpochSeconds), fmt.Sprintf("%.3f", o.TPC*1000), o.Bound})
 	}
 	plan := rec.Plan()
 	var ids []string

@@ -226,21 +226,3 @@ func sources(r *Review) []Source {
 		Source{"distributed alternative", "assumed", r.Rec.Distributed.Assumption})
 	return out
 }
-
-// money prints dollars with thousands separators.
-func money(v float64) string {
-	s := fmt.Sprintf("%.0f", v)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
