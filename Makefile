@@ -10,6 +10,9 @@ BIN      ?= bin/gnnplan
 # do not import giouring build without it.
 LINKFLAGS ?= -checklinkname=0
 FUZZTIME  ?= 5s
+# FUZZMINTIME bounds minimizing a new input (the default, 60s, can outlast
+# FUZZTIME many times over and end in "hung while minimizing").
+FUZZMINTIME ?= 2s
 
 .PHONY: all setup build demo test vet unit fuzz bench bench-deps clean
 
@@ -71,13 +74,16 @@ vet:
 unit:
 	$(GO) test -ldflags='$(LINKFLAGS)' -count=1 ./...
 
-# fuzz runs every Fuzz target for FUZZTIME each (seeded from the fixtures).
+# fuzz runs every Fuzz target for FUZZTIME each (seeded from the fixtures);
+# a failure prints that run's output.
 fuzz:
 	@set -e; for pkg in $$($(GO) list ./...); do \
 		for f in $$($(GO) test -ldflags='$(LINKFLAGS)' -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 			echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
-			$(GO) test -ldflags='$(LINKFLAGS)' -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >/dev/null \
-				|| { $(GO) test -ldflags='$(LINKFLAGS)' -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; exit 1; }; \
+			log=$$(mktemp); \
+			if ! $(GO) test -ldflags='$(LINKFLAGS)' -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) \
+				-fuzzminimizetime $(FUZZMINTIME) $$pkg >$$log 2>&1; then cat $$log; rm -f $$log; exit 1; fi; \
+			rm -f $$log; \
 		done; \
 	done
 
