@@ -75,14 +75,24 @@ unit:
 	$(GO) test -ldflags='$(LINKFLAGS)' -count=1 ./...
 
 # fuzz runs every Fuzz target for FUZZTIME each (seeded from the fixtures);
-# a failure prints that run's output.
+# a failure prints that run's output. A failure that wrote no failing input
+# and says only "context deadline exceeded" is Go 1.26's fuzz coordinator
+# racing its own -fuzztime deadline (go.dev/issue/75804, fixed in Go 1.27):
+# it is reported and ignored; any other failure, or a new input under
+# testdata/fuzz, fails the target.
 fuzz:
 	@set -e; for pkg in $$($(GO) list ./...); do \
 		for f in $$($(GO) test -ldflags='$(LINKFLAGS)' -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 			echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
-			log=$$(mktemp); \
+			log=$$(mktemp); corpus=$$($(GO) list -f '{{.Dir}}' $$pkg)/testdata/fuzz/$$f; \
+			before=$$(ls $$corpus 2>/dev/null | wc -l); \
 			if ! $(GO) test -ldflags='$(LINKFLAGS)' -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) \
-				-fuzzminimizetime $(FUZZMINTIME) $$pkg >$$log 2>&1; then cat $$log; rm -f $$log; exit 1; fi; \
+				-fuzzminimizetime $(FUZZMINTIME) $$pkg >$$log 2>&1; then \
+				if [ "$$(ls $$corpus 2>/dev/null | wc -l)" != "$$before" ] || ! grep -q 'context deadline exceeded' $$log; then \
+					cat $$log; rm -f $$log; exit 1; \
+				fi; \
+				echo "  ignored: context deadline exceeded at the fuzztime boundary with no failing input (Go 1.26's coordinator race, go.dev/issue/75804)"; \
+			fi; \
 			rm -f $$log; \
 		done; \
 	done
