@@ -69,6 +69,7 @@ type lspciFunc struct {
 	maxLanes     int
 	secondary    int // -1 unless a bridge
 	driver       string
+	denied       bool // "Capabilities: <access denied>": lspci ran without root
 	fromTree     bool
 	detailed     bool
 	line         int
@@ -179,6 +180,8 @@ func lspciCapture(ctx context.Context, path string, data []byte, f map[string]*l
 				v, _ := strconv.ParseUint(m[1], 16, 8)
 				cur.secondary = int(v)
 			}
+		case strings.HasPrefix(t, "Capabilities:") && strings.Contains(t, "access denied"):
+			cur.denied = true
 		case strings.HasPrefix(t, "Kernel driver in use:"):
 			cur.driver = strings.TrimSpace(strings.TrimPrefix(t, "Kernel driver in use:"))
 		}
@@ -280,7 +283,7 @@ func buildLspciMachine(paths []string, funcs map[string]*lspciFunc) (*Machine, e
 	d := &discoverer{funcs: map[string]*pciFunc{}, order: order}
 	name := strings.TrimSuffix(baseName(paths[0]), ".txt")
 	d.b = NewBuilder(name, "lspci:"+path)
-	untyped, notDetailed := 0, 0
+	untyped, notDetailed, denied := 0, 0, 0
 	for _, a := range order {
 		x := funcs[a]
 		if tree && !x.fromTree {
@@ -299,6 +302,9 @@ func buildLspciMachine(paths []string, funcs map[string]*lspciFunc) (*Machine, e
 		}
 		if !x.detailed {
 			notDetailed++
+		}
+		if x.denied && x.maxGen == 0 {
+			denied++
 		}
 		vendor := x.vendor
 		if vendor == "" {
@@ -367,6 +373,9 @@ func buildLspciMachine(paths []string, funcs map[string]*lspciFunc) (*Machine, e
 	}
 	if notDetailed > 0 && tree {
 		d.b.Note("%d PCI functions of the tree have no lspci -vvv details: their links are assumed Gen3 x16", notDetailed)
+	}
+	if denied > 0 {
+		d.b.Note("%d PCI functions show \"Capabilities: <access denied>\": lspci ran without root, so their LnkCap and LnkSta are hidden and their links are assumed; run sudo lspci -vvv for the real widths and speeds", denied)
 	}
 	if n := len(d.belowMax); n > 0 {
 		d.b.Note("%d PCIe link(s) run below their LnkCap now (LnkSta lower): capacities use LnkCap, the current speed and width are kept on the link", n)

@@ -246,3 +246,25 @@ func TestPathBetween(t *testing.T) {
 		}
 	}
 }
+
+// TestLspciWithoutRoot: lspci -vvv run as a user hides the capabilities;
+// the links are assumed and a note says to run it with sudo.
+func TestLspciWithoutRoot(t *testing.T) {
+	capture := "c1:00.0 3D controller: NVIDIA Corporation GA100 [A100 PCIe 40GB] (rev a1)\n" +
+		"\tSubsystem: NVIDIA Corporation Device 145f\n\tNUMA node: 1\n\tCapabilities: <access denied>\n\tKernel driver in use: nvidia\n"
+	m, err := ImportBytes("user.txt", []byte(capture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Count(KindGPU) != 1 {
+		t.Fatalf("%d GPUs", m.Count(KindGPU))
+	}
+	if notes := strings.Join(m.Notes, "\n"); !strings.Contains(notes, "sudo lspci -vvv") {
+		t.Errorf("no note about running lspci as root: %s", notes)
+	}
+	for _, l := range m.Links {
+		if m.Node(l.To).Kind == KindGPU && l.Source != SourceAssumed {
+			t.Errorf("GPU link %s, want it marked assumed", l.Source)
+		}
+	}
+}
