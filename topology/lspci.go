@@ -237,6 +237,14 @@ func lspciTreeLine(path string, lineNo int, line string, from int, domain string
 				col[end+k] = int(sec)
 			}
 		} else if name := strings.TrimSpace(line[end:]); name != "" && x.name == "" {
+			// lspci -tvnn ends the name with [vendor:device].
+			if ids := lspciIDsRE.FindAllStringSubmatchIndex(name, -1); len(ids) > 0 {
+				last := ids[len(ids)-1]
+				if strings.TrimSpace(name[last[1]:]) == "" && x.vendor == "" {
+					x.vendor, x.dev = strings.ToLower(name[last[2]:last[3]]), strings.ToLower(name[last[4]:last[5]])
+					name = strings.TrimSpace(name[:last[0]])
+				}
+			}
 			x.name = name
 		}
 	}
@@ -294,7 +302,7 @@ func buildLspciMachine(paths []string, funcs map[string]*lspciFunc) (*Machine, e
 			parent = ""
 		}
 		if !x.classOK {
-			x.class, x.classOK = classFromName(x.name), true
+			x.class, x.classOK = classFromName(x.name, x.vendor), true
 			untyped++
 		}
 		if x.name == "" && x.secondary >= 0 {
@@ -388,10 +396,12 @@ func buildLspciMachine(paths []string, funcs map[string]*lspciFunc) (*Machine, e
 	return m, nil
 }
 
-// classFromName guesses a class code from a device name when the capture
-// has none (lspci -tv).
-func classFromName(name string) uint32 {
+// classFromName guesses a class code from a device name, and the vendor
+// id when the capture gives one (lspci -tvnn), when it has no class
+// (lspci -tv).
+func classFromName(name, vendor string) uint32 {
 	n := strings.ToLower(name)
+	nvidia := strings.HasPrefix(n, "nvidia") || vendor == "10de"
 	switch {
 	case strings.Contains(n, "nvme") || strings.Contains(n, "non-volatile"):
 		return 0x010802
@@ -399,9 +409,9 @@ func classFromName(name string) uint32 {
 		return 0x020700
 	case strings.Contains(n, "ethernet") || strings.Contains(n, "network"):
 		return 0x020000
-	case strings.HasPrefix(n, "nvidia") && !strings.Contains(n, "audio") && !strings.Contains(n, "usb") && !strings.Contains(n, "nvswitch"):
+	case nvidia && !strings.Contains(n, "audio") && !strings.Contains(n, "usb") && !strings.Contains(n, "nvswitch"):
 		return 0x030200
-	case strings.Contains(n, "aspeed") || strings.Contains(n, "matrox") || strings.Contains(n, "vga"):
+	case strings.Contains(n, "aspeed") || strings.Contains(n, "matrox") || strings.Contains(n, "vga") || vendor == "1a03" || vendor == "102b":
 		return 0x030000
 	}
 	return 0xff0000

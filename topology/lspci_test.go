@@ -268,3 +268,28 @@ func TestLspciWithoutRoot(t *testing.T) {
 		}
 	}
 }
+
+// TestLspciTreeWithIDs: lspci -tvnn's [vendor:device] ids are read, so a
+// BMC's VGA (ASPEED, 1a03) is not taken for a GPU and an NVIDIA 3D
+// controller is one, whatever the names say.
+func TestLspciTreeWithIDs(t *testing.T) {
+	capture := "-[0000:00]-+-00.0  Intel Corporation Device [8086:09a2]\n" +
+		"           +-01.0-[01]----00.0  Some Vendor Graphics Family [1a03:2000]\n" +
+		"           \\-02.0-[02]----00.0  Device GA100 [10de:20b5]\n"
+	m, err := ImportBytes("tvnn.txt", []byte(capture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpus := 0
+	for _, n := range m.Nodes {
+		if n.Kind == KindGPU {
+			gpus++
+			if n.VendorID != "10de" || strings.Contains(n.Name, "[10de") {
+				t.Errorf("GPU %+v: want vendor 10de read from the ids and the ids off the name", n)
+			}
+		}
+	}
+	if gpus != 1 {
+		t.Errorf("%d GPUs, want the NVIDIA one only", gpus)
+	}
+}
