@@ -3,6 +3,7 @@ package topology
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -289,7 +290,7 @@ func buildLspciMachine(paths []string, funcs map[string]*lspciFunc) (*Machine, e
 	}
 	sort.Strings(order)
 	d := &discoverer{funcs: map[string]*pciFunc{}, order: order}
-	name := strings.TrimSuffix(baseName(paths[0]), ".txt")
+	name := strings.TrimSuffix(filepath.Base(paths[0]), ".txt")
 	d.b = NewBuilder(name, "lspci:"+path)
 	untyped, notDetailed, denied := 0, 0, 0
 	for _, a := range order {

@@ -3,6 +3,7 @@ package topology
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -316,7 +317,7 @@ func smiGroups(devs []smiDevice, members []int, kinds ...string) [][]int {
 // devices grouped under host bridges (PHB and closer), switch trees (PXB
 // and closer) and switches (PIX), and NVLinks as NV# says.
 func buildSMIMachine(path string, devs []smiDevice) (*Machine, error) {
-	b := NewBuilder(strings.TrimSuffix(baseName(path), ".txt"), "nvidia-smi topo -m:"+path)
+	b := NewBuilder(strings.TrimSuffix(filepath.Base(path), ".txt"), "nvidia-smi topo -m:"+path)
 	// NUMA: GPUs say theirs; a device without one takes it from a device
 	// it reaches without crossing NUMA nodes (PIX, PXB, PHB or NODE).
 	for changed := true; changed; {
@@ -495,14 +496,6 @@ func smiHiddenPCIe(devs []smiDevice) int {
 		}
 	}
 	return n
-}
-
-// baseName is the last element of a path.
-func baseName(path string) string {
-	if i := strings.LastIndexAny(path, `/\`); i >= 0 {
-		return path[i+1:]
-	}
-	return path
 }
 
 // combineSMI adds what an nvidia-smi matrix knows and lspci does not to a

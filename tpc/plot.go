@@ -16,38 +16,30 @@ import (
 // count, where throughput flattens the next bottleneck took over.
 func WritePlotSVG(w io.Writer, rec *Recommendation) error {
 	c := rec.SSDCurve()
-	if len(c.Points) == 0 {
-		return fmt.Errorf("plot: no options to draw")
-	}
-	tpc := make(plotter.XYs, len(c.Points))
-	thr := make(plotter.XYs, len(c.Points))
-	for i, o := range c.Points {
-		tpc[i].X, tpc[i].Y = float64(o.SSDs), o.TPC*1000
-		thr[i].X, thr[i].Y = float64(o.SSDs), o.SamplesPerSec/1000
-	}
 	title := fmt.Sprintf("%d x %s, %s SSDs, %s on %s", c.GPUs, c.GPUModel, c.SSDModel, rec.Request.Workload.Name, rec.Machine.Name)
-	return twoPanels(w, title, "SSDs", tpc, thr, rec.Best.SSDs)
+	return twoPanels(w, title, "SSDs", c.Points, func(o *Option) int { return o.SSDs }, rec.Best.SSDs)
 }
 
 // WriteGPUPlotSVG draws TPC and throughput against the GPU count, each
 // count at its best SSD count, for the best plan's GPU and SSD models.
 func WriteGPUPlotSVG(w io.Writer, rec *Recommendation) error {
 	c := rec.GPUCurve()
-	if len(c.Points) == 0 {
-		return fmt.Errorf("plot: no options to draw")
-	}
-	tpc := make(plotter.XYs, len(c.Points))
-	thr := make(plotter.XYs, len(c.Points))
-	for i, o := range c.Points {
-		tpc[i].X, tpc[i].Y = float64(o.GPUs), o.TPC*1000
-		thr[i].X, thr[i].Y = float64(o.GPUs), o.SamplesPerSec/1000
-	}
 	title := fmt.Sprintf("%s GPUs, each count with its best number of %s SSDs", c.GPUModel, c.SSDModel)
-	return twoPanels(w, title, "GPUs", tpc, thr, rec.Best.GPUs)
+	return twoPanels(w, title, "GPUs", c.Points, func(o *Option) int { return o.GPUs }, rec.Best.GPUs)
 }
 
-// twoPanels draws TPC above throughput against a count, marking mark.
-func twoPanels(w io.Writer, title, xlabel string, tpc, thr plotter.XYs, mark int) error {
+// twoPanels draws the points' TPC above their throughput against the
+// count x gives, marking the count mark.
+func twoPanels(w io.Writer, title, xlabel string, points []*Option, x func(*Option) int, mark int) error {
+	if len(points) == 0 {
+		return fmt.Errorf("plot: no options to draw")
+	}
+	tpc := make(plotter.XYs, len(points))
+	thr := make(plotter.XYs, len(points))
+	for i, o := range points {
+		tpc[i].X, tpc[i].Y = float64(x(o)), o.TPC*1000
+		thr[i].X, thr[i].Y = float64(x(o)), o.SamplesPerSec/1000
+	}
 	top, err := linePlot(title, "TPC (samples/s per $1k of 5-year TCO)", tpc, mark)
 	if err != nil {
 		return err

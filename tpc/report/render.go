@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/tpc"
 )
 
@@ -78,7 +80,7 @@ func (r *Review) view() *view {
 	for id := range plan.Placement.Devices {
 		ids = append(ids, id)
 	}
-	sort.Slice(ids, func(i, j int) bool { return naturalLess(ids[i], ids[j]) })
+	sort.Slice(ids, func(i, j int) bool { return topology.NaturalLess(ids[i], ids[j]) })
 	for _, id := range ids {
 		inlet := ""
 		if g, ok := plan.PerGPUGBps[id]; ok {
@@ -93,18 +95,6 @@ func (r *Review) view() *view {
 	v.MachineNotes = r.Machine.Notes
 	v.Topology, v.SSDPlot, v.GPUPlot = template.HTML(r.TopologySVG), template.HTML(r.SSDPlotSVG), template.HTML(r.GPUPlotSVG)
 	return v
-}
-
-// naturalLess orders gpu2 before gpu10.
-func naturalLess(a, b string) bool {
-	ta, tb := strings.TrimRight(a, "0123456789"), strings.TrimRight(b, "0123456789")
-	if ta != tb {
-		return ta < tb
-	}
-	if len(a) != len(b) {
-		return len(a) < len(b)
-	}
-	return a < b
 }
 
 var htmlTmpl = template.Must(template.New("review").Parse(`<!DOCTYPE html>
@@ -197,7 +187,7 @@ func Figures(stem string) (topology, ssds, gpus string) {
 // SVGs (TopologySVG, SSDPlotSVG, GPUPlotSVG) there.
 func (r *Review) WriteMarkdown(w io.Writer, stem string) error {
 	v := r.view()
-	v.TopologyFile, v.SSDFile, v.GPUFile = Figures(baseName(stem))
+	v.TopologyFile, v.SSDFile, v.GPUFile = Figures(filepath.Base(stem))
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n\n%s\n\n", v.Title, v.Subtitle)
 	for _, n := range v.Notes {
@@ -245,11 +235,4 @@ func mdCells(row []string) []string {
 		out[i] = mdCell(c)
 	}
 	return out
-}
-
-func baseName(path string) string {
-	if i := strings.LastIndexAny(path, `/\`); i >= 0 {
-		return path[i+1:]
-	}
-	return path
 }
