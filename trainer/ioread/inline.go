@@ -65,6 +65,7 @@ func (e *uringEngine) runInline(ctx context.Context, j *job) (counters, error) {
 	}
 	broken := func(err error) (counters, error) {
 		c.broken = err
+		e.lost = append(e.lost, j)
 		if firstErr == nil {
 			firstErr = err
 		}

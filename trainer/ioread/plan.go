@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"syscall"
+	"unsafe"
 )
 
 // maxAttempts bounds how often one device read is reissued without making
@@ -147,7 +148,8 @@ type readState struct {
 }
 
 // settle applies the result res of reading span bytes [s.done, d.length) of
-// d into buf (res is a byte count, or -errno as in a CQE). It updates s and
+// d into buf (res is a byte count, or -errno as in a CQE; buf is nil when
+// the read went straight into its request's Dst, see directAddr). It updates s and
 // says what to do next; on finished it has copied the useful bytes to the
 // requests. Both engines use it, so they agree on short reads, retries and
 // errors.
@@ -173,7 +175,9 @@ func (j *job) settle(d *devRead, buf []byte, s *readState, res int, c *counters)
 	c.deviceBytes += int64(res)
 	s.done += res
 	if d.start+int64(s.done) >= d.needEnd {
-		j.deliver(d, buf)
+		if buf != nil {
+			j.deliver(d, buf)
+		}
 		return finished, nil
 	}
 	// Short of the last useful byte. A read that returned nothing is at end
@@ -184,6 +188,30 @@ func (j *job) settle(d *devRead, buf []byte, s *readState, res int, c *counters)
 	}
 	c.retries++
 	return readAgain, nil
+}
+
+// directAddr returns the address to read device read d straight into, and
+// true, when d is the whole aligned span of a single request whose Dst is
+// aligned for the file: then the read needs no staging buffer and no copy,
+// as fio reads into its own buffer. Go heap memory does not move, and the
+// job references the Dst until the read is settled.
+//
+//go:nosplit
+//go:norace
+func (j *job) directAddr(d *devRead) (uintptr, bool) {
+	if d.count != 1 {
+		return 0, false
+	}
+	p := &j.pieces[d.first]
+	dst := j.reqs[p.req].Dst
+	if p.off != d.start || p.n != d.length || p.dst+p.n > len(dst) {
+		return 0, false
+	}
+	a := uintptr(unsafe.Pointer(unsafe.SliceData(dst))) + uintptr(p.dst)
+	if a%uintptr(j.files[d.file].align) != 0 {
+		return 0, false
+	}
+	return a, true
 }
 
 // deliver copies the useful bytes of a finished device read to the requests.

@@ -65,16 +65,9 @@ func fastReads(j *job, next *int64, n int64, stop *int32, buf []byte, c *counter
 		d := &j.reads[i]
 		fi := &j.files[d.file]
 		to := base
-		direct = false
-		if d.count == 1 {
-			p := &j.pieces[d.first]
-			dst := j.reqs[p.req].Dst
-			if p.off == d.start && p.n == d.length && p.dst+p.n <= len(dst) {
-				a := uintptr(unsafe.Pointer(unsafe.SliceData(dst))) + uintptr(p.dst)
-				if a%uintptr(fi.align) == 0 {
-					to, direct = a, true
-				}
-			}
+		a, direct := j.directAddr(d)
+		if direct {
+			to = a
 		}
 		r, _, e := syscall.RawSyscall6(unix.SYS_PREAD64, uintptr(fi.fd), to, uintptr(d.length), uintptr(d.start), 0, 0)
 		c.deviceReads++

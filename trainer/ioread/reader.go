@@ -34,7 +34,10 @@ var ErrShortFile = errors.New("file is shorter than the request")
 
 // Request asks for Length bytes at Offset of file File (an index into the
 // paths given to Open). Offset and Length need not be aligned. The bytes are
-// written to Dst[:Length]. Tag is the caller's label; the reader ignores it.
+// written to Dst[:Length]. A request whose Offset, Length and Dst address are
+// all aligned for the file (the sector size with O_DIRECT) is read by the
+// device straight into Dst, with no staging copy; others are read into a
+// staging buffer and copied. Tag is the caller's label; the reader ignores it.
 type Request struct {
 	File   int
 	Offset int64

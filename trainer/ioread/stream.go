@@ -182,6 +182,11 @@ func (e *uringEngine) stream(ctx context.Context, src *streamSrc) (counters, err
 	}
 	broken := func(err error) (counters, error) {
 		c.broken = err
+		for _, k := range chunks {
+			if k.j != nil {
+				e.lost = append(e.lost, k.j)
+			}
+		}
 		if firstErr == nil {
 			firstErr = err
 		}

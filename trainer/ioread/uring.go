@@ -21,7 +21,9 @@ import (
 // It has 2 x qd staging buffers but lets only qd reads be in flight: while
 // the completion side copies rows out of the buffers of finished reads, the
 // submission side has spare buffers to refill the queue with at once. With
-// qd buffers the disk would sit idle during every copy-out.
+// qd buffers the disk would sit idle during every copy-out. A read that is
+// one request's whole aligned span goes straight into its Dst instead
+// (job.directAddr) and leaves its staging buffer unused.
 type uringEngine struct {
 	ring       *giouring.Ring
 	pool       *bufPool
@@ -38,6 +40,10 @@ type uringEngine struct {
 	// free lists the staging buffers no read owns; all of them between
 	// Reads. During a Read it is guarded by uringRun.mu.
 	free []int
+	// lost keeps the jobs of a Read or Stream that broke with reads still
+	// in the kernel: those reads may yet write to their requests' Dst
+	// (directAddr), so that memory must stay allocated for the ring's life.
+	lost []*job
 }
 
 // newUringEngine sets up a ring with room for qd reads in flight, allocates
@@ -170,7 +176,11 @@ func (e *uringEngine) settleCQE(j *job, states []readState, cq cqeCopy, c *count
 	idx := int(cq.ud >> 32)
 	m = retryMsg{idx: idx, slot: cq.slot()}
 	d := &j.reads[idx]
-	out, err := j.settle(d, e.pool.slot(m.slot)[:d.length], &states[idx], int(cq.res), c)
+	var buf []byte // nil: the bytes went straight to the request's Dst
+	if _, direct := j.directAddr(d); !direct {
+		buf = e.pool.slot(m.slot)[:d.length]
+	}
+	out, err := j.settle(d, buf, &states[idx], int(cq.res), c)
 	if out == readAgain {
 		m.done = states[idx].done
 		return m, true, nil
@@ -200,6 +210,7 @@ func (e *uringEngine) run(ctx context.Context, j *job) (counters, error) {
 		// SQEs left in the submission queue hold staging buffers.
 		if c.broken == nil {
 			c.broken = u.subErr
+			e.lost = append(e.lost, j)
 		}
 		if err == nil {
 			err = u.subErr
@@ -344,14 +355,17 @@ func (u *uringRun) abandon(ms []retryMsg) {
 // prepare fills sqe with device read m of j and counts it in c.
 func (e *uringEngine) prepare(sqe *giouring.SubmissionQueueEntry, j *job, m retryMsg, c *counters) {
 	d := &j.reads[m.idx]
-	addr := e.pool.addr(m.slot, m.done)
 	n := uint32(d.length - m.done)
 	off := uint64(d.start + int64(m.done))
 	fd := j.files[d.file].fd
 	if e.fixedFiles {
 		fd = d.file
 	}
-	if e.fixedBufs {
+	// A read that is one request's whole aligned span goes straight into
+	// its Dst (the staging slot m.slot stays reserved for it, unused).
+	if dst, direct := j.directAddr(d); direct {
+		sqe.PrepareRead(fd, dst+uintptr(m.done), n, off)
+	} else if addr := e.pool.addr(m.slot, m.done); e.fixedBufs {
 		sqe.PrepareReadFixed(fd, addr, n, off, m.slot)
 	} else {
 		sqe.PrepareRead(fd, addr, n, off)
@@ -470,6 +484,7 @@ func (u *uringRun) reapLoop(ctx context.Context) (counters, error) {
 				halt(err)
 				<-u.subDone
 				c.broken = err
+				u.e.lost = append(u.e.lost, u.j)
 				return c, firstErr
 			}
 			continue
