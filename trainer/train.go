@@ -14,6 +14,7 @@ import (
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 	"github.com/gnnplan/gnnplan/trainer/nn"
 	"github.com/gnnplan/gnnplan/trainer/sample"
+	"github.com/gnnplan/gnnplan/trainer/store"
 )
 
 // Options configure a training run.
@@ -50,6 +51,13 @@ type Options struct {
 	Checkpoint string
 	// Resume continues from the checkpoint in Checkpoint.
 	Resume bool
+	// Features, when set, serves each batch's feature rows (out of core:
+	// a store's caches and SSD bins), gathered GatherAhead batches ahead
+	// of the step while it trains; New then takes no feature matrix.
+	Features FeatureSource
+	// GatherAhead is how many gathered batches may wait for the step; 0
+	// means DefaultGatherAhead.
+	GatherAhead int
 }
 
 // Defaults returns the settings of kind's paper on the citation graphs
@@ -74,19 +82,26 @@ func Defaults(kind nn.Kind) Options {
 // EpochStats is one epoch's measurements. Times are wall-clock seconds
 // the training loop spent in each stage: waiting for the next batch
 // (sampled and its blocks built on other goroutines, ahead of the step),
-// gathering features (0 when the first layer reads them in place),
-// forward and backward passes, the optimizer.
+// gathering features in the step (in memory; 0 when the first layer reads
+// them in place), forward and backward passes, the optimizer. Stages has
+// the pipeline's own measurements: what sampling and (out of core)
+// gathering spent working and waiting on their goroutines.
 type EpochStats struct {
 	Epoch            int     `json:"epoch"` // from 1
 	Seconds          float64 `json:"seconds"`
 	SamplesPerSecond float64 `json:"samples_per_s"`
-	SampleSeconds    float64 `json:"sample_s"`
+	// WaitSeconds is the step waiting for its next batch: the time the
+	// pipeline did not hide.
+	WaitSeconds      float64 `json:"wait_s"`
 	GatherSeconds    float64 `json:"gather_s"`
 	ComputeSeconds   float64 `json:"forward_backward_s"`
 	OptimizerSeconds float64 `json:"optimizer_s"`
 	EvalSeconds      float64 `json:"eval_s"`
-	Batches          int     `json:"batches"`
-	Loss             float64 `json:"loss"`
+	Stages           Stages  `json:"stages"`
+	// Rows is where the batches' feature rows came from (out of core).
+	Rows    store.GatherStats `json:"rows"`
+	Batches int               `json:"batches"`
+	Loss    float64           `json:"loss"`
 	// TrainAcc is measured on the training batches as they trained
 	// (dropout on); ValAcc and TestAcc in evaluation mode, NaN (null in
 	// JSON) when the epoch was not evaluated.
@@ -94,6 +109,13 @@ type EpochStats struct {
 	ValAcc   Metric  `json:"val_acc"`
 	ValLoss  Metric  `json:"val_loss"`
 	TestAcc  Metric  `json:"test_acc"`
+}
+
+// Stages are the pipeline stages' times over an epoch (Gather is zero in
+// memory, where the step gathers).
+type Stages struct {
+	Sample StageStats `json:"sample"`
+	Gather StageStats `json:"gather"`
 }
 
 // Metric is a measurement that may be missing: NaN, written as null in
@@ -166,7 +188,8 @@ type Trainer struct {
 	cfg   nn.Config
 	model *nn.Model
 	adam  *nn.Adam
-	feat  *kernels.Mat
+	feat  *kernels.Mat  // the in-memory features; nil out of core
+	src   FeatureSource // out of core: where batches' rows come from
 	deg   []int32
 	forms nn.BlockForms
 	smp   *sample.Sampler
@@ -189,9 +212,11 @@ type runState struct {
 
 // partialEpoch accumulates an epoch's measurements over its batches.
 type partialEpoch struct {
-	Seconds, Sample, Gather, Compute, Optim float64
-	LossSum                                 float64
-	Labeled, Correct, Samples, Batches      int
+	Seconds, Wait, Gather, Compute, Optim float64
+	LossSum                               float64
+	Labeled, Correct, Samples, Batches    int
+	Stages                                Stages
+	Rows                                  store.GatherStats
 }
 
 // bestState tracks the best validation epoch (0: none evaluated yet).
@@ -217,7 +242,9 @@ func New(b kernels.Backend, g *dataset.Graph, features []float32, o Options) (*T
 		return &topology.InputError{Path: g.Dir, Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
 	switch {
-	case m.FeatureDim < 1 || int64(len(features)) != m.NumNodes*int64(m.FeatureDim):
+	case o.Features != nil && (features != nil || o.Features.Dim() != m.FeatureDim):
+		return nil, bad("features", "a feature source of %d features per row and %d values in memory for %d features per vertex (want one or the other)", o.Features.Dim(), len(features), m.FeatureDim)
+	case o.Features == nil && (m.FeatureDim < 1 || int64(len(features)) != m.NumNodes*int64(m.FeatureDim)):
 		return nil, bad("features", "%d values for %d vertices of %d features", len(features), m.NumNodes, m.FeatureDim)
 	case m.NumClasses < 2:
 		return nil, bad("num_classes", "%d: the dataset has no labels to train on (want >= 2 classes)", m.NumClasses)
@@ -247,7 +274,7 @@ func New(b kernels.Backend, g *dataset.Graph, features []float32, o Options) (*T
 	if err := cfg.Check(); err != nil {
 		return nil, &topology.InputError{Field: "model", Msg: err.Error()}
 	}
-	if o.RowNormalize {
+	if o.RowNormalize && features != nil {
 		RowNormalize(features, m.FeatureDim)
 	}
 	t := &Trainer{b: b, g: g, o: o, cfg: cfg, forms: nn.Forms(cfg.Kind),
@@ -257,7 +284,11 @@ func New(b kernels.Backend, g *dataset.Graph, features []float32, o Options) (*T
 		return nil, &topology.InputError{Field: "model", Msg: err.Error()}
 	}
 	t.adam = nn.NewAdam(o.LR, o.WeightDecay)
-	t.feat = b.Wrap(int(m.NumNodes), m.FeatureDim, features)
+	if o.Features != nil {
+		t.src = o.Features
+	} else {
+		t.feat = b.Wrap(int(m.NumNodes), m.FeatureDim, features)
+	}
 	if cfg.Kind == nn.GCN {
 		t.deg = nn.Degrees(g.Indptr, g.Indices)
 	}
@@ -351,20 +382,26 @@ func (t *Trainer) runEpoch(ctx context.Context, rep Reporter) error {
 	epoch := t.st.Epoch
 	nb := t.smp.Batches(epoch)
 	p := &t.st.Partial
-	// Batches arrive sampled and with their blocks built: that host-side
-	// index work runs a batch ahead of the step, on its own goroutine.
-	prep, stop := t.prepareAhead(ctx, epoch)
-	defer stop()
+	// Batches arrive sampled, with their blocks built and (out of core)
+	// their rows gathered: that work runs ahead of the step, on the
+	// pipeline's goroutines.
+	pl := t.startPipeline(ctx, epoch)
+	defer pl.stop()
 	start := time.Now()
 	waitStart := start
-	for pb := range prep {
-		if pb.err != nil {
-			return pb.err
+	for g := range pl.out {
+		if g.err != nil {
+			return g.err
 		}
 		now := time.Now()
-		p.Sample += now.Sub(waitStart).Seconds()
+		p.Wait += now.Sub(waitStart).Seconds()
+		p.Stages.Sample.add(g.stats.sample)
+		p.Stages.Gather.add(g.stats.gather)
+		p.Rows.Add(g.stats.rows)
+		pb := g.preparedBatch
 		mb := pb.mb
-		loss, labeled, correct := t.step(pb, p)
+		loss, labeled, correct := t.step(pb, g.buf, p)
+		pl.release(g.buf)
 		p.LossSum += loss
 		p.Labeled += labeled
 		p.Correct += correct
@@ -389,8 +426,8 @@ func (t *Trainer) runEpoch(ctx context.Context, rep Reporter) error {
 		// cancellation does that.
 		return fmt.Errorf("epoch %d: %w", epoch+1, context.Cause(ctx))
 	}
-	es := EpochStats{Epoch: epoch + 1, Seconds: p.Seconds, SampleSeconds: p.Sample, GatherSeconds: p.Gather,
-		ComputeSeconds: p.Compute, OptimizerSeconds: p.Optim, Batches: p.Batches,
+	es := EpochStats{Epoch: epoch + 1, Seconds: p.Seconds, WaitSeconds: p.Wait, GatherSeconds: p.Gather,
+		ComputeSeconds: p.Compute, OptimizerSeconds: p.Optim, Stages: p.Stages, Rows: p.Rows, Batches: p.Batches,
 		Loss: p.LossSum / float64(max(p.Labeled, 1)), TrainAcc: float64(p.Correct) / float64(max(p.Labeled, 1)),
 		ValAcc: Metric(math.NaN()), ValLoss: Metric(math.NaN()), TestAcc: Metric(math.NaN())}
 	if p.Seconds > 0 {
@@ -476,45 +513,13 @@ type preparedBatch struct {
 	err     error
 }
 
-// prepareAhead samples epoch from its next batch on and builds each
-// batch's blocks on a goroutine, at most two batches ahead of the caller.
-// The channel closes after the last batch, after an error (sent as the
-// last item) or when ctx ends; stop ends the goroutine and waits for it.
-func (t *Trainer) prepareAhead(ctx context.Context, epoch int) (<-chan preparedBatch, func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	out := make(chan preparedBatch, 2)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer close(out)
-		err := t.smp.EpochFrom(ctx, epoch, t.st.NextBatch, func(mb *sample.MiniBatch) error {
-			pb := t.prepareBlocks(mb, true)
-			select {
-			case out <- pb:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		})
-		if err != nil && ctx.Err() == nil {
-			out <- preparedBatch{err: err}
-		}
-	}()
-	return out, func() {
-		cancel()
-		for range out {
-		}
-		<-done
-	}
-}
-
 // prepareBlocks builds mb's blocks on the backend (the outermost as an
 // input block when the first layer reads the features in place) and
 // reads its seeds' labels.
 func (t *Trainer) prepareBlocks(mb *sample.MiniBatch, train bool) preparedBatch {
 	b := t.b
 	L := len(mb.Blocks)
-	inPlace := t.model.ReadsFeaturesInPlace(train)
+	inPlace := t.feat != nil && t.model.ReadsFeaturesInPlace(train)
 	pb := preparedBatch{mb: mb, blocks: make([]*nn.Block, L)}
 	for h := range mb.Blocks {
 		blk := &mb.Blocks[h]
@@ -535,10 +540,14 @@ func (t *Trainer) prepareBlocks(mb *sample.MiniBatch, train bool) preparedBatch 
 	return pb
 }
 
-// input returns the model's input for a prepared batch: the whole feature
-// matrix when the first layer reads it in place, else the outermost
-// sources' rows gathered into the trainer's buffer.
-func (t *Trainer) input(pb preparedBatch, train bool) *kernels.Mat {
+// input returns the model's input for a prepared batch: the rows the
+// pipeline gathered (out of core), the whole feature matrix when the first
+// layer reads it in place, else the outermost sources' rows gathered into
+// the trainer's buffer.
+func (t *Trainer) input(pb preparedBatch, gathered []float32, train bool) *kernels.Mat {
+	if t.src != nil {
+		return t.b.Wrap(len(pb.mb.Input()), t.cfg.InDim, gathered)
+	}
 	if t.model.ReadsFeaturesInPlace(train) {
 		return t.feat
 	}
@@ -550,10 +559,10 @@ func (t *Trainer) input(pb preparedBatch, train bool) *kernels.Mat {
 
 // step trains on one prepared batch and returns the summed loss, the
 // number of labelled seeds and how many of them the model got right.
-func (t *Trainer) step(pb preparedBatch, p *partialEpoch) (float64, int, int) {
+func (t *Trainer) step(pb preparedBatch, gathered []float32, p *partialEpoch) (float64, int, int) {
 	b := t.b
 	t0 := time.Now()
-	x := t.input(pb, true)
+	x := t.input(pb, gathered, true)
 	t1 := time.Now()
 	logits := t.model.Forward(pb.blocks, x, true, stepSeed(t.o.Seed, pb.mb.Epoch, pb.mb.Index))
 	b.Resize(t.dl, logits.Rows, logits.Cols)
@@ -574,9 +583,16 @@ func (t *Trainer) step(pb preparedBatch, p *partialEpoch) (float64, int, int) {
 func (t *Trainer) evaluate(ctx context.Context, s *sample.Sampler) (acc, loss float64, err error) {
 	var sum float64
 	var labeled, correct int
+	var buf []float32
 	err = s.Epoch(ctx, 0, func(mb *sample.MiniBatch) error {
 		pb := t.prepareBlocks(mb, false)
-		logits := t.model.Forward(pb.blocks, t.input(pb, false), false, 0)
+		if t.src != nil {
+			var err error
+			if buf, _, err = t.gatherInput(ctx, mb, buf); err != nil {
+				return err
+			}
+		}
+		logits := t.model.Forward(pb.blocks, t.input(pb, buf, false), false, 0)
 		l, c := t.b.SoftmaxCrossEntropy(nil, logits, pb.labels, 1)
 		sum += l
 		correct += c

@@ -473,8 +473,9 @@ func (r *trainReporter) Epoch(e trainer.EpochStats) {
 		}
 		return
 	}
-	fmt.Fprintf(r.d.Out, "epoch %4d  %8.3f s  %10.0f samples/s  sample %.3f  gather %.3f  fwd+bwd %.3f  optim %.3f s  loss %.4f  train %.4f  val %s  test %s\n",
-		e.Epoch, e.Seconds, e.SamplesPerSecond, e.SampleSeconds, e.GatherSeconds, e.ComputeSeconds, e.OptimizerSeconds,
+	fmt.Fprintf(r.d.Out, "epoch %4d  %8.3f s  %10.0f samples/s  wait %.3f  sample %.3f  gather %.3f  fwd+bwd %.3f  optim %.3f s  loss %.4f  train %.4f  val %s  test %s\n",
+		e.Epoch, e.Seconds, e.SamplesPerSecond, e.WaitSeconds, e.Stages.Sample.BusySeconds, e.GatherSeconds+e.Stages.Gather.BusySeconds,
+		e.ComputeSeconds, e.OptimizerSeconds,
 		e.Loss, e.TrainAcc, fmtMetric(e.ValAcc), fmtMetric(e.TestAcc))
 }
 

@@ -1,0 +1,186 @@
+package trainer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gnnplan/gnnplan/ddak"
+	"github.com/gnnplan/gnnplan/kernels"
+	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
+	"github.com/gnnplan/gnnplan/trainer/nn"
+	"github.com/gnnplan/gnnplan/trainer/store"
+)
+
+// synthDataset writes a small power-law graph with labels and splits.
+func synthDataset(t testing.TB, nodes int64, dim int) string {
+	t.Helper()
+	so := dataset.DefaultSynthOptions()
+	so.Nodes, so.Edges, so.FeatureDim, so.Classes = nodes, 8*nodes, dim, 5
+	so.TrainFraction, so.ValFraction, so.TestFraction = 0.3, 0.1, 0.1
+	dir := filepath.Join(t.TempDir(), "synth")
+	if _, err := dataset.Synth(context.Background(), so, dir, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// storeMix is how a test layout splits the rows between memory and SSDs.
+type storeMix struct {
+	name               string
+	gpuRows, hostRows  int64 // cache bins' capacities
+	ssds               int
+	gpuShare, ssdShare float64
+}
+
+// materializeStore lays dir's rows out over mix (DDAK on random
+// hotness), writes the SSD bins under a temporary directory and opens the
+// store.
+func materializeStore(t testing.TB, dir string, n int64, mix storeMix, seed uint64) *store.Store {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 3))
+	hot := make([]uint32, n)
+	for i := range hot {
+		hot[i] = uint32(rng.IntN(1000)) + 1
+	}
+	var bins []ddak.Bin
+	if mix.gpuRows > 0 {
+		bins = append(bins, ddak.Bin{ID: "gpu0", Kind: maxflow.StorageGPUMem, CapacityRows: mix.gpuRows, TargetShare: mix.gpuShare})
+	}
+	if mix.hostRows > 0 {
+		bins = append(bins, ddak.Bin{ID: "socket0", Kind: maxflow.StorageHostMem, CapacityRows: mix.hostRows, TargetShare: 0.1})
+	}
+	var ssdDirs []string
+	for i := range mix.ssds {
+		bins = append(bins, ddak.Bin{ID: fmt.Sprintf("nvme%d", i), Kind: maxflow.StorageSSD, CapacityRows: n, TargetShare: mix.ssdShare})
+		d := filepath.Join(t.TempDir(), fmt.Sprintf("ssd%d", i))
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		ssdDirs = append(ssdDirs, d)
+	}
+	l, err := ddak.Place(hot, bins, ddak.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ddak.WriteLayout(dir, l, bins); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Materialize(context.Background(), dir, dir, ssdDirs, store.MaterializeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.Open(dir, store.Options{QueueDepth: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+var testMixes = []storeMix{
+	{name: "all on SSD", ssds: 2, ssdShare: 0.5},
+	{name: "mixed", gpuRows: 100, hostRows: 150, ssds: 2, gpuShare: 0.3, ssdShare: 0.3},
+	{name: "all in memory", gpuRows: 1 << 20, ssds: 1, gpuShare: 1, ssdShare: 0.01},
+}
+
+// TestOutOfCoreMatchesInMemory trains each model with its features served
+// by the store (SSD bins read with O_DIRECT, caches in memory, gathered
+// ahead of the step) and with all features in memory: the same seed and
+// thread count must give bitwise the same loss curve and parameters,
+// whatever share of the rows the layout keeps on SSD. Rows of 512 bytes
+// (read straight into the batch) and of 400 bytes (packed, staged) both.
+func TestOutOfCoreMatchesInMemory(t *testing.T) {
+	for _, dim := range []int{128, 100} {
+		const n = 1500
+		dir := synthDataset(t, n, dim)
+		d := load(t, dir)
+		for _, kind := range nn.Kinds() {
+			o := smallOptions(kind)
+			o.BatchSize = 64
+			mem := newTrainer(t, d, o, 2)
+			memRes, err := mem.Run(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, mix := range testMixes {
+				t.Run(fmt.Sprintf("dim=%d/%s/%s", dim, kind, mix.name), func(t *testing.T) {
+					s := materializeStore(t, dir, n, mix, uint64(i))
+					oo := o
+					oo.Features = s
+					b, err := kernels.NewCPU(kernels.CPUOptions{Threads: 2})
+					if err != nil {
+						t.Fatal(err)
+					}
+					tr, err := New(b, d.g, nil, oo)
+					if err != nil {
+						t.Fatal(err)
+					}
+					res, err := tr.Run(context.Background(), nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var rows store.GatherStats
+					for e, es := range res.Epochs {
+						me := memRes.Epochs[e]
+						if es.Loss != me.Loss || es.ValLoss != me.ValLoss || es.TestAcc != me.TestAcc {
+							t.Errorf("epoch %d: loss %v, val loss %v, test %v; in memory %v, %v, %v", e+1, es.Loss, es.ValLoss, es.TestAcc, me.Loss, me.ValLoss, me.TestAcc)
+						}
+						rows.Add(es.Rows)
+					}
+					if !equalBits(params(tr), params(mem)) {
+						t.Error("parameters differ from the in-memory run's")
+					}
+					if mix.ssds > 0 && mix.gpuRows == 0 && rows.SSDRows != rows.Rows {
+						t.Errorf("%d of %d rows from SSD, want all", rows.SSDRows, rows.Rows)
+					}
+					if mix.name == "mixed" && (rows.SSDRows == 0 || rows.SSDRows == rows.Rows) {
+						t.Errorf("%d of %d rows from SSD, want some", rows.SSDRows, rows.Rows)
+					}
+				})
+			}
+		}
+	}
+}
+
+// failingSource fails its n-th Gather.
+type failingSource struct {
+	FeatureSource
+	n int
+}
+
+func (f *failingSource) Gather(ctx context.Context, v []int32, dst []float32) (store.GatherStats, error) {
+	if f.n--; f.n == 0 {
+		return store.GatherStats{}, errors.New("read nvme1 bin row 17: input/output error")
+	}
+	return f.FeatureSource.Gather(ctx, v, dst)
+}
+
+// TestOutOfCoreStopsOnAReadError checks that a failed gather stops
+// training with the source's message and the batch named.
+func TestOutOfCoreStopsOnAReadError(t *testing.T) {
+	const n = 800
+	dir := synthDataset(t, n, 64)
+	d := load(t, dir)
+	s := materializeStore(t, dir, n, testMixes[0], 1)
+	o := smallOptions(nn.GraphSAGE)
+	o.Features = &failingSource{FeatureSource: s, n: 3}
+	b, err := kernels.NewCPU(kernels.CPUOptions{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := New(b, d.g, nil, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tr.Run(context.Background(), nil)
+	if err == nil || !strings.Contains(err.Error(), "nvme1 bin row 17") || !strings.Contains(err.Error(), "batch 3") {
+		t.Fatalf("err = %v, want the read error with its batch", err)
+	}
+}

@@ -1,0 +1,198 @@
+package trainer
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gnnplan/gnnplan/trainer/sample"
+	"github.com/gnnplan/gnnplan/trainer/store"
+)
+
+// FeatureSource serves a batch's feature rows when the features are not
+// held in memory as one matrix: a store.Store reading its caches and SSD
+// bins. Gather writes row i of the row-major len(vertices) x Dim matrix
+// dst for vertices[i]; it may be called from another goroutine than the
+// training loop, one call at a time.
+type FeatureSource interface {
+	Dim() int
+	Gather(ctx context.Context, vertices []int32, dst []float32) (store.GatherStats, error)
+}
+
+// DefaultGatherAhead is how many batches the pipeline gathers ahead of
+// the training step when Options leave it 0: one in the step's hands, two
+// with their reads in flight or done, so a slow read is hidden behind the
+// next step instead of stalling it.
+const DefaultGatherAhead = 2
+
+// StageStats is one pipeline stage's wall time over an epoch: Busy doing
+// its work, WaitIn waiting for its input (the stage before it, or the
+// sampler), WaitOut waiting for room in the bounded queue after it (the
+// stages after it are slower).
+type StageStats struct {
+	BusySeconds    float64 `json:"busy_s"`
+	WaitInSeconds  float64 `json:"wait_in_s"`
+	WaitOutSeconds float64 `json:"wait_out_s"`
+}
+
+func (s *StageStats) add(o StageStats) {
+	s.BusySeconds += o.BusySeconds
+	s.WaitInSeconds += o.WaitInSeconds
+	s.WaitOutSeconds += o.WaitOutSeconds
+}
+
+// pipeStats is what the pipeline's goroutines measured for one batch; it
+// travels with the batch, so the training loop adds it up without locks.
+type pipeStats struct {
+	sample, gather StageStats
+	rows           store.GatherStats
+}
+
+// gathered is a prepared batch with its input rows in buf (nil when the
+// first layer reads the in-memory matrix, or the in-memory path gathers
+// in the step).
+type gathered struct {
+	preparedBatch
+	buf   []float32
+	stats pipeStats
+}
+
+// pipeline runs an epoch's batches through sampling and block building
+// (one goroutine, reading the sampler, which works ahead on its own
+// workers) and, with a FeatureSource, gathering (a second goroutine),
+// joined by bounded queues: at most two prepared batches wait for the
+// gather stage and GatherAhead gathered ones for the step, and the
+// gathered batches' buffers come from a pool of GatherAhead+2, so memory
+// is bounded by the queue depth times the batch whatever the dataset's
+// size. out closes after the last batch, after an error (sent as the last
+// item) or when ctx ends; stop ends both goroutines and waits for them.
+type pipeline struct {
+	out  <-chan gathered
+	free chan []float32 // gathered batches' buffers, returned by the step
+	stop func()
+}
+
+// startPipeline starts epoch's pipeline at its next batch.
+func (t *Trainer) startPipeline(ctx context.Context, epoch int) *pipeline {
+	ctx, cancel := context.WithCancel(ctx)
+	prepared := make(chan gathered, 2)
+	var done []chan struct{}
+	run := func(f func()) {
+		d := make(chan struct{})
+		done = append(done, d)
+		go func() {
+			defer close(d)
+			f()
+		}()
+	}
+	run(func() {
+		defer close(prepared)
+		last := time.Now()
+		var waitedOut float64 // the previous batch's wait for room
+		err := t.smp.EpochFrom(ctx, epoch, t.st.NextBatch, func(mb *sample.MiniBatch) error {
+			start := time.Now()
+			g := gathered{preparedBatch: t.prepareBlocks(mb, true)}
+			sent := time.Now()
+			// A batch's wait for room is known only once it is sent: it
+			// rides with the next batch.
+			g.stats.sample = StageStats{BusySeconds: sent.Sub(start).Seconds(), WaitInSeconds: start.Sub(last).Seconds(), WaitOutSeconds: waitedOut}
+			select {
+			case prepared <- g:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			last = time.Now()
+			waitedOut = last.Sub(sent).Seconds()
+			return nil
+		})
+		if err != nil && ctx.Err() == nil {
+			prepared <- gathered{preparedBatch: preparedBatch{err: err}}
+		}
+	})
+	p := &pipeline{out: prepared}
+	if t.src != nil {
+		ahead := t.o.GatherAhead
+		if ahead <= 0 {
+			ahead = DefaultGatherAhead
+		}
+		out := make(chan gathered, ahead)
+		p.out = out
+		p.free = make(chan []float32, ahead+2)
+		for range ahead + 2 {
+			p.free <- nil
+		}
+		run(func() {
+			defer close(out)
+			last := time.Now()
+			var waitedOut float64
+			for g := range prepared {
+				got := time.Now()
+				if g.err == nil {
+					// Waiting for a free buffer is waiting for room too:
+					// every buffer is queued or in the step's hands.
+					var buf []float32
+					select {
+					case buf = <-p.free:
+					case <-ctx.Done():
+						return
+					}
+					start := time.Now()
+					g.buf, g.stats.rows, g.err = t.gatherInput(ctx, g.mb, buf)
+					g.stats.gather = StageStats{BusySeconds: time.Since(start).Seconds(), WaitInSeconds: got.Sub(last).Seconds(),
+						WaitOutSeconds: waitedOut + start.Sub(got).Seconds()}
+				}
+				sent := time.Now()
+				select {
+				case out <- g:
+				case <-ctx.Done():
+					return
+				}
+				last = time.Now()
+				waitedOut = last.Sub(sent).Seconds()
+				if g.err != nil {
+					return
+				}
+			}
+		})
+	}
+	p.stop = func() {
+		cancel()
+		for range p.out {
+		}
+		for _, d := range done {
+			<-d
+		}
+	}
+	return p
+}
+
+// release returns a gathered batch's buffer to the pool.
+func (p *pipeline) release(buf []float32) {
+	if p.free != nil {
+		select {
+		case p.free <- buf:
+		default:
+		}
+	}
+}
+
+// gatherInput reads the feature rows of mb's outermost sources from the
+// feature source into buf (grown as needed), row-normalised as the
+// in-memory matrix would be.
+func (t *Trainer) gatherInput(ctx context.Context, mb *sample.MiniBatch, buf []float32) ([]float32, store.GatherStats, error) {
+	in := mb.Input()
+	dim := t.cfg.InDim
+	n := len(in) * dim
+	if cap(buf) < n {
+		buf = make([]float32, n)
+	}
+	buf = buf[:n]
+	st, err := t.src.Gather(ctx, in, buf)
+	if err != nil {
+		return buf, st, fmt.Errorf("epoch %d, batch %d: %w", mb.Epoch+1, mb.Index+1, err)
+	}
+	if t.o.RowNormalize {
+		RowNormalize(buf, dim)
+	}
+	return buf, st, nil
+}
