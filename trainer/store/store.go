@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -40,6 +41,32 @@ type Options struct {
 	// unplanned copy of the features); it is for file systems without
 	// direct IO and for measuring what direct IO saves.
 	Buffered bool
+	// Cache, when set, replaces the layout's caches for experiments: see
+	// CacheOverride.
+	Cache *CacheOverride
+}
+
+// CacheOverride holds the hottest Fraction of the rows in memory instead
+// of the layout's cache bins: one host-memory cache of round(Fraction x
+// vertices) rows, hottest first by Hotness (ties: the lower vertex id).
+// Every other row is read from disk: from its SSD bin, or, for a row the
+// layout kept in memory, from features.npy (O_DIRECT, widened to whole
+// blocks).
+type CacheOverride struct {
+	Fraction float64
+	Hotness  []uint32 // per vertex access counts (place's hotness.npy)
+}
+
+// binSrc is where one bin's rows are: in memory (tiers other than SSD) or
+// in a file, row r at base + r x stride.
+type binSrc struct {
+	name         string // for messages: the bin's id and file
+	tier         tier
+	rows         int64
+	socket       int
+	file         int // index among the reader's files; -1: none
+	path         string
+	base, stride int64
 }
 
 // tier is where a bin's rows are served from.
@@ -58,12 +85,12 @@ type Store struct {
 	m        *Manifest
 	dim      int
 	rowBytes int64
-	bin      []uint8  // per vertex: index into m.Bins
+	bin      []uint8  // per vertex: index into bins
 	row      []uint32 // per vertex: row within its bin
-	tiers    []tier   // per bin
+	bins     []binSrc // the manifest's bins, then any CacheOverride adds
 	caches   [][]float32
-	file     []int // per SSD bin: its index among the reader's files
 	paths    []string
+	cached   float64 // share of the rows held in memory
 
 	mu     sync.Mutex // guards reader and reqs
 	reader *ioread.Reader
@@ -167,25 +194,38 @@ func Open(datasetDir string, opt Options) (*Store, error) {
 		return nil, stale(fmt.Sprintf("%s changed (%d bytes, the store was cut from %d)", src.path, src.size, m.FeaturesBytes))
 	}
 
-	s := &Store{m: m, dim: m.FeatureDim, rowBytes: m.RowBytes, bin: l.Bin, row: l.Row,
-		tiers: make([]tier, len(m.Bins)), caches: make([][]float32, len(m.Bins)), file: make([]int, len(m.Bins))}
+	s := &Store{m: m, dim: m.FeatureDim, rowBytes: m.RowBytes, bin: l.Bin, row: l.Row}
+	var inMemory int64
 	for i, b := range m.Bins {
-		s.file[i] = -1
+		bs := binSrc{name: fmt.Sprintf("bin %d (%s)", i, b.ID), rows: b.Rows, socket: b.Socket, file: -1}
 		switch b.Kind {
 		case maxflow.StorageGPUMem:
-			s.tiers[i] = tierWorker
+			bs.tier = tierWorker
 		case maxflow.StorageHostMem:
-			s.tiers[i] = tierSocket
+			bs.tier = tierSocket
 		case maxflow.StorageSSD:
-			s.tiers[i] = tierSSD
+			bs.tier = tierSSD
+			bs.name = fmt.Sprintf("bin %d (%s, %s)", i, b.ID, b.Path)
+			bs.path, bs.base, bs.stride = b.Path, HeaderBytes, b.StrideBytes
 			if err := checkBin(m, i); err != nil {
 				return nil, err
 			}
-			if b.Rows == 0 {
-				continue // no vertex reads it
-			}
-			s.file[i] = len(s.paths)
-			s.paths = append(s.paths, b.Path)
+		}
+		if bs.tier != tierSSD {
+			inMemory += b.Rows
+		}
+		s.bins = append(s.bins, bs)
+	}
+	s.cached = float64(inMemory) / float64(max(m.NumNodes, 1))
+	if opt.Cache != nil {
+		if err := s.overrideCache(*opt.Cache, src); err != nil {
+			return nil, err
+		}
+	}
+	for i := range s.bins {
+		if b := &s.bins[i]; b.tier == tierSSD && b.rows > 0 { // a bin no vertex reads is not opened
+			b.file = len(s.paths)
+			s.paths = append(s.paths, b.path)
 		}
 	}
 	if err := s.loadCaches(src); err != nil {
@@ -206,16 +246,17 @@ func Open(datasetDir string, opt Options) (*Store, error) {
 
 // loadCaches fills the cache bins from features.npy in one pass.
 func (s *Store) loadCaches(src *features) error {
-	views := make([][]byte, len(s.m.Bins))
+	views := make([][]byte, len(s.bins))
+	s.caches = make([][]float32, len(s.bins))
 	have := false
-	for i, b := range s.m.Bins {
-		if s.tiers[i] == tierSSD || b.Rows == 0 {
+	for i, b := range s.bins {
+		if b.tier == tierSSD || b.rows == 0 {
 			continue
 		}
-		s.caches[i] = make([]float32, b.Rows*int64(s.dim))
+		s.caches[i] = make([]float32, b.rows*int64(s.dim))
 		views[i] = floatBytes(s.caches[i])
-		if s.tiers[i] == tierSocket {
-			touchOnNode(views[i], b.Socket)
+		if b.tier == tierSocket {
+			touchOnNode(views[i], b.socket)
 		}
 		have = true
 	}
@@ -295,7 +336,7 @@ func (s *Store) Gather(ctx context.Context, vertices []int32, dst []float32) (Ga
 			return st, fmt.Errorf("gather: vertex %d (batch row %d) out of range [0, %d)", v, i, s.m.NumNodes)
 		}
 		b, r := s.bin[v], int(s.row[v])
-		switch s.tiers[b] {
+		switch s.bins[b].tier {
 		case tierWorker:
 			copy(dst[i*dim:(i+1)*dim], caches[b][r*dim:(r+1)*dim])
 			st.WorkerCacheHits++
@@ -331,34 +372,50 @@ func (s *Store) readSSD(ctx context.Context, vertices []int32, ssd []int, dst []
 	reqs := s.reqs[:0]
 	for _, i := range ssd {
 		v := vertices[i]
-		b := s.bin[v]
-		reqs = append(reqs, ioread.Request{File: s.file[b], Offset: HeaderBytes + int64(s.row[v])*s.m.Bins[b].StrideBytes, Length: rb,
+		b := &s.bins[s.bin[v]]
+		reqs = append(reqs, ioread.Request{File: b.file, Offset: b.base + int64(s.row[v])*b.stride, Length: rb,
 			Dst: floatBytes(dst[i*dim : (i+1)*dim]), Tag: uint64(i)})
 	}
 	s.reqs = reqs[:0]
 	defer clear(reqs) // the requests point into dst: do not keep it alive
 	rs, err := s.reader.Read(ctx, reqs)
 	if err != nil {
-		return rs, s.readError(err)
+		return rs, s.readError(err, vertices, ssd)
 	}
 	return rs, nil
 }
 
-// readError names the file behind a failed read when it no longer is what
-// the manifest says (truncated or replaced since Open), so the message
-// points at the file to fix.
-func (s *Store) readError(err error) error {
+// readError says which bin, row and vertex a failed read was for, and
+// names the file behind it when it no longer is what the manifest says
+// (truncated or replaced since Open), so the message points at the file
+// to fix.
+func (s *Store) readError(err error, vertices []int32, ssd []int) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("gather: %w", err)
+	}
+	where := "read SSD bins " + strings.Join(s.paths, ", ")
+	var re *ioread.ReadError
+	if errors.As(err, &re) {
+		// The failed span may hold several rows (merged reads): name the
+		// first of the batch's rows in it.
+		for _, i := range ssd {
+			v := vertices[i]
+			b := &s.bins[s.bin[v]]
+			off := b.base + int64(s.row[v])*b.stride
+			if b.path == re.Path && off+s.rowBytes > re.Offset && off < re.Offset+int64(max(re.Length, 1)) {
+				where = fmt.Sprintf("%s, row %d (vertex %d)", b.name, s.row[v], v)
+				break
+			}
+		}
 	}
 	for i, b := range s.m.Bins {
 		if b.Kind == maxflow.StorageSSD && b.Rows > 0 {
 			if ferr := checkBin(s.m, i); ferr != nil {
-				return fmt.Errorf("gather: %w (read: %w)", ferr, err)
+				return fmt.Errorf("gather: %s: %w (read: %w)", where, ferr, err)
 			}
 		}
 	}
-	return fmt.Errorf("gather: read SSD bins (%v): %w", s.paths, err)
+	return fmt.Errorf("gather: %s: %w", where, err)
 }
 
 // floatBytes views f's memory as bytes: the rows on disk are

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -253,6 +255,17 @@ func TestGatherFailsCleanlyOnABinFileCutShort(t *testing.T) {
 			_, err = gatherNoHang(t, s, context.Background(), batch, dst)
 			if err == nil || !strings.Contains(err.Error(), b.Path) {
 				t.Fatalf("error %v, want one naming %s", err, b.Path)
+			}
+			// It names a row of that bin past the cut, and its vertex.
+			mm := regexp.MustCompile(`bin 0 \(` + regexp.QuoteMeta(b.ID) + `, [^)]*\), row (\d+) \(vertex (\d+)\)`).FindStringSubmatch(err.Error())
+			if mm == nil {
+				t.Fatalf("error %v names no bin 0 row and vertex", err)
+			}
+			row, _ := strconv.Atoi(mm[1])
+			v, _ := strconv.Atoi(mm[2])
+			cut := b.FileBytes / 2 / 4096 * 4096
+			if l.Bin[v] != 0 || int(l.Row[v]) != row || HeaderBytes+int64(row+1)*b.StrideBytes <= cut {
+				t.Errorf("error names row %d, vertex %d (bin %d, row %d); the file was cut at byte %d", row, v, l.Bin[v], l.Row[v], cut)
 			}
 			// The other bins still read right.
 			var rest []int32
