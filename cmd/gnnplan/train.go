@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +21,8 @@ import (
 	"github.com/gnnplan/gnnplan/trainer"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 	"github.com/gnnplan/gnnplan/trainer/nn"
+	"github.com/gnnplan/gnnplan/trainer/sample"
+	"github.com/gnnplan/gnnplan/trainer/store"
 )
 
 // trainOptions holds the train command's flags.
@@ -44,6 +47,10 @@ type trainOptions struct {
 	Resume                                                     bool
 	// SynthNodes sizes the synthetic graph trained on without --dataset.
 	SynthNodes int64
+	// Features is where feature rows come from: auto, memory or store.
+	Features string
+	// CacheFraction overrides the store's caches (< 0: the layout's).
+	CacheFraction float64
 }
 
 func newTrainCmd(d *deps, runF func(context.Context, *trainOptions) error) *cobra.Command {
@@ -66,6 +73,15 @@ batches of 1024 seeds. Fanout -1 takes every neighbour, so
 trains full-batch as the papers did. With --plan, the plan's workload sets
 the model, fanouts, batch size and widths; flags override either.
 
+Out of core: when the dataset has a feature store (gnnplan place --plan P
+--materialize --ssd-dir DIR wrote one), train runs the plan's layout: rows
+in the layout's caches come from memory, the rest from the SSD bins, read
+with io_uring and O_DIRECT while the previous batch trains (a bounded
+pipeline: sampling, gathering, then the step); --cache-fraction F holds the
+hottest share F of the rows in memory instead, for experiments. The loss
+curve is bitwise the one training in memory gives. --features memory reads
+features.npy whole instead.
+
 Without --dataset it generates a small synthetic graph and trains on it.
 Ctrl-C stops after the current batch, writes the checkpoint when
 --checkpoint is set, and exits 130; --resume continues from it and ends with
@@ -74,7 +90,8 @@ the parameters an uninterrupted run would have.`,
   gnnplan train --dataset data/cora --model gcn --fanouts -1,-1
   gnnplan train --dataset data/cora --model gat --fanouts -1,-1 -o json
   gnnplan train --plan plan.json --dataset data/synth --epochs 3 --checkpoint ckpt
-  gnnplan train --plan plan.json --dataset data/synth --epochs 3 --checkpoint ckpt --resume`,
+  gnnplan train --plan plan.json --dataset data/synth --epochs 3 --checkpoint ckpt --resume
+  gnnplan train --plan plan.json --dataset data/synth --epochs 1 --cache-fraction 0.1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Set = func(name string) bool { return cmd.Flags().Changed(name) }
@@ -119,6 +136,8 @@ the parameters an uninterrupted run would have.`,
 	f.BoolVar(&opts.Resume, "resume", false, "continue from the checkpoint in --checkpoint")
 	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, json")
 	f.Int64Var(&opts.SynthNodes, "synthetic-nodes", 20_000, "without --dataset: vertices of the generated graph")
+	f.StringVar(&opts.Features, "features", "auto", "where feature rows come from: store (the layout place wrote and materialize cut: caches in memory, the rest read from the SSD bins with O_DIRECT, gathered ahead of each step), memory (features.npy read whole), or auto (store when the dataset has one)")
+	f.Float64Var(&opts.CacheFraction, "cache-fraction", -1, "out of core: hold the hottest share of the rows (0 to 1, by the dataset's hotness.npy) in memory instead of the layout's caches, reading every other row from disk (default: the layout's caches)")
 	return cmd
 }
 
@@ -157,6 +176,67 @@ type trainReport struct {
 	SamplesPerSec  float64              `json:"samples_per_s"`
 	CheckpointPath string               `json:"checkpoint,omitempty"`
 	Notes          []string             `json:"notes,omitempty"`
+	// Features is where rows came from: "memory" or "store".
+	Features string            `json:"features"`
+	Store    *trainStoreReport `json:"store,omitempty"`
+}
+
+// trainStoreReport describes an out-of-core run's feature store.
+type trainStoreReport struct {
+	Engine            string            `json:"engine,omitempty"` // the SSD reader's; "" when no row is on SSD
+	CachedFraction    float64           `json:"cached_fraction"`  // share of the rows held in memory
+	Rows              store.GatherStats `json:"rows"`             // summed over the epochs trained
+	ReadAmplification float64           `json:"read_amplification"`
+}
+
+// openFeatureStore opens the dataset's feature store when the run trains
+// out of core (--features store, or auto with a store present), with the
+// cache override of --cache-fraction; nil when it trains in memory.
+func openFeatureStore(o *trainOptions, dir string, m dataset.Meta) (*store.Store, error) {
+	_, err := os.Stat(filepath.Join(dir, store.ManifestFile))
+	have := err == nil
+	var use bool
+	switch o.Features {
+	case "auto":
+		use = have && o.Dataset != ""
+	case "memory":
+	case "store":
+		if !have {
+			return nil, usageErrorf("--features store: %s has no feature store (%s); lay it out and write the SSD bins first: gnnplan place --plan plan.json --dataset %s --materialize --ssd-dir DIR", dir, store.ManifestFile, dir)
+		}
+		use = true
+	default:
+		return nil, usageErrorf("--features %q (valid: auto, memory, store)", o.Features)
+	}
+	override := o.Set != nil && o.Set("cache-fraction")
+	if override && !use {
+		return nil, usageErrorf("--cache-fraction applies to training out of core, and %s has no feature store in use (--features %s); materialize one with gnnplan place --materialize", dir, o.Features)
+	}
+	if !use {
+		return nil, nil
+	}
+	opt := store.Options{}
+	if override {
+		f := o.CacheFraction
+		if math.IsNaN(f) || f < 0 || f > 1 {
+			return nil, usageErrorf("--cache-fraction %g (want a share of the rows from 0 to 1)", f)
+		}
+		hot, err := sample.ReadHotness(filepath.Join(dir, sample.HotnessFile), m.NumNodes)
+		if err != nil {
+			return nil, fmt.Errorf("--cache-fraction ranks rows by the hotness gnnplan place measured: %w", err)
+		}
+		opt.Cache = &store.CacheOverride{Fraction: f, Hotness: hot}
+	}
+	return store.Open(dir, opt)
+}
+
+// describeStore is a line on where an out-of-core run's rows come from.
+func describeStore(s *store.Store) string {
+	d := fmt.Sprintf("%.1f%% of the rows in memory", 100*s.CachedFraction())
+	if e := s.Engine(); e != "" {
+		d += ", the rest read from SSD bins with " + e
+	}
+	return d
 }
 
 func runTrain(ctx context.Context, o *trainOptions) error {
@@ -203,12 +283,24 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 	if len(to.Fanouts) > 0 && g.Meta.FeatureDim == 0 {
 		return usageErrorf("--dataset %s: it has no features to train on", dir)
 	}
-	if err := trainer.CheckFits(dir, g.Meta); err != nil {
-		return err
-	}
-	feats, err := trainer.LoadFeatures(dir, g.Meta)
+	src, err := openFeatureStore(o, dir, g.Meta)
 	if err != nil {
 		return err
+	}
+	var feats []float32
+	if src != nil {
+		defer src.Close()
+		to.Features = src
+		if n := src.Notes(); n != "" {
+			notes = append(notes, n)
+		}
+	} else {
+		if err := trainer.CheckFits(dir, g.Meta); err != nil {
+			return err
+		}
+		if feats, err = trainer.LoadFeatures(dir, g.Meta); err != nil {
+			return err
+		}
 	}
 	be, err := kernels.NewCPU(kernels.CPUOptions{Threads: o.Threads, BLAS: o.BLAS})
 	if err != nil {
@@ -226,6 +318,9 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 		fmt.Fprintf(o.IO.Out, "training %s on %s (%d vertices, %d training): %d layers, hidden %d, %d parameters, fanouts %s, batch %s; %s\n",
 			cfg.Kind, g.Meta.Name, g.Meta.NumNodes, len(g.Train), cfg.Layers, cfg.Hidden, tr.Model().NumParams(),
 			strings.Trim(strings.Join(strings.Fields(fmt.Sprint(to.Fanouts)), ","), "[]"), batchName(to.BatchSize), be.Name())
+		if src != nil {
+			fmt.Fprintf(o.IO.Out, "features out of core: %s\n", describeStore(src))
+		}
 		for _, n := range notes {
 			fmt.Fprintf(o.IO.Out, "note: %s\n", n)
 		}
@@ -246,7 +341,15 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 	r := trainReport{SchemaVersion: 1, Dataset: g.Meta.Name, Model: cfg, Params: res.Params, Backend: res.Backend,
 		Fanouts: to.Fanouts, BatchSize: to.BatchSize, LR: to.LR, WeightDecay: to.WeightDecay, Seed: to.Seed,
 		Epochs: res.Epochs, BestEpoch: res.BestEpoch, BestValAcc: res.BestValAcc, TestAcc: res.TestAcc,
-		Stop: res.Stop, ResumedEpoch: res.ResumedEpoch, TrainSeconds: wall, Notes: notes}
+		Stop: res.Stop, ResumedEpoch: res.ResumedEpoch, TrainSeconds: wall, Notes: notes, Features: "memory"}
+	if src != nil {
+		r.Features = "store"
+		r.Store = &trainStoreReport{Engine: src.Engine(), CachedFraction: src.CachedFraction()}
+		for _, e := range res.Epochs {
+			r.Store.Rows.Add(e.Rows)
+		}
+		r.Store.ReadAmplification = r.Store.Rows.ReadAmplification()
+	}
 	if secs > 0 {
 		r.SamplesPerSec = samples / secs
 	}
@@ -474,7 +577,7 @@ func (r *trainReporter) Epoch(e trainer.EpochStats) {
 		return
 	}
 	fmt.Fprintf(r.d.Out, "epoch %4d  %8.3f s  %10.0f samples/s  wait %.3f  sample %.3f  gather %.3f  fwd+bwd %.3f  optim %.3f s  loss %.4f  train %.4f  val %s  test %s\n",
-		e.Epoch, e.Seconds, e.SamplesPerSecond, e.WaitSeconds, e.Stages.Sample.BusySeconds, e.GatherSeconds+e.Stages.Gather.BusySeconds,
+		e.Epoch, e.Seconds, e.SamplesPerSecond, e.WaitSeconds, e.Stages.Sample.BusySeconds+e.Stages.Sample.WaitInSeconds, e.GatherSeconds+e.Stages.Gather.BusySeconds,
 		e.ComputeSeconds, e.OptimizerSeconds,
 		e.Loss, e.TrainAcc, fmtMetric(e.ValAcc), fmtMetric(e.TestAcc))
 }
@@ -493,6 +596,11 @@ func printTrainSummary(w io.Writer, r trainReport) {
 		fmt.Fprintf(w, "; best validation accuracy %s at epoch %d: test accuracy %s", fmtMetric(r.BestValAcc), r.BestEpoch, fmtMetric(r.TestAcc))
 	}
 	fmt.Fprintln(w)
+	if st := r.Store; st != nil && st.Rows.Rows > 0 {
+		fmt.Fprintf(w, "feature rows: %d gathered, %.1f%% from memory, %.1f%% from SSD (%d reads, %.1f MB read, read amplification %.2f)\n",
+			st.Rows.Rows, 100*float64(st.Rows.WorkerCacheHits+st.Rows.SocketCacheHits)/float64(st.Rows.Rows),
+			100*float64(st.Rows.SSDRows)/float64(st.Rows.Rows), st.Rows.DeviceReads, float64(st.Rows.DeviceBytes)/1e6, st.ReadAmplification)
+	}
 	if r.CheckpointPath != "" {
 		fmt.Fprintf(w, "checkpoint: %s\n", r.CheckpointPath)
 	}

@@ -218,3 +218,87 @@ func TestTrainBadInputExitsTwo(t *testing.T) {
 		})
 	}
 }
+
+// TestTrainOutOfCore runs the plan's layout as a user would: recommend,
+// place with --materialize, then train from the store, with the layout's
+// caches and with every row read from disk (--cache-fraction 0): the loss
+// curve is the one training in memory gives, and the report says where
+// the rows came from. Flags that cannot apply exit 2.
+func TestTrainOutOfCore(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	if code, _, errOut := runCLI(t, "dataset", "synth", "--nodes", "3000", "--edges", "15000", "--feature-dim", "128", "--train-fraction", "0.2", "--out", data); code != 0 {
+		t.Fatalf("synth: %s", errOut)
+	}
+	plan := filepath.Join(dir, "plan.json")
+	if code, _, errOut := runCLI(t, "recommend", "--dataset", data, "--gpus", "1", "--ssds", "2", "-o", plan); code != 0 {
+		t.Fatalf("recommend: %s", errOut)
+	}
+	// Before the store exists: --features store and --cache-fraction say
+	// what to run first.
+	for _, args := range [][]string{{"--features", "store"}, {"--cache-fraction", "0.5"}} {
+		code, _, errOut := runCLI(t, append([]string{"train", "--plan", plan, "--dataset", data, "--epochs", "1"}, args...)...)
+		if code != 2 || !strings.Contains(errOut, "--materialize") || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+			t.Errorf("%v without a store: exit %d, %q; want 2 and one line saying to materialize", args, code, errOut)
+		}
+	}
+	ssd0, ssd1 := filepath.Join(dir, "ssd0"), filepath.Join(dir, "ssd1")
+	os.Mkdir(ssd0, 0o755)
+	os.Mkdir(ssd1, 0o755)
+	if code, _, errOut := runCLI(t, "place", "--plan", plan, "--dataset", data, "--materialize", "--ssd-dir", ssd0, "--ssd-dir", ssd1); code != 0 {
+		t.Fatalf("place: %s", errOut)
+	}
+	type report struct {
+		Features string `json:"features"`
+		Store    *struct {
+			CachedFraction float64 `json:"cached_fraction"`
+			Rows           struct {
+				Rows    int `json:"rows"`
+				SSDRows int `json:"ssd_rows"`
+			} `json:"rows"`
+		} `json:"store"`
+		Epochs []struct {
+			Loss float64 `json:"loss"`
+			Wait float64 `json:"wait_s"`
+		} `json:"epochs"`
+	}
+	train := func(args ...string) report {
+		t.Helper()
+		code, out, errOut := runCLI(t, append([]string{"train", "--plan", plan, "--dataset", data, "--epochs", "2", "--threads", "2", "-o", "json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("train %v: exit %d: %s", args, code, errOut)
+		}
+		var r report
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("%v:\n%s", err, out)
+		}
+		return r
+	}
+	mem := train("--features", "memory")
+	layout := train()
+	disk := train("--cache-fraction", "0")
+	if mem.Features != "memory" || mem.Store != nil || layout.Features != "store" || disk.Features != "store" {
+		t.Fatalf("features %q, %q, %q; want memory, store, store", mem.Features, layout.Features, disk.Features)
+	}
+	if disk.Store.CachedFraction != 0 || disk.Store.Rows.Rows == 0 || disk.Store.Rows.SSDRows != disk.Store.Rows.Rows {
+		t.Errorf("--cache-fraction 0: %+v, want every row from disk", *disk.Store)
+	}
+	for e := range mem.Epochs {
+		if layout.Epochs[e].Loss != mem.Epochs[e].Loss || disk.Epochs[e].Loss != mem.Epochs[e].Loss {
+			t.Errorf("epoch %d: loss %v (layout), %v (all from disk), %v in memory; want the same", e+1, layout.Epochs[e].Loss, disk.Epochs[e].Loss, mem.Epochs[e].Loss)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cache-fraction", "1.5"}, "--cache-fraction"},
+		{[]string{"--cache-fraction", "0.5", "--features", "memory"}, "--cache-fraction"},
+		{[]string{"--features", "ssd"}, "--features"},
+	} {
+		code, _, errOut := runCLI(t, append([]string{"train", "--plan", plan, "--dataset", data, "--epochs", "1"}, tc.args...)...)
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, %q; want 2 naming %s", tc.args, code, errOut, tc.want)
+		}
+	}
+}
