@@ -8,8 +8,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gnnplan/gnnplan/ddak"
 	"github.com/gnnplan/gnnplan/kernels"
@@ -182,5 +184,70 @@ func TestOutOfCoreStopsOnAReadError(t *testing.T) {
 	_, err = tr.Run(context.Background(), nil)
 	if err == nil || !strings.Contains(err.Error(), "nvme1 bin row 17") || !strings.Contains(err.Error(), "batch 3") {
 		t.Fatalf("err = %v, want the read error with its batch", err)
+	}
+}
+
+// TestOutOfCoreInterruptStopsCleanly cancels an out-of-core run mid-epoch
+// (reads of the next batches in flight): it stops after the batch in
+// progress, leaves a checkpoint and no goroutine behind, and the resumed
+// run ends with the parameters of a run that was never interrupted.
+func TestOutOfCoreInterruptStopsCleanly(t *testing.T) {
+	const n = 1500
+	dir := synthDataset(t, n, 128)
+	d := load(t, dir)
+	s := materializeStore(t, dir, n, testMixes[1], 4)
+	o := smallOptions(nn.GraphSAGE)
+	o.BatchSize, o.Epochs, o.Features = 64, 2, s
+	newOOC := func(o Options) *Trainer {
+		b, err := kernels.NewCPU(kernels.CPUOptions{Threads: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := New(b, d.g, nil, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	whole := newOOC(o)
+	if _, err := whole.Run(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+
+	before := runtime.NumGoroutine()
+	o.Checkpoint = t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := newOOC(o)
+	steps := &cancelAfter{n: 3, cancel: cancel}
+	res, err := first.Run(ctx, steps)
+	if !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("interrupted run returned %v, want ErrInterrupted", err)
+	}
+	if steps.n != 0 {
+		t.Errorf("%d more steps ran after the cancel, want none", -steps.n)
+	}
+	if res.Stop != "interrupted" {
+		t.Fatalf("stop %q", res.Stop)
+	}
+	if _, err := os.Stat(filepath.Join(o.Checkpoint, CheckpointFile)); err != nil {
+		t.Fatalf("no checkpoint: %v", err)
+	}
+	// The pipeline's goroutines are gone once Run returns (the BLAS and
+	// the sampler's pools are threads and workers of their own).
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if g := runtime.NumGoroutine(); g > before {
+		t.Errorf("%d goroutines after the interrupted run, %d before", g, before)
+	}
+	o.Resume = true
+	second := newOOC(o)
+	if _, err := second.Run(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if !equalBits(params(whole), params(second)) {
+		t.Fatal("resumed run ended with parameters other than the uninterrupted run's")
 	}
 }
