@@ -86,6 +86,20 @@ func materializeStore(t testing.TB, dir string, n int64, mix storeMix, seed uint
 	return s
 }
 
+// newOutOfCore is a trainer of g reading its features from o.Features.
+func newOutOfCore(t testing.TB, g *dataset.Graph, o Options, threads int) *Trainer {
+	t.Helper()
+	b, err := kernels.NewCPU(kernels.CPUOptions{Threads: threads})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := New(b, g, nil, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
 var testMixes = []storeMix{
 	{name: "all on SSD", ssds: 2, ssdShare: 0.5},
 	{name: "mixed", gpuRows: 100, hostRows: 150, ssds: 2, gpuShare: 0.3, ssdShare: 0.3},
@@ -116,14 +130,7 @@ func TestOutOfCoreMatchesInMemory(t *testing.T) {
 					s := materializeStore(t, dir, n, mix, uint64(i))
 					oo := o
 					oo.Features = s
-					b, err := kernels.NewCPU(kernels.CPUOptions{Threads: 2})
-					if err != nil {
-						t.Fatal(err)
-					}
-					tr, err := New(b, d.g, nil, oo)
-					if err != nil {
-						t.Fatal(err)
-					}
+					tr := newOutOfCore(t, d.g, oo, 2)
 					res, err := tr.Run(context.Background(), nil)
 					if err != nil {
 						t.Fatal(err)
@@ -173,15 +180,7 @@ func TestOutOfCoreStopsOnAReadError(t *testing.T) {
 	s := materializeStore(t, dir, n, testMixes[0], 1)
 	o := smallOptions(nn.GraphSAGE)
 	o.Features = &failingSource{FeatureSource: s, n: 3}
-	b, err := kernels.NewCPU(kernels.CPUOptions{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := New(b, d.g, nil, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = tr.Run(context.Background(), nil)
+	_, err := newOutOfCore(t, d.g, o, 1).Run(context.Background(), nil)
 	if err == nil || !strings.Contains(err.Error(), "nvme1 bin row 17") || !strings.Contains(err.Error(), "batch 3") {
 		t.Fatalf("err = %v, want the read error with its batch", err)
 	}
@@ -198,17 +197,7 @@ func TestOutOfCoreInterruptStopsCleanly(t *testing.T) {
 	s := materializeStore(t, dir, n, testMixes[1], 4)
 	o := smallOptions(nn.GraphSAGE)
 	o.BatchSize, o.Epochs, o.Features = 64, 2, s
-	newOOC := func(o Options) *Trainer {
-		b, err := kernels.NewCPU(kernels.CPUOptions{Threads: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr, err := New(b, d.g, nil, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tr
-	}
+	newOOC := func(o Options) *Trainer { return newOutOfCore(t, d.g, o, 2) }
 	whole := newOOC(o)
 	if _, err := whole.Run(context.Background(), nil); err != nil {
 		t.Fatal(err)
