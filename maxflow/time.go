@@ -250,7 +250,10 @@ func (n *Network) cutReaches(seen []bool, demand float64) float64 {
 		}
 		fixed += p.volume
 	}
-	if fixed >= demand {
+	// Volumes that add up to the demand but for rounding (shares of one
+	// demand summed in another order) meet it, as a flow within the same
+	// relative tolerance does in leastTime.
+	if fixed >= demand*(1-1e-12) {
 		if len(ps) > 0 {
 			return ps[len(ps)-1].at
 		}

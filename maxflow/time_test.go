@@ -114,3 +114,34 @@ func TestLeastTimeNewtonStepLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestCutReachesDemandEqualToVolumesUpToRounding: a demand that a cut's
+// volumes meet exactly but for the last bit of the sum (shares that add up
+// to the demand in exact arithmetic) is reached when the last volume
+// arrives, not refused: recommend dropped every plan with SSDs when the
+// features all fit the caches ("demand 5.033184446915593 cannot be met:
+// the network delivers at most 5.033184446915592").
+func TestCutReachesDemandEqualToVolumesUpToRounding(t *testing.T) {
+	vols := []float64{0.1, 0.2, 0.3, 4.433184446915592}
+	sum := 0.0
+	for _, v := range vols {
+		sum += v
+	}
+	net := NewNetwork(2+len(vols), 2*len(vols))
+	net.AddNode("s")
+	net.AddNode("t")
+	for i, v := range vols {
+		net.AddNode(string(rune('a' + i)))
+		net.AddCappedEdge(0, 2+i, float64(i+1), v) // v / (i+1) s to carry
+	}
+	seen := []bool{true, false, false, false, false, false}
+	last := vols[3] / 4
+	for _, demand := range []float64{sum, math.Nextafter(sum, math.Inf(1)), sum * (1 + 1e-13)} {
+		if got := net.cutReaches(seen, demand); math.Abs(got-last) > 1e-12*last {
+			t.Errorf("demand %v (volumes sum to %v): reached at %v, want %v when the last volume is in", demand, sum, got, last)
+		}
+	}
+	if got := net.cutReaches(seen, sum*(1+1e-6)); !math.IsInf(got, 1) {
+		t.Errorf("demand 1e-6 above the volumes reached at %v, want never", got)
+	}
+}

@@ -192,16 +192,21 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	var firstRefusal string
 	for i, err := range errs {
 		if err != nil && !topology.IsBadInput(err) {
 			return nil, err
+		}
+		if err != nil && firstRefusal == "" {
+			hw := jobs[i].hw
+			firstRefusal = fmt.Sprintf("%d x %s with %d x %s: %v", hw.GPUs, hw.GPU.Key, hw.SSDs, hw.SSD.Key, err)
 		}
 		if opts[i] != nil {
 			rec.Options = append(rec.Options, opts[i])
 		}
 	}
 	if len(rec.Options) == 0 {
-		return nil, &topology.InputError{Field: req.Machine.Name, Msg: "no plan within budget can serve the workload"}
+		return nil, &topology.InputError{Field: req.Machine.Name, Msg: "no plan within budget can serve the workload (" + firstRefusal + ")"}
 	}
 	sortOptions(rec.Options)
 	rec.Best = rec.Options[0]
