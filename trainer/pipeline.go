@@ -106,7 +106,12 @@ func (t *Trainer) startPipeline(ctx context.Context, epoch int) *pipeline {
 			return nil
 		})
 		if err != nil && ctx.Err() == nil {
-			prepared <- gathered{preparedBatch: preparedBatch{err: err}}
+			// The gather stage may have stopped on an error of its own and
+			// no longer read: only stop's cancel ends this send then.
+			select {
+			case prepared <- gathered{preparedBatch: preparedBatch{err: err}}:
+			case <-ctx.Done():
+			}
 		}
 	})
 	p := &pipeline{out: prepared}
