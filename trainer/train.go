@@ -195,6 +195,8 @@ type Trainer struct {
 	smp   *sample.Sampler
 	evals [2]*sample.Sampler // validation, test; nil when the split is empty
 	x, dl *kernels.Mat
+	// lastInput is the input rows of the batch trained last (for Probe).
+	lastInput []int32
 
 	st runState
 }
@@ -292,12 +294,7 @@ func New(b kernels.Backend, g *dataset.Graph, features []float32, o Options) (*T
 	if cfg.Kind == nn.GCN {
 		t.deg = nn.Degrees(g.Indptr, g.Indices)
 	}
-	batch := o.BatchSize
-	if batch == 0 {
-		batch = len(g.Train)
-	}
-	so := sample.SamplerOptions{Fanouts: o.Fanouts, BatchSize: batch, Seed: o.Seed, Workers: o.Threads, Shuffle: true}
-	if t.smp, err = sample.NewSampler(g, so); err != nil {
+	if t.smp, err = trainSampler(g, o); err != nil {
 		return nil, err
 	}
 	for i, split := range [][]int64{g.Val, g.Test} {
@@ -320,6 +317,15 @@ func New(b kernels.Backend, g *dataset.Graph, features []float32, o Options) (*T
 	}
 	t.st.Best = bestState{ValAcc: Metric(math.NaN()), ValLoss: Metric(math.NaN()), TestAcc: Metric(math.NaN()), MinLoss: Metric(math.NaN()), MaxAcc: Metric(math.NaN())}
 	return t, nil
+}
+
+// trainSampler samples o's training batches of g's training split.
+func trainSampler(g *dataset.Graph, o Options) (*sample.Sampler, error) {
+	batch := o.BatchSize
+	if batch == 0 {
+		batch = len(g.Train)
+	}
+	return sample.NewSampler(g, sample.SamplerOptions{Fanouts: o.Fanouts, BatchSize: batch, Seed: o.Seed, Workers: o.Threads, Shuffle: true})
 }
 
 // Model returns the model being trained.
@@ -407,6 +413,7 @@ func (t *Trainer) runEpoch(ctx context.Context, rep Reporter) error {
 		p.Correct += correct
 		p.Samples += len(mb.Seeds)
 		p.Batches++
+		t.lastInput = mb.Input()
 		t.st.NextBatch = mb.Index + 1
 		waitStart = time.Now()
 		p.Seconds += waitStart.Sub(start).Seconds()

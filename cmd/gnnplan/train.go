@@ -51,6 +51,12 @@ type trainOptions struct {
 	Features string
 	// CacheFraction overrides the store's caches (< 0: the layout's).
 	CacheFraction float64
+	// ProbeBatches is how many batches the prediction times (0: none).
+	ProbeBatches int
+	// Measured is a profile whose disk rates the prediction uses instead
+	// of reading the SSD bins for MeasureSeconds.
+	Measured       string
+	MeasureSeconds float64
 }
 
 func newTrainCmd(d *deps, runF func(context.Context, *trainOptions) error) *cobra.Command {
@@ -138,6 +144,9 @@ the parameters an uninterrupted run would have.`,
 	f.Int64Var(&opts.SynthNodes, "synthetic-nodes", 20_000, "without --dataset: vertices of the generated graph")
 	f.StringVar(&opts.Features, "features", "auto", "where feature rows come from: store (the layout place wrote and materialize cut: caches in memory, the rest read from the SSD bins with O_DIRECT, gathered ahead of each step), memory (features.npy read whole), or auto (store when the dataset has one)")
 	f.Float64Var(&opts.CacheFraction, "cache-fraction", -1, "out of core: hold the hottest share of the rows (0 to 1, by the dataset's hotness.npy) in memory instead of the layout's caches, reading every other row from disk (default: the layout's caches)")
+	f.IntVar(&opts.ProbeBatches, "probe-batches", 8, "predict the epoch time from this many batches timed before training (their own seed; every row in memory) and the SSD bins' read rate, and compare each epoch with it (0: no prediction)")
+	f.StringVar(&opts.Measured, "measured", "", "out of core: take the disks' read rate from this profile (gnnplan profile --save) instead of reading the SSD bins before training")
+	f.Float64Var(&opts.MeasureSeconds, "measure-seconds", 3, "out of core: seconds to read random rows from the SSD bins for the prediction's disk rate")
 	return cmd
 }
 
@@ -179,6 +188,15 @@ type trainReport struct {
 	// Features is where rows came from: "memory" or "store".
 	Features string            `json:"features"`
 	Store    *trainStoreReport `json:"store,omitempty"`
+	// PredictedEpochS is the predicted time of a whole epoch and
+	// MeasuredEpochS the median of the whole epochs trained (0 when
+	// none); PredictionErrorPct is how far the measurement was from the
+	// prediction, in percent of it.
+	PredictedEpochS    float64          `json:"predicted_epoch_s"`
+	MeasuredEpochS     float64          `json:"measured_epoch_s"`
+	PredictionErrorPct float64          `json:"prediction_error_pct"`
+	Prediction         *trainPrediction `json:"prediction,omitempty"`
+	Checks             []epochCheck     `json:"epoch_checks,omitempty"`
 }
 
 // trainStoreReport describes an out-of-core run's feature store.
@@ -325,7 +343,22 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 			fmt.Fprintf(o.IO.Out, "note: %s\n", n)
 		}
 	}
+	var pred *trainPrediction
+	if o.ProbeBatches > 0 && !o.Resume { // a resumed run was predicted when it started
+		pred, err = predictTraining(ctx, o, tr, src, dir, g.Meta.NumNodes, len(g.Train), to.BatchSize)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			// Interrupted while predicting: the run below stops at once,
+			// writing its checkpoint as any interrupted run does.
+			pred = nil
+		case err != nil:
+			return fmt.Errorf("predict: %w", err)
+		case o.Output == "table":
+			fmt.Fprintln(o.IO.Out, describePrediction(pred))
+		}
+	}
 	rep := newTrainReporter(o.IO, o.Output == "table")
+	rep.pred, rep.outOfCore = pred, src != nil
 	start := time.Now()
 	res, runErr := tr.Run(ctx, rep)
 	rep.finish()
@@ -352,6 +385,18 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 	}
 	if secs > 0 {
 		r.SamplesPerSec = samples / secs
+	}
+	if pred != nil {
+		r.Prediction = pred
+		r.PredictedEpochS = pred.Epoch.EpochS
+		for _, e := range res.Epochs {
+			if c, ok := pred.check(e); ok {
+				r.Checks = append(r.Checks, c)
+			}
+		}
+		if r.MeasuredEpochS = medianEpochSeconds(pred, res.Epochs); r.MeasuredEpochS > 0 {
+			r.PredictionErrorPct = tpc.ErrorPct(r.MeasuredEpochS, r.PredictedEpochS)
+		}
 	}
 	if o.Checkpoint != "" {
 		r.CheckpointPath = o.Checkpoint + "/" + trainer.CheckpointFile
@@ -537,11 +582,13 @@ func fmtMetric(m trainer.Metric) string {
 // trainReporter prints a progress bar per epoch on a terminal and a line
 // per epoch on stdout.
 type trainReporter struct {
-	d     *deps
-	lines bool
-	tty   bool
-	bar   *progressbar.ProgressBar
-	epoch int
+	d         *deps
+	pred      *trainPrediction // nil: nothing to compare with
+	outOfCore bool
+	lines     bool
+	tty       bool
+	bar       *progressbar.ProgressBar
+	epoch     int
 }
 
 func newTrainReporter(d *deps, lines bool) *trainReporter {
@@ -580,6 +627,9 @@ func (r *trainReporter) Epoch(e trainer.EpochStats) {
 		e.Epoch, e.Seconds, e.SamplesPerSecond, e.WaitSeconds, e.Stages.Sample.BusySeconds+e.Stages.Sample.WaitInSeconds, e.GatherSeconds+e.Stages.Gather.BusySeconds,
 		e.ComputeSeconds, e.OptimizerSeconds,
 		e.Loss, e.TrainAcc, fmtMetric(e.ValAcc), fmtMetric(e.TestAcc))
+	if c, ok := r.pred.check(e); ok {
+		fmt.Fprintln(r.d.Out, c.line(r.outOfCore))
+	}
 }
 
 func (r *trainReporter) finish() {
@@ -601,6 +651,7 @@ func printTrainSummary(w io.Writer, r trainReport) {
 			st.Rows.Rows, 100*float64(st.Rows.WorkerCacheHits+st.Rows.SocketCacheHits)/float64(st.Rows.Rows),
 			100*float64(st.Rows.SSDRows)/float64(st.Rows.Rows), st.Rows.DeviceReads, float64(st.Rows.DeviceBytes)/1e6, st.ReadAmplification)
 	}
+	printPredictionSummary(w, r)
 	if r.CheckpointPath != "" {
 		fmt.Fprintf(w, "checkpoint: %s\n", r.CheckpointPath)
 	}

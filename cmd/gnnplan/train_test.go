@@ -261,6 +261,22 @@ func TestTrainOutOfCore(t *testing.T) {
 			Loss float64 `json:"loss"`
 			Wait float64 `json:"wait_s"`
 		} `json:"epochs"`
+		PredictedEpochS float64 `json:"predicted_epoch_s"`
+		MeasuredEpochS  float64 `json:"measured_epoch_s"`
+		Prediction      *struct {
+			Epoch struct {
+				HitShare float64 `json:"hit_share"`
+				DiskS    float64 `json:"disk_s"`
+			} `json:"epoch"`
+			Costs struct {
+				DiskRowsPerS float64 `json:"disk_rows_per_s"`
+			} `json:"batch_costs"`
+		} `json:"prediction"`
+		Checks []struct {
+			Epoch      int     `json:"epoch"`
+			MeasuredS  float64 `json:"measured_s"`
+			PredictedS float64 `json:"predicted_s"`
+		} `json:"epoch_checks"`
 	}
 	train := func(args ...string) report {
 		t.Helper()
@@ -283,10 +299,45 @@ func TestTrainOutOfCore(t *testing.T) {
 	if disk.Store.CachedFraction != 0 || disk.Store.Rows.Rows == 0 || disk.Store.Rows.SSDRows != disk.Store.Rows.Rows {
 		t.Errorf("--cache-fraction 0: %+v, want every row from disk", *disk.Store)
 	}
+	// Each run predicts its epochs for its own cache: every row in memory,
+	// the layout's share, none; and compares every epoch with it.
+	for _, c := range []struct {
+		name string
+		r    report
+		hit  func(float64) bool
+	}{
+		{"in memory", mem, func(h float64) bool { return h == 1 }},
+		{"layout", layout, func(h float64) bool { return h > 0 && h <= 1 }},
+		{"cache 0", disk, func(h float64) bool { return h == 0 }},
+	} {
+		r := c.r
+		if r.Prediction == nil || !(r.PredictedEpochS > 0) || !(r.MeasuredEpochS > 0) || len(r.Checks) != 2 {
+			t.Errorf("%s: predicted %v s, measured %v s, %d epoch checks; want both and 2 checks", c.name, r.PredictedEpochS, r.MeasuredEpochS, len(r.Checks))
+			continue
+		}
+		if !c.hit(r.Prediction.Epoch.HitShare) {
+			t.Errorf("%s: predicted hit share %v", c.name, r.Prediction.Epoch.HitShare)
+		}
+		for _, ch := range r.Checks {
+			if ch.PredictedS != r.PredictedEpochS || !(ch.MeasuredS > 0) {
+				t.Errorf("%s: epoch %d check %+v", c.name, ch.Epoch, ch)
+			}
+		}
+	}
+	if p := disk.Prediction; p != nil && (!(p.Costs.DiskRowsPerS > 0) || !(p.Epoch.DiskS > 0)) {
+		t.Errorf("cache 0: disk %v rows/s, %v s of reads predicted; want both measured and predicted", p.Costs.DiskRowsPerS, p.Epoch.DiskS)
+	}
+	if r := train("--probe-batches", "0"); r.Prediction != nil || r.PredictedEpochS != 0 || len(r.Checks) != 0 {
+		t.Errorf("--probe-batches 0 still predicted: %v s", r.PredictedEpochS)
+	}
 	for e := range mem.Epochs {
 		if layout.Epochs[e].Loss != mem.Epochs[e].Loss || disk.Epochs[e].Loss != mem.Epochs[e].Loss {
 			t.Errorf("epoch %d: loss %v (layout), %v (all from disk), %v in memory; want the same", e+1, layout.Epochs[e].Loss, disk.Epochs[e].Loss, mem.Epochs[e].Loss)
 		}
+	}
+	badProfile := filepath.Join(dir, "profile-4k.json")
+	if err := os.WriteFile(badProfile, []byte(`{"schema_version": 1, "feature_bytes": 4096, "disks": [{"dir": "/x", "depths": [{"queue_depth": 128, "iops": 1000}]}]}`), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		args []string
@@ -295,6 +346,7 @@ func TestTrainOutOfCore(t *testing.T) {
 		{[]string{"--cache-fraction", "1.5"}, "--cache-fraction"},
 		{[]string{"--cache-fraction", "0.5", "--features", "memory"}, "--cache-fraction"},
 		{[]string{"--features", "ssd"}, "--features"},
+		{[]string{"--cache-fraction", "0", "--measured", badProfile}, "--feature-bytes 512"},
 	} {
 		code, _, errOut := runCLI(t, append([]string{"train", "--plan", plan, "--dataset", data, "--epochs", "1"}, tc.args...)...)
 		if code != 2 || !strings.Contains(errOut, tc.want) {

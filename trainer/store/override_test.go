@@ -120,3 +120,69 @@ func TestCacheOverride(t *testing.T) {
 		}
 	})
 }
+
+// TestHitShareAndMeasureReads checks the two figures the prediction takes
+// from a store: the share of accesses it serves from memory (the hotness
+// summed over the cached rows) and the rate it reads a batch's disk rows.
+func TestHitShareAndMeasureReads(t *testing.T) {
+	const n, dim = 2000, 128
+	fx, _, _ := materialized(t, n, dim, mixAllSSD, 1, 5)
+	rng := rand.New(rand.NewPCG(5, 2))
+	hot := zipfHotness(n, 1.1, rng)
+	var total uint64
+	for _, h := range hot {
+		total += uint64(h)
+	}
+	for _, f := range []float64{0, 0.1, 0.5, 1} {
+		s, err := Open(fx.dir, Options{QueueDepth: 8, Cache: &CacheOverride{Fraction: f, Hotness: hot}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.HitShare(hot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set := hottest(hot, int64(math.Round(f*n)))
+		var in uint64
+		for v := range n {
+			if set[v/64]&(1<<(v%64)) != 0 {
+				in += uint64(hot[v])
+			}
+			if s.InMemory(int32(v)) != (set[v/64]&(1<<(v%64)) != 0) {
+				t.Fatalf("cache %g: vertex %d in memory %v, want %v", f, v, s.InMemory(int32(v)), !s.InMemory(int32(v)))
+			}
+		}
+		if want := float64(in) / float64(total); math.Abs(got-want) > 1e-12 {
+			t.Errorf("cache %g: hit share %v, want %v", f, got, want)
+		}
+		if f > 0 && f < 1 && got <= f {
+			t.Errorf("cache %g: the hottest rows serve %v of the accesses, want more than their share", f, got)
+		}
+		batches := [][]int32{randomBatch(n, 300, rng), randomBatch(n, 200, rng)}
+		var onDisk int
+		for _, b := range batches {
+			for _, v := range b {
+				if !s.InMemory(v) {
+					onDisk++
+				}
+			}
+		}
+		rr, err := s.MeasureReads(context.Background(), 0, batches)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A zero duration still reads one batch: the first with any row
+		// on disk.
+		if f == 1 && (rr.Rows != 0 || rr.RowsPerS != 0) {
+			t.Errorf("cache 1: measured %+v, want nothing read", rr)
+		}
+		if f < 1 && (rr.Rows == 0 || rr.Rows > onDisk || !(rr.RowsPerS > 0)) {
+			t.Errorf("cache %g: measured %+v, want one batch's disk rows (of %d) at a rate", f, rr, onDisk)
+		}
+		if _, err := s.HitShare(hot[:n-1]); err == nil {
+			t.Error("a hotness of the wrong length was accepted")
+		}
+		s.Close()
+	}
+}
+

@@ -426,3 +426,83 @@ func floatBytes(f []float32) []byte {
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(f))), 4*len(f))
 }
+
+// InMemory reports whether the store serves vertex v's row from memory
+// (a cache bin) rather than from disk.
+func (s *Store) InMemory(v int32) bool { return s.bins[s.bin[v]].tier != tierSSD }
+
+// HitShare is the share of row reads the store serves from memory when
+// vertex v is read hot[v] times (place's hotness.npy): the cache hit rate
+// the measured access pattern gives. It is 1 when hot counts nothing.
+func (s *Store) HitShare(hot []uint32) (float64, error) {
+	if int64(len(hot)) != s.m.NumNodes {
+		return 0, fmt.Errorf("hit share: %d counts for %d vertices", len(hot), s.m.NumNodes)
+	}
+	var all, mem uint64
+	for v, h := range hot {
+		all += uint64(h)
+		if s.bins[s.bin[v]].tier != tierSSD {
+			mem += uint64(h)
+		}
+	}
+	if all == 0 {
+		return 1, nil
+	}
+	return float64(mem) / float64(all), nil
+}
+
+// ReadRate is what MeasureReads measured.
+type ReadRate struct {
+	RowsPerS float64 `json:"rows_per_s"`
+	Rows     int     `json:"rows"`
+	Seconds  float64 `json:"seconds"`
+	Reads    int     `json:"device_reads"`
+}
+
+// MeasureReads reads the disk-resident rows of batches, one call per
+// batch through the store's reader as Gather reads a batch, cycling over
+// batches until about d has passed (at least one batch), and returns the
+// rate. Reading the training's own batches keeps its access pattern: hot
+// rows recur as often as they will in training, and each call sorts and
+// merges its rows as a gather does. With no row on disk it returns a zero
+// rate.
+func (s *Store) MeasureReads(ctx context.Context, d time.Duration, batches [][]int32) (ReadRate, error) {
+	var lists [][]int32
+	for _, b := range batches {
+		var on []int32
+		for _, v := range b {
+			if v >= 0 && int64(v) < s.m.NumNodes && s.bins[s.bin[v]].tier == tierSSD {
+				on = append(on, v)
+			}
+		}
+		if len(on) > 0 {
+			lists = append(lists, on)
+		}
+	}
+	var rr ReadRate
+	if len(lists) == 0 {
+		return rr, nil
+	}
+	var dst []float32
+	var ssd []int
+	start := time.Now()
+	for i := 0; i == 0 || time.Since(start) < d; i++ {
+		vs := lists[i%len(lists)]
+		if n := len(vs) * s.dim; cap(dst) < n {
+			dst = make([]float32, n)
+		}
+		ssd = ssd[:0]
+		for j := range vs {
+			ssd = append(ssd, j)
+		}
+		st, err := s.readSSD(ctx, vs, ssd, dst[:len(vs)*s.dim])
+		if err != nil {
+			return rr, err
+		}
+		rr.Rows += len(vs)
+		rr.Reads += st.DeviceReads
+	}
+	rr.Seconds = time.Since(start).Seconds()
+	rr.RowsPerS = float64(rr.Rows) / rr.Seconds
+	return rr, nil
+}

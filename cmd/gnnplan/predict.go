@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gnnplan/gnnplan/tpc"
+	"github.com/gnnplan/gnnplan/trainer"
+	"github.com/gnnplan/gnnplan/trainer/sample"
+	"github.com/gnnplan/gnnplan/trainer/store"
+)
+
+// trainPrediction is what train predicted for its epochs and how: a probe
+// of a few batches with every row in memory, the share of row reads the
+// store serves from memory, and the disks' read rate (Hyperion's TPC
+// profiler feeding its analytical model).
+type trainPrediction struct {
+	Probe trainer.Probe  `json:"probe"`
+	Costs tpc.BatchCosts `json:"batch_costs"`
+	// HitShareSource says how the share of rows from memory was found.
+	HitShareSource string                 `json:"hit_share_source"`
+	Disk           *store.ReadRate        `json:"disk,omitempty"`
+	Epoch          tpc.PipelinePrediction `json:"epoch"`
+	// FullBatches is the batches of a whole epoch (its last one may be
+	// short): only whole epochs are compared with the prediction.
+	FullBatches int `json:"epoch_batches"`
+}
+
+// stageCheck is one stage's measured and predicted seconds in an epoch.
+type stageCheck struct {
+	MeasuredS  float64 `json:"measured_s"`
+	PredictedS float64 `json:"predicted_s"`
+	// ErrorPct is null when nothing was predicted for the stage.
+	ErrorPct trainer.Metric `json:"error_pct"`
+}
+
+func newStageCheck(measured, predicted float64) stageCheck {
+	return stageCheck{MeasuredS: measured, PredictedS: predicted, ErrorPct: trainer.Metric(tpc.ErrorPct(measured, predicted))}
+}
+
+// epochCheck compares one epoch with the prediction.
+type epochCheck struct {
+	Epoch int `json:"epoch"`
+	stageCheck
+	Sample stageCheck `json:"sample"`
+	Gather stageCheck `json:"gather"`
+	Step   stageCheck `json:"step"`
+}
+
+// check compares e with the prediction; false when e is not a whole epoch
+// (a resumed one).
+func (p *trainPrediction) check(e trainer.EpochStats) (epochCheck, bool) {
+	if p == nil || e.Batches != p.FullBatches {
+		return epochCheck{}, false
+	}
+	return epochCheck{Epoch: e.Epoch, stageCheck: newStageCheck(e.Seconds, p.Epoch.EpochS),
+		Sample: newStageCheck(e.Stages.Sample.BusySeconds, p.Epoch.SampleS),
+		Gather: newStageCheck(e.Stages.Gather.BusySeconds, p.Epoch.GatherS),
+		Step:   newStageCheck(e.GatherSeconds+e.ComputeSeconds+e.OptimizerSeconds, p.Epoch.StepS)}, true
+}
+
+// line is the check as printed after an epoch.
+func (c epochCheck) line(outOfCore bool) string {
+	f := func(name string, s stageCheck) string {
+		// A stage that is a sliver of the epoch has no error worth a
+		// percentage: its few milliseconds are noise.
+		if s.PredictedS < 0.01*c.PredictedS {
+			return fmt.Sprintf("%s %.2f/%.2f s", name, s.MeasuredS, s.PredictedS)
+		}
+		return fmt.Sprintf("%s %.2f/%.2f s (%+.1f%%)", name, s.MeasuredS, s.PredictedS, s.ErrorPct)
+	}
+	parts := []string{f("epoch", c.stageCheck), f("sample", c.Sample)}
+	if outOfCore {
+		parts = append(parts, f("gather", c.Gather))
+	}
+	parts = append(parts, f("step", c.Step))
+	return "  measured/predicted: " + strings.Join(parts, ", ")
+}
+
+// predictTraining probes tr for a few batches, finds the share of rows
+// served from memory and the disks' read rate, and predicts an epoch.
+func predictTraining(ctx context.Context, o *trainOptions, tr *trainer.Trainer, src *store.Store, dir string, nodes int64, seeds, batch int) (*trainPrediction, error) {
+	errw := o.IO.Err
+	fmt.Fprintf(errw, "predicting: timing %d batches with every row in memory ...\n", o.ProbeBatches)
+	pr, err := tr.Probe(ctx, o.ProbeBatches)
+	if err != nil {
+		return nil, err
+	}
+	p := &trainPrediction{Probe: pr}
+	if batch == 0 {
+		batch = seeds
+	}
+	p.FullBatches = (seeds + batch - 1) / batch
+	c := tpc.BatchCosts{ComputeS: pr.BatchSeconds, SampleS: pr.SampleSeconds, StepS: pr.StepSeconds, InputRows: pr.InputRows,
+		Source: fmt.Sprintf("a probe of %d batches with its own seed and every row in memory", pr.Batches)}
+	hit := 1.0
+	p.HitShareSource = "every row in memory"
+	if src != nil {
+		if pr.InputRows > 0 {
+			c.CopyRowS = pr.GatherSeconds / pr.InputRows
+		}
+		hot, herr := sample.ReadHotness(filepath.Join(dir, sample.HotnessFile), nodes)
+		if herr == nil {
+			if hit, err = src.HitShare(hot); err != nil {
+				return nil, err
+			}
+			p.HitShareSource = "the accesses place measured (" + sample.HotnessFile + ") against the rows the store holds in memory"
+		} else {
+			var in, all int
+			for _, vs := range pr.Vertices {
+				for _, v := range vs {
+					if src.InMemory(v) {
+						in++
+					}
+				}
+				all += len(vs)
+			}
+			if all > 0 {
+				hit = float64(in) / float64(all)
+			}
+			p.HitShareSource = fmt.Sprintf("the probe's %d row reads (no %s: %v)", all, sample.HotnessFile, herr)
+		}
+		if hit < 1 {
+			if err := diskRate(ctx, o, src, &c, pr, p); err != nil {
+				return nil, err
+			}
+		}
+	}
+	batches := float64(seeds) / float64(batch)
+	if p.Epoch, err = tpc.PredictPipeline(c, hit, batches); err != nil {
+		return nil, err
+	}
+	p.Costs = c
+	return p, nil
+}
+
+// diskRate fills c's disk read rate: from a profile (--measured), or by
+// reading random rows of the store's disk-resident rows for a moment.
+func diskRate(ctx context.Context, o *trainOptions, src *store.Store, c *tpc.BatchCosts, pr trainer.Probe, p *trainPrediction) error {
+	if o.Measured != "" {
+		prof, err := loadMeasured(o.Measured)
+		if err != nil {
+			return err
+		}
+		row := src.Dim() * 4
+		if prof.FeatureBytes != row {
+			return usageErrorf("--measured %s: profiled at %d-byte reads, the dataset's rows are %d bytes (run gnnplan profile --feature-bytes %d)", o.Measured, prof.FeatureBytes, row, row)
+		}
+		for _, d := range prof.Disks {
+			c.DiskRowsPerS += iopsNear(d, store.DefaultQueueDepth)
+		}
+		c.Source += fmt.Sprintf("; disk rows/s from %s at queue depth near %d", o.Measured, store.DefaultQueueDepth)
+		return nil
+	}
+	secs := o.MeasureSeconds
+	fmt.Fprintf(o.IO.Err, "predicting: reading the probed batches' rows from the SSD bins for %.1f s ...\n", secs)
+	rr, err := src.MeasureReads(ctx, time.Duration(secs*float64(time.Second)), pr.Vertices)
+	if err != nil {
+		return fmt.Errorf("measure the SSD bins' read rate: %w", err)
+	}
+	p.Disk = &rr
+	c.DiskRowsPerS = rr.RowsPerS
+	c.Source += fmt.Sprintf("; disk rows/s from reading the probed batches' disk rows (%d) before training", rr.Rows)
+	return nil
+}
+
+// iopsNear is a disk's IOPS at the profiled queue depth closest to depth.
+func iopsNear(d store.DiskProfile, depth int) float64 {
+	best, iops := math.MaxInt, 0.0
+	for _, r := range d.Depths {
+		if dd := abs(r.QueueDepth - depth); dd < best {
+			best, iops = dd, r.IOPS
+		}
+	}
+	return iops
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// describePrediction is the line printed before training.
+func describePrediction(p *trainPrediction) string {
+	e := p.Epoch
+	s := fmt.Sprintf("predicted epoch: %.2f s (%s-bound; per batch: compute %.1f ms", e.EpochS, e.Bound, 1000*p.Costs.ComputeS)
+	if e.Batches > 0 && e.GatherS > 0 {
+		s += fmt.Sprintf(", gather %.1f ms", 1000*e.GatherS/e.Batches)
+	}
+	s += fmt.Sprintf("; %.0f rows per batch, %.1f%% from memory", p.Costs.InputRows, 100*e.HitShare)
+	if p.Costs.DiskRowsPerS > 0 {
+		s += fmt.Sprintf(", disk %.0f rows/s", p.Costs.DiskRowsPerS)
+	}
+	return s + ")"
+}
+
+// medianEpochSeconds is the median of the whole epochs' times.
+func medianEpochSeconds(p *trainPrediction, epochs []trainer.EpochStats) float64 {
+	var s []float64
+	for _, e := range epochs {
+		if p == nil || e.Batches == p.FullBatches {
+			s = append(s, e.Seconds)
+		}
+	}
+	if len(s) == 0 {
+		return 0
+	}
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// printPredictionSummary is the end-of-run comparison.
+func printPredictionSummary(w io.Writer, r trainReport) {
+	if r.Prediction == nil || r.MeasuredEpochS == 0 {
+		return
+	}
+	fmt.Fprintf(w, "epoch time: measured %.2f s (median of %d), predicted %.2f s: %+.1f%%\n",
+		r.MeasuredEpochS, len(r.Checks), r.PredictedEpochS, r.PredictionErrorPct)
+}

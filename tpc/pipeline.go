@@ -1,0 +1,93 @@
+package tpc
+
+import (
+	"fmt"
+	"math"
+)
+
+// BatchCosts are one training batch's costs on the machine that trains,
+// measured there: a probe of a few batches with every row in memory and a
+// read test of the disks the rows are on (Hyperion's TPC profiler, III-C).
+// Times are seconds per batch.
+type BatchCosts struct {
+	// ComputeS is a batch's wall time when no row waits for a disk: the
+	// sampling, gathering and training stages overlapped, sharing the
+	// cores.
+	ComputeS float64 `json:"compute_s"`
+	SampleS  float64 `json:"sample_s"` // the sampling stage's busy time
+	StepS    float64 `json:"step_s"`   // forward, backward and optimizer
+	// CopyRowS is the gather stage's time per row copied from memory.
+	CopyRowS float64 `json:"copy_row_s"`
+	// InputRows is the distinct feature rows a batch reads.
+	InputRows float64 `json:"input_rows"`
+	// DiskRowsPerS is the rows per second read from the disks holding
+	// them, random rows at the store's queue depth, as the gather reads
+	// them.
+	DiskRowsPerS float64 `json:"disk_rows_per_s"`
+	// Source says where each figure came from.
+	Source string `json:"source"`
+}
+
+// PipelinePrediction is an epoch's predicted time, in total and per stage.
+type PipelinePrediction struct {
+	// HitShare is the share of row reads served from memory.
+	HitShare float64 `json:"hit_share"`
+	Batches  float64 `json:"batches"` // full batches' worth: a short last batch counts its share
+	// Per-epoch seconds of each stage's work, and of the epoch.
+	SampleS float64 `json:"sample_s"`
+	GatherS float64 `json:"gather_s"` // reading from disk plus copying from memory
+	DiskS   float64 `json:"disk_s"`   // the part of GatherS spent on disk reads
+	StepS   float64 `json:"step_s"`
+	EpochS  float64 `json:"epoch_s"`
+	// Bound is the stage that sets the pace: "compute" or "disk".
+	Bound string `json:"bound"`
+}
+
+// PredictPipeline predicts an epoch of batches (a fraction counts a short
+// last batch) when hitShare of the row reads are served from memory and
+// the rest read from disk. The stages overlap (Hyperion eq. 4, GNNDrive's
+// queues): a batch takes the longer of its compute time and its gather
+// time, T_gather = rows x hit x T_copy + rows x (1 - hit) / disk rows per
+// second. The first batch is not overlapped: the epoch is (batches - 1)
+// such batches plus the first one's sampling, gathering and step.
+func PredictPipeline(c BatchCosts, hitShare, batches float64) (PipelinePrediction, error) {
+	switch {
+	case !(hitShare >= 0 && hitShare <= 1):
+		return PipelinePrediction{}, fmt.Errorf("predict: hit share %g (want 0 to 1)", hitShare)
+	case !(batches >= 0) || math.IsInf(batches, 0):
+		return PipelinePrediction{}, fmt.Errorf("predict: %g batches", batches)
+	case !(c.ComputeS > 0) || c.InputRows < 0 || c.CopyRowS < 0:
+		return PipelinePrediction{}, fmt.Errorf("predict: batch costs %+v (want a compute time > 0)", c)
+	case hitShare < 1 && !(c.DiskRowsPerS > 0):
+		return PipelinePrediction{}, fmt.Errorf("predict: %.1f%% of the rows come from disk and no read rate was measured", 100*(1-hitShare))
+	}
+	p := PipelinePrediction{HitShare: hitShare, Batches: batches}
+	copyS := c.InputRows * hitShare * c.CopyRowS
+	var diskS float64
+	if hitShare < 1 {
+		diskS = c.InputRows * (1 - hitShare) / c.DiskRowsPerS
+	}
+	gather := copyS + diskS
+	batch := math.Max(c.ComputeS, gather)
+	p.Bound = "compute"
+	if gather > c.ComputeS {
+		p.Bound = "disk"
+	}
+	p.SampleS = c.SampleS * batches
+	p.GatherS = gather * batches
+	p.DiskS = diskS * batches
+	p.StepS = c.StepS * batches
+	if batches > 0 {
+		p.EpochS = math.Max(batches-1, 0)*batch + c.SampleS + gather + c.StepS
+	}
+	return p, nil
+}
+
+// ErrorPct is the measured time's deviation from the predicted one in
+// percent of the prediction (positive: slower than predicted).
+func ErrorPct(measured, predicted float64) float64 {
+	if predicted <= 0 {
+		return math.NaN()
+	}
+	return 100 * (measured - predicted) / predicted
+}

@@ -1,0 +1,164 @@
+package trainer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/gnnplan/gnnplan/trainer/nn"
+	"github.com/gnnplan/gnnplan/trainer/store"
+)
+
+// Probe is what a few training batches cost on this machine with every
+// feature row in memory: Hyperion's TPC profiler, which times a few
+// iterations before the analytical model scales them up (Hyperion
+// III-C). Times are per batch, over the batches after the first (which
+// warms the caches and the pools).
+type Probe struct {
+	// Batches is how many batches were timed.
+	Batches int `json:"batches"`
+	// BatchSeconds is the wall time per batch at the step: the pipeline's
+	// steady rate when no row waits for a disk.
+	BatchSeconds float64 `json:"batch_s"`
+	// SampleSeconds is the sampling stage's busy time per batch (sampling
+	// and block building, on its own goroutine).
+	SampleSeconds float64 `json:"sample_s"`
+	// StepSeconds is the step's time per batch: gathering in the step (in
+	// memory), forward, backward and the optimizer.
+	StepSeconds float64 `json:"step_s"`
+	// GatherSeconds is the gather stage's busy time per batch (out of
+	// core), every row copied from memory.
+	GatherSeconds float64 `json:"gather_s"`
+	// InputRows is the mean number of distinct feature rows a batch reads.
+	InputRows float64 `json:"input_rows"`
+	// Seeds is the mean number of training seeds per batch.
+	Seeds float64 `json:"seeds"`
+	// Vertices lists the input rows of the timed batches, for a caller
+	// that wants to know how many of them a store holds in memory.
+	Vertices [][]int32 `json:"-"`
+}
+
+// probeSalt keeps the probe's seeds apart from the run's.
+const probeSalt = 0x70726f6265 // "probe"
+
+// Probe times up to batches training batches on a sibling of t: the same
+// graph, model shape, sampling and pipeline, with its own parameters and
+// a different seed, so the run that follows is not changed. Out of core
+// the sibling's rows come from a pool in memory: the probe measures
+// computing, the disk is measured on its own. It needs at least two
+// batches in an epoch to drop the first; with one, that one is timed.
+func (t *Trainer) Probe(ctx context.Context, batches int) (Probe, error) {
+	if batches < 1 {
+		return Probe{}, fmt.Errorf("probe: %d batches (want >= 1)", batches)
+	}
+	o := t.o
+	o.Seed ^= probeSalt
+	o.Checkpoint, o.Resume, o.EvalEvery, o.Epochs = "", false, 0, 1
+	s := &Trainer{b: t.b, g: t.g, o: o, cfg: t.cfg, forms: t.forms, feat: t.feat, deg: t.deg,
+		x: t.b.NewMat(0, 0), dl: t.b.NewMat(0, 0)}
+	var err error
+	if s.model, err = nn.New(t.b, t.cfg, o.Seed); err != nil {
+		return Probe{}, err
+	}
+	s.adam = nn.NewAdam(o.LR, o.WeightDecay)
+	if t.src != nil {
+		s.src = newPoolSource(t.src.Dim(), o.Seed)
+		s.o.Features = s.src
+	}
+	if s.smp, err = trainSampler(t.g, o); err != nil {
+		return Probe{}, err
+	}
+	nb := s.smp.Batches(0)
+	total := min(batches+1, nb)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rec := &probeRecorder{t: s, stopAt: total, cancel: cancel}
+	err = s.runEpoch(ctx, rec)
+	if err != nil && !(errors.Is(err, context.Canceled) && rec.done) {
+		return Probe{}, fmt.Errorf("probe: %w", err)
+	}
+	end := rec.last
+	if rec.skip.Batches == end.Batches { // one batch only: time it
+		rec.skip = partialEpoch{}
+	}
+	n := float64(end.Batches - rec.skip.Batches)
+	p := Probe{Batches: end.Batches - rec.skip.Batches,
+		BatchSeconds:  (end.Seconds - rec.skip.Seconds) / n,
+		SampleSeconds: (end.Stages.Sample.BusySeconds - rec.skip.Stages.Sample.BusySeconds) / n,
+		StepSeconds:   (end.Gather + end.Compute + end.Optim - rec.skip.Gather - rec.skip.Compute - rec.skip.Optim) / n,
+		GatherSeconds: (end.Stages.Gather.BusySeconds - rec.skip.Stages.Gather.BusySeconds) / n,
+		Seeds:         float64(end.Samples-rec.skip.Samples) / n,
+	}
+	first := 0
+	if rec.skip.Batches > 0 {
+		first = 1
+	}
+	p.Vertices = rec.inputs[first:]
+	var rows int
+	for _, in := range p.Vertices {
+		rows += len(in)
+	}
+	p.InputRows = float64(rows) / n
+	return p, nil
+}
+
+// probeRecorder snapshots the sibling's epoch after its first batch and
+// cancels it after the last one to time.
+type probeRecorder struct {
+	t          *Trainer
+	stopAt     int
+	cancel     func()
+	skip, last partialEpoch
+	inputs     [][]int32
+	done       bool
+}
+
+func (r *probeRecorder) Batch(p BatchProgress) {
+	if p.Batch == 1 {
+		r.skip = r.t.st.Partial
+	}
+	r.last = r.t.st.Partial
+	r.inputs = append(r.inputs, r.t.lastInput)
+	if p.Batch >= r.stopAt {
+		r.done = true
+		r.cancel()
+	}
+}
+
+func (r *probeRecorder) Epoch(EpochStats) { r.last, r.done = r.t.st.Partial, true }
+
+// poolSource serves every vertex a row of a random pool of 256 MiB: rows
+// copied from memory, as a cache hit is, for a probe that must not touch
+// the disk.
+type poolSource struct {
+	dim  int
+	rows int
+	pool []float32
+}
+
+func newPoolSource(dim int, seed uint64) *poolSource {
+	// Far larger than a last-level cache, as a cache of many rows is:
+	// each copy misses.
+	rows := max(4096, (256<<20)/(4*dim))
+	p := &poolSource{dim: dim, rows: rows, pool: make([]float32, rows*dim)}
+	r := rand.New(rand.NewPCG(seed, probeSalt))
+	for i := range p.pool {
+		p.pool[i] = r.Float32()
+	}
+	return p
+}
+
+func (p *poolSource) Dim() int { return p.dim }
+
+func (p *poolSource) Gather(ctx context.Context, vertices []int32, dst []float32) (store.GatherStats, error) {
+	start := time.Now()
+	d := p.dim
+	for i, v := range vertices {
+		r := int(uint32(v)*2654435761) % p.rows
+		copy(dst[i*d:(i+1)*d], p.pool[r*d:(r+1)*d])
+	}
+	n := len(vertices)
+	return store.GatherStats{Rows: n, SocketCacheHits: n, Bytes: int64(n * d * 4), Seconds: time.Since(start).Seconds()}, nil
+}

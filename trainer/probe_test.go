@@ -1,0 +1,71 @@
+package trainer
+
+import (
+	"context"
+	"testing"
+
+	"github.com/gnnplan/gnnplan/trainer/nn"
+)
+
+// TestProbeLeavesTheRunAlone checks that probing a trainer before it runs
+// changes nothing the run does (the probe has its own parameters and
+// seed), and that the probe's figures describe the batches it timed.
+func TestProbeLeavesTheRunAlone(t *testing.T) {
+	const n = 1500
+	dir := synthDataset(t, n, 64)
+	d := load(t, dir)
+	for _, ooc := range []bool{false, true} {
+		name := map[bool]string{false: "in memory", true: "out of core"}[ooc]
+		t.Run(name, func(t *testing.T) {
+			o := smallOptions(nn.GraphSAGE)
+			o.BatchSize, o.Epochs = 64, 2
+			mk := func() *Trainer {
+				if !ooc {
+					return newTrainer(t, d, o, 2)
+				}
+				oo := o
+				oo.Features = materializeStore(t, dir, n, testMixes[1], 2)
+				return newOutOfCore(t, d.g, oo, 2)
+			}
+			plain := mk()
+			if _, err := plain.Run(context.Background(), nil); err != nil {
+				t.Fatal(err)
+			}
+			probed := mk()
+			p, err := probed.Probe(context.Background(), 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := probed.Run(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !equalBits(params(plain), params(probed)) || len(res.Epochs) != 2 {
+				t.Fatal("a probed run ended with other parameters than an unprobed one")
+			}
+			if p.Batches != 4 || len(p.Vertices) != 4 {
+				t.Errorf("probe timed %d batches (%d input lists), want 4", p.Batches, len(p.Vertices))
+			}
+			if !(p.BatchSeconds > 0 && p.StepSeconds > 0) || p.StepSeconds > 2*p.BatchSeconds {
+				t.Errorf("probe times: batch %v s, step %v s", p.BatchSeconds, p.StepSeconds)
+			}
+			if p.Seeds != 64 || p.InputRows < p.Seeds || p.InputRows > n {
+				t.Errorf("probe: %v seeds and %v input rows per batch, want 64 seeds and 64..%d rows", p.Seeds, p.InputRows, n)
+			}
+			if ooc != (p.GatherSeconds > 0) {
+				t.Errorf("gather stage busy %v s per batch (out of core: %v)", p.GatherSeconds, ooc)
+			}
+		})
+	}
+	t.Run("one batch per epoch", func(t *testing.T) {
+		o := smallOptions(nn.GCN)
+		o.BatchSize = 0
+		p, err := newTrainer(t, d, o, 1).Probe(context.Background(), 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Batches != 1 || !(p.BatchSeconds > 0) {
+			t.Errorf("probe of a one-batch epoch: %d batches, %v s", p.Batches, p.BatchSeconds)
+		}
+	})
+}
