@@ -71,6 +71,9 @@ type ckptRun struct {
 	EvalEvery     int     `json:"eval_every"`
 	Seed          uint64  `json:"seed"`
 	RowNormalize  bool    `json:"row_normalize"`
+	// Workers is the data-parallel workers when more than one (0: one),
+	// so checkpoints of one worker read as before.
+	Workers int `json:"workers,omitempty"`
 }
 
 type ckptParam struct {
@@ -90,7 +93,7 @@ func (t *Trainer) ckptIdentity() (ckptDataset, ckptRun) {
 	return ckptDataset{Name: m.Name, NumNodes: m.NumNodes, NumEdges: m.NumEdges, FeatureDim: m.FeatureDim, NumClasses: m.NumClasses,
 			NumTrain: len(t.g.Train), NumVal: len(t.g.Val), NumTest: len(t.g.Test), TrainHash: h.Sum32()},
 		ckptRun{Fanouts: t.o.Fanouts, BatchSize: t.o.BatchSize, EvalBatchSize: t.o.EvalBatchSize, LR: t.o.LR, WeightDecay: t.o.WeightDecay,
-			Patience: t.o.Patience, EvalEvery: t.o.EvalEvery, Seed: t.o.Seed, RowNormalize: t.o.RowNormalize}
+			Patience: t.o.Patience, EvalEvery: t.o.EvalEvery, Seed: t.o.Seed, RowNormalize: t.o.RowNormalize, Workers: workersID(t.o.Workers)}
 }
 
 // saveCheckpoint writes the run's state atomically: a temporary file,
@@ -207,7 +210,16 @@ func (t *Trainer) loadCheckpoint() error {
 	}
 	t.st = h.State
 	t.adam.Steps = h.State.AdamSteps
+	t.broadcast()
 	return nil
+}
+
+// workersID is how a checkpoint records the worker count: 0 for one.
+func workersID(n int) int {
+	if n <= 1 {
+		return 0
+	}
+	return n
 }
 
 // parseCheckpoint checks a checkpoint's magic, version and checksum and

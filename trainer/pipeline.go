@@ -72,8 +72,9 @@ type pipeline struct {
 	stop func()
 }
 
-// startPipeline starts epoch's pipeline at its next batch.
-func (t *Trainer) startPipeline(ctx context.Context, epoch int) *pipeline {
+// startPipeline starts worker w's pipeline for epoch at the run's next
+// batch.
+func (t *Trainer) startPipeline(ctx context.Context, w *worker, epoch int) *pipeline {
 	ctx, cancel := context.WithCancel(ctx)
 	prepared := make(chan gathered, 2)
 	var done []chan struct{}
@@ -89,7 +90,8 @@ func (t *Trainer) startPipeline(ctx context.Context, epoch int) *pipeline {
 		defer close(prepared)
 		last := time.Now()
 		var waitedOut float64 // the previous batch's wait for room
-		err := t.smp.EpochFrom(ctx, epoch, t.st.NextBatch, func(mb *sample.MiniBatch) error {
+		first := min(t.st.NextBatch, w.smp.Batches(epoch))
+		err := w.smp.EpochFrom(ctx, epoch, first, func(mb *sample.MiniBatch) error {
 			start := time.Now()
 			g := gathered{preparedBatch: t.prepareBlocks(mb, true)}
 			sent := time.Now()

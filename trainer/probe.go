@@ -31,12 +31,14 @@ type Probe struct {
 	// GatherSeconds is the gather stage's busy time per batch (out of
 	// core), every row copied from memory.
 	GatherSeconds float64 `json:"gather_s"`
-	// InputRows is the mean number of distinct feature rows a batch reads.
+	// InputRows is the mean number of distinct feature rows a step reads
+	// (summed over the workers).
 	InputRows float64 `json:"input_rows"`
 	// Seeds is the mean number of training seeds per batch.
 	Seeds float64 `json:"seeds"`
-	// Vertices lists the input rows of the timed batches, for a caller
-	// that wants to know how many of them a store holds in memory.
+	// Vertices lists the input rows of the timed batches, one list per
+	// worker and step, for a caller that wants to know how many of them a
+	// store holds in memory.
 	Vertices [][]int32 `json:"-"`
 }
 
@@ -56,21 +58,18 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (Probe, error) {
 	o := t.o
 	o.Seed ^= probeSalt
 	o.Checkpoint, o.Resume, o.EvalEvery, o.Epochs = "", false, 0, 1
-	s := &Trainer{b: t.b, g: t.g, o: o, cfg: t.cfg, forms: t.forms, feat: t.feat, deg: t.deg,
-		x: t.b.NewMat(0, 0), dl: t.b.NewMat(0, 0)}
+	s := &Trainer{b: t.b, g: t.g, o: o, cfg: t.cfg, forms: t.forms, feat: t.feat, deg: t.deg, x: t.b.NewMat(0, 0)}
 	var err error
-	if s.model, err = nn.New(t.b, t.cfg, o.Seed); err != nil {
+	if s.ws, err = newWorkers(t.b, t.g, t.cfg, o); err != nil {
 		return Probe{}, err
 	}
+	s.model = s.ws[0].model
 	s.adam = nn.NewAdam(o.LR, o.WeightDecay)
 	if t.src != nil {
 		s.src = newPoolSource(t.src.Dim(), o.Seed)
 		s.o.Features = s.src
 	}
-	if s.smp, err = trainSampler(t.g, o); err != nil {
-		return Probe{}, err
-	}
-	nb := s.smp.Batches(0)
+	nb := s.batches(0)
 	total := min(batches+1, nb)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -93,7 +92,7 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (Probe, error) {
 	}
 	first := 0
 	if rec.skip.Batches > 0 {
-		first = 1
+		first = rec.skipLists
 	}
 	p.Vertices = rec.inputs[first:]
 	var rows int
@@ -111,16 +110,17 @@ type probeRecorder struct {
 	stopAt     int
 	cancel     func()
 	skip, last partialEpoch
-	inputs     [][]int32
+	inputs     [][]int32 // every worker's input rows, step by step
+	skipLists  int       // the first step's lists in inputs
 	done       bool
 }
 
 func (r *probeRecorder) Batch(p BatchProgress) {
-	if p.Batch == 1 {
-		r.skip = r.t.st.Partial
-	}
 	r.last = r.t.st.Partial
-	r.inputs = append(r.inputs, r.t.lastInput)
+	r.inputs = append(r.inputs, r.t.lastInputs...)
+	if p.Batch == 1 {
+		r.skip, r.skipLists = r.t.st.Partial, len(r.inputs)
+	}
 	if p.Batch >= r.stopAt {
 		r.done = true
 		r.cancel()

@@ -58,6 +58,15 @@ type Options struct {
 	// GatherAhead is how many gathered batches may wait for the step; 0
 	// means DefaultGatherAhead.
 	GatherAhead int
+	// Workers is the number of data-parallel workers (0 or 1: one). Each
+	// has its own share of the training seeds (every Workers-th), its own
+	// sampler, pipeline and model replica, and trains BatchSize seeds per
+	// step; the step averages the workers' gradients, weighted by their
+	// labelled seeds (so it equals one worker given all their seeds), and
+	// every replica takes the same optimizer step. On the CPU backend the
+	// workers' forward and backward passes take turns on the cores, while
+	// their sampling and gathering run at once.
+	Workers int
 }
 
 // Defaults returns the settings of kind's paper on the citation graphs
@@ -186,17 +195,20 @@ type Trainer struct {
 	g     *dataset.Graph
 	o     Options
 	cfg   nn.Config
+	// model is the master replica, worker 0's: the optimizer updates it
+	// and the other replicas copy it.
 	model *nn.Model
 	adam  *nn.Adam
+	ws    []*worker
 	feat  *kernels.Mat  // the in-memory features; nil out of core
 	src   FeatureSource // out of core: where batches' rows come from
 	deg   []int32
 	forms nn.BlockForms
-	smp   *sample.Sampler
 	evals [2]*sample.Sampler // validation, test; nil when the split is empty
-	x, dl *kernels.Mat
-	// lastInput is the input rows of the batch trained last (for Probe).
-	lastInput []int32
+	x     *kernels.Mat       // evaluation's gathered input
+	// lastInputs are the input rows of the step trained last, one list per
+	// worker with a batch (for Probe).
+	lastInputs [][]int32
 
 	st runState
 }
@@ -262,6 +274,8 @@ func New(b kernels.Backend, g *dataset.Graph, features []float32, o Options) (*T
 		return nil, bad("lr", "learning rate %g, weight decay %g (want > 0 and >= 0)", o.LR, o.WeightDecay)
 	case o.Patience < 0 || o.EvalEvery < 0:
 		return nil, bad("patience", "patience %d, eval-every %d (want >= 0)", o.Patience, o.EvalEvery)
+	case o.Workers < 0 || o.Workers > len(g.Train):
+		return nil, bad("workers", "%d (want 1 to the %d training vertices)", o.Workers, len(g.Train))
 	}
 	for _, v := range g.Train {
 		if g.Labels[v] < 0 {
@@ -279,12 +293,8 @@ func New(b kernels.Backend, g *dataset.Graph, features []float32, o Options) (*T
 	if o.RowNormalize && features != nil {
 		RowNormalize(features, m.FeatureDim)
 	}
-	t := &Trainer{b: b, g: g, o: o, cfg: cfg, forms: nn.Forms(cfg.Kind),
-		x: b.NewMat(0, 0), dl: b.NewMat(0, 0)}
+	t := &Trainer{b: b, g: g, o: o, cfg: cfg, forms: nn.Forms(cfg.Kind), x: b.NewMat(0, 0)}
 	var err error
-	if t.model, err = nn.New(b, cfg, o.Seed); err != nil {
-		return nil, &topology.InputError{Field: "model", Msg: err.Error()}
-	}
 	t.adam = nn.NewAdam(o.LR, o.WeightDecay)
 	if o.Features != nil {
 		t.src = o.Features
@@ -294,9 +304,10 @@ func New(b kernels.Backend, g *dataset.Graph, features []float32, o Options) (*T
 	if cfg.Kind == nn.GCN {
 		t.deg = nn.Degrees(g.Indptr, g.Indices)
 	}
-	if t.smp, err = trainSampler(g, o); err != nil {
+	if t.ws, err = newWorkers(b, g, cfg, o); err != nil {
 		return nil, err
 	}
+	t.model = t.ws[0].model
 	for i, split := range [][]int64{g.Val, g.Test} {
 		if len(split) == 0 || o.EvalEvery == 0 {
 			continue
@@ -319,13 +330,68 @@ func New(b kernels.Backend, g *dataset.Graph, features []float32, o Options) (*T
 	return t, nil
 }
 
-// trainSampler samples o's training batches of g's training split.
-func trainSampler(g *dataset.Graph, o Options) (*sample.Sampler, error) {
+// worker is one data-parallel worker: its share of the seeds, sampled on
+// its own, and its model replica.
+type worker struct {
+	id    int
+	model *nn.Model
+	smp   *sample.Sampler
+	x, dl *kernels.Mat // the gathered input (in memory), the logits' gradient
+	seed  uint64       // its sampling and dropout streams
+}
+
+// workerSeed is worker w's seed: the run's for worker 0, so that one
+// worker trains as a run without workers does.
+func workerSeed(seed uint64, w int) uint64 {
+	if w == 0 {
+		return seed
+	}
+	return seed ^ splitmix(uint64(w)*0x776f726b) // "work"
+}
+
+func splitmix(z uint64) uint64 {
+	z += 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// newWorkers builds o's workers: replicas of one initialisation, each
+// sampling every Workers-th training seed (all of them for one worker).
+func newWorkers(b kernels.Backend, g *dataset.Graph, cfg nn.Config, o Options) ([]*worker, error) {
+	n := max(o.Workers, 1)
 	batch := o.BatchSize
 	if batch == 0 {
-		batch = len(g.Train)
+		batch = (len(g.Train) + n - 1) / n
 	}
-	return sample.NewSampler(g, sample.SamplerOptions{Fanouts: o.Fanouts, BatchSize: batch, Seed: o.Seed, Workers: o.Threads, Shuffle: true})
+	ws := make([]*worker, n)
+	for w := range ws {
+		model, err := nn.New(b, cfg, o.Seed)
+		if err != nil {
+			return nil, &topology.InputError{Field: "model", Msg: err.Error()}
+		}
+		wk := &worker{id: w, model: model, x: b.NewMat(0, 0), dl: b.NewMat(0, 0), seed: workerSeed(o.Seed, w)}
+		so := sample.SamplerOptions{Fanouts: o.Fanouts, BatchSize: batch, Seed: wk.seed, Workers: o.Threads, Shuffle: true}
+		if n > 1 {
+			for i := w; i < len(g.Train); i += n {
+				so.Seeds = append(so.Seeds, g.Train[i])
+			}
+		}
+		if wk.smp, err = sample.NewSampler(g, so); err != nil {
+			return nil, err
+		}
+		ws[w] = wk
+	}
+	return ws, nil
+}
+
+// batches is the steps of an epoch: the most any worker has.
+func (t *Trainer) batches(epoch int) int {
+	nb := 0
+	for _, w := range t.ws {
+		nb = max(nb, w.smp.Batches(epoch))
+	}
+	return nb
 }
 
 // Model returns the model being trained.
@@ -386,40 +452,70 @@ func (t *Trainer) fillResult(res *Result, stop string) {
 // runEpoch trains the rest of epoch t.st.Epoch, then evaluates.
 func (t *Trainer) runEpoch(ctx context.Context, rep Reporter) error {
 	epoch := t.st.Epoch
-	nb := t.smp.Batches(epoch)
+	nb := t.batches(epoch)
 	p := &t.st.Partial
 	// Batches arrive sampled, with their blocks built and (out of core)
-	// their rows gathered: that work runs ahead of the step, on the
-	// pipeline's goroutines.
-	pl := t.startPipeline(ctx, epoch)
-	defer pl.stop()
+	// their rows gathered: that work runs ahead of the step, on each
+	// worker's pipeline goroutines.
+	pls := make([]*pipeline, len(t.ws))
+	for i, w := range t.ws {
+		pls[i] = t.startPipeline(ctx, w, epoch)
+	}
+	defer func() {
+		for _, pl := range pls {
+			pl.stop()
+		}
+	}()
 	start := time.Now()
 	waitStart := start
-	for g := range pl.out {
-		if g.err != nil {
-			return g.err
+	gs := make([]gathered, len(t.ws))
+	for step := t.st.NextBatch; step < nb; step++ {
+		// A batch from each worker whose share of the seeds reaches this
+		// step.
+		for i, w := range t.ws {
+			gs[i] = gathered{}
+			if step >= w.smp.Batches(epoch) {
+				continue
+			}
+			g, ok := <-pls[i].out
+			if !ok {
+				// The preparation ended early without an error of its own:
+				// only cancellation does that.
+				return fmt.Errorf("epoch %d: %w", epoch+1, context.Cause(ctx))
+			}
+			if g.err != nil {
+				return g.err
+			}
+			gs[i] = g
 		}
 		now := time.Now()
 		p.Wait += now.Sub(waitStart).Seconds()
-		p.Stages.Sample.add(g.stats.sample)
-		p.Stages.Gather.add(g.stats.gather)
-		p.Rows.Add(g.stats.rows)
-		pb := g.preparedBatch
-		mb := pb.mb
-		loss, labeled, correct := t.step(pb, g.buf, p)
-		pl.release(g.buf)
+		for _, g := range gs {
+			if g.mb != nil {
+				p.Stages.Sample.add(g.stats.sample)
+				p.Stages.Gather.add(g.stats.gather)
+				p.Rows.Add(g.stats.rows)
+			}
+		}
+		loss, labeled, correct, samples := t.step(gs, p)
+		t.lastInputs = t.lastInputs[:0]
+		for i, g := range gs {
+			if g.mb != nil {
+				pls[i].release(g.buf)
+				t.lastInputs = append(t.lastInputs, g.mb.Input())
+			}
+		}
 		p.LossSum += loss
 		p.Labeled += labeled
 		p.Correct += correct
-		p.Samples += len(mb.Seeds)
+		p.Samples += samples
 		p.Batches++
-		t.lastInput = mb.Input()
-		t.st.NextBatch = mb.Index + 1
+		t.st.NextBatch = step + 1
 		waitStart = time.Now()
 		p.Seconds += waitStart.Sub(start).Seconds()
 		start = waitStart
 		if rep != nil {
-			rep.Batch(BatchProgress{Epoch: epoch + 1, Epochs: t.o.Epochs, Batch: mb.Index + 1, Batches: nb, Samples: p.Samples,
+			rep.Batch(BatchProgress{Epoch: epoch + 1, Epochs: t.o.Epochs, Batch: step + 1, Batches: nb, Samples: p.Samples,
 				Elapsed: time.Duration(p.Seconds * float64(time.Second)), Loss: p.LossSum / float64(max(p.Labeled, 1))})
 		}
 		// Stop after this batch when asked: the state is that of a
@@ -427,11 +523,6 @@ func (t *Trainer) runEpoch(ctx context.Context, rep Reporter) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("epoch %d: %w", epoch+1, err)
 		}
-	}
-	if t.st.NextBatch < nb {
-		// The preparation ended early without an error of its own: only
-		// cancellation does that.
-		return fmt.Errorf("epoch %d: %w", epoch+1, context.Cause(ctx))
 	}
 	es := EpochStats{Epoch: epoch + 1, Seconds: p.Seconds, WaitSeconds: p.Wait, GatherSeconds: p.Gather,
 		ComputeSeconds: p.Compute, OptimizerSeconds: p.Optim, Stages: p.Stages, Rows: p.Rows, Batches: p.Batches,
@@ -550,8 +641,8 @@ func (t *Trainer) prepareBlocks(mb *sample.MiniBatch, train bool) preparedBatch 
 // input returns the model's input for a prepared batch: the rows the
 // pipeline gathered (out of core), the whole feature matrix when the first
 // layer reads it in place, else the outermost sources' rows gathered into
-// the trainer's buffer.
-func (t *Trainer) input(pb preparedBatch, gathered []float32, train bool) *kernels.Mat {
+// x.
+func (t *Trainer) input(pb preparedBatch, gathered []float32, train bool, x *kernels.Mat) *kernels.Mat {
 	if t.src != nil {
 		return t.b.Wrap(len(pb.mb.Input()), t.cfg.InDim, gathered)
 	}
@@ -559,30 +650,87 @@ func (t *Trainer) input(pb preparedBatch, gathered []float32, train bool) *kerne
 		return t.feat
 	}
 	in := pb.mb.Input()
-	t.b.Resize(t.x, len(in), t.cfg.InDim)
-	t.b.GatherRows(t.x, t.feat, t.b.NewIndex(in))
-	return t.x
+	t.b.Resize(x, len(in), t.cfg.InDim)
+	t.b.GatherRows(x, t.feat, t.b.NewIndex(in))
+	return x
 }
 
-// step trains on one prepared batch and returns the summed loss, the
-// number of labelled seeds and how many of them the model got right.
-func (t *Trainer) step(pb preparedBatch, gathered []float32, p *partialEpoch) (float64, int, int) {
+// step trains on one batch per worker (gs[i].mb is nil for a worker with
+// no batch left) and returns the summed loss, the number of labelled
+// seeds, how many of them the model got right, and the seeds trained.
+func (t *Trainer) step(gs []gathered, p *partialEpoch) (loss float64, labeled, correct, samples int) {
 	b := t.b
-	t0 := time.Now()
-	x := t.input(pb, gathered, true)
-	t1 := time.Now()
-	logits := t.model.Forward(pb.blocks, x, true, stepSeed(t.o.Seed, pb.mb.Epoch, pb.mb.Index))
-	b.Resize(t.dl, logits.Rows, logits.Cols)
-	loss, correct := b.SoftmaxCrossEntropy(t.dl, logits, pb.labels, 1/float32(max(pb.labeled, 1)))
-	t.model.Backward(t.dl)
+	var gather, compute float64
+	for i, g := range gs {
+		if g.mb == nil {
+			continue
+		}
+		w := t.ws[i]
+		t0 := time.Now()
+		x := t.input(g.preparedBatch, g.buf, true, w.x)
+		t1 := time.Now()
+		logits := w.model.Forward(g.blocks, x, true, stepSeed(w.seed, g.mb.Epoch, g.mb.Index))
+		b.Resize(w.dl, logits.Rows, logits.Cols)
+		l, c := b.SoftmaxCrossEntropy(w.dl, logits, g.labels, 1/float32(max(g.labeled, 1)))
+		w.model.Backward(w.dl)
+		t2 := time.Now()
+		gather += t1.Sub(t0).Seconds()
+		compute += t2.Sub(t1).Seconds()
+		loss += l
+		labeled += g.labeled
+		correct += c
+		samples += len(g.mb.Seeds)
+	}
 	t2 := time.Now()
+	t.reduceGradients(gs, labeled)
 	t.adam.Step(b, t.model.Params())
 	t.st.AdamSteps = t.adam.Steps
+	t.broadcast()
 	t3 := time.Now()
-	p.Gather += t1.Sub(t0).Seconds()
-	p.Compute += t2.Sub(t1).Seconds()
+	p.Gather += gather
+	p.Compute += compute
 	p.Optim += t3.Sub(t2).Seconds()
-	return loss, pb.labeled, correct
+	return loss, labeled, correct, samples
+}
+
+// reduceGradients leaves in the master replica the gradient of the mean
+// loss over every worker's labelled seeds: each worker's gradient (of its
+// own mean) weighted by its share of the labelled seeds, summed in worker
+// order. One worker's gradient is left as it is.
+func (t *Trainer) reduceGradients(gs []gathered, labeled int) {
+	if len(t.ws) == 1 {
+		return
+	}
+	b := t.b
+	master := t.model.Params()
+	if gs[0].mb != nil && labeled > 0 {
+		for _, p := range master {
+			b.Scale(p.G, float32(gs[0].labeled)/float32(labeled))
+		}
+	} else {
+		for _, p := range master {
+			b.Zero(p.G)
+		}
+	}
+	for i := 1; i < len(gs); i++ {
+		if gs[i].mb == nil || gs[i].labeled == 0 {
+			continue
+		}
+		wt := float32(gs[i].labeled) / float32(labeled)
+		for j, p := range t.ws[i].model.Params() {
+			b.Axpy(wt, p.G, master[j].G)
+		}
+	}
+}
+
+// broadcast copies the master replica's parameters to the other workers.
+func (t *Trainer) broadcast() {
+	master := t.model.Params()
+	for _, w := range t.ws[1:] {
+		for j, p := range w.model.Params() {
+			t.b.Copy(p.W, master[j].W)
+		}
+	}
 }
 
 // evaluate returns accuracy and mean loss over the split s samples, with
@@ -599,7 +747,7 @@ func (t *Trainer) evaluate(ctx context.Context, s *sample.Sampler) (acc, loss fl
 				return err
 			}
 		}
-		logits := t.model.Forward(pb.blocks, t.input(pb, buf, false), false, 0)
+		logits := t.model.Forward(pb.blocks, t.input(pb, buf, false, t.x), false, 0)
 		l, c := t.b.SoftmaxCrossEntropy(nil, logits, pb.labels, 1)
 		sum += l
 		correct += c

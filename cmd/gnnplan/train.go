@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -57,6 +58,9 @@ type trainOptions struct {
 	// of reading the SSD bins for MeasureSeconds.
 	Measured       string
 	MeasureSeconds float64
+	// Workers is the data-parallel workers (0: one per compute device of
+	// the plan this build can run).
+	Workers int
 }
 
 func newTrainCmd(d *deps, runF func(context.Context, *trainOptions) error) *cobra.Command {
@@ -144,6 +148,7 @@ the parameters an uninterrupted run would have.`,
 	f.Int64Var(&opts.SynthNodes, "synthetic-nodes", 20_000, "without --dataset: vertices of the generated graph")
 	f.StringVar(&opts.Features, "features", "auto", "where feature rows come from: store (the layout place wrote and materialize cut: caches in memory, the rest read from the SSD bins with O_DIRECT, gathered ahead of each step), memory (features.npy read whole), or auto (store when the dataset has one)")
 	f.Float64Var(&opts.CacheFraction, "cache-fraction", -1, "out of core: hold the hottest share of the rows (0 to 1, by the dataset's hotness.npy) in memory instead of the layout's caches, reading every other row from disk (default: the layout's caches)")
+	f.IntVar(&opts.Workers, "workers", 0, "data-parallel CPU workers, each with its share of the seeds, its sampler, pipeline and model replica, gradients averaged every step (default 1; a plan naming GPUs needs it on a machine or build without them)")
 	f.IntVar(&opts.ProbeBatches, "probe-batches", 8, "predict the epoch time from this many batches timed before training (their own seed; every row in memory) and the SSD bins' read rate, and compare each epoch with it (0: no prediction)")
 	f.StringVar(&opts.Measured, "measured", "", "out of core: take the disks' read rate from this profile (gnnplan profile --save) instead of reading the SSD bins before training")
 	f.Float64Var(&opts.MeasureSeconds, "measure-seconds", 3, "out of core: seconds to read random rows from the SSD bins for the prediction's disk rate")
@@ -295,6 +300,10 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := checkComputeDevices(o, plan); err != nil {
+		return err
+	}
+	to.Workers = max(o.Workers, 1)
 	if g.Meta.NumClasses < 2 || len(g.Train) == 0 {
 		return usageErrorf("--dataset %s: it has no labels or no training split to train on (num_classes %d, %d training vertices)", dir, g.Meta.NumClasses, len(g.Train))
 	}
@@ -533,6 +542,29 @@ func trainSettings(o *trainOptions, plan *tpc.Plan) (trainer.Options, error) {
 	to.Threads = o.Threads
 	to.Checkpoint, to.Resume = o.Checkpoint, o.Resume
 	return to, nil
+}
+
+// checkComputeDevices refuses a plan that trains on GPUs when this build
+// has no GPU backend, unless --workers runs its layout on CPU workers.
+func checkComputeDevices(o *trainOptions, plan *tpc.Plan) error {
+	if o.Workers < 0 {
+		return usageErrorf("--workers: %d (valid: >= 1)", o.Workers)
+	}
+	if plan == nil || plan.Hardware.GPUs == 0 || o.Set("workers") {
+		return nil
+	}
+	h := plan.Hardware
+	return usageErrorf("--plan %s: the plan trains on %d x %s GPU and this build has no GPU backend (this machine: %d CPU cores, %s); to run its layout on CPU workers instead, add --workers %d",
+		o.Plan, h.GPUs, h.GPUModel, runtime.NumCPU(), describeLocalGPUs(), h.GPUs)
+}
+
+// describeLocalGPUs says how many NVIDIA GPUs the driver lists here.
+func describeLocalGPUs() string {
+	entries, err := os.ReadDir("/proc/driver/nvidia/gpus")
+	if err != nil || len(entries) == 0 {
+		return "no NVIDIA GPU"
+	}
+	return fmt.Sprintf("%d NVIDIA GPUs the driver lists", len(entries))
 }
 
 // checkPlanMatches refuses a plan made for another dataset: its workload's

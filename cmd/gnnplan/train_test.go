@@ -237,10 +237,16 @@ func TestTrainOutOfCore(t *testing.T) {
 	// Before the store exists: --features store and --cache-fraction say
 	// what to run first.
 	for _, args := range [][]string{{"--features", "store"}, {"--cache-fraction", "0.5"}} {
-		code, _, errOut := runCLI(t, append([]string{"train", "--plan", plan, "--dataset", data, "--epochs", "1"}, args...)...)
+		code, _, errOut := runCLI(t, append([]string{"train", "--plan", plan, "--dataset", data, "--epochs", "1", "--workers", "1"}, args...)...)
 		if code != 2 || !strings.Contains(errOut, "--materialize") || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
 			t.Errorf("%v without a store: exit %d, %q; want 2 and one line saying to materialize", args, code, errOut)
 		}
+	}
+	// The plan trains on a GPU; this build has none: one line saying so and
+	// how to run the layout on CPU workers.
+	code, _, errOut := runCLI(t, "train", "--plan", plan, "--dataset", data, "--epochs", "1")
+	if code != 2 || !strings.Contains(errOut, "GPU") || !strings.Contains(errOut, "--workers 1") || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+		t.Errorf("a GPU plan on CPU: exit %d, %q; want 2 and one line suggesting --workers", code, errOut)
 	}
 	ssd0, ssd1 := filepath.Join(dir, "ssd0"), filepath.Join(dir, "ssd1")
 	os.Mkdir(ssd0, 0o755)
@@ -280,7 +286,7 @@ func TestTrainOutOfCore(t *testing.T) {
 	}
 	train := func(args ...string) report {
 		t.Helper()
-		code, out, errOut := runCLI(t, append([]string{"train", "--plan", plan, "--dataset", data, "--epochs", "2", "--threads", "2", "-o", "json"}, args...)...)
+		code, out, errOut := runCLI(t, append([]string{"train", "--plan", plan, "--dataset", data, "--epochs", "2", "--threads", "2", "-o", "json", "--workers", "1"}, args...)...)
 		if code != 0 {
 			t.Fatalf("train %v: exit %d: %s", args, code, errOut)
 		}
@@ -327,6 +333,9 @@ func TestTrainOutOfCore(t *testing.T) {
 	if p := disk.Prediction; p != nil && (!(p.Costs.DiskRowsPerS > 0) || !(p.Epoch.DiskS > 0)) {
 		t.Errorf("cache 0: disk %v rows/s, %v s of reads predicted; want both measured and predicted", p.Costs.DiskRowsPerS, p.Epoch.DiskS)
 	}
+	if two := train("--workers", "2", "--probe-batches", "2"); len(two.Epochs) != 2 || !(two.PredictedEpochS > 0) || two.Epochs[1].Loss >= two.Epochs[0].Loss {
+		t.Errorf("two workers: %d epochs, predicted %v s, losses %+v; want 2 epochs learning, predicted", len(two.Epochs), two.PredictedEpochS, two.Epochs)
+	}
 	if r := train("--probe-batches", "0"); r.Prediction != nil || r.PredictedEpochS != 0 || len(r.Checks) != 0 {
 		t.Errorf("--probe-batches 0 still predicted: %v s", r.PredictedEpochS)
 	}
@@ -348,7 +357,7 @@ func TestTrainOutOfCore(t *testing.T) {
 		{[]string{"--features", "ssd"}, "--features"},
 		{[]string{"--cache-fraction", "0", "--measured", badProfile}, "--feature-bytes 512"},
 	} {
-		code, _, errOut := runCLI(t, append([]string{"train", "--plan", plan, "--dataset", data, "--epochs", "1"}, tc.args...)...)
+		code, _, errOut := runCLI(t, append([]string{"train", "--plan", plan, "--dataset", data, "--epochs", "1", "--workers", "1"}, tc.args...)...)
 		if code != 2 || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: exit %d, %q; want 2 naming %s", tc.args, code, errOut, tc.want)
 		}
