@@ -191,10 +191,10 @@ type BatchProgress struct {
 
 // Trainer trains one model on one in-memory dataset.
 type Trainer struct {
-	b     kernels.Backend
-	g     *dataset.Graph
-	o     Options
-	cfg   nn.Config
+	b   kernels.Backend
+	g   *dataset.Graph
+	o   Options
+	cfg nn.Config
 	// model is the master replica, worker 0's: the optimizer updates it
 	// and the other replicas copy it.
 	model *nn.Model

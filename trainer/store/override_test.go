@@ -185,4 +185,3 @@ func TestHitShareAndMeasureReads(t *testing.T) {
 		s.Close()
 	}
 }
-
