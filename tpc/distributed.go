@@ -54,7 +54,12 @@ func distributedAlternative(req Request, best *Option) Distributed {
 	// slower of the two sets the pace.
 	remote := b.FeatureBytes * float64(n-1) / float64(n)
 	netSecs := remote / (clusterNetworkGBps * 1e9)
-	trainSecs := b.FLOPs / (gpu.FP32TFLOPS * 1e12 * a.ComputeEfficiency)
+	// Training: the GPU's per-batch costs (sampling, FLOPs, fixed) plus
+	// the gradient all-reduce over the network.
+	trainSecs := trainCosts(w, Hardware{GPU: gpu, GPUs: 1}, a).Total()
+	if n > 1 {
+		trainSecs += 2 * float64(n-1) / float64(n) * float64(4*w.Params()) / (clusterNetworkGBps * 1e9)
+	}
 	perBatch := math.Max(netSecs, trainSecs)
 	d.Bound = "network"
 	if trainSecs >= netSecs {

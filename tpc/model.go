@@ -33,12 +33,20 @@ type Assumptions struct {
 	// SSDBlockBytes is the SSD read unit the random-read IOPS are quoted
 	// at (4 KiB); a feature row is read in whole blocks.
 	SSDBlockBytes int `json:"ssd_block_bytes"`
+	// GPUSampleEdgesPerS is a GPU's neighbour-sampling rate in sampled
+	// edges per second (an estimate: GPU samplers over UVA, as DGL's and
+	// Moment's, draw a few hundred million edges per second).
+	GPUSampleEdgesPerS float64 `json:"gpu_sample_edges_per_s"`
+	// BatchOverheadS is each batch's fixed cost on a GPU: kernel launches
+	// (about a hundred per forward and backward, a few microseconds each),
+	// host synchronisation and the framework's per-step work.
+	BatchOverheadS float64 `json:"batch_overhead_s"`
 }
 
 // DefaultAssumptions returns the assumptions the papers' setups imply.
 func DefaultAssumptions() Assumptions {
 	return Assumptions{GPUReserveGiB: 8, CPUCacheFraction: 0.01, SkewExponent: 0.26, ComputeEfficiency: 0.5,
-		HostMemGBps: 100, SSDBlockBytes: 4096}
+		HostMemGBps: 100, SSDBlockBytes: 4096, GPUSampleEdgesPerS: 300e6, BatchOverheadS: 0.002}
 }
 
 // hitShare is the share of accesses the hottest fraction x of vertices gets.
@@ -137,6 +145,8 @@ type Prediction struct {
 	Bound           string  `json:"bound"`
 	SSDGBps         float64 `json:"ssd_GBps"`
 	TrainTimeSource string  `json:"train_time_source"`
+	// BatchTrain is T_train's parts, per batch on one GPU.
+	BatchTrain BatchTrainCosts `json:"batch_train"`
 }
 
 // Tiers turns shares into the flow model's storage tiers.
@@ -145,17 +155,55 @@ func tiersFor(s Shares, ssd float64, a Assumptions) maxflow.Tiers {
 		HostMemGBps: a.HostMemGBps, GPUMemGBps: 1500, SSDReadGBps: math.Max(ssd, 1e-9)}
 }
 
+// BatchTrainCosts are a GPU's seconds per batch besides IO: sampling,
+// the model's FLOPs, the fixed per-batch cost and the gradient all-reduce.
+type BatchTrainCosts struct {
+	SampleS    float64 `json:"sample_s"`
+	ComputeS   float64 `json:"compute_s"`
+	OverheadS  float64 `json:"overhead_s"`
+	AllReduceS float64 `json:"allreduce_s"`
+}
+
+// Total is the batch's training time: the GPU samples, computes and
+// reduces in turn.
+func (c BatchTrainCosts) Total() float64 { return c.SampleS + c.ComputeS + c.OverheadS + c.AllReduceS }
+
+// trainCosts is one GPU's per-batch training time. The all-reduce is a
+// ring over the GPUs' PCIe links (the catalog's GPUs have no NVLink):
+// each GPU sends and receives 2(N-1)/N of the gradient.
+func trainCosts(w Workload, hw Hardware, a Assumptions) BatchTrainCosts {
+	b := w.PerBatch()
+	var edges float64
+	for _, e := range b.SampledEdges {
+		edges += e
+	}
+	c := BatchTrainCosts{ComputeS: b.FLOPs / (hw.GPU.FP32TFLOPS * 1e12 * a.ComputeEfficiency), OverheadS: a.BatchOverheadS}
+	if a.GPUSampleEdgesPerS > 0 {
+		c.SampleS = edges / a.GPUSampleEdgesPerS
+	}
+	if n := hw.GPUs; n > 1 {
+		link := topology.PCIeGBps(hw.GPU.PCIeGen, hw.GPU.Lanes)
+		if link > 0 {
+			c.AllReduceS = 2 * float64(n-1) / float64(n) * float64(4*w.Params()) / (link * 1e9)
+		}
+	}
+	return c
+}
+
 // predict combines the flow model's epoch IO time with the training time:
 // stages overlap in the pipeline, so the epoch takes the longer of the two
 // (Hyperion eq. 4, T_batch = max(T_ssd, T_pcie, T_train), with the flow
-// model standing for T_ssd and T_pcie across many GPUs).
+// model standing for T_ssd and T_pcie across many GPUs). T_train is what a
+// GPU does per batch: sample, compute, its fixed cost and the all-reduce.
 func predict(w Workload, hw Hardware, host profiles.HostCost, ioSecs float64, s Shares, a Assumptions, ssd float64) Prediction {
-	b := w.PerBatch()
 	batches := float64(w.BatchesPerEpoch())
 	p := Prediction{Shares: s, EpochIOSeconds: ioSecs, CostUSD: hw.TCOUSD(host), SSDGBps: ssd}
-	perBatchTrain := b.FLOPs / (hw.GPU.FP32TFLOPS * 1e12 * a.ComputeEfficiency)
-	p.TrainTimeSource = fmt.Sprintf("catalog FP32 peak (%g TFLOPS) x efficiency %g x model FLOPs per batch", hw.GPU.FP32TFLOPS, a.ComputeEfficiency)
-	p.EpochTrainSecs = perBatchTrain * batches / float64(max(hw.GPUs, 1))
+	p.BatchTrain = trainCosts(w, hw, a)
+	p.TrainTimeSource = fmt.Sprintf("catalog FP32 peak (%g TFLOPS) x efficiency %g x model FLOPs per batch, plus sampling at %.0f M edges/s, %.1f ms per batch fixed and the gradient all-reduce over PCIe",
+		hw.GPU.FP32TFLOPS, a.ComputeEfficiency, a.GPUSampleEdgesPerS/1e6, 1000*a.BatchOverheadS)
+	// Each GPU trains its share of the batches, whole: one batch keeps one
+	// GPU busy however many there are.
+	p.EpochTrainSecs = p.BatchTrain.Total() * math.Ceil(batches/float64(max(hw.GPUs, 1)))
 	p.EpochSeconds = math.Max(p.EpochIOSeconds, p.EpochTrainSecs)
 	p.Bound = "io"
 	if p.EpochTrainSecs >= p.EpochIOSeconds {

@@ -327,3 +327,41 @@ func BenchmarkRecommendEightGPUServer(b *testing.B) {
 		b.ReportMetric(float64(rec.Searched), "plans")
 	}
 }
+
+// TestPerBatchCostsBoundASmallGraph is the case issue 12 names: a graph of
+// a few MB, one batch per epoch, used to get 4 GPUs at millions of samples
+// per second because nothing cost anything per batch. With sampling, a
+// fixed cost per batch and the all-reduce, one batch keeps one GPU busy:
+// more GPUs add cost and no throughput, so one is recommended.
+func TestPerBatchCostsBoundASmallGraph(t *testing.T) {
+	req := request(t, "moment-b", "cora", 80000)
+	rec := recommend(t, req)
+	b := rec.Best
+	if b.GPUs != 1 {
+		t.Errorf("cora: %d GPUs recommended, want 1", b.GPUs)
+	}
+	bt := b.BatchTrain
+	if !(bt.OverheadS > 0 && bt.SampleS > 0 && bt.ComputeS > 0) || bt.AllReduceS != 0 {
+		t.Errorf("one GPU's batch costs %+v: want sampling, compute and overhead, no all-reduce", bt)
+	}
+	seeds := 140.0 // Planetoid's split
+	if max := seeds / bt.OverheadS; b.SamplesPerSec > max {
+		t.Errorf("%.0f samples/s, above the %0.f the fixed cost alone allows", b.SamplesPerSec, max)
+	}
+	// The all-reduce grows with the GPU count and the model.
+	w := req.Workload
+	hw := Hardware{GPU: b.GPU, GPUs: 2}
+	two := trainCosts(w, hw, req.Assumptions).AllReduceS
+	hw.GPUs = 4
+	four := trainCosts(w, hw, req.Assumptions).AllReduceS
+	if !(two > 0 && four > two) {
+		t.Errorf("all-reduce %v s on 2 GPUs, %v s on 4: want positive and growing", two, four)
+	}
+	gat, err := w.WithModel(ModelGAT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gat.Params() <= 0 || w.Params() != 2*1433*256+256+2*256*7+7 {
+		t.Errorf("params: graphsage %d, gat %d", w.Params(), gat.Params())
+	}
+}

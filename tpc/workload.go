@@ -406,3 +406,33 @@ func (w Workload) forwardFLOPs(blocks []block) float64 {
 	}
 	return fwd
 }
+
+// Params is the model's number of learnable scalars, as package nn builds
+// it: GraphSAGE-mean a self and a neighbour weight per layer and a bias;
+// GCN one weight and a bias; GAT per layer heads x width projections, two
+// attention vectors and a bias (output heads averaged, as the FLOPs
+// count). What the all-reduce moves each step.
+func (w Workload) Params() int64 {
+	in := int64(w.FeatureDim)
+	hidden, classes := int64(w.Hidden), int64(w.Classes)
+	heads := int64(max(w.Heads, 1))
+	var n int64
+	for l := range w.Fanouts {
+		last := l == len(w.Fanouts)-1
+		out := hidden
+		if last {
+			out = classes
+		}
+		switch w.Model {
+		case ModelGraphSAGE:
+			n += 2*in*out + out
+		case ModelGCN:
+			n += in*out + out
+		case ModelGAT:
+			n += in*heads*out + 2*heads*out + heads*out
+			out *= heads
+		}
+		in = out
+	}
+	return n
+}
