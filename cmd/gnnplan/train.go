@@ -50,8 +50,10 @@ type trainOptions struct {
 	SynthNodes int64
 	// Features is where feature rows come from: auto, memory or store.
 	Features string
-	// CacheFraction overrides the store's caches (< 0: the layout's).
+	// CacheFraction overrides the store's caches (< 0: the layout's);
+	// CacheOrder picks its rows: hottest or random.
 	CacheFraction float64
+	CacheOrder    string
 	// ProbeBatches is how many batches the prediction times (0: none).
 	ProbeBatches int
 	// Measured is a profile whose disk rates the prediction uses instead
@@ -148,6 +150,7 @@ the parameters an uninterrupted run would have.`,
 	f.Int64Var(&opts.SynthNodes, "synthetic-nodes", 20_000, "without --dataset: vertices of the generated graph")
 	f.StringVar(&opts.Features, "features", "auto", "where feature rows come from: store (the layout place wrote and materialize cut: caches in memory, the rest read from the SSD bins with O_DIRECT, gathered ahead of each step), memory (features.npy read whole), or auto (store when the dataset has one)")
 	f.Float64Var(&opts.CacheFraction, "cache-fraction", -1, "out of core: hold the hottest share of the rows (0 to 1, by the dataset's hotness.npy) in memory instead of the layout's caches, reading every other row from disk (default: the layout's caches)")
+	f.StringVar(&opts.CacheOrder, "cache-order", "hottest", "with --cache-fraction: which rows the cache holds: hottest (by hotness.npy) or random (the baseline, drawn with --seed)")
 	f.IntVar(&opts.Workers, "workers", 0, "data-parallel CPU workers, each with its share of the seeds, its sampler, pipeline and model replica, gradients averaged every step (default 1; a plan naming GPUs needs it on a machine or build without them)")
 	f.IntVar(&opts.ProbeBatches, "probe-batches", 8, "predict the epoch time from this many batches timed before training (their own seed; every row in memory) and the SSD bins' read rate, and compare each epoch with it (0: no prediction)")
 	f.StringVar(&opts.Measured, "measured", "", "out of core: take the disks' read rate from this profile (gnnplan profile --save) instead of reading the SSD bins before training")
@@ -232,6 +235,12 @@ func openFeatureStore(o *trainOptions, dir string, m dataset.Meta) (*store.Store
 		return nil, usageErrorf("--features %q (valid: auto, memory, store)", o.Features)
 	}
 	override := o.Set != nil && o.Set("cache-fraction")
+	if o.CacheOrder != "hottest" && o.CacheOrder != "random" {
+		return nil, usageErrorf("--cache-order %q (valid: hottest, random)", o.CacheOrder)
+	}
+	if o.Set != nil && o.Set("cache-order") && !override {
+		return nil, usageErrorf("--cache-order picks the rows of --cache-fraction's cache: give --cache-fraction too")
+	}
 	if override && !use {
 		return nil, usageErrorf("--cache-fraction applies to training out of core, and %s has no feature store in use (--features %s); materialize one with gnnplan place --materialize", dir, o.Features)
 	}
@@ -248,7 +257,7 @@ func openFeatureStore(o *trainOptions, dir string, m dataset.Meta) (*store.Store
 		if err != nil {
 			return nil, fmt.Errorf("--cache-fraction ranks rows by the hotness gnnplan place measured: %w", err)
 		}
-		opt.Cache = &store.CacheOverride{Fraction: f, Hotness: hot}
+		opt.Cache = &store.CacheOverride{Fraction: f, Hotness: hot, Random: o.CacheOrder == "random", Seed: o.Seed}
 	}
 	return store.Open(dir, opt)
 }

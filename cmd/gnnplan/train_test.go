@@ -336,6 +336,13 @@ func TestTrainOutOfCore(t *testing.T) {
 	if two := train("--workers", "2", "--probe-batches", "2"); len(two.Epochs) != 2 || !(two.PredictedEpochS > 0) || two.Epochs[1].Loss >= two.Epochs[0].Loss {
 		t.Errorf("two workers: %d epochs, predicted %v s, losses %+v; want 2 epochs learning, predicted", len(two.Epochs), two.PredictedEpochS, two.Epochs)
 	}
+	// A random cache of the same size serves fewer rows from memory than
+	// the hottest rows do, and the prediction knows it.
+	hotHalf, randHalf := train("--cache-fraction", "0.3"), train("--cache-fraction", "0.3", "--cache-order", "random")
+	if hotHalf.Prediction == nil || randHalf.Prediction == nil || !(randHalf.Prediction.Epoch.HitShare < hotHalf.Prediction.Epoch.HitShare) ||
+		!(randHalf.Store.Rows.SSDRows > hotHalf.Store.Rows.SSDRows) {
+		t.Errorf("random cache: %+v; hottest: %+v; want fewer hits predicted and measured", randHalf.Store, hotHalf.Store)
+	}
 	if r := train("--probe-batches", "0"); r.Prediction != nil || r.PredictedEpochS != 0 || len(r.Checks) != 0 {
 		t.Errorf("--probe-batches 0 still predicted: %v s", r.PredictedEpochS)
 	}
@@ -355,6 +362,8 @@ func TestTrainOutOfCore(t *testing.T) {
 		{[]string{"--cache-fraction", "1.5"}, "--cache-fraction"},
 		{[]string{"--cache-fraction", "0.5", "--features", "memory"}, "--cache-fraction"},
 		{[]string{"--features", "ssd"}, "--features"},
+		{[]string{"--cache-order", "random"}, "--cache-fraction"},
+		{[]string{"--cache-fraction", "0.5", "--cache-order", "coldest"}, "--cache-order"},
 		{[]string{"--cache-fraction", "0", "--measured", badProfile}, "--feature-bytes 512"},
 	} {
 		code, _, errOut := runCLI(t, append([]string{"train", "--plan", plan, "--dataset", data, "--epochs", "1", "--workers", "1"}, tc.args...)...)

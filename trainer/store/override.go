@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 
 	"github.com/gnnplan/gnnplan/topology"
 )
@@ -24,6 +25,9 @@ func (s *Store) overrideCache(c CacheOverride, src *features) error {
 	}
 	k := int64(math.Round(c.Fraction * float64(n)))
 	hot := hottest(c.Hotness, k)
+	if c.Random {
+		hot = randomSet(n, k, c.Seed)
+	}
 
 	cacheBin, npyBin := len(s.bins), len(s.bins)+1
 	bin := make([]uint8, n)
@@ -122,3 +126,17 @@ func hottest(hot []uint32, k int64) []uint64 {
 // CachedFraction is the share of the rows the store holds in memory: the
 // layout's cache bins, or the cache override's.
 func (s *Store) CachedFraction() float64 { return s.cached }
+
+// randomSet marks k of the n vertices, drawn uniformly without
+// replacement (selection sampling, Knuth's algorithm S), in a bit set.
+func randomSet(n, k int64, seed uint64) []uint64 {
+	set := make([]uint64, (n+63)/64)
+	r := rand.New(rand.NewPCG(seed, 0x72616e64)) // "rand"
+	for v, left := int64(0), k; v < n && left > 0; v++ {
+		if r.Int64N(n-v) < left {
+			set[v/64] |= 1 << (v % 64)
+			left--
+		}
+	}
+	return set
+}

@@ -185,3 +185,49 @@ func TestHitShareAndMeasureReads(t *testing.T) {
 		s.Close()
 	}
 }
+
+// TestRandomCacheOverride checks the baseline cache: the asked share of
+// the rows, drawn at random (not the hottest), the same for the same
+// seed, and rows still right.
+func TestRandomCacheOverride(t *testing.T) {
+	const n, dim = 3000, 32
+	fx, _, _ := materialized(t, n, dim, mixAllSSD, 1, 6)
+	rng := rand.New(rand.NewPCG(6, 1))
+	hot := zipfHotness(n, 1.1, rng)
+	open := func(seed uint64, random bool) *Store {
+		s, err := Open(fx.dir, Options{QueueDepth: 8, Cache: &CacheOverride{Fraction: 0.2, Hotness: hot, Random: random, Seed: seed}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a, b, c, hottestFirst := open(1, true), open(1, true), open(2, true), open(1, false)
+	if a.CachedFraction() != 0.2 {
+		t.Fatalf("cached %v, want 0.2", a.CachedFraction())
+	}
+	same, other := true, false
+	for v := int32(0); v < n; v++ {
+		same = same && a.InMemory(v) == b.InMemory(v)
+		other = other || a.InMemory(v) != c.InMemory(v)
+	}
+	if !same || !other {
+		t.Errorf("same seed gives the same set: %v; another seed another set: %v", same, other)
+	}
+	ha, _ := a.HitShare(hot)
+	hh, _ := hottestFirst.HitShare(hot)
+	if !(ha < hh) || math.Abs(ha-0.2) > 0.1 {
+		t.Errorf("hit share: random %v, hottest first %v; want random near its 0.2 share and below", ha, hh)
+	}
+	all := make([]int32, n)
+	for v := range all {
+		all[v] = int32(v)
+	}
+	dst := make([]float32, n*dim)
+	if _, err := gatherNoHang(t, a, context.Background(), all, dst); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(dst, fx.feats) {
+		t.Fatal("rows differ from the features")
+	}
+}

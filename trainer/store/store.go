@@ -55,6 +55,11 @@ type Options struct {
 type CacheOverride struct {
 	Fraction float64
 	Hotness  []uint32 // per vertex access counts (place's hotness.npy)
+	// Random caches Fraction of the rows drawn uniformly (with Seed)
+	// instead of the hottest: the baseline hottest-first is measured
+	// against.
+	Random bool
+	Seed   uint64
 }
 
 // binSrc is where one bin's rows are: in memory (tiers other than SSD) or
