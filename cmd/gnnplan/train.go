@@ -213,6 +213,17 @@ type trainStoreReport struct {
 	CachedFraction    float64           `json:"cached_fraction"`  // share of the rows held in memory
 	Rows              store.GatherStats `json:"rows"`             // summed over the epochs trained
 	ReadAmplification float64           `json:"read_amplification"`
+	// Bins is each bin's share of the rows gathered: the traffic the
+	// layout (or the cache override) sent it, to compare with place's
+	// targets.
+	Bins []trainBinReport `json:"bins"`
+}
+
+// trainBinReport is one bin's measured traffic.
+type trainBinReport struct {
+	ID    string  `json:"id"`
+	Rows  int     `json:"rows"`
+	Share float64 `json:"share"`
 }
 
 // openFeatureStore opens the dataset's feature store when the run trains
@@ -400,6 +411,16 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 			r.Store.Rows.Add(e.Rows)
 		}
 		r.Store.ReadAmplification = r.Store.Rows.ReadAmplification()
+		for i, id := range src.BinIDs() {
+			b := trainBinReport{ID: id}
+			if i < len(r.Store.Rows.BinRows) {
+				b.Rows = r.Store.Rows.BinRows[i]
+			}
+			if r.Store.Rows.Rows > 0 {
+				b.Share = float64(b.Rows) / float64(r.Store.Rows.Rows)
+			}
+			r.Store.Bins = append(r.Store.Bins, b)
+		}
 	}
 	if secs > 0 {
 		r.SamplesPerSec = samples / secs

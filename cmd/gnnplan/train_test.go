@@ -262,6 +262,10 @@ func TestTrainOutOfCore(t *testing.T) {
 				Rows    int `json:"rows"`
 				SSDRows int `json:"ssd_rows"`
 			} `json:"rows"`
+			Bins []struct {
+				ID   string `json:"id"`
+				Rows int    `json:"rows"`
+			} `json:"bins"`
 		} `json:"store"`
 		Epochs []struct {
 			Loss float64 `json:"loss"`
@@ -304,6 +308,18 @@ func TestTrainOutOfCore(t *testing.T) {
 	}
 	if disk.Store.CachedFraction != 0 || disk.Store.Rows.Rows == 0 || disk.Store.Rows.SSDRows != disk.Store.Rows.Rows {
 		t.Errorf("--cache-fraction 0: %+v, want every row from disk", *disk.Store)
+	}
+	// Per bin: the layout's bins served every row, and the SSD bins the
+	// rows from disk.
+	var binSum, ssdBins int
+	for _, b := range layout.Store.Bins {
+		binSum += b.Rows
+		if strings.HasPrefix(b.ID, "nvme") {
+			ssdBins += b.Rows
+		}
+	}
+	if binSum != layout.Store.Rows.Rows || ssdBins != layout.Store.Rows.SSDRows {
+		t.Errorf("per-bin rows %+v: sum %d, SSD bins %d; want %d and %d", layout.Store.Bins, binSum, ssdBins, layout.Store.Rows.Rows, layout.Store.Rows.SSDRows)
 	}
 	// Each run predicts its epochs for its own cache: every row in memory,
 	// the layout's share, none; and compares every epoch with it.

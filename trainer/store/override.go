@@ -56,8 +56,8 @@ func (s *Store) overrideCache(c CacheOverride, src *features) error {
 		}
 	}
 	s.bins = append(s.bins,
-		binSrc{name: "the cache override", tier: tierSocket, rows: cacheRows, file: -1},
-		binSrc{name: fmt.Sprintf("%s (rows the layout keeps in memory)", src.path), tier: tierSSD, rows: npyRows, file: -1,
+		binSrc{id: "cache-override", name: "the cache override", tier: tierSocket, rows: cacheRows, file: -1},
+		binSrc{id: "features.npy", name: fmt.Sprintf("%s (rows the layout keeps in memory)", src.path), tier: tierSSD, rows: npyRows, file: -1,
 			path: src.path, base: src.offset, stride: src.rowB})
 	s.bin, s.row = bin, row
 	s.cached = float64(cacheRows) / float64(max(n, 1))

@@ -88,6 +88,16 @@ func TestCacheOverride(t *testing.T) {
 					if want := int(math.Round(f * n)); st.SocketCacheHits != want || st.WorkerCacheHits != 0 || st.SSDRows != n-want {
 						t.Errorf("stats %+v: want %d rows from the cache, the rest from disk", st, want)
 					}
+					ids, sum := s.BinIDs(), 0
+					for i, r := range st.BinRows {
+						sum += r
+						if ids[i] == "cache-override" && r != st.SocketCacheHits {
+							t.Errorf("the cache override bin served %d rows, the stats say %d", r, st.SocketCacheHits)
+						}
+					}
+					if len(st.BinRows) != len(ids) || sum != n {
+						t.Errorf("per-bin rows %v over bins %v: want one count per bin summing to %d", st.BinRows, ids, n)
+					}
 					// The cached rows are the hottest.
 					set := hottest(hot, int64(math.Round(f*n)))
 					var minIn, maxOut uint32 = math.MaxUint32, 0

@@ -65,6 +65,7 @@ type CacheOverride struct {
 // binSrc is where one bin's rows are: in memory (tiers other than SSD) or
 // in a file, row r at base + r x stride.
 type binSrc struct {
+	id           string // the layout's bin id, or what an override added
 	name         string // for messages: the bin's id and file
 	tier         tier
 	rows         int64
@@ -117,6 +118,9 @@ type GatherStats struct {
 	DeviceBytes int64   `json:"device_bytes"`
 	DeviceReads int     `json:"device_reads"`
 	Seconds     float64 `json:"seconds"`
+	// BinRows counts the rows each bin served, in the order of
+	// Store.BinIDs: the traffic a layout sent to each bin.
+	BinRows []int `json:"bin_rows,omitempty"`
 }
 
 // ReadAmplification is device bytes per useful byte read from SSD
@@ -139,6 +143,12 @@ func (g *GatherStats) Add(o GatherStats) {
 	g.DeviceBytes += o.DeviceBytes
 	g.DeviceReads += o.DeviceReads
 	g.Seconds += o.Seconds
+	if len(g.BinRows) < len(o.BinRows) {
+		g.BinRows = append(g.BinRows, make([]int, len(o.BinRows)-len(g.BinRows))...)
+	}
+	for i, n := range o.BinRows {
+		g.BinRows[i] += n
+	}
 }
 
 // Open opens the feature store of datasetDir (its store.json, written by
@@ -202,7 +212,7 @@ func Open(datasetDir string, opt Options) (*Store, error) {
 	s := &Store{m: m, dim: m.FeatureDim, rowBytes: m.RowBytes, bin: l.Bin, row: l.Row}
 	var inMemory int64
 	for i, b := range m.Bins {
-		bs := binSrc{name: fmt.Sprintf("bin %d (%s)", i, b.ID), rows: b.Rows, socket: b.Socket, file: -1}
+		bs := binSrc{id: b.ID, name: fmt.Sprintf("bin %d (%s)", i, b.ID), rows: b.Rows, socket: b.Socket, file: -1}
 		switch b.Kind {
 		case maxflow.StorageGPUMem:
 			bs.tier = tierWorker
@@ -336,11 +346,13 @@ func (s *Store) Gather(ctx context.Context, vertices []int32, dst []float32) (Ga
 	}
 	// The SSD rows, in batch order; the cache rows are copied on the way.
 	var ssd []int
+	st.BinRows = make([]int, len(s.bins))
 	for i, v := range vertices {
 		if v < 0 || int64(v) >= s.m.NumNodes {
 			return st, fmt.Errorf("gather: vertex %d (batch row %d) out of range [0, %d)", v, i, s.m.NumNodes)
 		}
 		b, r := s.bin[v], int(s.row[v])
+		st.BinRows[b]++
 		switch s.bins[b].tier {
 		case tierWorker:
 			copy(dst[i*dim:(i+1)*dim], caches[b][r*dim:(r+1)*dim])
@@ -430,6 +442,17 @@ func floatBytes(f []float32) []byte {
 		return nil
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(f))), 4*len(f))
+}
+
+// BinIDs names the bins GatherStats.BinRows counts: the layout's bins,
+// then, with a cache override, "cache-override" and "features.npy" (the
+// rows the layout kept in memory, read from disk).
+func (s *Store) BinIDs() []string {
+	ids := make([]string, len(s.bins))
+	for i, b := range s.bins {
+		ids[i] = b.id
+	}
+	return ids
 }
 
 // InMemory reports whether the store serves vertex v's row from memory
