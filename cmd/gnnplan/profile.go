@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -12,7 +13,10 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
 
+	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
+	"github.com/gnnplan/gnnplan/trainer/sample"
 	"github.com/gnnplan/gnnplan/trainer/store"
 )
 
@@ -24,6 +28,10 @@ type profileOptions struct {
 	FileMiB int64
 	Output  string
 	Save    string
+	// Dataset is the graph the sampler's rate is measured on ("": a
+	// generated power-law graph); NoCompute skips the compute rates.
+	Dataset   string
+	NoCompute bool
 }
 
 func newProfileCmd(d *deps, runF func(context.Context, *profileOptions) error) *cobra.Command {
@@ -70,6 +78,8 @@ Notes (the reader's engine fallback, a non-SSD directory) are printed.`,
 	f.BoolVar(&o.Opts.AllowNonBlock, "allow-non-block", false, "measure a directory that is not on a block device or refuses O_DIRECT (tmpfs, overlay) instead of refusing it; for tests")
 	f.StringVarP(&o.Output, "output", "o", "table", "output format: table, json")
 	f.StringVar(&o.Save, "save", "", "also write the profile as JSON to this file")
+	f.StringVar(&o.Dataset, "dataset", "", "measure the sampler's rate on this dataset's graph (default: a generated power-law graph of 500k vertices)")
+	f.BoolVar(&o.NoCompute, "no-compute", false, "skip the compute rates (GEMM, sampling)")
 	return cmd
 }
 
@@ -77,6 +87,11 @@ func runProfile(ctx context.Context, o *profileOptions) error {
 	p, err := store.Profile(ctx, o.Opts, o.IO.Err)
 	if err != nil {
 		return err
+	}
+	if !o.NoCompute {
+		if p.Compute, err = profileCompute(ctx, o); err != nil {
+			return err
+		}
 	}
 	var js bytes.Buffer
 	enc := json.NewEncoder(&js)
@@ -112,6 +127,10 @@ func runProfile(ctx context.Context, o *profileOptions) error {
 		return err
 	}
 	fmt.Fprintf(out, "feature rows of %d bytes: %.3f GB/s per SSD (best queue depth); memory copy %.1f GB/s\n", p.FeatureBytes, p.SSDGBps, p.MemcpyGBps)
+	if c := p.Compute; c != nil {
+		fmt.Fprintf(out, "compute: GEMM %dx%dx%d %.1f GFLOP/s on %d cores (%s); sampling %.2f M edges/s per core (%s)\n",
+			c.GEMMShape[0], c.GEMMShape[1], c.GEMMShape[2], c.GEMMGFLOPS, c.Cores, c.Backend, c.SamplerEdgesPerSPerCore/1e6, c.SamplerGraph)
+	}
 	for _, n := range p.Notes {
 		fmt.Fprintf(out, "note: %s\n", n)
 	}
@@ -132,4 +151,51 @@ func loadMeasured(path string) (*store.MachineProfile, error) {
 		return nil, &topology.InputError{Path: path, Field: "schema_version", Msg: fmt.Sprintf("%d (want %d, from gnnplan profile)", p.SchemaVersion, store.ProfileSchemaVersion)}
 	}
 	return &p, nil
+}
+
+// profileCompute measures the CPU's GEMM rate at a training shape (the
+// hidden layers of GraphSAGE with hidden 256) and the sampler's rate per
+// core with the papers' fanouts, on --dataset's graph or a generated one.
+func profileCompute(ctx context.Context, o *profileOptions) (*store.ComputeProfile, error) {
+	be, err := kernels.NewCPU(kernels.CPUOptions{})
+	if err != nil {
+		return nil, err
+	}
+	c := &store.ComputeProfile{Cores: be.Threads(), Backend: be.Name(), GEMMShape: [3]int{8192, 256, 256}}
+	fmt.Fprintf(o.IO.Err, "profile: GEMM %dx%dx%d on %d threads ...\n", c.GEMMShape[0], c.GEMMShape[1], c.GEMMShape[2], c.Cores)
+	c.GEMMGFLOPS = kernels.MeasureGemm(be, c.GEMMShape[0], c.GEMMShape[1], c.GEMMShape[2], time.Second)
+	dir := o.Dataset
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "gnnplan-profile-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp + "/g"
+		so := dataset.DefaultSynthOptions()
+		so.Nodes, so.Edges, so.FeatureDim, so.TrainFraction = 500_000, 5_000_000, 1, 0.1
+		fmt.Fprintf(o.IO.Err, "profile: generating a power-law graph of %d vertices for the sampler ...\n", so.Nodes)
+		if _, err := dataset.Synth(ctx, so, dir, io.Discard); err != nil {
+			return nil, err
+		}
+		c.SamplerGraph = fmt.Sprintf("a generated power-law graph of %d vertices, %d edges drawn", so.Nodes, so.Edges)
+	}
+	g, err := dataset.LoadGraph(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer g.Close()
+	if c.SamplerGraph == "" {
+		c.SamplerGraph = fmt.Sprintf("%s (%d vertices)", dir, g.Meta.NumNodes)
+	}
+	if len(g.Train) == 0 {
+		return nil, usageErrorf("--dataset %s: no training split to draw seeds from", dir)
+	}
+	fmt.Fprintf(o.IO.Err, "profile: sampling on one core ...\n")
+	r, err := sample.MeasureRate(ctx, g, sample.SamplerOptions{Fanouts: []int{25, 10}, BatchSize: 1024, Seed: 1, Shuffle: true}, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	c.SamplerEdgesPerSPerCore = r.EdgesPerSecond
+	return c, nil
 }

@@ -15,8 +15,12 @@ func TestProfileMeasuresAndRecommendUsesIt(t *testing.T) {
 	save := filepath.Join(dir, "profile.json")
 	// t.TempDir() may be on tmpfs or overlay: this test is about the
 	// profile reaching recommend, not about the device check.
+	data := filepath.Join(dir, "data")
+	if code, _, errOut := runCLI(t, "dataset", "synth", "--nodes", "3000", "--edges", "15000", "--feature-dim", "8", "--out", data); code != 0 {
+		t.Fatalf("synth: %s", errOut)
+	}
 	code, out, errOut := runCLI(t, "profile", "--ssd-dir", dir, "--feature-bytes", "512", "--depths", "1,8", "--seconds", "0.2",
-		"--file-size-mib", "8", "-o", "json", "--save", save, "--allow-non-block")
+		"--file-size-mib", "8", "-o", "json", "--save", save, "--allow-non-block", "--dataset", data)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -26,6 +30,9 @@ func TestProfileMeasuresAndRecommendUsesIt(t *testing.T) {
 	}
 	if len(p.Disks) != 1 || len(p.Disks[0].Depths) != 2 || p.SSDGBps <= 0 || p.MemcpyGBps <= 0 || p.Disks[0].Depths[1].IOPS <= 0 {
 		t.Fatalf("profile %+v", p)
+	}
+	if c := p.Compute; c == nil || !(c.GEMMGFLOPS > 0) || !(c.SamplerEdgesPerSPerCore > 0) || c.Cores < 1 || !strings.Contains(c.SamplerGraph, data) {
+		t.Errorf("compute profile %+v: want GEMM and sampling rates measured on %s", c, data)
 	}
 	code, out, errOut = runCLI(t, "recommend", "--measured", save, "--top", "1")
 	if code != 0 {
@@ -71,7 +78,7 @@ func TestProfileRefusesANonBlockDirectory(t *testing.T) {
 	if mi, err := os.ReadFile("/proc/self/mountinfo"); err != nil || !strings.Contains(string(mi), " /dev/shm ") || !strings.Contains(string(mi), "- tmpfs") {
 		t.Skip("/dev/shm is not a tmpfs mount here")
 	}
-	args := []string{"profile", "--ssd-dir", dir, "--feature-bytes", "512", "--depths", "4", "--seconds", "0.05", "--file-size-mib", "1"}
+	args := []string{"profile", "--ssd-dir", dir, "--feature-bytes", "512", "--depths", "4", "--seconds", "0.05", "--file-size-mib", "1", "--no-compute"}
 	code, _, errOut := runCLI(t, args...)
 	if code != 2 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, dir) || !strings.Contains(errOut, "not on a block device") {
 		t.Errorf("exit %d, stderr %q: want exit 2 and one line naming %s as not on a block device", code, errOut, dir)

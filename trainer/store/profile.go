@@ -74,8 +74,25 @@ type MachineProfile struct {
 	SSDGBps float64 `json:"ssd_GBps"`
 	// MemcpyGBps is single-threaded memory copy bandwidth (a lower bound
 	// for one socket's DRAM read rate).
-	MemcpyGBps float64  `json:"memcpy_GBps"`
-	Notes      []string `json:"notes,omitempty"`
+	MemcpyGBps float64 `json:"memcpy_GBps"`
+	// Compute is the machine's CPU training rates (nil when not
+	// measured).
+	Compute *ComputeProfile `json:"compute,omitempty"`
+	Notes   []string        `json:"notes,omitempty"`
+}
+
+// ComputeProfile is what a CPU worker does per second: GEMM with the
+// trainer's kernels at a training shape, and neighbour sampling on one
+// core, measured by `gnnplan profile`.
+type ComputeProfile struct {
+	Cores      int     `json:"cores"`
+	Backend    string  `json:"backend"`
+	GEMMGFLOPS float64 `json:"gemm_GFLOPS"` // all cores
+	GEMMShape  [3]int  `json:"gemm_shape"`  // m, k, n
+	// SamplerEdgesPerSPerCore is sampled edges per second on one core,
+	// on SamplerGraph with fanouts 25,10 and batches of 1024.
+	SamplerEdgesPerSPerCore float64 `json:"sampler_edges_per_s_per_core"`
+	SamplerGraph            string  `json:"sampler_graph"`
 }
 
 // Profile measures random-read throughput and IOPS of each directory's
