@@ -224,3 +224,7 @@ func hostMemoryGiB(m *topology.Machine, host profiles.HostCost) float64 {
 	}
 	return host.MemoryGiB
 }
+
+// HitShare is the share of accesses the hottest fraction x of the
+// vertices receives under a's power law (x^SkewExponent).
+func HitShare(a Assumptions, x float64) float64 { return a.hitShare(x) }

@@ -76,3 +76,43 @@ func TestPredictPipeline(t *testing.T) {
 		t.Errorf("ErrorPct against 0 = %v, want NaN", e)
 	}
 }
+
+func TestPredictCPU(t *testing.T) {
+	w := Workload{Name: "t", Vertices: 1_000_000, Edges: 10_000_000, FeatureDim: 128, FeatureBytes: 4, Classes: 16, TrainFraction: 0.05,
+		Model: ModelGraphSAGE, Hidden: 256, Heads: 1, Fanouts: []int{25, 10}, BatchSize: 1024}
+	blocks := []BlockShape{{Dst: 1024, Src: 25000, Edges: 25600}, {Dst: 25000, Src: 90000, Edges: 250000}}
+	r := CPURates{Cores: 2, GEMMGFLOPS: 100, SamplerEdgesPerSPerCore: 5e6, MemcpyGBps: 5, DiskRowsPerS: 100_000}
+	mem, err := PredictCPU(w, blocks, 90000, r, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sampling 275,600 edges on two cores at 5M edges/s each.
+	if math.Abs(mem.SampleS-275600/1e7) > 1e-12 || mem.DiskS != 0 || mem.Bound != "compute" {
+		t.Errorf("all in memory: %+v", mem)
+	}
+	if want := mem.SampleS + mem.ComputeS + mem.MemoryS; math.Abs(mem.BatchS-want) > 1e-12 {
+		t.Errorf("batch %v s, want sampling + compute + memory = %v", mem.BatchS, want)
+	}
+	disk, err := PredictCPU(w, blocks, 90000, r, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(disk.DiskS-0.9) > 1e-12 || disk.Bound != "disk" || disk.BatchS != disk.DiskS {
+		t.Errorf("all on disk: %+v, want 0.9 s of reads setting the pace", disk)
+	}
+	// Twice the GEMM rate halves the compute time.
+	r2 := r
+	r2.GEMMGFLOPS *= 2
+	fast, _ := PredictCPU(w, blocks, 90000, r2, 1)
+	if math.Abs(fast.ComputeS*2-mem.ComputeS) > 1e-12 {
+		t.Errorf("compute %v s at twice the rate, %v s before", fast.ComputeS, mem.ComputeS)
+	}
+	for _, bad := range []struct {
+		r   CPURates
+		hit float64
+	}{{r, 1.1}, {CPURates{Cores: 2}, 1}, {CPURates{Cores: 2, GEMMGFLOPS: 1, SamplerEdgesPerSPerCore: 1, MemcpyGBps: 1}, 0.5}} {
+		if _, err := PredictCPU(w, blocks, 90000, bad.r, bad.hit); err == nil {
+			t.Errorf("%+v at hit %v: no error", bad.r, bad.hit)
+		}
+	}
+}

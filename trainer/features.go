@@ -113,3 +113,7 @@ func RowNormalize(x []float32, dim int) {
 		}
 	}
 }
+
+// MemAvailable is this machine's available memory (MemAvailable in
+// /proc/meminfo) in bytes; false where it cannot be read.
+func MemAvailable() (uint64, bool) { return memAvailable() }

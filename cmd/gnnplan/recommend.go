@@ -36,6 +36,10 @@ type recommendOptions struct {
 	PlanPath  string
 	PlotPath  string
 	Top       int
+	// ThisMachine plans the machine recommend runs on (CPU workers, the
+	// SSDDirs' disks) instead of hardware to buy.
+	ThisMachine bool
+	SSDDirs     []string
 
 	Profiles func(name string) (*topology.Machine, error)
 	Import   func(ctx context.Context, path string) (*topology.Machine, error)
@@ -79,6 +83,9 @@ IGB-HOM with a $80,000 budget. Workloads: ` + strings.Join(workloads, ", ") + `.
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
+			if opts.ThisMachine {
+				return runThisMachine(cmd.Context(), opts)
+			}
 			return runRecommend(cmd.Context(), opts)
 		},
 	}
@@ -98,6 +105,8 @@ IGB-HOM with a $80,000 budget. Workloads: ` + strings.Join(workloads, ", ") + `.
 	f.StringVarP(&opts.PlanPath, "output", "o", "", "write the best plan to this file (plan.json)")
 	f.StringVar(&opts.PlotPath, "plot", "", "draw TPC and throughput against SSD count to this SVG file")
 	f.IntVar(&opts.Top, "top", 10, "how many plans to list")
+	f.BoolVar(&opts.ThisMachine, "this-machine", false, "plan the machine this runs on: CPU workers and its disks, for --dataset, at several cache sizes, with --measured's rates or rates measured now")
+	f.StringArrayVar(&opts.SSDDirs, "ssd-dir", nil, "with --this-machine and no --measured: a directory on a disk to measure (repeatable)")
 	return cmd
 }
 

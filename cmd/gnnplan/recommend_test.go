@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -112,5 +113,80 @@ func TestRecommendFromDatasetMeta(t *testing.T) {
 	code, _, errOut = runCLI(t, "recommend", "--dataset", filepath.Join(dir, "missing"))
 	if code != 2 || !strings.Contains(errOut, "meta.json") {
 		t.Errorf("missing dataset: exit %d, %q", code, errOut)
+	}
+}
+
+// TestRecommendThisMachine plans a dataset on the machine it runs on from
+// a saved profile: a row per cache size, more cache never slower, the
+// measured hotness used when place has written it, and misuse refused.
+func TestRecommendThisMachine(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	if code, _, errOut := runCLI(t, "dataset", "synth", "--nodes", "4000", "--edges", "20000", "--feature-dim", "128", "--train-fraction", "0.3", "--out", data); code != 0 {
+		t.Fatalf("synth: %s", errOut)
+	}
+	prof := filepath.Join(dir, "profile.json")
+	write := func(path, body string) {
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(prof, `{"schema_version": 1, "feature_bytes": 512, "memcpy_GBps": 5,
+		"disks": [{"dir": "/ssd0", "depths": [{"queue_depth": 1, "iops": 10000}, {"queue_depth": 128, "iops": 100000}]}],
+		"compute": {"cores": 2, "gemm_GFLOPS": 80, "sampler_edges_per_s_per_core": 5e6}}`)
+	code, out, errOut := runCLI(t, "recommend", "--this-machine", "--dataset", data, "--measured", prof)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "100000 rows/s") || !strings.Contains(out, "power law") {
+		t.Errorf("the summary does not give the profile's disk rate or the hit model:\n%s", out)
+	}
+	var epochs []float64
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Split(line, "│")
+		if len(f) < 10 || !strings.Contains(f[1], "%") {
+			continue
+		}
+		e, err := strconv.ParseFloat(strings.TrimSpace(f[8]), 64)
+		if err != nil {
+			t.Fatalf("epoch column %q: %v", f[8], err)
+		}
+		epochs = append(epochs, e)
+	}
+	if len(epochs) < 4 {
+		t.Fatalf("%d cache rows, want at least 0, 10, 50 and 100%%:\n%s", len(epochs), out)
+	}
+	for i := 1; i < len(epochs); i++ {
+		if epochs[i] > epochs[i-1] {
+			t.Errorf("epoch %v s with more cache than %v s: %v", epochs[i], epochs[i-1], epochs)
+		}
+	}
+	// With place's hotness the hit shares are measured ones.
+	if code, _, errOut := runCLI(t, "recommend", "--dataset", data, "--gpus", "1", "-o", filepath.Join(dir, "plan.json")); code != 0 {
+		t.Fatalf("recommend: %s", errOut)
+	}
+	if code, _, errOut := runCLI(t, "place", "--plan", filepath.Join(dir, "plan.json"), "--dataset", data); code != 0 {
+		t.Fatalf("place: %s", errOut)
+	}
+	if code, out, errOut := runCLI(t, "recommend", "--this-machine", "--dataset", data, "--measured", prof); code != 0 || !strings.Contains(out, "measured hotness") {
+		t.Errorf("with hotness.npy: exit %d, %s\n%s", code, errOut, out)
+	}
+	old := filepath.Join(dir, "old.json")
+	write(old, `{"schema_version": 1, "feature_bytes": 512, "memcpy_GBps": 5}`)
+	wrong := filepath.Join(dir, "wrong.json")
+	write(wrong, `{"schema_version": 1, "feature_bytes": 4096, "memcpy_GBps": 5, "disks": [{"dir": "/x"}], "compute": {"cores": 2, "gemm_GFLOPS": 80, "sampler_edges_per_s_per_core": 5e6}}`)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--measured", prof}, "--dataset"},
+		{[]string{"--dataset", data, "--measured", prof, "-o", filepath.Join(dir, "p.json")}, "-o"},
+		{[]string{"--dataset", data, "--measured", old}, "compute"},
+		{[]string{"--dataset", data, "--measured", wrong}, "--feature-bytes 512"},
+	} {
+		code, _, errOut := runCLI(t, append([]string{"recommend", "--this-machine"}, tc.args...)...)
+		if code != 2 || !strings.Contains(errOut, tc.want) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+			t.Errorf("%v: exit %d, %q; want 2 and one line naming %s", tc.args, code, errOut, tc.want)
+		}
 	}
 }

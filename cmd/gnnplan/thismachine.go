@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/gnnplan/gnnplan/tpc"
+	"github.com/gnnplan/gnnplan/trainer"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
+	"github.com/gnnplan/gnnplan/trainer/sample"
+	"github.com/gnnplan/gnnplan/trainer/store"
+)
+
+// thisMachineBatches is how many batches --this-machine pre-samples to
+// size a batch (its distinct input rows and blocks).
+const thisMachineBatches = 8
+
+// runThisMachine plans the machine recommend runs on: CPU workers and the
+// disks profiled, for the dataset, at several cache sizes, with rates
+// from --measured or measured now.
+func runThisMachine(ctx context.Context, o *recommendOptions) error {
+	switch {
+	case o.Dataset == "":
+		return usageErrorf("--this-machine plans a dataset on this machine: give --dataset DIR")
+	case o.PlanPath != "" || o.PlotPath != "":
+		return usageErrorf("--this-machine prints this machine's predictions; -o and --plot write plans of machines to buy (train runs the dataset here directly: gnnplan train --dataset %s)", o.Dataset)
+	}
+	meta, err := dataset.ReadMeta(o.Dataset)
+	if err != nil {
+		return err
+	}
+	w := workloadFromMeta(o.Dataset, meta)
+	if o.Model != "" {
+		if w, err = w.WithModel(o.Model); err != nil {
+			return err
+		}
+	}
+	prof, err := thisMachineProfile(ctx, o, int(w.FeatureRowBytes()))
+	if err != nil {
+		return err
+	}
+	c := prof.Compute
+	rates := tpc.CPURates{Cores: c.Cores, GEMMGFLOPS: c.GEMMGFLOPS, SamplerEdgesPerSPerCore: c.SamplerEdgesPerSPerCore, MemcpyGBps: prof.MemcpyGBps}
+	for _, d := range prof.Disks {
+		rates.DiskRowsPerS += iopsNear(d, store.DefaultQueueDepth)
+	}
+	g, err := dataset.LoadGraph(o.Dataset)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	blocks, rows, err := presample(g, w)
+	if err != nil {
+		return err
+	}
+	hit, hitSource := thisMachineHits(o.Dataset, meta.NumNodes, w)
+	out := o.IO.Out
+	fmt.Fprintf(out, "%s %s on this machine: %d CPU cores, GEMM %.1f GFLOP/s, sampling %.2f M edges/s per core, memory copy %.1f GB/s, %d disk(s) %.0f rows/s\n",
+		w.Name, w.Model, rates.Cores, rates.GEMMGFLOPS, rates.SamplerEdgesPerSPerCore/1e6, rates.MemcpyGBps, len(prof.Disks), rates.DiskRowsPerS)
+	fmt.Fprintf(out, "a batch of %d seeds reads %.0f distinct rows of %d bytes (pre-sampled: %d batches); rows from memory: %s\n",
+		w.BatchSize, rows, w.FeatureRowBytes(), thisMachineBatches, hitSource)
+	batches := float64(w.BatchesPerEpoch())
+	_, topoBytes := w.DatasetBytes()
+	fits := 1.0
+	if avail, ok := trainer.MemAvailable(); ok {
+		// Keep the topology (mapped), a tenth and 2 GiB of working room.
+		room := float64(avail) - float64(avail)/10 - float64(topoBytes) - 2*(1<<30)
+		fits = min(1, max(0, room/(float64(w.FeatureRowBytes())*float64(w.Vertices))))
+	}
+	fracs := []float64{0, 0.1, 0.5, 1}
+	if !slices.Contains(fracs, fits) {
+		fracs = append(fracs, fits)
+		slices.Sort(fracs)
+	}
+	t := tablewriter.NewTable(out, tablewriter.WithHeaderAutoFormat(tw.Off))
+	t.Header("CACHE", "ROWS FROM MEMORY", "SAMPLE ms", "COMPUTE ms", "MEMORY ms", "DISK ms", "BATCH ms", "EPOCH s", "SAMPLES/s", "BOUND", "FITS IN MEMORY")
+	for _, f := range fracs {
+		h := hit(f)
+		b, err := tpc.PredictCPU(w, blocks, rows, rates, h)
+		if err != nil {
+			return err
+		}
+		fit := "yes"
+		if f > fits {
+			fit = "no"
+		}
+		name := fmt.Sprintf("%.0f%%", 100*f)
+		if f == fits {
+			name += " (what memory holds)"
+		}
+		epoch := b.BatchS * batches
+		if err := t.Append(name, fmt.Sprintf("%.1f%%", 100*h), ms(b.SampleS), ms(b.ComputeS), ms(b.MemoryS), ms(b.DiskS+b.CopyS), ms(b.BatchS),
+			fmt.Sprintf("%.1f", epoch), fmt.Sprintf("%.0f", float64(w.BatchSize)*batches/epoch), b.Bound, fit); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "train it: gnnplan train --dataset %s (out of core: place and materialize a layout first; --cache-fraction F sets the cache)\n", o.Dataset)
+	return nil
+}
+
+func ms(s float64) string { return fmt.Sprintf("%.1f", 1000*s) }
+
+// thisMachineProfile reads --measured, or measures this machine now: the
+// compute rates, and the --ssd-dir disks at the row size.
+func thisMachineProfile(ctx context.Context, o *recommendOptions, rowBytes int) (*store.MachineProfile, error) {
+	if o.Measured != "" {
+		p, err := loadMeasured(o.Measured)
+		if err != nil {
+			return nil, err
+		}
+		if p.Compute == nil {
+			return nil, usageErrorf("--measured %s: no compute rates in it (profiled by an older gnnplan): run gnnplan profile --save again", o.Measured)
+		}
+		if len(p.Disks) > 0 && p.FeatureBytes != rowBytes {
+			return nil, usageErrorf("--measured %s: profiled at %d-byte reads, the dataset's rows are %d bytes (gnnplan profile --feature-bytes %d)", o.Measured, p.FeatureBytes, rowBytes, rowBytes)
+		}
+		return p, nil
+	}
+	fmt.Fprintln(o.IO.Err, "recommend: no --measured profile: measuring this machine (gnnplan profile --save keeps one)")
+	p, err := store.Profile(ctx, store.ProfileOptions{Dirs: o.SSDDirs, FeatureBytes: rowBytes, Depths: []int{store.DefaultQueueDepth},
+		Duration: 2 * time.Second, FileBytes: 1 << 30, Engine: "auto"}, o.IO.Err)
+	if err != nil {
+		return nil, err
+	}
+	if p.Compute, err = profileCompute(ctx, &profileOptions{IO: o.IO, Dataset: o.Dataset}); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// presample samples a few of the workload's batches on g and returns
+// their mean block shapes (the seeds' block first) and distinct input
+// rows.
+func presample(g *dataset.Graph, w tpc.Workload) ([]tpc.BlockShape, float64, error) {
+	s, err := sample.NewSampler(g, sample.SamplerOptions{Fanouts: w.Fanouts, BatchSize: w.BatchSize, Seed: 0x7072, Shuffle: true})
+	if err != nil {
+		return nil, 0, err
+	}
+	n := min(thisMachineBatches, s.Batches(0))
+	blocks := make([]tpc.BlockShape, len(w.Fanouts))
+	var rows float64
+	for i := range n {
+		mb := s.Sample(0, i)
+		for h, b := range mb.Blocks {
+			blocks[h].Dst += float64(len(b.Dst)) / float64(n)
+			blocks[h].Src += float64(len(b.Src)) / float64(n)
+			blocks[h].Edges += float64(b.NumEdges()) / float64(n)
+		}
+		rows += float64(len(mb.Input())) / float64(n)
+	}
+	return blocks, rows, nil
+}
+
+// thisMachineHits returns the share of row reads served from memory when
+// the hottest fraction f of the rows is cached: from place's measured
+// hotness when the dataset has it, else the power law of the model's
+// assumptions.
+func thisMachineHits(dir string, n int64, w tpc.Workload) (func(f float64) float64, string) {
+	hot, err := sample.ReadHotness(filepath.Join(dir, sample.HotnessFile), n)
+	if err != nil {
+		a := tpc.DefaultAssumptions()
+		return func(f float64) float64 { return tpc.HitShare(a, f) }, fmt.Sprintf("the power law x^%.2f (no %s: run gnnplan place to measure it)", a.SkewExponent, sample.HotnessFile)
+	}
+	sorted := slices.Clone(hot)
+	slices.SortFunc(sorted, func(a, b uint32) int { return int(b) - int(a) })
+	cum := make([]float64, len(sorted)+1)
+	for i, h := range sorted {
+		cum[i+1] = cum[i] + float64(h)
+	}
+	total := cum[len(sorted)]
+	return func(f float64) float64 {
+		if total == 0 {
+			return 1
+		}
+		k := int(f*float64(len(sorted)) + 0.5)
+		return cum[min(max(k, 0), len(sorted))] / total
+	}, "the hottest rows by place's measured hotness (" + sample.HotnessFile + ")"
+}
