@@ -38,12 +38,16 @@ func newProfileCmd(d *deps, runF func(context.Context, *profileOptions) error) *
 	o := &profileOptions{IO: d}
 	cmd := &cobra.Command{
 		Use:   "profile [--ssd-dir DIR ...] [--feature-bytes N]",
-		Short: "Measure this machine's SSD random reads at the feature size and its memory bandwidth",
+		Short: "Measure this machine's SSD random reads at the feature size, memory bandwidth, GEMM and sampling rates",
 		Long: `Measure random-read throughput and IOPS of the devices under each --ssd-dir at
 the feature row size, with O_DIRECT and io_uring (or the pread pool where
-io_uring is unavailable), at several queue depths; and memory copy
-bandwidth. -o json prints the profile; --save writes it, for
-"gnnplan recommend --measured FILE" to use instead of catalog figures.
+io_uring is unavailable), at several queue depths; memory copy bandwidth;
+and the CPU's training rates: GEMM at a training shape with the trainer's
+kernels, and the neighbour sampler's edges per second on one core (on
+--dataset's graph, or a generated one). -o json prints the profile; --save
+writes it, for "gnnplan recommend --measured FILE" (instead of catalog
+figures), "gnnplan recommend --this-machine --measured FILE" and
+"gnnplan train --measured FILE".
 
 Each queue depth is one continuous stream of reads: the queue stays full
 from the first read to the last. A directory that is not on a block device
