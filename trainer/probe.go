@@ -48,8 +48,9 @@ const probeSalt = 0x70726f6265 // "probe"
 // Probe times up to batches training batches on a sibling of t: the same
 // graph, model shape, sampling and pipeline, with its own parameters and
 // a different seed, so the run that follows is not changed. Out of core
-// the sibling's rows come from a pool in memory: the probe measures
-// computing, the disk is measured on its own. It needs at least two
+// the sibling's rows all come from memory, from a store's MemoryView (so
+// its copies range over the caches' footprint) or else a pool: the probe
+// measures computing, the disk is measured on its own. It needs at least two
 // batches in an epoch to drop the first; with one, that one is timed.
 func (t *Trainer) Probe(ctx context.Context, batches int) (Probe, error) {
 	if batches < 1 {
@@ -66,7 +67,13 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (Probe, error) {
 	s.model = s.ws[0].model
 	s.adam = nn.NewAdam(o.LR, o.WeightDecay)
 	if t.src != nil {
-		s.src = newPoolSource(t.src.Dim(), o.Seed)
+		// Every row from memory: a store's own caches (their footprint,
+		// so their cache misses), else a pool.
+		if st, ok := t.src.(*store.Store); ok {
+			s.src = st.MemoryView()
+		} else {
+			s.src = newPoolSource(t.src.Dim(), o.Seed)
+		}
 		s.o.Features = s.src
 	}
 	nb := s.batches(0)

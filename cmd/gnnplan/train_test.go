@@ -290,7 +290,7 @@ func TestTrainOutOfCore(t *testing.T) {
 	}
 	train := func(args ...string) report {
 		t.Helper()
-		code, out, errOut := runCLI(t, append([]string{"train", "--plan", plan, "--dataset", data, "--epochs", "2", "--threads", "2", "-o", "json", "--workers", "1"}, args...)...)
+		code, out, errOut := runCLI(t, append([]string{"train", "--plan", plan, "--dataset", data, "--epochs", "2", "--threads", "2", "-o", "json", "--workers", "1", "--measure-seconds", "0.2"}, args...)...)
 		if code != 0 {
 			t.Fatalf("train %v: exit %d: %s", args, code, errOut)
 		}
