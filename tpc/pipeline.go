@@ -24,6 +24,10 @@ type BatchCosts struct {
 	// them, random rows at the store's queue depth, as the gather reads
 	// them.
 	DiskRowsPerS float64 `json:"disk_rows_per_s"`
+	// DiskCPURowS is the CPU time reading one row from disk takes
+	// (submission, completion, copies): the cores it takes from the
+	// step, which on a CPU machine shares them.
+	DiskCPURowS float64 `json:"disk_cpu_row_s"`
 	// Source says where each figure came from.
 	Source string `json:"source"`
 }
@@ -48,7 +52,8 @@ type PipelinePrediction struct {
 // the rest read from disk. The stages overlap (Hyperion eq. 4, GNNDrive's
 // queues): a batch takes the longer of its compute time and its gather
 // time, T_gather = rows x hit x T_copy + rows x (1 - hit) / disk rows per
-// second. The first batch is not overlapped: the epoch is (batches - 1)
+// second; the compute time grows by the reads' CPU time, rows x (1 - hit)
+// x CPU per read, which the reader takes from the step's cores. The first batch is not overlapped: the epoch is (batches - 1)
 // such batches plus the first one's sampling, gathering and step.
 func PredictPipeline(c BatchCosts, hitShare, batches float64) (PipelinePrediction, error) {
 	switch {
@@ -68,17 +73,21 @@ func PredictPipeline(c BatchCosts, hitShare, batches float64) (PipelinePredictio
 		diskS = c.InputRows * (1 - hitShare) / c.DiskRowsPerS
 	}
 	gather := copyS + diskS
-	batch := math.Max(c.ComputeS, gather)
+	// The reads' CPU time comes out of the step's cores: a step whose
+	// threads share the cores with the reader finishes that much later.
+	stolen := c.InputRows * (1 - hitShare) * c.DiskCPURowS
+	compute := c.ComputeS + stolen
+	batch := math.Max(compute, gather)
 	p.Bound = "compute"
-	if gather > c.ComputeS {
+	if gather > compute {
 		p.Bound = "disk"
 	}
 	p.SampleS = c.SampleS * batches
 	p.GatherS = gather * batches
 	p.DiskS = diskS * batches
-	p.StepS = c.StepS * batches
+	p.StepS = (c.StepS + stolen) * batches
 	if batches > 0 {
-		p.EpochS = math.Max(batches-1, 0)*batch + c.SampleS + gather + c.StepS
+		p.EpochS = math.Max(batches-1, 0)*batch + c.SampleS + gather + c.StepS + stolen
 	}
 	return p, nil
 }

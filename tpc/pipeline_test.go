@@ -41,6 +41,18 @@ func TestPredictPipeline(t *testing.T) {
 			}
 		})
 	}
+	// The reads' CPU time slows the step: at 10% from disk, 10,000 reads
+	// of 2 us take 20 ms from a 100 ms step, which then outlasts the
+	// 109 ms gather.
+	stealing := base
+	stealing.DiskCPURowS = 2e-6
+	p, err := PredictPipeline(stealing, 0.9, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Bound != "compute" || math.Abs(p.StepS-10*(0.09+0.02)) > 1e-9 || math.Abs(p.EpochS-(9*0.12+0.01+0.109+0.09+0.02)) > 1e-9 {
+		t.Errorf("reads stealing cores: %+v", p)
+	}
 	// More cache never predicts a slower epoch.
 	prev := math.Inf(1)
 	for hit := 0.0; hit <= 1; hit += 0.05 {

@@ -152,9 +152,12 @@ func diskRate(ctx context.Context, o *trainOptions, src *store.Store, c *tpc.Bat
 		if prof.FeatureBytes != row {
 			return usageErrorf("--measured %s: profiled at %d-byte reads, the dataset's rows are %d bytes (run gnnplan profile --feature-bytes %d)", o.Measured, prof.FeatureBytes, row, row)
 		}
+		var cpuPerGB float64
 		for _, d := range prof.Disks {
 			c.DiskRowsPerS += iopsNear(d, store.DefaultQueueDepth)
+			cpuPerGB = max(cpuPerGB, depthNear(d, store.DefaultQueueDepth).CPUSecondsPerG)
 		}
+		c.DiskCPURowS = cpuPerGB * float64(row) / 1e9
 		c.Source += fmt.Sprintf("; disk rows/s from %s at queue depth near %d", o.Measured, store.DefaultQueueDepth)
 		return nil
 	}
@@ -166,19 +169,24 @@ func diskRate(ctx context.Context, o *trainOptions, src *store.Store, c *tpc.Bat
 	}
 	p.Disk = &rr
 	c.DiskRowsPerS = rr.RowsPerS
+	c.DiskCPURowS = rr.CPUSecondsPerRow
 	c.Source += fmt.Sprintf("; disk rows/s from reading the probed batches' disk rows (%d) before training", rr.Rows)
 	return nil
 }
 
 // iopsNear is a disk's IOPS at the profiled queue depth closest to depth.
-func iopsNear(d store.DiskProfile, depth int) float64 {
-	best, iops := math.MaxInt, 0.0
+func iopsNear(d store.DiskProfile, depth int) float64 { return depthNear(d, depth).IOPS }
+
+// depthNear is a disk's result at the profiled queue depth closest to
+// depth (zero when it has none).
+func depthNear(d store.DiskProfile, depth int) store.DepthResult {
+	best, res := math.MaxInt, store.DepthResult{}
 	for _, r := range d.Depths {
 		if dd := abs(r.QueueDepth - depth); dd < best {
-			best, iops = dd, r.IOPS
+			best, res = dd, r
 		}
 	}
-	return iops
+	return res
 }
 
 func abs(x int) int {

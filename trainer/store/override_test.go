@@ -186,6 +186,9 @@ func TestHitShareAndMeasureReads(t *testing.T) {
 		if f == 1 && (rr.Rows != 0 || rr.RowsPerS != 0) {
 			t.Errorf("cache 1: measured %+v, want nothing read", rr)
 		}
+		if rr.CPUSecondsPerRow < 0 || (f < 1 && rr.CPUSecondsPerRow > rr.Seconds) {
+			t.Errorf("cache %g: %v CPU seconds per row over %v s", f, rr.CPUSecondsPerRow, rr.Seconds)
+		}
 		if f < 1 && (rr.Rows == 0 || rr.Rows > onDisk || !(rr.RowsPerS > 0)) {
 			t.Errorf("cache %g: measured %+v, want one batch's disk rows (of %d) at a rate", f, rr, onDisk)
 		}
