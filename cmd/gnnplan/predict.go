@@ -85,7 +85,7 @@ func (c epochCheck) line(outOfCore bool) string {
 
 // predictTraining probes tr for a few batches, finds the share of rows
 // served from memory and the disks' read rate, and predicts an epoch.
-func predictTraining(ctx context.Context, o *trainOptions, tr *trainer.Trainer, src *store.Store, dir string, nodes int64, seeds, batch int) (*trainPrediction, error) {
+func predictTraining(ctx context.Context, o *trainOptions, tr *trainer.Trainer, src *store.Store, dir string, nodes int64, seeds, batch, workers int) (*trainPrediction, error) {
 	errw := o.IO.Err
 	fmt.Fprintf(errw, "predicting: timing %d batches with every row in memory ...\n", o.ProbeBatches)
 	pr, err := tr.Probe(ctx, o.ProbeBatches)
@@ -93,10 +93,13 @@ func predictTraining(ctx context.Context, o *trainOptions, tr *trainer.Trainer, 
 		return nil, err
 	}
 	p := &trainPrediction{Probe: pr}
+	// A step trains a batch on each worker; worker 0 has the most seeds.
+	workers = max(workers, 1)
+	share := (seeds + workers - 1) / workers
 	if batch == 0 {
-		batch = seeds
+		batch = share
 	}
-	p.FullBatches = (seeds + batch - 1) / batch
+	p.FullBatches = (share + batch - 1) / batch
 	c := tpc.BatchCosts{ComputeS: pr.BatchSeconds, SampleS: pr.SampleSeconds, StepS: pr.StepSeconds, InputRows: pr.InputRows,
 		Source: fmt.Sprintf("a probe of %d batches with its own seed and every row in memory", pr.Batches)}
 	hit := 1.0
@@ -132,7 +135,7 @@ func predictTraining(ctx context.Context, o *trainOptions, tr *trainer.Trainer, 
 			}
 		}
 	}
-	batches := float64(seeds) / float64(batch)
+	batches := float64(share) / float64(batch)
 	if p.Epoch, err = tpc.PredictPipeline(c, hit, batches); err != nil {
 		return nil, err
 	}

@@ -374,7 +374,7 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 	}
 	var pred *trainPrediction
 	if o.ProbeBatches > 0 && !o.Resume { // a resumed run was predicted when it started
-		pred, err = predictTraining(ctx, o, tr, src, dir, g.Meta.NumNodes, len(g.Train), to.BatchSize)
+		pred, err = predictTraining(ctx, o, tr, src, dir, g.Meta.NumNodes, len(g.Train), to.BatchSize, to.Workers)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			// Interrupted while predicting: the run below stops at once,

@@ -349,7 +349,7 @@ func TestTrainOutOfCore(t *testing.T) {
 	if p := disk.Prediction; p != nil && (!(p.Costs.DiskRowsPerS > 0) || !(p.Epoch.DiskS > 0)) {
 		t.Errorf("cache 0: disk %v rows/s, %v s of reads predicted; want both measured and predicted", p.Costs.DiskRowsPerS, p.Epoch.DiskS)
 	}
-	if two := train("--workers", "2", "--probe-batches", "2"); len(two.Epochs) != 2 || !(two.PredictedEpochS > 0) || two.Epochs[1].Loss >= two.Epochs[0].Loss {
+	if two := train("--workers", "2", "--probe-batches", "2"); len(two.Epochs) != 2 || len(two.Checks) != 2 || !(two.PredictedEpochS > 0) || two.Epochs[1].Loss >= two.Epochs[0].Loss {
 		t.Errorf("two workers: %d epochs, predicted %v s, losses %+v; want 2 epochs learning, predicted", len(two.Epochs), two.PredictedEpochS, two.Epochs)
 	}
 	// A random cache of the same size serves fewer rows from memory than
