@@ -15,10 +15,7 @@ func TestProfileMeasuresAndRecommendUsesIt(t *testing.T) {
 	save := filepath.Join(dir, "profile.json")
 	// t.TempDir() may be on tmpfs or overlay: this test is about the
 	// profile reaching recommend, not about the device check.
-	data := filepath.Join(dir, "data")
-	if code, _, errOut := runCLI(t, "dataset", "synth", "--nodes", "3000", "--edges", "15000", "--feature-dim", "8", "--out", data); code != 0 {
-		t.Fatalf("synth: %s", errOut)
-	}
+	data := synthData(t, dir, "--nodes", "3000", "--edges", "15000", "--feature-dim", "8")
 	code, out, errOut := runCLI(t, "profile", "--ssd-dir", dir, "--feature-bytes", "512", "--depths", "1,8", "--seconds", "0.2",
 		"--file-size-mib", "8", "-o", "json", "--save", save, "--allow-non-block", "--dataset", data)
 	if code != 0 {

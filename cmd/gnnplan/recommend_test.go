@@ -121,10 +121,7 @@ func TestRecommendFromDatasetMeta(t *testing.T) {
 // measured hotness used when place has written it, and misuse refused.
 func TestRecommendThisMachine(t *testing.T) {
 	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	if code, _, errOut := runCLI(t, "dataset", "synth", "--nodes", "4000", "--edges", "20000", "--feature-dim", "128", "--train-fraction", "0.3", "--out", data); code != 0 {
-		t.Fatalf("synth: %s", errOut)
-	}
+	data := synthData(t, dir, "--nodes", "4000", "--edges", "20000", "--feature-dim", "128", "--train-fraction", "0.3")
 	prof := filepath.Join(dir, "profile.json")
 	write := func(path, body string) {
 		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {

@@ -226,10 +226,7 @@ func TestTrainBadInputExitsTwo(t *testing.T) {
 // the rows came from. Flags that cannot apply exit 2.
 func TestTrainOutOfCore(t *testing.T) {
 	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	if code, _, errOut := runCLI(t, "dataset", "synth", "--nodes", "3000", "--edges", "15000", "--feature-dim", "128", "--train-fraction", "0.2", "--out", data); code != 0 {
-		t.Fatalf("synth: %s", errOut)
-	}
+	data := synthData(t, dir, "--nodes", "3000", "--edges", "15000", "--feature-dim", "128", "--train-fraction", "0.2")
 	plan := filepath.Join(dir, "plan.json")
 	if code, _, errOut := runCLI(t, "recommend", "--dataset", data, "--gpus", "1", "--ssds", "2", "-o", plan); code != 0 {
 		t.Fatalf("recommend: %s", errOut)
@@ -387,4 +384,15 @@ func TestTrainOutOfCore(t *testing.T) {
 			t.Errorf("%v: exit %d, %q; want 2 naming %s", tc.args, code, errOut, tc.want)
 		}
 	}
+}
+
+// synthData generates a dataset under dir/data with gnnplan dataset synth
+// and the given options, and returns its directory.
+func synthData(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	data := filepath.Join(dir, "data")
+	if code, _, errOut := runCLI(t, append([]string{"dataset", "synth", "--out", data}, args...)...); code != 0 {
+		t.Fatalf("synth: %s", errOut)
+	}
+	return data
 }
