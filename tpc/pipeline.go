@@ -16,6 +16,10 @@ type BatchCosts struct {
 	ComputeS float64 `json:"compute_s"`
 	SampleS  float64 `json:"sample_s"` // the sampling stage's busy time
 	StepS    float64 `json:"step_s"`   // forward, backward and optimizer
+	// FillS is the wait for the first batch of an epoch with every row in
+	// memory (the pipeline filling); 0 counts one batch's sampling and
+	// gathering instead.
+	FillS float64 `json:"fill_s"`
 	// CopyRowS is the gather stage's time per row copied from memory.
 	CopyRowS float64 `json:"copy_row_s"`
 	// InputRows is the distinct feature rows a batch reads.
@@ -53,8 +57,10 @@ type PipelinePrediction struct {
 // queues): a batch takes the longer of its compute time and its gather
 // time, T_gather = rows x hit x T_copy + rows x (1 - hit) / disk rows per
 // second; the compute time grows by the reads' CPU time, rows x (1 - hit)
-// x CPU per read, which the reader takes from the step's cores. The first batch is not overlapped: the epoch is (batches - 1)
-// such batches plus the first one's sampling, gathering and step.
+// x CPU per read, which the reader takes from the step's cores. The first
+// batch is not overlapped: the epoch is (batches - 1) such batches plus
+// the pipeline's fill (FillS and the first batch's disk reads, or one
+// batch's sampling and gathering) and one step.
 func PredictPipeline(c BatchCosts, hitShare, batches float64) (PipelinePrediction, error) {
 	switch {
 	case !(hitShare >= 0 && hitShare <= 1):
@@ -87,7 +93,13 @@ func PredictPipeline(c BatchCosts, hitShare, batches float64) (PipelinePredictio
 	p.DiskS = diskS * batches
 	p.StepS = (c.StepS + stolen) * batches
 	if batches > 0 {
-		p.EpochS = math.Max(batches-1, 0)*batch + c.SampleS + gather + c.StepS + stolen
+		fill := c.SampleS + gather
+		if c.FillS > 0 {
+			// The measured fill gathered from memory: add the first
+			// batch's disk reads.
+			fill = c.FillS + diskS
+		}
+		p.EpochS = math.Max(batches-1, 0)*batch + fill + c.StepS + stolen
 	}
 	return p, nil
 }

@@ -53,6 +53,17 @@ func TestPredictPipeline(t *testing.T) {
 	if p.Bound != "compute" || math.Abs(p.StepS-10*(0.09+0.02)) > 1e-9 || math.Abs(p.EpochS-(9*0.12+0.01+0.109+0.09+0.02)) > 1e-9 {
 		t.Errorf("reads stealing cores: %+v", p)
 	}
+	// A measured fill replaces one batch's sampling and gathering, plus
+	// the first batch's disk reads.
+	filled := base
+	filled.FillS = 0.05
+	p, err = PredictPipeline(filled, 0.5, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 49*0.505 + 0.05 + 0.5 + 0.09; math.Abs(p.EpochS-want) > 1e-9 {
+		t.Errorf("with a measured fill: epoch %v s, want %v", p.EpochS, want)
+	}
 	// More cache never predicts a slower epoch.
 	prev := math.Inf(1)
 	for hit := 0.0; hit <= 1; hit += 0.05 {

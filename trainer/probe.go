@@ -31,6 +31,10 @@ type Probe struct {
 	// GatherSeconds is the gather stage's busy time per batch (out of
 	// core), every row copied from memory.
 	GatherSeconds float64 `json:"gather_s"`
+	// FirstWaitSeconds is how long the first step waited for its batch:
+	// the pipeline filling (the sampler starting, the first batch sampled,
+	// its blocks built and rows gathered), which no step hides.
+	FirstWaitSeconds float64 `json:"first_wait_s"`
 	// InputRows is the mean number of distinct feature rows a step reads
 	// (summed over the workers).
 	InputRows float64 `json:"input_rows"`
@@ -86,22 +90,24 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (Probe, error) {
 		return Probe{}, fmt.Errorf("probe: %w", err)
 	}
 	end := rec.last
+	first := rec.skip.Wait
 	if rec.skip.Batches == end.Batches { // one batch only: time it
 		rec.skip = partialEpoch{}
 	}
 	n := float64(end.Batches - rec.skip.Batches)
 	p := Probe{Batches: end.Batches - rec.skip.Batches,
-		BatchSeconds:  (end.Seconds - rec.skip.Seconds) / n,
-		SampleSeconds: (end.Stages.Sample.BusySeconds - rec.skip.Stages.Sample.BusySeconds) / n,
-		StepSeconds:   (end.Gather + end.Compute + end.Optim - rec.skip.Gather - rec.skip.Compute - rec.skip.Optim) / n,
-		GatherSeconds: (end.Stages.Gather.BusySeconds - rec.skip.Stages.Gather.BusySeconds) / n,
-		Seeds:         float64(end.Samples-rec.skip.Samples) / n,
+		BatchSeconds:     (end.Seconds - rec.skip.Seconds) / n,
+		SampleSeconds:    (end.Stages.Sample.BusySeconds - rec.skip.Stages.Sample.BusySeconds) / n,
+		StepSeconds:      (end.Gather + end.Compute + end.Optim - rec.skip.Gather - rec.skip.Compute - rec.skip.Optim) / n,
+		GatherSeconds:    (end.Stages.Gather.BusySeconds - rec.skip.Stages.Gather.BusySeconds) / n,
+		Seeds:            float64(end.Samples-rec.skip.Samples) / n,
+		FirstWaitSeconds: first,
 	}
-	first := 0
+	from := 0
 	if rec.skip.Batches > 0 {
-		first = rec.skipLists
+		from = rec.skipLists
 	}
-	p.Vertices = rec.inputs[first:]
+	p.Vertices = rec.inputs[from:]
 	var rows int
 	for _, in := range p.Vertices {
 		rows += len(in)

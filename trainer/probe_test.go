@@ -46,7 +46,7 @@ func TestProbeLeavesTheRunAlone(t *testing.T) {
 			if p.Batches != 4 || len(p.Vertices) != 4 {
 				t.Errorf("probe timed %d batches (%d input lists), want 4", p.Batches, len(p.Vertices))
 			}
-			if !(p.BatchSeconds > 0 && p.StepSeconds > 0) || p.StepSeconds > 2*p.BatchSeconds {
+			if !(p.BatchSeconds > 0 && p.StepSeconds > 0 && p.FirstWaitSeconds > 0) || p.StepSeconds > 2*p.BatchSeconds {
 				t.Errorf("probe times: batch %v s, step %v s", p.BatchSeconds, p.StepSeconds)
 			}
 			if p.Seeds != 64 || p.InputRows < p.Seeds || p.InputRows > n {

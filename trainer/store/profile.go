@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/gnnplan/gnnplan/topology"
@@ -349,12 +348,9 @@ func memcpyGBps(ctx context.Context) float64 {
 	return float64(n) * size / time.Since(start).Seconds() / 1e9
 }
 
-// cpuSeconds is the process's user + system CPU time.
+// cpuSeconds is the process's user + system CPU time (0 where it cannot
+// be read).
 func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
-	return tv(ru.Utime) + tv(ru.Stime)
+	s, _ := rusageSeconds(rusageProcess)
+	return s
 }

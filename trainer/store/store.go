@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -486,9 +487,10 @@ type ReadRate struct {
 	Rows     int     `json:"rows"`
 	Seconds  float64 `json:"seconds"`
 	Reads    int     `json:"device_reads"`
-	// CPUSecondsPerRow is the process's CPU time per row read (user and
-	// system, submission, completion and copies): what reading takes from
-	// the cores the training step runs on. 0 where it cannot be read.
+	// CPUSecondsPerRow is the reading thread's CPU time per row read
+	// (user and system: submission, completion and copies; the process's
+	// with the pread pool): what reading takes from the cores the training
+	// step runs on. 0 where it cannot be read.
 	CPUSecondsPerRow float64 `json:"cpu_s_per_row"`
 }
 
@@ -518,7 +520,17 @@ func (s *Store) MeasureReads(ctx context.Context, d time.Duration, batches [][]i
 	}
 	var dst []float32
 	var ssd []int
-	cpu0, cpuOK := processCPUSeconds()
+	// io_uring submits and reaps on the calling thread: pin it and count
+	// that thread's CPU time, not the process's (BLAS threads still
+	// spinning after the probe's last GEMM, the collector). The pread
+	// pool reads on threads of its own: count the process then.
+	who := rusageProcess
+	if s.Engine() == "io_uring" {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		who = rusageThread
+	}
+	cpu0, cpuOK := rusageSeconds(who)
 	start := time.Now()
 	for i := 0; i == 0 || time.Since(start) < d; i++ {
 		vs := lists[i%len(lists)]
@@ -538,16 +550,22 @@ func (s *Store) MeasureReads(ctx context.Context, d time.Duration, batches [][]i
 	}
 	rr.Seconds = time.Since(start).Seconds()
 	rr.RowsPerS = float64(rr.Rows) / rr.Seconds
-	if cpu1, ok := processCPUSeconds(); ok && cpuOK && rr.Rows > 0 {
+	if cpu1, ok := rusageSeconds(who); ok && cpuOK && rr.Rows > 0 {
 		rr.CPUSecondsPerRow = (cpu1 - cpu0) / float64(rr.Rows)
 	}
 	return rr, nil
 }
 
-// processCPUSeconds is the process's user plus system CPU time.
-func processCPUSeconds() (float64, bool) {
+// getrusage's who: the process, or the calling thread (RUSAGE_THREAD).
+const (
+	rusageProcess = syscall.RUSAGE_SELF
+	rusageThread  = 1
+)
+
+// rusageSeconds is the user plus system CPU time of who.
+func rusageSeconds(who int) (float64, bool) {
 	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+	if err := syscall.Getrusage(who, &ru); err != nil {
 		return 0, false
 	}
 	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
