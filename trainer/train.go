@@ -346,11 +346,15 @@ func workerSeed(seed uint64, w int) uint64 {
 	if w == 0 {
 		return seed
 	}
-	return seed ^ splitmix(uint64(w)*0x776f726b) // "work"
+	return seed ^ mix64(uint64(w)*0x776f726b+golden) // "work"
 }
 
-func splitmix(z uint64) uint64 {
-	z += 0x9e3779b97f4a7c15
+// golden is splitmix64's increment, 2^64 over the golden ratio.
+const golden = 0x9e3779b97f4a7c15
+
+// mix64 is splitmix64's finaliser: a bijection that scatters its input's
+// bits over all 64.
+func mix64(z uint64) uint64 {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	return z ^ (z >> 31)
@@ -593,10 +597,7 @@ func (t *Trainer) track(es EpochStats) {
 func stepSeed(seed uint64, epoch, batch int) uint64 {
 	z := seed ^ 0x64726f70 // "drop"
 	for _, x := range []uint64{uint64(epoch), uint64(batch)} {
-		z ^= (x + 1) * 0x9e3779b97f4a7c15
-		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-		z ^= z >> 31
+		z = mix64(z ^ (x+1)*golden)
 	}
 	return z
 }

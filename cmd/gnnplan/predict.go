@@ -143,8 +143,9 @@ func predictTraining(ctx context.Context, o *trainOptions, tr *trainer.Trainer, 
 	return p, nil
 }
 
-// diskRate fills c's disk read rate: from a profile (--measured), or by
-// reading random rows of the store's disk-resident rows for a moment.
+// diskRate fills c's disk read rate and the reads' CPU time: from a
+// profile (--measured), or by reading the probed batches' disk-resident
+// rows through the store for --measure-seconds.
 func diskRate(ctx context.Context, o *trainOptions, src *store.Store, c *tpc.BatchCosts, pr trainer.Probe, p *trainPrediction) error {
 	if o.Measured != "" {
 		prof, err := loadMeasured(o.Measured)
@@ -155,12 +156,7 @@ func diskRate(ctx context.Context, o *trainOptions, src *store.Store, c *tpc.Bat
 		if prof.FeatureBytes != row {
 			return usageErrorf("--measured %s: profiled at %d-byte reads, the dataset's rows are %d bytes (run gnnplan profile --feature-bytes %d)", o.Measured, prof.FeatureBytes, row, row)
 		}
-		var cpuPerGB float64
-		for _, d := range prof.Disks {
-			c.DiskRowsPerS += iopsNear(d, store.DefaultQueueDepth)
-			cpuPerGB = max(cpuPerGB, depthNear(d, store.DefaultQueueDepth).CPUSecondsPerG)
-		}
-		c.DiskCPURowS = cpuPerGB * float64(row) / 1e9
+		c.DiskRowsPerS, c.DiskCPURowS = profiledDisks(prof)
 		c.Source += fmt.Sprintf("; disk rows/s from %s at queue depth near %d", o.Measured, store.DefaultQueueDepth)
 		return nil
 	}
@@ -177,19 +173,21 @@ func diskRate(ctx context.Context, o *trainOptions, src *store.Store, c *tpc.Bat
 	return nil
 }
 
-// iopsNear is a disk's IOPS at the profiled queue depth closest to depth.
-func iopsNear(d store.DiskProfile, depth int) float64 { return depthNear(d, depth).IOPS }
-
-// depthNear is a disk's result at the profiled queue depth closest to
-// depth (zero when it has none).
-func depthNear(d store.DiskProfile, depth int) store.DepthResult {
-	best, res := math.MaxInt, store.DepthResult{}
-	for _, r := range d.Depths {
-		if dd := abs(r.QueueDepth - depth); dd < best {
-			best, res = dd, r
+// profiledDisks is a profile's disks together at the store's queue depth
+// (the profiled depth closest to it): feature rows read per second, summed
+// over the disks, and the CPU time per row, the most any disk took.
+func profiledDisks(p *store.MachineProfile) (rowsPerS, cpuPerRow float64) {
+	for _, d := range p.Disks {
+		best, r := math.MaxInt, store.DepthResult{}
+		for _, x := range d.Depths {
+			if dd := abs(x.QueueDepth - store.DefaultQueueDepth); dd < best {
+				best, r = dd, x
+			}
 		}
+		rowsPerS += r.IOPS
+		cpuPerRow = max(cpuPerRow, r.CPUSecondsPerG*float64(p.FeatureBytes)/1e9)
 	}
-	return res
+	return rowsPerS, cpuPerRow
 }
 
 func abs(x int) int {

@@ -47,9 +47,7 @@ func runThisMachine(ctx context.Context, o *recommendOptions) error {
 	}
 	c := prof.Compute
 	rates := tpc.CPURates{Cores: c.Cores, GEMMGFLOPS: c.GEMMGFLOPS, SamplerEdgesPerSPerCore: c.SamplerEdgesPerSPerCore, MemcpyGBps: prof.MemcpyGBps}
-	for _, d := range prof.Disks {
-		rates.DiskRowsPerS += iopsNear(d, store.DefaultQueueDepth)
-	}
+	rates.DiskRowsPerS, _ = profiledDisks(prof)
 	g, err := dataset.LoadGraph(o.Dataset)
 	if err != nil {
 		return err

@@ -471,7 +471,7 @@ func (s *Store) HitShare(hot []uint32) (float64, error) {
 	var all, mem uint64
 	for v, h := range hot {
 		all += uint64(h)
-		if s.bins[s.bin[v]].tier != tierSSD {
+		if s.InMemory(int32(v)) {
 			mem += uint64(h)
 		}
 	}
@@ -506,7 +506,7 @@ func (s *Store) MeasureReads(ctx context.Context, d time.Duration, batches [][]i
 	for _, b := range batches {
 		var on []int32
 		for _, v := range b {
-			if v >= 0 && int64(v) < s.m.NumNodes && s.bins[s.bin[v]].tier == tierSSD {
+			if v >= 0 && int64(v) < s.m.NumNodes && !s.InMemory(v) {
 				on = append(on, v)
 			}
 		}
