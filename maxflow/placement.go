@@ -235,6 +235,10 @@ type SearchResult struct {
 	// classic placement outside the top has Rank 0.
 	Classic     map[string]*Candidate `json:"-"`
 	ClassicNote string                `json:"classic_note,omitempty"`
+	// Installed is the placement the machine was built with, when
+	// SearchOptions.Installed gave one: a kept candidate when it is among
+	// them, else evaluated on its own with Rank 0.
+	Installed *Candidate `json:"-"`
 	// Truncated says the search stopped at Options.MaxNodes before it
 	// had ruled out everything it skipped; UnexploredSeconds is then a
 	// lower bound on the epoch IO time of every placement it did not look
@@ -256,6 +260,11 @@ type SearchOptions struct {
 	// Workers is how many goroutines search; <= 0 means one per core.
 	// Callers that run many searches in parallel (recommendation) pass 1.
 	Workers int
+	// Installed, when it names slots, is where the devices sit now (see
+	// Installed): Search evaluates it too and reports it as
+	// SearchResult.Installed, ranked or not, so a user sees how far the
+	// machine as built is from the best.
+	Installed Placement
 }
 
 // DefaultTop is how many placements Search keeps.
@@ -352,7 +361,84 @@ func search(ctx context.Context, m *topology.Machine, inv Inventory, tiers Tiers
 		}
 	}
 	res.Classic, res.ClassicNote = b.classics(cands, true)
+	if len(opts.Installed.GPUSlots)+len(opts.Installed.SSDSlots) > 0 {
+		c, err := b.installed(cands, res.Classic, opts.Installed)
+		if err != nil {
+			return nil, err
+		}
+		res.Installed = c
+	}
 	return res, nil
+}
+
+// Installed returns where m's GPUs and NVMe SSDs sit: the slots of the
+// devices Strip takes out, GPUs and SSDs each in slot order.
+func Installed(m *topology.Machine) Placement {
+	var p Placement
+	for _, n := range m.Nodes {
+		s := m.Node(n.Parent)
+		if s == nil || s.Kind != topology.KindSlot || len(m.Children(n.ID)) > 0 {
+			continue
+		}
+		switch n.Kind {
+		case topology.KindGPU:
+			p.GPUSlots = append(p.GPUSlots, s.ID)
+		case topology.KindNVMe:
+			p.SSDSlots = append(p.SSDSlots, s.ID)
+		}
+	}
+	sort.SliceStable(p.GPUSlots, func(i, j int) bool { return topology.NaturalLess(p.GPUSlots[i], p.GPUSlots[j]) })
+	sort.SliceStable(p.SSDSlots, func(i, j int) bool { return topology.NaturalLess(p.SSDSlots[i], p.SSDSlots[j]) })
+	return p
+}
+
+// installed evaluates the placement p the machine was built with: the kept
+// or classic candidate with the same canonical form when there is one, else
+// p timed on its own (Rank 0). Its device counts must be the search's.
+func (b *bnb) installed(ranked []*Candidate, classic map[string]*Candidate, p Placement) (*Candidate, error) {
+	if len(p.GPUSlots) != b.inv.GPUs || len(p.SSDSlots) != b.inv.SSDs {
+		return nil, &topology.InputError{Field: "installed placement", Msg: fmt.Sprintf(
+			"%d GPUs and %d SSDs, but the search places %d and %d", len(p.GPUSlots), len(p.SSDSlots), b.inv.GPUs, b.inv.SSDs)}
+	}
+	group := map[string]int{}
+	for i, g := range b.groups {
+		for _, s := range g.slots {
+			group[s] = i
+		}
+	}
+	counts := make([][2]int, len(b.groups))
+	key := ""
+	inGroups := true
+	for k, slots := range [][]string{p.GPUSlots, p.SSDSlots} {
+		for _, s := range slots {
+			i, ok := group[s]
+			if !ok || (k == 0 && !b.groups[i].takesGPU) || (k == 1 && !b.groups[i].takesSSD) {
+				inGroups = false // a slot the search would not use for it
+				continue
+			}
+			counts[i][k]++
+		}
+	}
+	if inGroups {
+		key = b.canon.key(counts)
+		for _, c := range ranked {
+			if c.key == key {
+				return c, nil
+			}
+		}
+		for _, n := range ClassicNames {
+			if c := classic[n]; c != nil && c.key == key {
+				return c, nil
+			}
+		}
+	} else {
+		counts = nil
+	}
+	c := &Candidate{Placement: p, key: key, counts: counts}
+	if err := detailCandidate(b.m, b.inv, b.tiers, c, true); err != nil {
+		return nil, fmt.Errorf("installed placement: %w", err)
+	}
+	return c, nil
 }
 
 // rawCount is the number of assignments of the devices to the groups'

@@ -33,14 +33,19 @@ type Report struct {
 	// Candidates are best first.
 	Candidates []ReportCandidate `json:"candidates"`
 	// Classic maps "a".."d" to the rank of Moment's classic placements.
-	Classic     map[string]int `json:"classic,omitempty"`
-	ClassicNote string         `json:"classic_note,omitempty"`
+	Classic map[string]int `json:"classic,omitempty"`
+	// InstalledRank is the rank of the placement the machine was built
+	// with (0: not among the kept ones); absent when it was not evaluated.
+	InstalledRank *int   `json:"installed_rank,omitempty"`
+	ClassicNote   string `json:"classic_note,omitempty"`
 }
 
 // ReportCandidate is one ranked placement.
 type ReportCandidate struct {
 	Rank    int    `json:"rank"`
 	Classic string `json:"classic,omitempty"`
+	// Installed marks the placement the machine was built with.
+	Installed bool `json:"installed,omitempty"`
 	// Devices maps each device id (gpu0.., nvme0..) to its slot id.
 	Devices map[string]string `json:"devices"`
 	// Where maps each device id to a readable location: the slot's label
@@ -50,8 +55,10 @@ type ReportCandidate struct {
 	AggregateGBps float64            `json:"aggregate_GBps"`
 	FabricGBps    float64            `json:"fabric_GBps"`
 	EpochIOSecs   float64            `json:"epoch_io_s"`
-	Traffic       []StorageTraffic   `json:"storage_traffic"`
-	Bottlenecks   []Bottleneck       `json:"bottlenecks"`
+	// VsBest is the epoch IO time over the best placement's (1 for the best).
+	VsBest      float64          `json:"vs_best"`
+	Traffic     []StorageTraffic `json:"storage_traffic"`
+	Bottlenecks []Bottleneck     `json:"bottlenecks"`
 }
 
 // Report builds the report of the top n candidates (all when n <= 0),
@@ -71,6 +78,10 @@ func (r *SearchResult) Report(n int) (*Report, error) {
 			rep.Classic[name] = c.Rank
 		}
 	}
+	if r.Installed != nil {
+		rank := r.Installed.Rank
+		rep.InstalledRank = &rank
+	}
 	for _, c := range r.Listed(n) {
 		rc, err := r.reportCandidate(c)
 		if err != nil {
@@ -82,11 +93,12 @@ func (r *SearchResult) Report(n int) (*Report, error) {
 }
 
 // Listed returns the top n candidates (all kept when n <= 0), then the
-// classic placements ranked below them or not kept (Rank 0), in name order.
+// classic placements ranked below them or not kept (Rank 0), in name order,
+// then the installed placement when none of those is it.
 func (r *SearchResult) Listed(n int) []*Candidate {
 	var out []*Candidate
 	for _, c := range r.Candidates {
-		if n <= 0 || c.Rank <= n || c.Classic != "" {
+		if n <= 0 || c.Rank <= n || c.Classic != "" || c == r.Installed {
 			out = append(out, c)
 		}
 	}
@@ -95,7 +107,19 @@ func (r *SearchResult) Listed(n int) []*Candidate {
 			out = append(out, c)
 		}
 	}
+	if c := r.Installed; c != nil && c.Rank == 0 && c.Classic == "" {
+		out = append(out, c)
+	}
 	return out
+}
+
+// VsBest is c's epoch IO time over the best placement's: how much longer
+// an epoch's reads take than they would in the best placement found.
+func (r *SearchResult) VsBest(c *Candidate) float64 {
+	if len(r.Candidates) == 0 || r.Candidates[0].Seconds <= 0 {
+		return math.NaN()
+	}
+	return c.Seconds / r.Candidates[0].Seconds
 }
 
 func deviceLabel(n topology.Node) string {
@@ -111,7 +135,10 @@ func (r *SearchResult) reportCandidate(c *Candidate) (ReportCandidate, error) {
 	}
 	rc := ReportCandidate{Rank: c.Rank, Classic: c.Classic, Devices: map[string]string{}, Where: map[string]string{},
 		PerGPUGBps: map[string]float64{}, AggregateGBps: round6(c.Eval.AggregateGBps), FabricGBps: round6(c.FabricGBps), EpochIOSecs: round6(c.Eval.EpochIOSeconds),
-		Bottlenecks: c.Eval.Bottlenecks}
+		Bottlenecks: c.Eval.Bottlenecks, Installed: c == r.Installed}
+	if v := r.VsBest(c); !math.IsNaN(v) {
+		rc.VsBest = round6(v)
+	}
 	for i, s := range c.Placement.GPUSlots {
 		id := fmt.Sprintf("gpu%d", i)
 		rc.Devices[id], rc.Where[id] = s, SlotLocation(r.Machine, s)

@@ -102,7 +102,13 @@ func runPlacements(ctx context.Context, o *placementsOptions) error {
 	if o.SSDs >= 0 {
 		inv.SSDs = o.SSDs
 	}
-	res, err := maxflow.SearchWith(ctx, sm, inv, o.Tiers, maxflow.SearchOptions{Top: max(o.Top, 1)})
+	opts := maxflow.SearchOptions{Top: max(o.Top, 1)}
+	// The machine as built is placed too, when the search moves the same
+	// devices, so the table says how far it is from the best.
+	if in := maxflow.Installed(m); len(in.GPUSlots) == inv.GPUs && len(in.SSDSlots) == inv.SSDs && inv.GPUs+inv.SSDs > 0 {
+		opts.Installed = in
+	}
+	res, err := maxflow.SearchWith(ctx, sm, inv, o.Tiers, opts)
 	if err != nil {
 		return err
 	}
@@ -126,15 +132,19 @@ func writePlacementsTable(o *placementsOptions, res *maxflow.SearchResult) error
 	fmt.Fprintf(out, "%.0f placements; branch and bound kept the %d best, timing %d distinct up to symmetry; model: %.0f%% of each epoch's bytes from CPU memory, %.0f%% from GPU memory, the rest from SSDs (%.1f GB/s each unless the machine says)\n",
 		res.Raw, len(res.Candidates), res.Distinct, 100*t.HostShare, 100*t.GPUCacheShare, t.SSDReadGBps)
 	tbl := tablewriter.NewTable(out, tablewriter.WithHeaderAutoFormat(tw.Off))
-	tbl.Header("RANK", "CLASSIC", "GPUS", "SSDS", "PER-GPU GB/s", "AGGREGATE GB/s", "FABRIC GB/s", "SATURATED")
+	tbl.Header("RANK", "LAYOUT", "GPUS", "SSDS", "PER-GPU GB/s", "AGGREGATE GB/s", "EPOCH IO vs BEST", "FABRIC GB/s", "SATURATED")
 	for _, c := range res.Listed(o.Top) {
 		rank := fmt.Sprint(c.Rank)
 		if c.Rank == 0 {
 			rank = fmt.Sprintf(">%d", len(res.Candidates))
 		}
+		layout := c.Classic
+		if c == res.Installed {
+			layout = strings.TrimPrefix(layout+", installed", ", ")
+		}
 		gpus, ssds := res.Summary(c)
-		if err := tbl.Append(rank, c.Classic, gpus, ssds, perGPU(c.Eval), fmt.Sprintf("%.2f", c.Eval.AggregateGBps),
-			fmt.Sprintf("%.2f", c.FabricGBps), maxflow.BottleneckSummary(c.Eval.Bottlenecks)); err != nil {
+		if err := tbl.Append(rank, layout, gpus, ssds, perGPU(c.Eval), fmt.Sprintf("%.2f", c.Eval.AggregateGBps),
+			fmt.Sprintf("%.2fx", res.VsBest(c)), fmt.Sprintf("%.2f", c.FabricGBps), maxflow.BottleneckSummary(c.Eval.Bottlenecks)); err != nil {
 			return err
 		}
 	}
@@ -145,6 +155,9 @@ func writePlacementsTable(o *placementsOptions, res *maxflow.SearchResult) error
 		fmt.Fprintf(out, "search stopped at its limit: no placement it did not look at takes less than %.4g s per epoch (best found %.4g s)\n",
 			res.UnexploredSeconds, res.Candidates[0].Eval.EpochIOSeconds)
 	}
+	if res.Installed != nil {
+		fmt.Fprintf(out, "installed: the devices where %s has them now\n", res.Machine.Name)
+	}
 	if len(res.Classic) > 0 {
 		for _, n := range maxflow.ClassicNames {
 			fmt.Fprintf(out, "(%s) %s\n", n, maxflow.ClassicAbout(n))
@@ -154,6 +167,7 @@ func writePlacementsTable(o *placementsOptions, res *maxflow.SearchResult) error
 	} else if res.ClassicNote != "" {
 		fmt.Fprintf(out, "classic placements: %s\n", res.ClassicNote)
 	}
+	fmt.Fprintln(out, "EPOCH IO vs BEST: the placement's epoch IO time over the best one's (1.00x is the best)")
 	fmt.Fprintln(out, "FABRIC GB/s: what the placement would move if the SSDs never bound (headroom of its switches, root ports and socket link)")
 	fmt.Fprintln(out, "best placement:")
 	top, err := res.Report(1)

@@ -142,3 +142,37 @@ func TestPlacementsCountsDevicesOutsideSlots(t *testing.T) {
 		t.Fatalf("gpus %d, ssds %d, per-GPU figures %v: want 4 GPUs, 2 SSDs", rep.GPUs, rep.SSDs, rep.Candidates)
 	}
 }
+
+// TestPlacementsShowTheInstalledLayout: a machine's current layout is
+// ranked with the rest, with its epoch IO time over the best's; asked to
+// place other counts, there is no current layout to show.
+func TestPlacementsShowTheInstalledLayout(t *testing.T) {
+	code, out, errOut := runCLI(t, "placements", "--profile", "moment-a", "--top", "3")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var row string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "installed") && strings.Contains(l, "│") {
+			row = l
+		}
+	}
+	// moment-a is built as classic (b): all four GPUs behind bus 9.
+	if !strings.Contains(row, "b, installed") || !strings.Contains(row, "2.86x") {
+		t.Errorf("installed row %q, want classic (b) at 2.86x the best\n%s", row, out)
+	}
+	code, out, errOut = runCLI(t, "placements", "--profile", "moment-a", "--gpus", "2", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep maxflow.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.InstalledRank != nil {
+		t.Errorf("--gpus 2 on a 4-GPU machine reported an installed rank %d", *rep.InstalledRank)
+	}
+	if rep.Candidates[0].VsBest != 1 {
+		t.Errorf("best candidate vs_best %v, want 1", rep.Candidates[0].VsBest)
+	}
+}
