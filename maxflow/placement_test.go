@@ -557,3 +557,40 @@ func TestInstalledPlacement(t *testing.T) {
 		t.Error("an installed placement of 4 GPUs was accepted by a search for 2")
 	}
 }
+
+// TestInstalledOutsideTheSearch: a device installed in a slot the search
+// would not give it (a GPU in an x4 slot) is still timed, on its own and
+// unranked, and comes out slower than the best.
+func TestInstalledOutsideTheSearch(t *testing.T) {
+	m := tinyMachine(t)
+	var narrow, wide string
+	for _, id := range m.SortedKind(topology.KindSlot) {
+		n := m.Node(id)
+		switch {
+		case n.Lanes == 4:
+			narrow = id
+		case wide == "":
+			wide = id
+		}
+	}
+	inv := Inventory{GPUs: 1, SSDs: 1, GPU: DefaultGPU(), SSD: DefaultSSD()}
+	res, err := SearchWith(context.Background(), m, inv, DefaultTiers(),
+		SearchOptions{Top: 3, Installed: Placement{GPUSlots: []string{narrow}, SSDSlots: []string{wide}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Installed
+	if c == nil || c.Rank != 0 || c.Eval == nil {
+		t.Fatalf("installed %+v", c)
+	}
+	if v := res.VsBest(c); !(v > 1) {
+		t.Errorf("a GPU on 4 lanes: %.3fx the best epoch IO time, want slower than the best", v)
+	}
+	found := false
+	for _, l := range res.Listed(3) {
+		found = found || l == c
+	}
+	if !found {
+		t.Error("the installed placement is not listed")
+	}
+}
