@@ -48,12 +48,8 @@ func Strip(m *topology.Machine) (*topology.Machine, Inventory) {
 	remove := map[string]bool{}
 	haveGPU, haveSSD := false, false
 	for _, n := range m.Nodes {
-		p := m.Node(n.Parent)
-		if p == nil || p.Kind != topology.KindSlot || (n.Kind != topology.KindGPU && n.Kind != topology.KindNVMe) {
+		if placedCard(m, n) == nil {
 			continue
-		}
-		if len(m.Children(n.ID)) > 0 {
-			continue // something hangs below it: not a plain card
 		}
 		remove[n.ID] = true
 		t := n
@@ -376,20 +372,37 @@ func search(ctx context.Context, m *topology.Machine, inv Inventory, tiers Tiers
 func Installed(m *topology.Machine) Placement {
 	var p Placement
 	for _, n := range m.Nodes {
-		s := m.Node(n.Parent)
-		if s == nil || s.Kind != topology.KindSlot || len(m.Children(n.ID)) > 0 {
-			continue
-		}
-		switch n.Kind {
-		case topology.KindGPU:
+		s := placedCard(m, n)
+		switch {
+		case s == nil:
+		case n.Kind == topology.KindGPU:
 			p.GPUSlots = append(p.GPUSlots, s.ID)
-		case topology.KindNVMe:
+		default:
 			p.SSDSlots = append(p.SSDSlots, s.ID)
 		}
 	}
+	p.sortSlots()
+	return p
+}
+
+// placedCard returns the slot n sits in when n is what placement search
+// moves: a GPU or NVMe SSD in a slot with nothing hanging below it (a
+// plain card); nil otherwise.
+func placedCard(m *topology.Machine, n topology.Node) *topology.Node {
+	if n.Kind != topology.KindGPU && n.Kind != topology.KindNVMe {
+		return nil
+	}
+	s := m.Node(n.Parent)
+	if s == nil || s.Kind != topology.KindSlot || len(m.Children(n.ID)) > 0 {
+		return nil
+	}
+	return s
+}
+
+// sortSlots puts each kind's slots in natural order.
+func (p *Placement) sortSlots() {
 	sort.SliceStable(p.GPUSlots, func(i, j int) bool { return topology.NaturalLess(p.GPUSlots[i], p.GPUSlots[j]) })
 	sort.SliceStable(p.SSDSlots, func(i, j int) bool { return topology.NaturalLess(p.SSDSlots[i], p.SSDSlots[j]) })
-	return p
 }
 
 // installed evaluates the placement p the machine was built with: the kept
@@ -1198,8 +1211,7 @@ func placementFor(groups []slotGroup, counts [][2]int) Placement {
 		p.GPUSlots = append(p.GPUSlots, groups[i].slots[:c[0]]...)
 		p.SSDSlots = append(p.SSDSlots, groups[i].slots[c[0]:c[0]+c[1]]...)
 	}
-	sort.SliceStable(p.GPUSlots, func(i, j int) bool { return topology.NaturalLess(p.GPUSlots[i], p.GPUSlots[j]) })
-	sort.SliceStable(p.SSDSlots, func(i, j int) bool { return topology.NaturalLess(p.SSDSlots[i], p.SSDSlots[j]) })
+	p.sortSlots()
 	return p
 }
 

@@ -144,7 +144,7 @@ func writePlacementsTable(o *placementsOptions, res *maxflow.SearchResult) error
 		}
 		gpus, ssds := res.Summary(c)
 		if err := tbl.Append(rank, layout, gpus, ssds, perGPU(c.Eval), fmt.Sprintf("%.2f", c.Eval.AggregateGBps),
-			fmt.Sprintf("%.2fx", res.VsBest(c)), fmt.Sprintf("%.2f", c.FabricGBps), maxflow.BottleneckSummary(c.Eval.Bottlenecks)); err != nil {
+			vsBest(res.VsBest(c)), fmt.Sprintf("%.2f", c.FabricGBps), maxflow.BottleneckSummary(c.Eval.Bottlenecks)); err != nil {
 			return err
 		}
 	}
@@ -179,6 +179,14 @@ func writePlacementsTable(o *placementsOptions, res *maxflow.SearchResult) error
 		fmt.Fprintf(out, "  %-7s %s\n", id, rep.Where[id])
 	}
 	return nil
+}
+
+// vsBest formats an epoch-time ratio; "-" when there is none (no time).
+func vsBest(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", v)
 }
 
 func deviceIDs(stem string, n int) []string {
