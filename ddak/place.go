@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/gnnplan/gnnplan/topology"
 )
@@ -200,21 +203,30 @@ func place(ctx context.Context, hotness []uint32, bins []Bin, opt Options, allow
 	if err := validateBins(bins, n); err != nil {
 		return nil, err
 	}
+	// The output is 5 GB of fresh memory for a billion vertices, which the
+	// kernel maps and zeroes page by page as it is first written. Spare
+	// cores take those faults while the order is counted and the decisions
+	// (one core) are made; what they have not reached when the decisions
+	// are done, the output pass faults itself.
+	l := &Layout{Policy: PolicyDDAK, Priority: opt.Priority, Pool: opt.Pool, Stats: make([]BinStats, len(bins))}
+	l.Bin, l.Row = make([]uint8, n), make([]uint32, n)
+	adviseHuge(l.Bin)
+	adviseHuge(l.Row)
+	stopFaults := prefault(l.Bin, l.Row)
 	o, err := countOrder(ctx, hotness, allowWide)
 	if err != nil {
+		stopFaults()
 		return nil, fmt.Errorf("ddak: %w", err)
 	}
-	l := &Layout{Policy: PolicyDDAK, Priority: opt.Priority, Pool: opt.Pool, Stats: make([]BinStats, len(bins)), TotalAccesses: o.total}
+	l.TotalAccesses = o.total
 	r, placed, err := decide(ctx, o, bins, opt, l.Stats, 3)
+	stopFaults()
 	if err != nil {
 		return nil, err
 	}
 	if placed != n { // validateBins guarantees room: a bug guard
 		return nil, fmt.Errorf("ddak: placed %d of %d rows", placed, n)
 	}
-	l.Bin, l.Row = make([]uint8, n), make([]uint32, n)
-	adviseHuge(l.Bin)
-	adviseHuge(l.Row)
 	acc, err := applyRuns(ctx, o, hotness, r, l.Bin, l.Row)
 	if err != nil {
 		return nil, err
@@ -243,7 +255,10 @@ func tierBins(bins []Bin) [3][]int {
 // returns its runs and how many positions of the order they cover; stats
 // collect each bin's rows and accesses.
 func decide(ctx context.Context, o *order, bins []Bin, opt Options, stats []BinStats, nTiers int) (*runs, int64, error) {
-	r := &runs{}
+	// About one run per pool (fewer where a bin takes several pools in a
+	// row): sized up front, the 160 MB of a billion vertices' runs are not
+	// copied as they grow.
+	r := make(runs, 0, o.n/int64(opt.Pool)+1024)
 	ac := accessCursor{o: o}
 	pos := int64(0)
 	pool := int64(opt.Pool)
@@ -326,8 +341,8 @@ func decide(ctx context.Context, o *order, bins []Bin, opt Options, stats []BinS
 			stats[c.bin] = BinStats{Rows: c.used, Accesses: c.access}
 		}
 	}
-	*r = append(*r, run{start: math.MaxInt64})
-	return r, pos, nil
+	r = append(r, run{start: math.MaxInt64})
+	return &r, pos, nil
 }
 
 // candidate is a bin of the tier being filled, with what its priority
@@ -416,6 +431,39 @@ func advance(rs runs, st []applyState, at []int32, k int32, p uint32, n int64) {
 	st[k].load(rs, x, n)
 }
 
+// applySpan writes the bin and row of hs[0], hs[1], ... while each one's
+// bucket is found by a table (a value below denseLimit, or any value of a
+// quantized order) and its next position is still in the bucket's current
+// run, and returns the index of the first vertex it left (len(hs) when
+// none). It is applyRuns's inner loop, kept small so its few live values
+// stay in registers; acc, when not nil, sums each bin's hotness.
+func applySpan(hs []uint32, bs []uint8, ws []uint32, dense, qdense *[1 << 16]int32, st []applyState, acc *[256]uint64) int {
+	bs, ws = bs[:len(hs)], ws[:len(hs)]
+	for i, h := range hs {
+		var k int32
+		switch {
+		case h < denseLimit:
+			k = dense[h&(denseLimit-1)]
+		case qdense != nil:
+			k = qdense[quantKey(h)&(1<<16-1)]
+		default:
+			return i
+		}
+		s := &st[k]
+		p := s.pos
+		if p >= s.next {
+			return i
+		}
+		s.pos = p + 1
+		bs[i] = s.bin
+		ws[i] = p + s.base
+		if acc != nil {
+			acc[s.bin] += uint64(h)
+		}
+	}
+	return len(hs)
+}
+
 // applyRuns writes each vertex's bin and row from the runs, one parallel
 // pass over the vertices in id order: each worker knows where its vertices
 // fall in every hotness bucket (order.cursors), and within a bucket
@@ -432,8 +480,15 @@ func applyRuns(ctx context.Context, o *order, hot []uint32, r *runs, bin []uint8
 			defer wg.Done()
 			rs, n := *r, o.n
 			st, at := startStates(rs, o.cursors(w), n)
-			acc := &accs[w]
-			dense, quant, qdense := o.dense[:denseLimit], o.quant, o.qdense
+			var acc *[256]uint64
+			if o.quant {
+				acc = &accs[w]
+			}
+			dense := (*[denseLimit]int32)(o.dense)
+			var qdense *[1 << 16]int32
+			if o.quant {
+				qdense = (*[1 << 16]int32)(o.qdense)
+			}
 			for b := sp[0]; b < sp[1]; b += ctxEvery {
 				if err := ctx.Err(); err != nil {
 					errs[w] = fmt.Errorf("ddak: %w", err)
@@ -442,25 +497,24 @@ func applyRuns(ctx context.Context, o *order, hot []uint32, r *runs, bin []uint8
 				e := min(b+ctxEvery, sp[1])
 				hs := hot[b:e]
 				bs, ws := bin[b:e][:len(hs)], row[b:e][:len(hs)]
-				for i, h := range hs {
-					var k int32
-					switch { // bucketOf, inline
-					case h < denseLimit:
-						k = dense[h]
-					case quant:
-						k = qdense[quantKey(h)]
-					default:
-						k = o.bucketOf(h)
+				for i := 0; i < len(hs); i++ {
+					// The tight loop takes every vertex whose bucket is
+					// dense or quantized and stays within its run; the
+					// rest (the next run, a binary search) come here.
+					if i += applySpan(hs[i:], bs[i:], ws[i:], dense, qdense, st, acc); i == len(hs) {
+						break
 					}
+					h := hs[i]
+					k := o.bucketOf(h)
 					s := &st[k]
 					p := s.pos
 					s.pos = p + 1
-					if p >= s.next { // about once per pool: the next run
+					if p >= s.next {
 						advance(rs, st, at, k, p, n)
 					}
 					bs[i] = s.bin
 					ws[i] = p + s.base
-					if quant {
+					if acc != nil {
 						acc[s.bin] += uint64(h)
 					}
 				}
@@ -485,4 +539,56 @@ func applyRuns(ctx context.Context, o *order, hot []uint32, r *runs, bin []uint8
 		sum = append(sum, t)
 	}
 	return sum, nil
+}
+
+// faultPage is the stride at which prefault touches memory: the smallest
+// page size, so every page is touched whether or not the kernel backed the
+// slices with huge pages.
+const faultPage = 4096
+
+// faultChunk is how many vertices prefault touches between checks for
+// stop: 2 MiB of rows.
+const faultChunk = 1 << 19
+
+// prefault touches the pages of bin and row on all but one core, so the
+// kernel maps (and zeroes) them while the caller works, and returns a
+// function that stops it and waits until it has: the caller may write the
+// slices only after that. It goes through the output pass's spans (order)
+// front to front, a chunk of each in turn, so the pages it did not reach,
+// which the output pass faults itself, are shared evenly by its workers.
+func prefault(bin []uint8, row []uint32) (stop func()) {
+	helpers := runtime.GOMAXPROCS(0) - 1
+	n := len(bin)
+	if helpers < 1 || n < 1<<20 {
+		return func() {}
+	}
+	w := workers(int64(n))
+	rowBytes := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(row))), 4*len(row))
+	var wg sync.WaitGroup
+	var done atomic.Bool
+	for h := range helpers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := h * faultChunk; c < (n+w-1)/w; c += helpers * faultChunk {
+				if done.Load() {
+					return
+				}
+				for x := range w {
+					lo, end := n*x/w+c, n*(x+1)/w
+					hi := min(lo+faultChunk, end)
+					for i := lo; i < hi; i += faultPage {
+						bin[i] = 0
+					}
+					for i := 4 * lo; i < 4*hi; i += faultPage {
+						rowBytes[i] = 0
+					}
+				}
+			}
+		}()
+	}
+	return func() {
+		done.Store(true)
+		wg.Wait()
+	}
 }
