@@ -134,3 +134,15 @@ func BenchmarkDDAKWide1B(b *testing.B) {
 func BenchmarkDDAKWide20MBuckets(b *testing.B) {
 	benchmarkPlace(b, wideHotness(20_000_000, 0.9, 1<<32-denseLimit, 1), false)
 }
+
+// BenchmarkCountOrder300M is Place's first pass alone (counting the
+// hotness values) on BenchmarkDDAK300M's hotness.
+func BenchmarkCountOrder300M(b *testing.B) {
+	hot := zipfHotness(300_000_000, 1.0, 300_000_000, 1)
+	for b.Loop() {
+		if _, err := countOrder(context.Background(), hot, true); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/3e8, "ns/vertex")
+}

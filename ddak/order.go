@@ -120,6 +120,41 @@ func newOrder(ctx context.Context, hot []uint32) (*order, error) {
 	return countOrder(ctx, hot, false)
 }
 
+// tally is one counting worker's counts (see countOrder).
+type tally struct {
+	dense  []int64
+	large  []uint32 // sorted, then compressed into lval/lcnt
+	lval   []uint32
+	lcnt   []int64
+	qcnt   []int64  // vertices >= denseLimit per quantKey (allowWide)
+	qsum   []uint64 // their hotness per quantKey
+	capped bool     // more than largeCap vertices >= denseLimit: quantize
+	sum    uint64
+	err    error
+}
+
+// add counts one value h; small is the worker's current L1 table for
+// values below smallLimit.
+func (t *tally) add(h uint32, small *[smallLimit]uint32, largeCap int64) {
+	switch {
+	case h < smallLimit:
+		small[h]++
+	case h < denseLimit:
+		t.dense[h]++
+	default:
+		if t.qcnt != nil {
+			q := quantKey(h)
+			t.qcnt[q]++
+			t.qsum[q] += uint64(h)
+		}
+		if int64(len(t.large)) < largeCap {
+			t.large = append(t.large, h)
+		} else {
+			t.capped = true
+		}
+	}
+}
+
 // countOrder is newOrder that, with allowWide, quantizes the values >=
 // denseLimit when they have more than wideThreshold distinct values (see
 // order); only Place asks for that.
@@ -129,17 +164,6 @@ func countOrder(ctx context.Context, hot []uint32, allowWide bool) (*order, erro
 	o := &order{n: n, spans: make([][2]int64, w)}
 	for i := range w {
 		o.spans[i] = [2]int64{n * int64(i) / int64(w), n * int64(i+1) / int64(w)}
-	}
-	type tally struct {
-		dense  []int64
-		large  []uint32 // sorted, then compressed into largeVal/largeCnt
-		lval   []uint32
-		lcnt   []int64
-		qcnt   []int64  // vertices >= denseLimit per quantKey (allowWide)
-		qsum   []uint64 // their hotness per quantKey
-		capped bool     // more than largeCap vertices >= denseLimit: quantize
-		sum    uint64
-		err    error
 	}
 	ts := make([]tally, w)
 	var wg sync.WaitGroup
@@ -167,25 +191,28 @@ func countOrder(ctx context.Context, hot []uint32, allowWide bool) (*order, erro
 				// increments of one counter from waiting on each other.
 				var small [4][smallLimit]uint32
 				var s uint64
-				for i, h := range hot[b:e] {
-					s += uint64(h)
-					switch {
-					case h < smallLimit:
-						small[i&3][h]++
-					case h < denseLimit:
-						t.dense[h]++
-					default:
-						if t.qcnt != nil {
-							q := quantKey(h)
-							t.qcnt[q]++
-							t.qsum[q] += uint64(h)
-						}
-						if int64(len(t.large)) < largeCap {
-							t.large = append(t.large, h)
-						} else {
-							t.capped = true
-						}
+				hs := hot[b:e]
+				i := 0
+				for ; i+4 <= len(hs); i += 4 {
+					// Four at a time: one test for the common case of
+					// four small values, one table each.
+					h0, h1, h2, h3 := hs[i], hs[i+1], hs[i+2], hs[i+3]
+					s += uint64(h0) + uint64(h1) + uint64(h2) + uint64(h3)
+					if h0|h1|h2|h3 < smallLimit {
+						small[0][h0&(smallLimit-1)]++
+						small[1][h1&(smallLimit-1)]++
+						small[2][h2&(smallLimit-1)]++
+						small[3][h3&(smallLimit-1)]++
+						continue
 					}
+					t.add(h0, &small[0], largeCap)
+					t.add(h1, &small[1], largeCap)
+					t.add(h2, &small[2], largeCap)
+					t.add(h3, &small[3], largeCap)
+				}
+				for _, h := range hs[i:] {
+					s += uint64(h)
+					t.add(h, &small[0], largeCap)
 				}
 				for h := range smallLimit {
 					t.dense[h] += int64(small[0][h]) + int64(small[1][h]) + int64(small[2][h]) + int64(small[3][h])

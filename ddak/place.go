@@ -263,6 +263,7 @@ func decide(ctx context.Context, o *order, bins []Bin, opt Options, stats []BinS
 	pos := int64(0)
 	pool := int64(opt.Pool)
 	tiers := tierBins(bins)
+	need := opt.Priority == PriorityNeed
 	for _, tier := range tiers[:nTiers] {
 		var capTier int64
 		var targetTier float64
@@ -311,7 +312,7 @@ func decide(ctx context.Context, o *order, bins []Bin, opt Options, stats []BinS
 			var poolRows int64
 			var poolAcc uint64
 			var ahead accessCursor
-			if opt.Priority == PriorityNeed {
+			if need {
 				ahead = ac
 				poolRows, poolAcc = ahead.takeWithin(min(pool, end-pos), budget)
 			}
@@ -320,14 +321,19 @@ func decide(ctx context.Context, o *order, bins []Bin, opt Options, stats []BinS
 				if c.used >= c.capacity {
 					continue
 				}
-				p := c.priority(opt.Priority, poolRows, poolAcc)
+				var p float64
+				if need {
+					p = c.need(poolRows, poolAcc)
+				} else {
+					p = c.priority(opt.Priority, poolRows, poolAcc)
+				}
 				if best == nil || p < bestP || (p == bestP && c.target > best.target) {
 					best, bestP = c, p
 				}
 			}
 			var take int64
 			var acc uint64
-			if limit := min(pool, best.capacity-best.used, end-pos); opt.Priority == PriorityNeed && limit == min(pool, end-pos) {
+			if limit := min(pool, best.capacity-best.used, end-pos); need && limit == min(pool, end-pos) {
 				take, acc, ac = poolRows, poolAcc, ahead // the pool the need looked at
 			} else {
 				take, acc = ac.takeWithin(limit, budget)
@@ -373,7 +379,7 @@ func (c *candidate) priority(p Priority, rows int64, acc uint64) float64 {
 		return math.Inf(1)
 	}
 	if p == PriorityNeed {
-		return (float64(c.access+acc) - c.expected) / float64(max(c.capacity-c.used-rows, 1))
+		return c.need(rows, acc)
 	}
 	r := float64(c.access) * c.perAccess
 	f := float64(c.used) * c.perRow
@@ -381,6 +387,15 @@ func (c *candidate) priority(p Priority, rows int64, acc uint64) float64 {
 		return r * f
 	}
 	return r + f
+}
+
+// need is the need priority (see priority), small enough to inline in
+// decide's loop over a tier's bins, once per pool.
+func (c *candidate) need(rows int64, acc uint64) float64 {
+	if c.overflow {
+		return math.Inf(1)
+	}
+	return (float64(c.access+acc) - c.expected) / float64(max(c.capacity-c.used-rows, 1))
 }
 
 // applyState is one hotness bucket's place in the order and in the runs:
