@@ -299,6 +299,13 @@ func decide(ctx context.Context, o *order, bins []Bin, opt Options, stats []BinS
 			}
 			cands[i] = c
 		}
+		// A bin's need changes only with its own state and the pool's
+		// rows and accesses: while consecutive pools are alike (a bucket
+		// of one value), only the bin that took the last pool is ranked
+		// again, and the others keep the value they had (the same
+		// arithmetic on the same inputs, so the same choices).
+		prio := make([]float64, len(cands))
+		ranked, lastRows, lastAcc, lastBest := false, int64(0), uint64(0), -1
 		for step := 0; pos < end; step++ {
 			if step&0xffff == 0 {
 				if err := ctx.Err(); err != nil {
@@ -316,6 +323,16 @@ func decide(ctx context.Context, o *order, bins []Bin, opt Options, stats []BinS
 				ahead = ac
 				poolRows, poolAcc = ahead.takeWithin(min(pool, end-pos), budget)
 			}
+			if need {
+				if ranked && poolRows == lastRows && poolAcc == lastAcc {
+					prio[lastBest] = cands[lastBest].need(poolRows, poolAcc)
+				} else {
+					for i := range cands {
+						prio[i] = cands[i].need(poolRows, poolAcc)
+					}
+					ranked, lastRows, lastAcc = true, poolRows, poolAcc
+				}
+			}
 			for i := range cands {
 				c := &cands[i]
 				if c.used >= c.capacity {
@@ -323,12 +340,12 @@ func decide(ctx context.Context, o *order, bins []Bin, opt Options, stats []BinS
 				}
 				var p float64
 				if need {
-					p = c.need(poolRows, poolAcc)
+					p = prio[i]
 				} else {
 					p = c.priority(opt.Priority, poolRows, poolAcc)
 				}
 				if best == nil || p < bestP || (p == bestP && c.target > best.target) {
-					best, bestP = c, p
+					best, bestP, lastBest = c, p, i
 				}
 			}
 			var take int64
