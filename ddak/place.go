@@ -257,8 +257,9 @@ func tierBins(bins []Bin) [3][]int {
 func decide(ctx context.Context, o *order, bins []Bin, opt Options, stats []BinStats, nTiers int) (*runs, int64, error) {
 	// About one run per pool (fewer where a bin takes several pools in a
 	// row): sized up front, the 160 MB of a billion vertices' runs are not
-	// copied as they grow.
-	r := make(runs, 0, o.n/int64(opt.Pool)+1024)
+	// copied as they grow. At most 2^24 runs (256 MB) are reserved so: a
+	// tiny pool over many vertices grows them as it goes.
+	r := make(runs, 0, min(o.n/int64(opt.Pool)+1024, 1<<24))
 	ac := accessCursor{o: o}
 	pos := int64(0)
 	pool := int64(opt.Pool)
