@@ -126,11 +126,17 @@ type tally struct {
 	large  []uint32 // sorted, then compressed into lval/lcnt
 	lval   []uint32
 	lcnt   []int64
-	qcnt   []int64  // vertices >= denseLimit per quantKey (allowWide)
-	qsum   []uint64 // their hotness per quantKey
+	quant  []quantTally // per quantKey (allowWide): one cache line holds both counters
 	capped bool     // more than largeCap vertices >= denseLimit: quantize
 	sum    uint64
 	err    error
+}
+
+// quantTally is the vertices of one quantized value and their summed
+// hotness.
+type quantTally struct {
+	count int64
+	sum   uint64
 }
 
 // add counts one value h; small is the worker's current L1 table for
@@ -142,16 +148,24 @@ func (t *tally) add(h uint32, small *[smallLimit]uint32, largeCap int64) {
 	case h < denseLimit:
 		t.dense[h]++
 	default:
-		if t.qcnt != nil {
-			q := quantKey(h)
-			t.qcnt[q]++
-			t.qsum[q] += uint64(h)
+		if t.quant != nil {
+			q := &t.quant[quantKey(h)&(1<<16-1)]
+			q.count++
+			q.sum += uint64(h)
 		}
-		if int64(len(t.large)) < largeCap {
-			t.large = append(t.large, h)
-		} else {
-			t.capped = true
+		if !t.capped {
+			t.keep(h, largeCap)
 		}
+	}
+}
+
+// keep collects a value >= denseLimit, or marks the tally capped when
+// largeCap of them are collected already.
+func (t *tally) keep(h uint32, largeCap int64) {
+	if int64(len(t.large)) < largeCap {
+		t.large = append(t.large, h)
+	} else {
+		t.capped = true
 	}
 }
 
@@ -177,7 +191,7 @@ func countOrder(ctx context.Context, hot []uint32, allowWide bool) (*order, erro
 			// them are quantized whatever their distinct count.
 			largeCap := int64(math.MaxInt64)
 			if allowWide {
-				t.qcnt, t.qsum = make([]int64, 1<<16), make([]uint64, 1<<16)
+				t.quant = make([]quantTally, 1<<16)
 				largeCap = max(1<<16, (hi-lo)>>4)
 			}
 			for b := lo; b < hi; b += ctxEvery {
@@ -263,9 +277,9 @@ func countOrder(ctx context.Context, hot []uint32, allowWide bool) (*order, erro
 		o.qdense = make([]int32, 1<<16)
 		qcnt, qsum = make([]int64, 1<<16), make([]uint64, 1<<16)
 		for i := range ts {
-			for q, c := range ts[i].qcnt {
-				qcnt[q] += c
-				qsum[q] += ts[i].qsum[q]
+			for q, c := range ts[i].quant {
+				qcnt[q] += c.count
+				qsum[q] += c.sum
 			}
 		}
 		large = large[:0]
@@ -298,9 +312,9 @@ func countOrder(ctx context.Context, hot []uint32, allowWide bool) (*order, erro
 	for i := range ts {
 		sc := make([]int64, nb)
 		if o.quant {
-			for q, c := range ts[i].qcnt {
-				if c > 0 {
-					sc[o.qdense[q]] = c
+			for q, c := range ts[i].quant {
+				if c.count > 0 {
+					sc[o.qdense[q]] = c.count
 				}
 			}
 		} else {
