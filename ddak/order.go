@@ -127,7 +127,7 @@ type tally struct {
 	lval   []uint32
 	lcnt   []int64
 	quant  []quantTally // per quantKey (allowWide): one cache line holds both counters
-	capped bool     // more than largeCap vertices >= denseLimit: quantize
+	capped bool         // more than largeCap vertices >= denseLimit: quantize
 	sum    uint64
 	err    error
 }
