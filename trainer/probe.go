@@ -81,33 +81,57 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (Probe, error) {
 		s.o.Features = s.src
 	}
 	nb := s.batches(0)
-	total := min(batches+1, nb)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	rec := &probeRecorder{t: s, stopAt: total, cancel: cancel}
-	err = s.runEpoch(ctx, rec)
-	if err != nil && !(errors.Is(err, context.Canceled) && rec.done) {
-		return Probe{}, fmt.Errorf("probe: %w", err)
+	// An epoch of fewer batches than asked (a small graph) is timed over
+	// several epochs, each without its first batch, as the run's epochs
+	// repeat; one batch per epoch is timed as it is.
+	epochs := 1
+	if nb > 1 && nb-1 < batches {
+		epochs = min((batches+nb-2)/(nb-1), maxProbeEpochs)
 	}
-	end := rec.last
-	first := rec.skip.Wait
-	if rec.skip.Batches == end.Batches { // one batch only: time it
-		rec.skip = partialEpoch{}
+	s.o.Epochs = epochs
+	var (
+		p      Probe
+		sum    partialEpoch // the timed batches' totals
+		inputs [][]int32
+	)
+	for e := range epochs {
+		total := min(batches-p.Batches+1, nb)
+		ectx, cancel := context.WithCancel(ctx)
+		rec := &probeRecorder{t: s, stopAt: total, cancel: cancel}
+		if total >= nb {
+			rec.stopAt = nb + 1 // the whole epoch: let it end, so the next one starts afresh
+		}
+		err = s.runEpoch(ectx, rec)
+		cancel()
+		if err != nil && !(errors.Is(err, context.Canceled) && rec.done && ctx.Err() == nil) {
+			return Probe{}, fmt.Errorf("probe: %w", err)
+		}
+		end := rec.last
+		if e == 0 {
+			p.FirstWaitSeconds = rec.skip.Wait
+		}
+		if rec.skip.Batches == end.Batches { // one batch only: time it
+			rec.skip, rec.skipLists = partialEpoch{}, 0
+		}
+		sum.Batches += end.Batches - rec.skip.Batches
+		sum.Seconds += end.Seconds - rec.skip.Seconds
+		sum.Stages.Sample.BusySeconds += end.Stages.Sample.BusySeconds - rec.skip.Stages.Sample.BusySeconds
+		sum.Stages.Gather.BusySeconds += end.Stages.Gather.BusySeconds - rec.skip.Stages.Gather.BusySeconds
+		sum.Compute += end.Gather + end.Compute + end.Optim - rec.skip.Gather - rec.skip.Compute - rec.skip.Optim
+		sum.Samples += end.Samples - rec.skip.Samples
+		inputs = append(inputs, rec.inputs[rec.skipLists:]...)
+		p.Batches = sum.Batches
+		if p.Batches >= batches || rec.skip.Batches == 0 {
+			break
+		}
 	}
-	n := float64(end.Batches - rec.skip.Batches)
-	p := Probe{Batches: end.Batches - rec.skip.Batches,
-		BatchSeconds:     (end.Seconds - rec.skip.Seconds) / n,
-		SampleSeconds:    (end.Stages.Sample.BusySeconds - rec.skip.Stages.Sample.BusySeconds) / n,
-		StepSeconds:      (end.Gather + end.Compute + end.Optim - rec.skip.Gather - rec.skip.Compute - rec.skip.Optim) / n,
-		GatherSeconds:    (end.Stages.Gather.BusySeconds - rec.skip.Stages.Gather.BusySeconds) / n,
-		Seeds:            float64(end.Samples-rec.skip.Samples) / n,
-		FirstWaitSeconds: first,
-	}
-	from := 0
-	if rec.skip.Batches > 0 {
-		from = rec.skipLists
-	}
-	p.Vertices = rec.inputs[from:]
+	n := float64(sum.Batches)
+	p.BatchSeconds = sum.Seconds / n
+	p.SampleSeconds = sum.Stages.Sample.BusySeconds / n
+	p.StepSeconds = sum.Compute / n
+	p.GatherSeconds = sum.Stages.Gather.BusySeconds / n
+	p.Seeds = float64(sum.Samples) / n
+	p.Vertices = inputs
 	var rows int
 	for _, in := range p.Vertices {
 		rows += len(in)
@@ -115,6 +139,9 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (Probe, error) {
 	p.InputRows = float64(rows) / n
 	return p, nil
 }
+
+// maxProbeEpochs bounds the epochs a probe runs to time its batches.
+const maxProbeEpochs = 50
 
 // probeRecorder snapshots the sibling's epoch after its first batch and
 // cancels it after the last one to time.
@@ -140,7 +167,9 @@ func (r *probeRecorder) Batch(p BatchProgress) {
 	}
 }
 
-func (r *probeRecorder) Epoch(EpochStats) { r.last, r.done = r.t.st.Partial, true }
+// Epoch marks the epoch done; its totals are the last batch's snapshot
+// (the epoch's own are reset by then).
+func (r *probeRecorder) Epoch(EpochStats) { r.done = true }
 
 // poolSource serves every vertex a row of a random pool of 256 MiB: rows
 // copied from memory, as a cache hit is, for a probe that must not touch

@@ -57,6 +57,35 @@ func TestProbeLeavesTheRunAlone(t *testing.T) {
 			}
 		})
 	}
+	t.Run("fewer batches per epoch than asked", func(t *testing.T) {
+		// A small graph's epoch is timed over several epochs, each without
+		// its first batch, and the run is still not changed.
+		o := smallOptions(nn.GraphSAGE)
+		o.BatchSize, o.Epochs = 256, 2
+		plain := newTrainer(t, d, o, 1)
+		nb := plain.batches(0)
+		if nb < 2 || nb > 8 {
+			t.Fatalf("fixture: %d batches per epoch, want 2..8", nb)
+		}
+		if _, err := plain.Run(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+		probed := newTrainer(t, d, o, 1)
+		want := 3*nb + 1 // not a multiple of the nb-1 timed per epoch
+		p, err := probed.Probe(context.Background(), want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Batches != want || len(p.Vertices) != want || !(p.BatchSeconds > 0 && p.StepSeconds > 0) {
+			t.Errorf("probe timed %d batches (%d input lists, %v s each), want %d", p.Batches, len(p.Vertices), p.BatchSeconds, want)
+		}
+		if _, err := probed.Run(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+		if !equalBits(params(plain), params(probed)) {
+			t.Error("a probed run ended with other parameters than an unprobed one")
+		}
+	})
 	t.Run("one batch per epoch", func(t *testing.T) {
 		o := smallOptions(nn.GCN)
 		o.BatchSize = 0
