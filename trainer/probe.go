@@ -54,8 +54,10 @@ const probeSalt = 0x70726f6265 // "probe"
 // a different seed, so the run that follows is not changed. Out of core
 // the sibling's rows all come from memory, from a store's MemoryView (so
 // its copies range over the caches' footprint) or else a pool: the probe
-// measures computing, the disk is measured on its own. It needs at least two
-// batches in an epoch to drop the first; with one, that one is timed.
+// measures computing, the disk is measured on its own. It drops each
+// epoch's first batch, so an epoch of fewer batches than asked is repeated
+// (at most maxProbeEpochs times) until enough are timed; an epoch of one
+// batch is timed as it is.
 func (t *Trainer) Probe(ctx context.Context, batches int) (Probe, error) {
 	if batches < 1 {
 		return Probe{}, fmt.Errorf("probe: %d batches (want >= 1)", batches)
