@@ -461,15 +461,7 @@ func TestMomentPlacementOrder(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.machine, func(t *testing.T) {
-			m, err := profiles.Machine(tc.machine)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sm, inv := Strip(m)
-			res, err := SearchWith(context.Background(), sm, inv, DefaultTiers(), SearchOptions{Top: 3, Installed: Installed(m)})
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := searchAsBuilt(t, tc.machine, 3)
 			if res.Installed == nil {
 				t.Fatal("the installed placement was not evaluated")
 			}
@@ -538,24 +530,38 @@ func TestInstalledPlacement(t *testing.T) {
 	}
 
 	// A placement the search keeps: moment-b's Fig. 7 layout ties the best.
-	mb, err := profiles.Machine("moment-b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	smb, invb := Strip(mb)
-	resb, err := SearchWith(context.Background(), smb, invb, DefaultTiers(), SearchOptions{Top: 50, Installed: Installed(mb)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	resb := searchAsBuilt(t, "moment-b", 50)
 	if resb.Installed == nil || resb.Installed.Rank == 0 || math.Abs(resb.VsBest(resb.Installed)-1) > 1e-9 {
 		t.Errorf("moment-b as built: %+v", resb.Installed)
 	}
 
 	// Counts that differ from the search's are refused.
+	mb, err := profiles.Machine("moment-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	smb, invb := Strip(mb)
 	invb.GPUs = 2
 	if _, err := SearchWith(context.Background(), smb, invb, DefaultTiers(), SearchOptions{Top: 3, Installed: Installed(mb)}); err == nil {
 		t.Error("an installed placement of 4 GPUs was accepted by a search for 2")
 	}
+}
+
+// searchAsBuilt searches the placements of the embedded machine name for
+// its own device counts, keeping top, with the layout it is built with
+// timed too.
+func searchAsBuilt(t *testing.T, name string, top int) *SearchResult {
+	t.Helper()
+	m, err := profiles.Machine(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm, inv := Strip(m)
+	res, err := SearchWith(context.Background(), sm, inv, DefaultTiers(), SearchOptions{Top: top, Installed: Installed(m)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 // TestInstalledOutsideTheSearch: a device installed in a slot the search
