@@ -323,8 +323,6 @@ func decide(ctx context.Context, o *order, bins []Bin, opt Options, stats []BinS
 			if need {
 				ahead = ac
 				poolRows, poolAcc = ahead.takeWithin(min(pool, end-pos), budget)
-			}
-			if need {
 				if ranked && poolRows == lastRows && poolAcc == lastAcc {
 					prio[lastBest] = cands[lastBest].need(poolRows, poolAcc)
 				} else {
@@ -393,11 +391,11 @@ type candidate struct {
 // (access + acc - expected) / (capacity - used - rows), a full bin counting
 // one row left.
 func (c *candidate) priority(p Priority, rows int64, acc uint64) float64 {
-	if c.overflow {
-		return math.Inf(1)
-	}
 	if p == PriorityNeed {
 		return c.need(rows, acc)
+	}
+	if c.overflow {
+		return math.Inf(1)
 	}
 	r := float64(c.access) * c.perAccess
 	f := float64(c.used) * c.perRow
@@ -513,14 +511,11 @@ func applyRuns(ctx context.Context, o *order, hot []uint32, r *runs, bin []uint8
 			defer wg.Done()
 			rs, n := *r, o.n
 			st, at := startStates(rs, o.cursors(w), n)
-			var acc *[256]uint64
-			if o.quant {
-				acc = &accs[w]
-			}
 			dense := (*[denseLimit]int32)(o.dense)
+			var acc *[256]uint64
 			var qdense *[1 << 16]int32
 			if o.quant {
-				qdense = (*[1 << 16]int32)(o.qdense)
+				acc, qdense = &accs[w], (*[1 << 16]int32)(o.qdense)
 			}
 			for b := sp[0]; b < sp[1]; b += ctxEvery {
 				if err := ctx.Err(); err != nil {

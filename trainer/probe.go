@@ -99,10 +99,11 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (Probe, error) {
 	for e := range epochs {
 		total := min(batches-p.Batches+1, nb)
 		ectx, cancel := context.WithCancel(ctx)
-		rec := &probeRecorder{t: s, stopAt: total, cancel: cancel}
+		stopAt := total
 		if total >= nb {
-			rec.stopAt = nb + 1 // the whole epoch: let it end, so the next one starts afresh
+			stopAt = nb + 1 // the whole epoch: let it end, so the next one starts afresh
 		}
+		rec := &probeRecorder{t: s, stopAt: stopAt, cancel: cancel}
 		err = s.runEpoch(ectx, rec)
 		cancel()
 		if err != nil && !(errors.Is(err, context.Canceled) && rec.done && ctx.Err() == nil) {
@@ -119,7 +120,9 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (Probe, error) {
 		sum.Seconds += end.Seconds - rec.skip.Seconds
 		sum.Stages.Sample.BusySeconds += end.Stages.Sample.BusySeconds - rec.skip.Stages.Sample.BusySeconds
 		sum.Stages.Gather.BusySeconds += end.Stages.Gather.BusySeconds - rec.skip.Stages.Gather.BusySeconds
-		sum.Compute += end.Gather + end.Compute + end.Optim - rec.skip.Gather - rec.skip.Compute - rec.skip.Optim
+		sum.Gather += end.Gather - rec.skip.Gather
+		sum.Compute += end.Compute - rec.skip.Compute
+		sum.Optim += end.Optim - rec.skip.Optim
 		sum.Samples += end.Samples - rec.skip.Samples
 		inputs = append(inputs, rec.inputs[rec.skipLists:]...)
 		p.Batches = sum.Batches
@@ -130,7 +133,7 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (Probe, error) {
 	n := float64(sum.Batches)
 	p.BatchSeconds = sum.Seconds / n
 	p.SampleSeconds = sum.Stages.Sample.BusySeconds / n
-	p.StepSeconds = sum.Compute / n
+	p.StepSeconds = (sum.Gather + sum.Compute + sum.Optim) / n
 	p.GatherSeconds = sum.Stages.Gather.BusySeconds / n
 	p.Seeds = float64(sum.Samples) / n
 	p.Vertices = inputs
