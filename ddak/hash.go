@@ -58,7 +58,8 @@ func PlaceHashContext(ctx context.Context, hotness []uint32, bins []Bin, seed ui
 	// One sequential pass: rows are handed out in vertex order and a full
 	// SSD spills to the next, both of which depend on every earlier vertex.
 	rs := *r
-	st, at := startStates(rs, o.cursors(0), n)
+	pos := o.cursors(0) // each bucket's next position
+	st, at := startStates(rs, pos)
 	for v, h := range hotness {
 		if v%ctxEvery == 0 {
 			if err := ctx.Err(); err != nil {
@@ -66,15 +67,10 @@ func PlaceHashContext(ctx context.Context, hotness []uint32, bins []Bin, seed ui
 			}
 		}
 		k := o.bucketOf(h)
-		s := &st[k]
-		p := s.pos
-		s.pos = p + 1
-		if int64(p) < cacheEnd {
-			if p >= s.next {
-				advance(rs, st, at, k, p, n)
-			}
-			l.Bin[v] = s.bin
-			l.Row[v] = p + s.base
+		p := pos[k]
+		pos[k]++
+		if p < cacheEnd {
+			l.Bin[v], l.Row[v] = next(rs, st, at, k)
 			continue
 		}
 		i := int(mix64(uint64(v)^seed) % uint64(len(ssd)))

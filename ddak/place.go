@@ -414,31 +414,44 @@ func (c *candidate) need(rows int64, acc uint64) float64 {
 	return (float64(c.access+acc) - c.expected) / float64(max(c.capacity-c.used-rows, 1))
 }
 
-// applyState is one hotness bucket's place in the order and in the runs:
-// 16 bytes, so the states of 2^16 buckets stay in a core's L2 while the
-// vertices stream past. Positions fit in 32 bits (at most 2^32-1
-// vertices); the run the bucket is in is kept apart (runAt), since only
-// the step to the next run, about once per pool, reads it.
-type applyState struct {
-	pos  uint32 // the position of the bucket's next vertex
-	next uint32 // where the run after the current one starts (n after the last)
-	base uint32 // the current run's first row minus its start, mod 2^32: a position's row is pos + base
-	bin  uint8
+// applyState is one hotness bucket's place in the runs, packed into 8
+// bytes so that a vertex costs one load and one store of it (the states of
+// 2^16 buckets, 512 KiB, stay in a core's L2 while the vertices stream
+// past): the row the bucket's next vertex gets (bits 0-31), its bin (32-39)
+// and how many more of the bucket's vertices the current run takes (40-63,
+// at most stateLeftMax: a longer run is taken in parts). The position in
+// the order is implicit, the current run's start plus the rows taken in it;
+// the run itself is kept apart (at), since only the step to the next run,
+// about once per pool, reads it.
+type applyState uint64
+
+// stateLeftMax is the most vertices a state takes before it looks at the
+// runs again.
+const stateLeftMax = 1<<24 - 1
+
+// stateLeft is one vertex in a state's count of vertices left.
+const stateLeft = 1 << 40
+
+// take returns the bin and row of the state's next vertex and the state
+// after it; ok is false when the current run has no vertex left.
+func (s applyState) take() (bin uint8, row uint32, next applyState, ok bool) {
+	return uint8(s >> 32), uint32(s), s + 1 - stateLeft, s >= stateLeft
 }
 
-func (s *applyState) load(rs runs, x int32, n int64) {
+// stateAt is the state of a bucket whose next vertex is at position p, in
+// run x.
+func stateAt(rs runs, x int32, p int64) applyState {
 	r := rs[x]
-	s.next, s.base, s.bin = uint32(min(rs[x+1].start, n)), r.row-uint32(r.start), r.bin
+	left := min(rs[x+1].start-p, stateLeftMax)
+	return applyState(uint64(r.row+uint32(p-r.start)) | uint64(r.bin)<<32 | uint64(left)<<40)
 }
 
 // startStates returns the apply states and runs of a worker whose first
-// vertex in bucket k is at position cur[k].
-func startStates(rs runs, cur []int64, n int64) ([]applyState, []int32) {
+// vertex in bucket k is at position cur[k]. With no run but the sentinel (a
+// hash layout without caches) every state is empty and never taken.
+func startStates(rs runs, cur []int64) ([]applyState, []int32) {
 	st, at := make([]applyState, len(cur)), make([]int32, len(cur))
-	if len(rs) < 2 { // no run but the sentinel (a hash layout without caches)
-		for k, c := range cur {
-			st[k].pos, st[k].next = uint32(c), uint32(n)
-		}
+	if len(rs) < 2 {
 		return st, at
 	}
 	j := 0
@@ -446,50 +459,57 @@ func startStates(rs runs, cur []int64, n int64) ([]applyState, []int32) {
 		for rs[j+1].start <= c {
 			j++
 		}
-		st[k].pos, at[k] = uint32(c), int32(j)
-		st[k].load(rs, int32(j), n)
+		st[k], at[k] = stateAt(rs, int32(j), c), int32(j)
 	}
 	return st, at
 }
 
-// advance moves bucket k's state to the run holding position p.
-func advance(rs runs, st []applyState, at []int32, k int32, p uint32, n int64) {
-	x := at[k]
-	for rs[x+1].start <= int64(p) {
-		x++
+// next takes the next vertex of state k: its bin and row, after moving
+// the state on to the run that holds it when the current one has no vertex
+// left.
+func next(rs runs, st []applyState, at []int32, k int32) (uint8, uint32) {
+	b, w, after, ok := st[k].take()
+	if !ok {
+		x := at[k]
+		r := rs[x]
+		p := r.start + int64(uint32(st[k])-r.row) // the vertex's position
+		for rs[x+1].start <= p {
+			x++
+		}
+		at[k] = x
+		b, w, after, _ = stateAt(rs, x, p).take()
 	}
-	at[k] = x
-	st[k].load(rs, x, n)
+	st[k] = after
+	return b, w
 }
 
 // applySpan writes the bin and row of hs[0], hs[1], ... while each one's
 // bucket is found by a table (a value below denseLimit, or any value of a
-// quantized order) and its next position is still in the bucket's current
-// run, and returns the index of the first vertex it left (len(hs) when
-// none). It is applyRuns's inner loop, kept small so its few live values
-// stay in registers; acc, when not nil, sums each bin's hotness.
-func applySpan(hs []uint32, bs []uint8, ws []uint32, dense, qdense *[1 << 16]int32, st []applyState, acc *[256]uint64) int {
+// quantized order, whose states qst are indexed by quantKey) and its run
+// still has room, and returns the index of the first vertex it left
+// (len(hs) when none). It is applyRuns's inner loop, kept small so its few
+// live values stay in registers; acc, when not nil, sums each bin's
+// hotness.
+func applySpan(hs []uint32, bs []uint8, ws []uint32, dense *[1 << 16]int32, st []applyState, qst *[1 << 16]applyState, acc *[256]uint64) int {
 	bs, ws = bs[:len(hs)], ws[:len(hs)]
 	for i, h := range hs {
-		var k int32
+		var s *applyState
 		switch {
 		case h < denseLimit:
-			k = dense[h&(denseLimit-1)]
-		case qdense != nil:
-			k = qdense[quantKey(h)&(1<<16-1)]
+			s = &st[dense[h&(denseLimit-1)]]
+		case qst != nil:
+			s = &qst[quantKey(h)&(1<<16-1)]
 		default:
 			return i
 		}
-		s := &st[k]
-		p := s.pos
-		if p >= s.next {
+		b, w, after, ok := s.take()
+		if !ok {
 			return i
 		}
-		s.pos = p + 1
-		bs[i] = s.bin
-		ws[i] = p + s.base
+		*s = after
+		bs[i], ws[i] = b, w
 		if acc != nil {
-			acc[s.bin] += uint64(h)
+			acc[b] += uint64(h)
 		}
 	}
 	return len(hs)
@@ -509,13 +529,21 @@ func applyRuns(ctx context.Context, o *order, hot []uint32, r *runs, bin []uint8
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rs, n := *r, o.n
-			st, at := startStates(rs, o.cursors(w), n)
+			rs := *r
+			st, at := startStates(rs, o.cursors(w))
 			dense := (*[denseLimit]int32)(o.dense)
 			var acc *[256]uint64
-			var qdense *[1 << 16]int32
+			// A quantized order's large buckets get their states by
+			// quantKey, sparing the vertex a lookup of its bucket.
+			var qst *[1 << 16]applyState
+			var qat []int32
 			if o.quant {
-				acc, qdense = &accs[w], (*[1 << 16]int32)(o.qdense)
+				acc, qst, qat = &accs[w], new([1 << 16]applyState), make([]int32, 1<<16)
+				for q, k := range o.qdense {
+					if k >= 0 {
+						qst[q], qat[q] = st[k], at[k]
+					}
+				}
 			}
 			for b := sp[0]; b < sp[1]; b += ctxEvery {
 				if err := ctx.Err(); err != nil {
@@ -529,21 +557,17 @@ func applyRuns(ctx context.Context, o *order, hot []uint32, r *runs, bin []uint8
 					// The tight loop takes every vertex whose bucket is
 					// dense or quantized and stays within its run; the
 					// rest (the next run, a binary search) come here.
-					if i += applySpan(hs[i:], bs[i:], ws[i:], dense, qdense, st, acc); i == len(hs) {
+					if i += applySpan(hs[i:], bs[i:], ws[i:], dense, st, qst, acc); i == len(hs) {
 						break
 					}
 					h := hs[i]
-					k := o.bucketOf(h)
-					s := &st[k]
-					p := s.pos
-					s.pos = p + 1
-					if p >= s.next {
-						advance(rs, st, at, k, p, n)
+					sts, ats, k := st, at, o.bucketOf(h)
+					if qst != nil && h >= denseLimit {
+						sts, ats, k = qst[:], qat, int32(quantKey(h))
 					}
-					bs[i] = s.bin
-					ws[i] = p + s.base
+					bs[i], ws[i] = next(rs, sts, ats, k)
 					if acc != nil {
-						acc[s.bin] += uint64(h)
+						acc[bs[i]] += uint64(h)
 					}
 				}
 			}

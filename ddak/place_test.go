@@ -374,3 +374,36 @@ func TestHashWithoutCaches(t *testing.T) {
 		t.Errorf("rows per SSD %d, %d: want 11000 and a full 9000", l.Stats[0].Rows, l.Stats[1].Rows)
 	}
 }
+
+// TestStatesWalkTheRuns: a bucket's state hands out each run's rows in
+// order and moves to the next run when one is used up, including a run
+// longer than a state counts at once (stateLeftMax), which it takes in
+// parts, and a worker that starts in the middle of a run.
+func TestStatesWalkTheRuns(t *testing.T) {
+	long := int64(stateLeftMax) + 5
+	rs := runs{
+		{start: 0, row: 7, bin: 3},
+		{start: long, row: 0, bin: 5},
+		{start: long + 10, row: 100, bin: 3},
+		{start: math.MaxInt64},
+	}
+	want := func(p int64) (uint8, uint32) {
+		switch {
+		case p < long:
+			return 3, uint32(7 + p)
+		case p < long+10:
+			return 5, uint32(p - long)
+		default:
+			return 3, uint32(100 + p - long - 10)
+		}
+	}
+	for _, from := range []int64{0, 3, long - 1, long + 9} {
+		st, at := startStates(rs, []int64{from})
+		for p := from; p < long+20; p++ {
+			b, w := next(rs, st, at, 0)
+			if wb, ww := want(p); b != wb || w != ww {
+				t.Fatalf("from %d: position %d got bin %d row %d, want bin %d row %d", from, p, b, w, wb, ww)
+			}
+		}
+	}
+}

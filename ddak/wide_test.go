@@ -110,6 +110,13 @@ func TestQuantKey(t *testing.T) {
 			t.Fatalf("quantKey not monotone: %d -> %d, %d -> %d", vals[i-1], quantKey(vals[i-1]), h, k)
 		}
 	}
+	// Every bucket starts exactly at its least value.
+	for k := range 1 << 16 {
+		lo := quantFloor(k)
+		if quantKey(lo) != k || (k > 0 && quantKey(lo-1) != k-1) {
+			t.Fatalf("bucket %d: quantKey(%d) = %d, quantKey(%d) = %d", k, lo, quantKey(lo), lo-1, quantKey(lo-1))
+		}
+	}
 	if quantKey(denseLimit) != 0 || quantKey(math.MaxUint32) != 1<<16-1 {
 		t.Errorf("range: quantKey(2^16) = %d, quantKey(2^32-1) = %d", quantKey(denseLimit), quantKey(math.MaxUint32))
 	}
