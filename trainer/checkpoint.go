@@ -125,6 +125,21 @@ func (t *Trainer) saveCheckpoint() error {
 	return writeFileAtomic(filepath.Join(t.o.Checkpoint, CheckpointFile), buf.Bytes())
 }
 
+// CheckCheckpointDir makes the checkpoint directory dir if it is missing and
+// checks that a file can be written in it, so that a run finds out before
+// its first epoch, not at the end of it.
+func CheckCheckpointDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("checkpoint directory: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".write-check-*")
+	if err != nil {
+		return fmt.Errorf("checkpoint directory %s: not writable: %w", dir, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
 // writeFileAtomic writes data to path through path.tmp, fsync and rename.
 func writeFileAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

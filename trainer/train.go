@@ -413,6 +413,11 @@ var ErrInterrupted = errors.New("training interrupted")
 // directory is set) and returns ErrInterrupted wrapped with ctx's error.
 func (t *Trainer) Run(ctx context.Context, rep Reporter) (*Result, error) {
 	res := &Result{Params: t.model.NumParams(), Backend: t.b.Name()}
+	if t.o.Checkpoint != "" && !t.o.Resume {
+		if err := CheckCheckpointDir(t.o.Checkpoint); err != nil {
+			return nil, err
+		}
+	}
 	if t.o.Resume {
 		if err := t.loadCheckpoint(); err != nil {
 			return nil, err

@@ -118,6 +118,13 @@ the parameters an uninterrupted run would have.`,
 			if opts.Resume && opts.Checkpoint == "" {
 				return usageErrorf("--resume needs --checkpoint DIR (where the checkpoint is)")
 			}
+			if opts.Checkpoint != "" && !opts.Resume {
+				// Before any data is read: a run should not find out
+				// at the end of its first epoch.
+				if err := trainer.CheckCheckpointDir(opts.Checkpoint); err != nil {
+					return usageErrorf("--checkpoint: %v", err)
+				}
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -540,17 +547,19 @@ func trainSettings(o *trainOptions, plan *tpc.Plan) (trainer.Options, error) {
 		val      float64
 		dst      *float32
 		min, max float64
+		valid    string
 	}{
-		{"lr", o.LR, &to.LR, math.SmallestNonzeroFloat32, 10}, {"weight-decay", o.WeightDecay, &to.WeightDecay, 0, 1},
-		{"dropout", o.Dropout, &to.Model.Dropout, 0, 0.999},
-		{"input-dropout", o.InputDropout, &to.Model.InputDropout, 0, 0.999},
+		{"lr", o.LR, &to.LR, math.SmallestNonzeroFloat32, 10, "above 0, at most 10"},
+		{"weight-decay", o.WeightDecay, &to.WeightDecay, 0, 1, "0 to 1"},
+		{"dropout", o.Dropout, &to.Model.Dropout, 0, 0.999, "0 to 0.999"},
+		{"input-dropout", o.InputDropout, &to.Model.InputDropout, 0, 0.999, "0 to 0.999"},
 	}
 	for _, f := range floats {
 		if !o.Set(f.flag) {
 			continue
 		}
 		if !(f.val >= f.min && f.val <= f.max) {
-			return trainer.Options{}, usageErrorf("--%s: %v (valid: %g to %g)", f.flag, f.val, f.min, f.max)
+			return trainer.Options{}, usageErrorf("--%s: %v (valid: %s)", f.flag, f.val, f.valid)
 		}
 		*f.dst = float32(f.val)
 	}

@@ -180,6 +180,8 @@ func TestTrainBadInputExitsTwo(t *testing.T) {
 	if code, _, errOut := runCLI(t, "recommend", "--budget", "80000", "-o", plan); code != 0 {
 		t.Fatalf("recommend: %s", errOut)
 	}
+	noDir := filepath.Join(t.TempDir(), "a-file") // no directory can be made under a file
+	os.WriteFile(noDir, nil, 0o644)
 	badCkpt := t.TempDir()
 	os.WriteFile(filepath.Join(badCkpt, trainer.CheckpointFile), []byte("GNNPLAN-CHECKPOINT\n"+strings.Repeat("garbage", 10)), 0o644)
 
@@ -201,6 +203,8 @@ func TestTrainBadInputExitsTwo(t *testing.T) {
 		{"damaged checkpoint", []string{"--dataset", good, "--resume", "--checkpoint", badCkpt}, "checksum"},
 		{"negative epochs", []string{"--epochs", "-1"}, "--epochs"},
 		{"dropout of 1", []string{"--dropout", "1"}, "--dropout"},
+		{"learning rate not a number", []string{"--lr", "NaN"}, "--lr: NaN (valid: above 0, at most 10)"},
+		{"checkpoint directory that cannot be made", []string{"--checkpoint", filepath.Join(noDir, "ckpt")}, "--checkpoint: checkpoint directory"},
 		{"heads for a model without attention", []string{"--heads", "4"}, "only GAT"},
 		{"unknown output", []string{"-o", "yaml"}, "--output"},
 	}
