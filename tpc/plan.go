@@ -148,18 +148,21 @@ func LoadPlan(path string) (*Plan, error) {
 		SchemaVersion *int `json:"schema_version"`
 	}
 	if err := json.Unmarshal(data, &probe); err != nil {
-		var syn *json.SyntaxError
-		if errors.As(err, &syn) {
-			return nil, &topology.InputError{Path: path, Line: bytes.Count(data[:min(int(syn.Offset), len(data))], []byte("\n")) + 1, Msg: "malformed JSON: " + syn.Error()}
-		}
-		return nil, &topology.InputError{Path: path, Msg: "not a plan", Err: err}
+		return nil, planJSONError(path, data, err)
 	}
 	if probe.SchemaVersion == nil || *probe.SchemaVersion != PlanSchemaVersion {
 		return nil, &topology.InputError{Path: path, Field: "schema_version", Msg: fmt.Sprintf("want %d (a plan written by `gnnplan recommend -o`)", PlanSchemaVersion)}
 	}
 	var p Plan
 	if err := json.Unmarshal(data, &p); err != nil {
-		return nil, &topology.InputError{Path: path, Msg: "malformed plan", Err: err}
+		return nil, planJSONError(path, data, err)
+	}
+	if err := p.Workload.Validate(); err != nil {
+		var in *topology.InputError
+		if errors.As(err, &in) {
+			return nil, &topology.InputError{Path: path, Field: "workload." + in.Field, Msg: in.Msg}
+		}
+		return nil, &topology.InputError{Path: path, Field: "workload", Err: err}
 	}
 	if p.Machine == nil {
 		return nil, &topology.InputError{Path: path, Field: "machine", Msg: "missing"}
@@ -168,6 +171,39 @@ func LoadPlan(path string) (*Plan, error) {
 		return nil, &topology.InputError{Path: path, Field: "machine", Msg: err.Error()}
 	}
 	return &p, nil
+}
+
+// planJSONError says where and how plan.json's JSON is wrong: the line of
+// a syntax error, the field whose value has the wrong type, or what the
+// file holds when it is not an object.
+func planJSONError(path string, data []byte, err error) error {
+	line := func(off int64) int { return bytes.Count(data[:min(int(off), len(data))], []byte("\n")) + 1 }
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return &topology.InputError{Path: path, Line: line(syn.Offset), Msg: "malformed JSON: " + syn.Error()}
+	case errors.As(err, &typ) && typ.Field == "":
+		return &topology.InputError{Path: path, Msg: fmt.Sprintf("not a plan: the file holds a JSON %s, want the object `gnnplan recommend -o` writes", typ.Value)}
+	case errors.As(err, &typ):
+		return &topology.InputError{Path: path, Line: line(typ.Offset), Field: typ.Field, Msg: fmt.Sprintf("a JSON %s where the plan wants %s", typ.Value, jsonKind(typ.Type.Kind().String()))}
+	}
+	return &topology.InputError{Path: path, Msg: "not a plan", Err: err}
+}
+
+// jsonKind names the JSON value a Go kind is read from.
+func jsonKind(k string) string {
+	switch {
+	case strings.HasPrefix(k, "int"), strings.HasPrefix(k, "uint"), strings.HasPrefix(k, "float"):
+		return "a number"
+	case k == "slice" || k == "array":
+		return "a list"
+	case k == "struct" || k == "map" || k == "ptr":
+		return "an object"
+	case k == "bool":
+		return "true or false"
+	}
+	return "a " + k
 }
 
 // Curve is one point per SSD count for a fixed GPU choice: what the plot
