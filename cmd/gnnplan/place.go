@@ -93,7 +93,7 @@ policy and the other one.`,
 	f.StringVar(&opts.Policy, "policy", string(ddak.PolicyDDAK), "placement policy: ddak or hash")
 	f.StringVar(&opts.Priority, "priority", string(ddak.DefaultPriority), "DDAK bin priority: need (traffic a bin still lacks per free row, after the next pool), sum (access/target + used/capacity) or product (Moment's paper)")
 	f.IntVar(&opts.Pool, "pool", ddak.DefaultPool, "vertices per DDAK decision")
-	f.StringVar(&opts.Hotness, "hotness", "", "per-vertex access counts (.npy, uint32) instead of pre-sampling")
+	f.StringVar(&opts.Hotness, "hotness", "", "per-vertex access counts (a 1-d .npy of integers, e.g. numpy.bincount's int64, one per vertex) instead of pre-sampling")
 	f.Float64Var(&opts.Fraction, "fraction", 1, "share of an epoch's batches to pre-sample for hotness")
 	f.IntVar(&opts.Epochs, "epochs", 0, fmt.Sprintf("epochs to pre-sample for hotness; 0 samples until one more epoch moves the top 1/5/10%% access shares by less than %.1f points (at most %d epochs)", 100*placeStable, sample.DefaultMaxHotnessEpochs))
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed for pre-sampling and the hash baseline")

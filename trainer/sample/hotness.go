@@ -2,7 +2,6 @@ package sample
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
@@ -268,9 +267,35 @@ func WriteHotness(path string, counts []uint32) error {
 	return dataset.WriteArray(path, "<u4", counts, int64(len(counts)))
 }
 
-// ReadHotness reads a hotness .npy of n vertices (a 1-d <u4 array, as
-// WriteHotness writes). A missing, malformed or wrong-length file is a
-// *topology.InputError.
+// hotnessDType says whether ReadHotness takes .npy element type d, and its
+// size: WriteHotness's <u4, and any other little-endian integer, as numpy's
+// bincount (int64) and friends write counts, with each value checked to fit.
+func hotnessDType(d string) (size int64, signed, ok bool) {
+	switch d {
+	case "|u1", "<u1":
+		return 1, false, true
+	case "<u2":
+		return 2, false, true
+	case "<u4":
+		return 4, false, true
+	case "<u8":
+		return 8, false, true
+	case "|i1", "<i1":
+		return 1, true, true
+	case "<i2":
+		return 2, true, true
+	case "<i4":
+		return 4, true, true
+	case "<i8":
+		return 8, true, true
+	}
+	return 0, false, false
+}
+
+// ReadHotness reads a hotness .npy of n vertices: a 1-d array of access
+// counts, <u4 as WriteHotness writes it or any little-endian integer type
+// whose values are 0 to 2^32-1. A missing, malformed or wrong-length file,
+// or a count out of that range, is a *topology.InputError.
 func ReadHotness(path string, n int64) ([]uint32, error) {
 	if n < 0 || n > math.MaxInt32 {
 		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("cannot hold hotness of %d vertices (want 0 to %d)", n, math.MaxInt32)}
@@ -285,27 +310,51 @@ func ReadHotness(path string, n int64) ([]uint32, error) {
 		return nil, &topology.InputError{Path: path, Msg: "not a .npy array", Err: err}
 	}
 	shape, dtype := h.Shape, h.DType
-	if dtype != "<u4" || len(shape) != 1 {
-		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("dtype %s shape %v (want <u4 of shape [%d], as `gnnplan` writes hotness)", dtype, shape, n)}
+	size, signed, ok := hotnessDType(dtype)
+	if !ok || len(shape) != 1 {
+		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("dtype %s shape %v (want counts of shape [%d]: <u4 as `gnnplan` writes hotness, or another little-endian integer type)", dtype, shape, n)}
 	}
 	if int64(shape[0]) != n {
 		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("%d entries, but the dataset has %d vertices: hotness of another dataset?", shape[0], n)}
 	}
-	if err := h.CheckDataSize(f, path, n, 4); err != nil {
+	if err := h.CheckDataSize(f, path, n, size); err != nil {
 		return nil, err
 	}
 	counts := make([]uint32, n)
-	data := io.NewSectionReader(f, h.DataOffset, 4*n)
+	data := io.NewSectionReader(f, h.DataOffset, size*n)
 	buf := make([]byte, 1<<20)
 	for i := int64(0); i < n; {
-		chunk := buf[:4*min(n-i, int64(len(buf)/4))]
+		chunk := buf[:size*min(n-i, int64(len(buf))/size)]
 		if _, err := io.ReadFull(data, chunk); err != nil {
 			return nil, &topology.InputError{Path: path, Msg: "truncated array data", Err: err}
 		}
-		for j := 0; j < len(chunk); j += 4 {
-			counts[i] = binary.LittleEndian.Uint32(chunk[j:])
+		for j := int64(0); j < int64(len(chunk)); j += size {
+			v, neg := element(chunk[j:j+size], signed)
+			if neg || v > math.MaxUint32 {
+				shown := fmt.Sprint(v)
+				if neg {
+					shown = fmt.Sprint(-int64(v))
+				}
+				return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("entry %d is %s (want an access count, 0 to %d)", i, shown, uint32(math.MaxUint32))}
+			}
+			counts[i] = uint32(v)
 			i++
 		}
 	}
 	return counts, nil
+}
+
+// element decodes one little-endian integer of len(b) bytes; a negative
+// one comes back as its magnitude with neg set.
+func element(b []byte, signed bool) (v uint64, neg bool) {
+	var u uint64
+	for k := len(b) - 1; k >= 0; k-- {
+		u = u<<8 | uint64(b[k])
+	}
+	if signed && b[len(b)-1]&0x80 != 0 {
+		bits := uint(8 * len(b))
+		s := int64(u<<(64-bits)) >> (64 - bits) // sign-extend
+		return uint64(-s), true
+	}
+	return u, false
 }

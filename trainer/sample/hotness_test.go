@@ -3,7 +3,9 @@ package sample
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -235,8 +237,37 @@ func TestHotnessFile(t *testing.T) {
 	}
 
 	good, _ := os.ReadFile(path)
+	// Counts as numpy writes them (bincount gives int64) read the same.
+	for _, tc := range []struct {
+		dtype string
+		data  any
+	}{
+		{"<i8", []int64{0, 7, math.MaxUint32, 3, 1}},
+		{"<u8", []uint64{0, 7, math.MaxUint32, 3, 1}},
+		{"<i4", []int32{0, 7, 1 << 30, 3, 1}},
+		{"<u2", []uint16{0, 7, 65535, 3, 1}},
+		{"|u1", []uint8{0, 7, 255, 3, 1}},
+	} {
+		p := filepath.Join(dir, "ints.npy")
+		rawNpy(t, p, tc.dtype, 5, tc.data)
+		got, err := ReadHotness(p, 5)
+		want := slices.Clone(counts)
+		want[2] = map[string]uint32{"<i4": 1 << 30, "<u2": 65535, "|u1": 255}[tc.dtype]
+		if want[2] == 0 {
+			want[2] = math.MaxUint32
+		}
+		if err != nil || !slices.Equal(got, want) {
+			t.Fatalf("%s: read %v, %v; want %v", tc.dtype, got, err, want)
+		}
+	}
 	i64 := filepath.Join(dir, "i64.npy")
-	if err := dataset.WriteArray(i64, "<i8", []int64{1, 2, 3, 4, 5}, 5); err != nil {
+	if err := dataset.WriteArray(i64, "<i8", []int64{1, 2, -3, 4, 5}, 5); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.npy")
+	rawNpy(t, big, "<u8", 5, []uint64{1, 2, 3, 1 << 32, 5})
+	f32 := filepath.Join(dir, "f32.npy")
+	if err := dataset.WriteArray(f32, "<f4", []float32{1, 2, 3, 4, 5}, 5); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -247,7 +278,9 @@ func TestHotnessFile(t *testing.T) {
 		msg  string
 	}{
 		{"wrong length: another dataset's hotness", path, nil, 6, "5 entries, but the dataset has 6 vertices"},
-		{"wrong dtype", i64, nil, 5, "dtype <i8"},
+		{"a negative count", i64, nil, 5, "entry 2 is -3 (want an access count, 0 to 4294967295)"},
+		{"a count past 32 bits", big, nil, 5, "entry 3 is 4294967296"},
+		{"not integers", f32, nil, 5, "dtype <f4"},
 		{"truncated data", filepath.Join(dir, "short.npy"), good[:len(good)-2], 5, "truncated"},
 		{"padded data", filepath.Join(dir, "long.npy"), append(slices.Clone(good), 0, 0, 0, 0), 5, "padded"},
 		{"not an npy file", filepath.Join(dir, "text.npy"), []byte("hello"), 5, "not a .npy array"},
@@ -266,6 +299,24 @@ func TestHotnessFile(t *testing.T) {
 				t.Fatalf("err = %v, want an InputError saying %q", err, tc.msg)
 			}
 		})
+	}
+}
+
+// rawNpy writes data (a slice of fixed-size values) as a 1-d .npy of n
+// elements with header dtype, whatever dtypes dataset.WriteArray knows.
+func rawNpy(t *testing.T, path, dtype string, n int, data any) {
+	t.Helper()
+	hdr := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': (%d,), }", dtype, n)
+	hdr += strings.Repeat(" ", 63-(10+len(hdr))%64) + "\n"
+	var b bytes.Buffer
+	b.WriteString("\x93NUMPY\x01\x00")
+	binary.Write(&b, binary.LittleEndian, uint16(len(hdr)))
+	b.WriteString(hdr)
+	if err := binary.Write(&b, binary.LittleEndian, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
