@@ -71,9 +71,9 @@ func (c epochCheck) line(outOfCore bool) string {
 		// A stage that is a sliver of the epoch has no error worth a
 		// percentage: its few milliseconds are noise.
 		if s.PredictedS < 0.01*c.PredictedS {
-			return fmt.Sprintf("%s %.2f/%.2f s", name, s.MeasuredS, s.PredictedS)
+			return fmt.Sprintf("%s %s", name, fmtSecondsPair(s.MeasuredS, s.PredictedS))
 		}
-		return fmt.Sprintf("%s %.2f/%.2f s (%+.1f%%)", name, s.MeasuredS, s.PredictedS, s.ErrorPct)
+		return fmt.Sprintf("%s %s (%+.1f%%)", name, fmtSecondsPair(s.MeasuredS, s.PredictedS), s.ErrorPct)
 	}
 	parts := []string{f("epoch", c.stageCheck), f("sample", c.Sample)}
 	if outOfCore {
@@ -200,7 +200,7 @@ func abs(x int) int {
 // describePrediction is the line printed before training.
 func describePrediction(p *trainPrediction) string {
 	e := p.Epoch
-	s := fmt.Sprintf("predicted epoch: %.2f s (%s-bound; per batch: compute %.1f ms", e.EpochS, e.Bound, 1000*p.Costs.ComputeS)
+	s := fmt.Sprintf("predicted epoch: %s (%s-bound; per batch: compute %.1f ms", fmtSeconds(e.EpochS), e.Bound, 1000*p.Costs.ComputeS)
 	if e.Batches > 0 && e.GatherS > 0 {
 		s += fmt.Sprintf(", gather %.1f ms", 1000*e.GatherS/e.Batches)
 	}
@@ -234,6 +234,42 @@ func printPredictionSummary(w io.Writer, r trainReport) {
 	if r.Prediction == nil || r.MeasuredEpochS == 0 {
 		return
 	}
-	fmt.Fprintf(w, "epoch time: measured %.2f s (median of %d), predicted %.2f s: %+.1f%%\n",
-		r.MeasuredEpochS, len(r.Checks), r.PredictedEpochS, r.PredictionErrorPct)
+	fmt.Fprintf(w, "epoch time: measured %s (median of %d), predicted %s: %+.1f%%\n",
+		fmtSeconds(r.MeasuredEpochS), len(r.Checks), fmtSeconds(r.PredictedEpochS), r.PredictionErrorPct)
+}
+
+// secondsUnit is the unit a time of s seconds reads best in, and its
+// scale: seconds down to 1 s, then milliseconds, then microseconds, so a
+// small graph's epoch does not print as 0.00 s.
+func secondsUnit(s float64) (scale float64, unit string) {
+	switch a := math.Abs(s); {
+	case a >= 1 || a == 0:
+		return 1, "s"
+	case a >= 1e-3:
+		return 1e3, "ms"
+	}
+	return 1e6, "µs"
+}
+
+// fmtScaled prints v with two decimals below 10, one below 100, none above.
+func fmtScaled(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+// fmtSeconds prints a time of s seconds in the unit it reads best in.
+func fmtSeconds(s float64) string {
+	k, u := secondsUnit(s)
+	return fmtScaled(s*k) + " " + u
+}
+
+// fmtSecondsPair prints measured/predicted in one unit, the larger's.
+func fmtSecondsPair(measured, predicted float64) string {
+	k, u := secondsUnit(max(measured, predicted))
+	return fmtScaled(measured*k) + "/" + fmtScaled(predicted*k) + " " + u
 }
