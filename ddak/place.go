@@ -260,6 +260,7 @@ func decide(ctx context.Context, o *order, bins []Bin, opt Options, stats []BinS
 	// copied as they grow. At most 2^24 runs (256 MB) are reserved so: a
 	// tiny pool over many vertices grows them as it goes.
 	r := make(runs, 0, min(o.n/int64(opt.Pool)+1024, 1<<24))
+	adviseHuge(r[:cap(r)]) // the output pass reads them at random, once per bucket and run
 	ac := accessCursor{o: o}
 	pos := int64(0)
 	pool := int64(opt.Pool)
