@@ -36,11 +36,12 @@ func softEnterError(err error) bool {
 // completion in one io_uring_enter, reap what has completed, settle it
 // (copying rows out or queueing the rest of a short read), and go round.
 //
+// It starts at device read from (the raw loop hands it the rest of a job).
 // Its bookkeeping is the split mode's: a read is pending from prepare until
 // the kernel consumes its SQE, then in the kernel until its CQE is reaped;
 // a ring failure with reads pending or in the kernel leaves their buffers
 // owned by the kernel, and the Reader is marked broken.
-func (e *uringEngine) runInline(ctx context.Context, j *job) (counters, error) {
+func (e *uringEngine) runInline(ctx context.Context, j *job, from int) (counters, error) {
 	var (
 		c        counters
 		firstErr error
@@ -48,7 +49,7 @@ func (e *uringEngine) runInline(ctx context.Context, j *job) (counters, error) {
 		ring     = e.ring
 		states   = make([]readState, len(j.reads))
 		retries  []retryMsg // reissues; they own their buffers
-		next     int        // first read not yet issued
+		next     = from     // first read not yet issued
 		pending  int        // SQEs prepared, not yet consumed by the kernel
 		inKernel int        // SQEs consumed, CQEs not yet reaped
 		soft     int        // soft io_uring_enter failures in a row

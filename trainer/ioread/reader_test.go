@@ -77,7 +77,8 @@ func writeFile(t testing.TB, dir, name string, size int, seed uint64) (string, [
 // io_uring engine: "io_uring-split" and "io_uring-inline" force the split
 // submission/completion sides or the single-goroutine loop whatever the
 // queue depth; "io_uring-plain" is io_uring without registered files and
-// buffers, as when the kernel or RLIMIT_MEMLOCK refuses to register them.
+// buffers, as when the kernel or RLIMIT_MEMLOCK refuses to register them;
+// "io_uring-giouring" reads depth 1 through giouring, without the raw loop.
 func openT(t *testing.T, paths []string, opt Options, hooks openHooks) *Reader {
 	t.Helper()
 	if hooks.openFD == nil {
@@ -107,6 +108,11 @@ func openT(t *testing.T, paths []string, opt Options, hooks openHooks) *Reader {
 			u.inline = true
 		case "plain":
 			u.fixedFiles, u.fixedBufs = false, false
+		case "giouring": // depth 1 without the raw loop
+			if u.raw != nil {
+				u.raw.close()
+				u.raw = nil
+			}
 		default:
 			t.Fatalf("unknown io_uring variant %q", variant)
 		}
@@ -367,52 +373,56 @@ func TestMergingReducesDeviceReads(t *testing.T) {
 
 func TestShortFile(t *testing.T) {
 	dir := diskDir(t)
+	// Depth 1 inline is the raw loop (uring_raw.go), which hands a short
+	// read to the ordinary path.
 	for _, eng := range engines {
-		for _, direct := range []bool{true, false} {
-			t.Run(fmt.Sprintf("%s/direct=%v", eng, direct), func(t *testing.T) {
-				p, content := writeFile(t, dir, "short", 10000, 4)
-				r := openT(t, []string{p}, Options{QueueDepth: 4, Direct: direct, Engine: eng}, openHooks{})
-				tests := []struct {
-					name string
-					off  int64
-					n    int
-				}{
-					{"row runs past the end", 9000, 2000},
-					{"row starts past the end", 20000, 10},
-					{"row starts in the last partial block", 9999, 2},
-				}
-				for _, tc := range tests {
-					reqs := []Request{
-						{Offset: 0, Length: 100, Dst: make([]byte, 100)},
-						{Offset: tc.off, Length: tc.n, Dst: make([]byte, tc.n)},
+		for _, qd := range []int{1, 4} {
+			for _, direct := range []bool{true, false} {
+				t.Run(fmt.Sprintf("%s/qd=%d/direct=%v", eng, qd, direct), func(t *testing.T) {
+					p, content := writeFile(t, dir, fmt.Sprintf("short%d", qd), 10000, 4)
+					r := openT(t, []string{p}, Options{QueueDepth: qd, Direct: direct, Engine: eng}, openHooks{})
+					tests := []struct {
+						name string
+						off  int64
+						n    int
+					}{
+						{"row runs past the end", 9000, 2000},
+						{"row starts past the end", 20000, 10},
+						{"row starts in the last partial block", 9999, 2},
 					}
-					_, err := r.Read(testCtx(t), reqs)
-					var re *ReadError
-					if !errors.As(err, &re) || !errors.Is(err, ErrShortFile) {
-						t.Fatalf("%s: err = %v, want a *ReadError wrapping ErrShortFile", tc.name, err)
+					for _, tc := range tests {
+						reqs := []Request{
+							{Offset: 0, Length: 100, Dst: make([]byte, 100)},
+							{Offset: tc.off, Length: tc.n, Dst: make([]byte, tc.n)},
+						}
+						_, err := r.Read(testCtx(t), reqs)
+						var re *ReadError
+						if !errors.As(err, &re) || !errors.Is(err, ErrShortFile) {
+							t.Fatalf("%s: err = %v, want a *ReadError wrapping ErrShortFile", tc.name, err)
+						}
+						if re.Path != p || re.Offset != tc.off || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), fmt.Sprint(tc.off)) {
+							t.Errorf("%s: error %q should name %s and offset %d", tc.name, err, p, tc.off)
+						}
+						checkPoolFull(t, r)
 					}
-					if re.Path != p || re.Offset != tc.off || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), fmt.Sprint(tc.off)) {
-						t.Errorf("%s: error %q should name %s and offset %d", tc.name, err, p, tc.off)
+					// The reader stays usable, and a row ending exactly at EOF is fine.
+					reqs := []Request{{Offset: 9000, Length: 1000, Dst: make([]byte, 1000)}}
+					if _, err := r.Read(testCtx(t), reqs); err != nil {
+						t.Fatalf("read to exactly EOF: %v", err)
 					}
-					checkPoolFull(t, r)
-				}
-				// The reader stays usable, and a row ending exactly at EOF is fine.
-				reqs := []Request{{Offset: 9000, Length: 1000, Dst: make([]byte, 1000)}}
-				if _, err := r.Read(testCtx(t), reqs); err != nil {
-					t.Fatalf("read to exactly EOF: %v", err)
-				}
-				checkRequests(t, reqs, [][]byte{content})
+					checkRequests(t, reqs, [][]byte{content})
 
-				// Truncated under an open reader: the error comes from the
-				// read itself, not from a size checked at Open.
-				if err := os.Truncate(p, 5000); err != nil {
-					t.Fatal(err)
-				}
-				_, err := r.Read(testCtx(t), []Request{{Offset: 4900, Length: 200, Dst: make([]byte, 200)}})
-				if !errors.Is(err, ErrShortFile) || !strings.Contains(err.Error(), "offset 4900") {
-					t.Errorf("after truncate: err = %v, want a short-file error at offset 4900", err)
-				}
-			})
+					// Truncated under an open reader: the error comes from the
+					// read itself, not from a size checked at Open.
+					if err := os.Truncate(p, 5000); err != nil {
+						t.Fatal(err)
+					}
+					_, err := r.Read(testCtx(t), []Request{{Offset: 4900, Length: 200, Dst: make([]byte, 200)}})
+					if !errors.Is(err, ErrShortFile) || !strings.Contains(err.Error(), "offset 4900") {
+						t.Errorf("after truncate: err = %v, want a short-file error at offset 4900", err)
+					}
+				})
+			}
 		}
 	}
 }
@@ -987,6 +997,49 @@ func TestDirectIntoDst(t *testing.T) {
 					})
 				}
 			}
+		}
+	}
+}
+
+// TestRawLoopAtDepthOne: at depth 1 io_uring reads in the raw loop, which
+// returns the same bytes and counts the same device reads as reading
+// through giouring, whether reads go straight into Dst or through a staging
+// buffer; a cancelled context stops it before it reads.
+func TestRawLoopAtDepthOne(t *testing.T) {
+	dir := diskDir(t)
+	p, b := writeFile(t, dir, "raw", 2<<20+333, 11)
+	content := [][]byte{b}
+	for _, direct := range []bool{true, false} {
+		raw := openT(t, []string{p}, Options{QueueDepth: 1, Direct: direct, Engine: EngineIOUring}, openHooks{})
+		plain := openT(t, []string{p}, Options{QueueDepth: 1, Direct: direct, Engine: "io_uring-giouring"}, openHooks{})
+		if u := raw.eng.(*uringEngine); rawURing && u.raw == nil {
+			t.Fatalf("direct=%v: io_uring at depth 1 has no raw ring (notes: %s)", direct, raw.Notes())
+		}
+		rng := rand.New(rand.NewPCG(5, 6))
+		for round := range 4 {
+			reqs := randomRequests(rng, raw, content, 200)
+			twin := make([]Request, len(reqs))
+			for i, q := range reqs {
+				twin[i] = Request{File: q.File, Offset: q.Offset, Length: q.Length, Dst: bytes.Repeat([]byte{0xA5}, len(q.Dst)), Tag: q.Tag}
+			}
+			st1, err := raw.Read(testCtx(t), reqs)
+			if err != nil {
+				t.Fatalf("direct=%v round %d: raw loop: %v", direct, round, err)
+			}
+			st2, err := plain.Read(testCtx(t), twin)
+			if err != nil {
+				t.Fatalf("direct=%v round %d: giouring: %v", direct, round, err)
+			}
+			checkRequests(t, reqs, content)
+			checkRequests(t, twin, content)
+			if st1.DeviceReads != st2.DeviceReads || st1.DeviceBytes != st2.DeviceBytes {
+				t.Errorf("direct=%v round %d: raw loop read %d spans, %d bytes; giouring %d, %d", direct, round, st1.DeviceReads, st1.DeviceBytes, st2.DeviceReads, st2.DeviceBytes)
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := raw.Read(ctx, randomRequests(rng, raw, content, 10)); !errors.Is(err, context.Canceled) {
+			t.Errorf("direct=%v: cancelled Read: %v", direct, err)
 		}
 	}
 }

@@ -44,6 +44,10 @@ type uringEngine struct {
 	// in the kernel: those reads may yet write to their requests' Dst
 	// (directAddr), so that memory must stay allocated for the ring's life.
 	lost []*job
+	// raw is the ring of the depth-1 loop that runs as one long system
+	// call (uring_raw.go); nil at other depths, under the race detector,
+	// or where it could not be set up or broke.
+	raw *rawRing
 }
 
 // newUringEngine sets up a ring with room for qd reads in flight, allocates
@@ -76,6 +80,12 @@ func newUringEngineSized(files []fileInfo, qd, entries, slotSize int) (*uringEng
 		return nil, nil, err
 	}
 	e := &uringEngine{ring: ring, pool: pool, qd: qd, inline: qd <= inlineMaxDepth, free: make([]int, pool.n)}
+	if qd == 1 && rawURing {
+		// Best effort: without it depth 1 reads through giouring.
+		if raw, err := newRawRing(); err == nil {
+			e.raw = raw
+		}
+	}
 	for i := range e.free {
 		e.free[i] = i
 	}
@@ -114,6 +124,9 @@ func (e *uringEngine) name() string { return EngineIOUring }
 func (e *uringEngine) close() error {
 	// Closing the ring releases the registered files and buffers with it.
 	e.ring.QueueExit()
+	if e.raw != nil {
+		e.raw.close()
+	}
 	return e.pool.release()
 }
 
@@ -189,8 +202,11 @@ func (e *uringEngine) settleCQE(j *job, states []readState, cq cqeCopy, c *count
 }
 
 func (e *uringEngine) run(ctx context.Context, j *job) (counters, error) {
+	if e.inline && e.raw != nil && j.fault == nil {
+		return e.runRaw(ctx, j)
+	}
 	if e.inline {
-		c, err := e.runInline(ctx, j)
+		c, err := e.runInline(ctx, j, 0)
 		e.lastSQFull = c.sqFull
 		return c, err
 	}
@@ -217,6 +233,54 @@ func (e *uringEngine) run(ctx context.Context, j *job) (counters, error) {
 		}
 	}
 	return c, err
+}
+
+// rawChunk is how many reads the raw loop makes between looks at the
+// context: about 10-100 ms of reads at depth 1.
+const rawChunk = 1024
+
+// runRaw reads j at depth 1 in the raw loop (uring_raw.go), a chunk at a
+// time so that cancellation is seen between chunks. A read that does not
+// return its whole span is settled the ordinary way when its bytes are in
+// the staging buffer: the last span of a file that ends inside it, or an
+// error. Any other (a short read that needs the rest, a read that went
+// straight to Dst, a failed ring) is read again, with every read after
+// it, through giouring (runInline), which settles short reads, retries
+// and errors; if io_uring_enter itself failed, the raw ring is dropped
+// for good.
+func (e *uringEngine) runRaw(ctx context.Context, j *job) (counters, error) {
+	var c counters
+	n := int64(len(j.reads))
+	buf := e.pool.slot(0)
+	for next := int64(0); next < n; {
+		if err := ctx.Err(); err != nil {
+			return c, err
+		}
+		idx, res, direct, broken := fastURingReads(e.raw, j, &next, min(n, next+rawChunk), buf, &c)
+		if idx < 0 {
+			continue
+		}
+		if broken {
+			e.raw.close()
+			e.raw = nil
+		}
+		if !broken && !direct {
+			d := &j.reads[idx]
+			var s readState
+			out, err := j.settle(d, buf[:d.length], &s, res, &c)
+			switch out {
+			case finished:
+				continue // next is past idx already
+			case failed:
+				return c, err
+			}
+		}
+		rest, err := e.runInline(ctx, j, int(idx))
+		c.add(rest)
+		e.lastSQFull = rest.sqFull
+		return c, err
+	}
+	return c, nil
 }
 
 // give hands credits, freed buffers and reads to reissue to the submission
