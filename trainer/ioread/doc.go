@@ -22,10 +22,15 @@
 //     fio does: with so few reads in flight the disk answers in about the
 //     time a wake-up between goroutines takes, and the hand-off would sit
 //     between one read and the next. It still refills the queue before it
-//     copies rows out. At depth 1 the reads go through a one-entry ring of
-//     the reader's own, in one long system call to the Go scheduler
-//     (uring_raw.go), as the pread pool does: blocked in ordinary system
-//     calls, the runtime's other threads woke about once per read.
+//     copies rows out.
+//     Where it can, Read skips both modes: one goroutine keeps the queue full
+//     on a ring of the reader's own in one long system call to the Go
+//     scheduler (uring_raw.go), as the pread pool does and as fio does in
+//     one thread. Blocked in ordinary system calls, the runtime's other
+//     threads woke about once per read; the two modes above remain for
+//     injected faults, the race detector, and kernels where the raw ring
+//     cannot be set up, and they take over a Read's reads from the first
+//     one that does not return its whole span.
 //   - GNNDrive section 4.2 and appendix A: asynchronous io_uring reads with
 //     direct IO, so features never occupy the page cache, into a staging
 //     buffer bounded by the queue depth (2 x QueueDepth buffers of

@@ -36,12 +36,13 @@ func softEnterError(err error) bool {
 // completion in one io_uring_enter, reap what has completed, settle it
 // (copying rows out or queueing the rest of a short read), and go round.
 //
-// It starts at device read from (the raw loop hands it the rest of a job).
+// It reads the device reads listed in again, then those from from on (the
+// raw loop hands it what it left; a whole job is from 0, again nil).
 // Its bookkeeping is the split mode's: a read is pending from prepare until
 // the kernel consumes its SQE, then in the kernel until its CQE is reaped;
 // a ring failure with reads pending or in the kernel leaves their buffers
 // owned by the kernel, and the Reader is marked broken.
-func (e *uringEngine) runInline(ctx context.Context, j *job, from int) (counters, error) {
+func (e *uringEngine) runInline(ctx context.Context, j *job, from int, again []int) (counters, error) {
 	var (
 		c        counters
 		firstErr error
@@ -58,6 +59,11 @@ func (e *uringEngine) runInline(ctx context.Context, j *job, from int) (counters
 		ngot     int // got[:ngot] are reaped, not yet settled
 		ctxDone  = ctx.Done()
 	)
+	for _, i := range again { // each takes a staging buffer, as a reissue owns one
+		nf := len(e.free)
+		retries = append(retries, retryMsg{idx: i, slot: e.free[nf-1]})
+		e.free = e.free[:nf-1]
+	}
 	halt := func(err error) {
 		if firstErr == nil {
 			firstErr = err

@@ -78,7 +78,9 @@ func writeFile(t testing.TB, dir, name string, size int, seed uint64) (string, [
 // submission/completion sides or the single-goroutine loop whatever the
 // queue depth; "io_uring-plain" is io_uring without registered files and
 // buffers, as when the kernel or RLIMIT_MEMLOCK refuses to register them;
-// "io_uring-giouring" reads depth 1 through giouring, without the raw loop.
+// "io_uring-giouring" reads through giouring in the mode the depth picks;
+// plain io_uring uses the raw loop (uring_raw.go), the split and inline
+// variants giouring.
 func openT(t *testing.T, paths []string, opt Options, hooks openHooks) *Reader {
 	t.Helper()
 	if hooks.openFD == nil {
@@ -104,20 +106,28 @@ func openT(t *testing.T, paths []string, opt Options, hooks openHooks) *Reader {
 		switch variant {
 		case "split":
 			u.inline = false
+			dropRaw(u)
 		case "inline":
 			u.inline = true
+			dropRaw(u)
 		case "plain":
 			u.fixedFiles, u.fixedBufs = false, false
-		case "giouring": // depth 1 without the raw loop
-			if u.raw != nil {
-				u.raw.close()
-				u.raw = nil
-			}
+		case "giouring": // the reader's own choice of mode, without the raw loop
+			dropRaw(u)
 		default:
 			t.Fatalf("unknown io_uring variant %q", variant)
 		}
 	}
 	return r
+}
+
+// dropRaw makes u read through giouring, as where the raw loop is not
+// built in or could not be set up.
+func dropRaw(u *uringEngine) {
+	if u.raw != nil {
+		u.raw.close()
+		u.raw = nil
+	}
 }
 
 // engineName is the name Reader.Engine returns for a test's engine variant.
@@ -138,7 +148,7 @@ func checkPoolFull(t *testing.T, r *Reader) {
 }
 
 // engines are the engine variants every behaviour test runs with.
-var engines = []string{"io_uring-split", "io_uring-inline", EnginePread}
+var engines = []string{EngineIOUring, "io_uring-split", "io_uring-inline", EnginePread}
 
 func TestReadMatchesFile(t *testing.T) {
 	dir := diskDir(t)
@@ -152,7 +162,7 @@ func TestReadMatchesFile(t *testing.T) {
 	}
 	// io_uring at depth 1 runs inline, at 8 and 64 split; io_uring-plain
 	// is without registered files and buffers.
-	for _, eng := range []string{EngineIOUring, "io_uring-inline", "io_uring-split", "io_uring-plain", EnginePread} {
+	for _, eng := range []string{EngineIOUring, "io_uring-inline", "io_uring-split", "io_uring-plain", "io_uring-giouring", EnginePread} {
 		for _, qd := range []int{1, 8, 64} {
 			for _, direct := range []bool{true, false} {
 				t.Run(fmt.Sprintf("%s/qd=%d/direct=%v", eng, qd, direct), func(t *testing.T) {
@@ -1001,19 +1011,23 @@ func TestDirectIntoDst(t *testing.T) {
 	}
 }
 
-// TestRawLoopAtDepthOne: at depth 1 io_uring reads in the raw loop, which
-// returns the same bytes and counts the same device reads as reading
-// through giouring, whether reads go straight into Dst or through a staging
-// buffer; a cancelled context stops it before it reads.
-func TestRawLoopAtDepthOne(t *testing.T) {
+// TestRawLoop: io_uring reads in the raw loop, which returns the same
+// bytes and counts the same device reads as reading through giouring, at
+// depth 1 and with many reads in flight, whether reads go straight into Dst
+// or through staging buffers; a cancelled context stops it before it reads.
+func TestRawLoop(t *testing.T) {
 	dir := diskDir(t)
 	p, b := writeFile(t, dir, "raw", 2<<20+333, 11)
 	content := [][]byte{b}
-	for _, direct := range []bool{true, false} {
-		raw := openT(t, []string{p}, Options{QueueDepth: 1, Direct: direct, Engine: EngineIOUring}, openHooks{})
-		plain := openT(t, []string{p}, Options{QueueDepth: 1, Direct: direct, Engine: "io_uring-giouring"}, openHooks{})
+	for _, c := range []struct {
+		qd     int
+		direct bool
+	}{{1, true}, {1, false}, {8, true}, {8, false}, {64, true}} {
+		qd, direct := c.qd, c.direct
+		raw := openT(t, []string{p}, Options{QueueDepth: qd, Direct: direct, Engine: EngineIOUring}, openHooks{})
+		plain := openT(t, []string{p}, Options{QueueDepth: qd, Direct: direct, Engine: "io_uring-giouring"}, openHooks{})
 		if u := raw.eng.(*uringEngine); rawURing && u.raw == nil {
-			t.Fatalf("direct=%v: io_uring at depth 1 has no raw ring (notes: %s)", direct, raw.Notes())
+			t.Fatalf("qd=%d direct=%v: io_uring has no raw ring (notes: %s)", qd, direct, raw.Notes())
 		}
 		rng := rand.New(rand.NewPCG(5, 6))
 		for round := range 4 {
@@ -1024,22 +1038,45 @@ func TestRawLoopAtDepthOne(t *testing.T) {
 			}
 			st1, err := raw.Read(testCtx(t), reqs)
 			if err != nil {
-				t.Fatalf("direct=%v round %d: raw loop: %v", direct, round, err)
+				t.Fatalf("qd=%d direct=%v round %d: raw loop: %v", qd, direct, round, err)
 			}
 			st2, err := plain.Read(testCtx(t), twin)
 			if err != nil {
-				t.Fatalf("direct=%v round %d: giouring: %v", direct, round, err)
+				t.Fatalf("qd=%d direct=%v round %d: giouring: %v", qd, direct, round, err)
 			}
 			checkRequests(t, reqs, content)
 			checkRequests(t, twin, content)
 			if st1.DeviceReads != st2.DeviceReads || st1.DeviceBytes != st2.DeviceBytes {
-				t.Errorf("direct=%v round %d: raw loop read %d spans, %d bytes; giouring %d, %d", direct, round, st1.DeviceReads, st1.DeviceBytes, st2.DeviceReads, st2.DeviceBytes)
+				t.Errorf("qd=%d direct=%v round %d: raw loop read %d spans, %d bytes; giouring %d, %d", qd, direct, round, st1.DeviceReads, st1.DeviceBytes, st2.DeviceReads, st2.DeviceBytes)
 			}
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		if _, err := raw.Read(ctx, randomRequests(rng, raw, content, 10)); !errors.Is(err, context.Canceled) {
-			t.Errorf("direct=%v: cancelled Read: %v", direct, err)
+			t.Errorf("qd=%d direct=%v: cancelled Read: %v", qd, direct, err)
 		}
+		// Cancelled while reads are in flight: the Read stops (or has
+		// finished), every staging buffer comes back, and the next Read
+		// is right.
+		many := make([]Request, 0, 4000)
+		for i := range cap(many) {
+			off := int64(rng.IntN(len(b)/4096)) * 4096
+			many = append(many, Request{Offset: off, Length: 4096, Dst: bytes.Repeat([]byte{0xA5}, 4096), Tag: uint64(i)})
+		}
+		ctx, cancel = context.WithCancel(context.Background())
+		time.AfterFunc(time.Millisecond, cancel)
+		if _, err := raw.Read(ctx, many); err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("qd=%d direct=%v: Read cancelled in flight: %v", qd, direct, err)
+		}
+		cancel()
+		checkPoolFull(t, raw)
+		if u := raw.eng.(*uringEngine); rawURing && u.raw.nfree != len(u.raw.free) {
+			t.Errorf("qd=%d direct=%v: after a cancelled Read the raw loop holds %d of %d staging buffers", qd, direct, len(u.raw.free)-u.raw.nfree, len(u.raw.free))
+		}
+		after := randomRequests(rng, raw, content, 50)
+		if _, err := raw.Read(testCtx(t), after); err != nil {
+			t.Fatalf("qd=%d direct=%v: Read after a cancelled one: %v", qd, direct, err)
+		}
+		checkRequests(t, after, content)
 	}
 }

@@ -44,10 +44,11 @@ type uringEngine struct {
 	// in the kernel: those reads may yet write to their requests' Dst
 	// (directAddr), so that memory must stay allocated for the ring's life.
 	lost []*job
-	// raw is the ring of the depth-1 loop that runs as one long system
-	// call (uring_raw.go); nil at other depths, under the race detector,
-	// or where it could not be set up or broke.
-	raw *rawRing
+	// raw is the ring of the loop that runs as one long system call
+	// (uring_raw.go); nil under the race detector, where it could not be
+	// set up, or after it broke (then rawLost keeps it to close).
+	raw     *rawRing
+	rawLost []*rawRing
 }
 
 // newUringEngine sets up a ring with room for qd reads in flight, allocates
@@ -80,9 +81,10 @@ func newUringEngineSized(files []fileInfo, qd, entries, slotSize int) (*uringEng
 		return nil, nil, err
 	}
 	e := &uringEngine{ring: ring, pool: pool, qd: qd, inline: qd <= inlineMaxDepth, free: make([]int, pool.n)}
-	if qd == 1 && rawURing {
-		// Best effort: without it depth 1 reads through giouring.
-		if raw, err := newRawRing(); err == nil {
+	if rawURing && entries >= qd {
+		// Best effort: without it Read goes through giouring, as it does
+		// on a ring sized below the depth (tests of a full queue).
+		if raw, err := newRawRing(qd, pool.n); err == nil {
 			e.raw = raw
 		}
 	}
@@ -126,6 +128,9 @@ func (e *uringEngine) close() error {
 	e.ring.QueueExit()
 	if e.raw != nil {
 		e.raw.close()
+	}
+	for _, r := range e.rawLost {
+		r.close()
 	}
 	return e.pool.release()
 }
@@ -202,11 +207,11 @@ func (e *uringEngine) settleCQE(j *job, states []readState, cq cqeCopy, c *count
 }
 
 func (e *uringEngine) run(ctx context.Context, j *job) (counters, error) {
-	if e.inline && e.raw != nil && j.fault == nil {
+	if e.raw != nil && j.fault == nil {
 		return e.runRaw(ctx, j)
 	}
 	if e.inline {
-		c, err := e.runInline(ctx, j, 0)
+		c, err := e.runInline(ctx, j, 0, nil)
 		e.lastSQFull = c.sqFull
 		return c, err
 	}
@@ -235,52 +240,53 @@ func (e *uringEngine) run(ctx context.Context, j *job) (counters, error) {
 	return c, err
 }
 
-// rawChunk is how many reads the raw loop makes between looks at the
-// context: about 10-100 ms of reads at depth 1.
-const rawChunk = 1024
-
-// runRaw reads j at depth 1 in the raw loop (uring_raw.go), a chunk at a
-// time so that cancellation is seen between chunks. A read that does not
-// return its whole span is settled the ordinary way when its bytes are in
-// the staging buffer: the last span of a file that ends inside it, or an
-// error. Any other (a short read that needs the rest, a read that went
-// straight to Dst, a failed ring) is read again, with every read after
-// it, through giouring (runInline), which settles short reads, retries
-// and errors; if io_uring_enter itself failed, the raw ring is dropped
-// for good.
+// runRaw reads j in the raw loop (uring_raw.go). A read that does not
+// return its whole span (a short read that needs the rest, an error) stops
+// the loop, which waits for the reads in flight; those reads, and the ones
+// not yet submitted, are then read through giouring (runInline), which
+// settles short reads, retries and errors. Cancellation is seen by a
+// goroutine that sets the loop's stop word. If io_uring_enter itself fails,
+// reads may still be in the kernel: the raw ring is set aside for good and
+// the job kept, as a broken Read's are.
 func (e *uringEngine) runRaw(ctx context.Context, j *job) (counters, error) {
 	var c counters
-	n := int64(len(j.reads))
-	buf := e.pool.slot(0)
-	for next := int64(0); next < n; {
-		if err := ctx.Err(); err != nil {
-			return c, err
-		}
-		idx, res, direct, broken := fastURingReads(e.raw, j, &next, min(n, next+rawChunk), buf, &c)
-		if idx < 0 {
-			continue
-		}
-		if broken {
-			e.raw.close()
-			e.raw = nil
-		}
-		if !broken && !direct {
-			d := &j.reads[idx]
-			var s readState
-			out, err := j.settle(d, buf[:d.length], &s, res, &c)
-			switch out {
-			case finished:
-				continue // next is past idx already
-			case failed:
-				return c, err
-			}
-		}
-		rest, err := e.runInline(ctx, j, int(idx))
-		c.add(rest)
-		e.lastSQFull = rest.sqFull
+	if err := ctx.Err(); err != nil {
 		return c, err
 	}
-	return c, nil
+	stop := new(int32) // the watcher may set it after runRaw returns
+	if done := ctx.Done(); done != nil {
+		finished := make(chan struct{})
+		defer close(finished)
+		go func() {
+			select {
+			case <-done:
+				atomic.StoreInt32(stop, 1)
+			case <-finished:
+			}
+		}()
+	}
+	var next int64
+	if errno := fastURingReads(e.raw, j, &next, stop, e.pool.mem, e.pool.slotSize, &c); errno != 0 {
+		err := fmt.Errorf("ioread: io_uring_enter: %w", errno)
+		c.broken = err
+		e.lost = append(e.lost, j)
+		e.rawLost, e.raw = append(e.rawLost, e.raw), nil
+		return c, err
+	}
+	if err := ctx.Err(); err != nil && atomic.LoadInt32(stop) != 0 {
+		return c, err
+	}
+	if e.raw.nfailed == 0 && next == int64(len(j.reads)) {
+		return c, nil
+	}
+	again := make([]int, e.raw.nfailed)
+	for k, i := range e.raw.failed[:e.raw.nfailed] {
+		again[k] = int(i)
+	}
+	rest, err := e.runInline(ctx, j, int(next), again)
+	c.add(rest)
+	e.lastSQFull = rest.sqFull
+	return c, err
 }
 
 // give hands credits, freed buffers and reads to reissue to the submission

@@ -2,20 +2,28 @@
 
 package ioread
 
-import "errors"
+import (
+	"errors"
+	"syscall"
+)
 
-// rawURing says whether the raw depth-1 loop is built in: not under the
-// race detector (see uring_raw.go); there depth 1 reads through giouring.
+// rawURing says whether the raw loop is built in: not under the race
+// detector (see uring_raw.go); there io_uring reads through giouring.
 const rawURing = false
 
-type rawRing struct{}
+type rawRing struct {
+	free    []int32
+	nfree   int
+	failed  []int64
+	nfailed int
+}
 
-func newRawRing() (*rawRing, error) {
+func newRawRing(qd, slots int) (*rawRing, error) {
 	return nil, errors.New("io_uring: no raw loop under the race detector")
 }
 
 func (r *rawRing) close() {}
 
-func fastURingReads(r *rawRing, j *job, next *int64, n int64, buf []byte, c *counters) (idx int64, res int, direct, broken bool) {
+func fastURingReads(r *rawRing, j *job, next *int64, stop *int32, mem []byte, slotSize int, c *counters) syscall.Errno {
 	panic("ioread: fastURingReads under the race detector")
 }
