@@ -146,10 +146,14 @@ func (r *rawRing) close() {
 func (r *rawRing) push(fd int, addr uintptr, n int, off int64, ud uint64) {
 	k := r.tail & r.sqMask
 	sqe := unsafe.Add(r.sqes, sqeSize*uintptr(k))
-	*(*uint64)(sqe) = uint64(ioringOpRead) | uint64(uint32(fd))<<32 // opcode, flags 0, ioprio 0, fd
+	*(*uint8)(sqe) = ioringOpRead
+	*(*uint8)(unsafe.Add(sqe, 1)) = 0  // flags
+	*(*uint16)(unsafe.Add(sqe, 2)) = 0 // ioprio
+	*(*int32)(unsafe.Add(sqe, 4)) = int32(fd)
 	*(*uint64)(unsafe.Add(sqe, 8)) = uint64(off)
 	*(*uint64)(unsafe.Add(sqe, 16)) = uint64(addr)
-	*(*uint64)(unsafe.Add(sqe, 24)) = uint64(uint32(n)) // len, rw_flags 0
+	*(*uint32)(unsafe.Add(sqe, 24)) = uint32(n)
+	*(*uint32)(unsafe.Add(sqe, 28)) = 0 // rw_flags
 	*(*uint64)(unsafe.Add(sqe, 32)) = ud
 	*(*uint64)(unsafe.Add(sqe, 40)) = 0 // buf_index, personality, splice_fd_in
 	*(*uint64)(unsafe.Add(sqe, 48)) = 0
