@@ -46,19 +46,33 @@ const (
 	cqeSize              = 16
 )
 
-// uringParams is struct io_uring_params.
+// uringParams is struct io_uring_params, 120 bytes.
 type uringParams struct {
 	sqEntries, cqEntries, flags, sqThreadCPU, sqThreadIdle, features, wqFD uint32
 	resv                                                                   [3]uint32
-	sqOff                                                                  struct {
-		head, tail, ringMask, ringEntries, flags, dropped, array, resv1 uint32
-		userAddr                                                        uint64
-	}
-	cqOff struct {
-		head, tail, ringMask, ringEntries, overflow, cqes, flags, resv1 uint32
-		userAddr                                                        uint64
-	}
+	sqOff                                                                  sqringOffsets
+	cqOff                                                                  cqringOffsets
 }
+
+// sqringOffsets is struct io_sqring_offsets: where the SQ ring's words are
+// in its mapping.
+type sqringOffsets struct {
+	head, tail, ringMask, ringEntries, flags, dropped, array, resv1 uint32
+	userAddr                                                        uint64
+}
+
+// cqringOffsets is struct io_cqring_offsets.
+type cqringOffsets struct {
+	head, tail, ringMask, ringEntries, overflow, cqes, flags, resv1 uint32
+	userAddr                                                        uint64
+}
+
+// The kernel reads and writes exactly 120 bytes of params: a layout off by
+// a word fails to compile.
+const (
+	_ = uint(unsafe.Sizeof(uringParams{}) - 120)
+	_ = uint(120 - unsafe.Sizeof(uringParams{}))
+)
 
 // rawRing is an io_uring driven without giouring, with room for qd reads
 // in flight. Its pointers point into the kernel's shared mappings, not Go
