@@ -276,6 +276,7 @@ func (e *uringEngine) runRaw(ctx context.Context, j *job) (counters, error) {
 	if err := ctx.Err(); err != nil && atomic.LoadInt32(stop) != 0 {
 		return c, err
 	}
+	e.lastSQFull = 0 // the raw loop never finds its queue full
 	if e.raw.nfailed == 0 && next == int64(len(j.reads)) {
 		return c, nil
 	}

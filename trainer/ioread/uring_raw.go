@@ -178,19 +178,21 @@ func (r *rawRing) push(fd int, addr uintptr, n int, off int64, ud uint64) {
 
 // enter hands the queued reads to the kernel and waits for at least one
 // completion. It returns 0, or the errno of an io_uring_enter failure other
-// than EINTR, EAGAIN and EBUSY, after which the ring is not to be trusted.
+// than EINTR, EAGAIN and EBUSY (or of maxSoftFailures of those in a row
+// with nothing completing, as the giouring loops give up), after which the
+// ring is not to be trusted.
 //
 //go:nosplit
 //go:norace
 func (r *rawRing) enter() syscall.Errno {
 	atomic.StoreUint32(r.sqTail, r.tail)
-	for {
+	for soft := 0; ; soft++ {
 		toSubmit := r.tail - atomic.LoadUint32(r.sqHead)
 		_, _, errno := syscall.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), 1, ioringEnterGetEvents, 0, 0)
 		if *r.cqHead != atomic.LoadUint32(r.cqTail) {
 			return 0
 		}
-		if errno != 0 && errno != syscall.EINTR && errno != syscall.EAGAIN && errno != syscall.EBUSY {
+		if errno != 0 && (soft >= maxSoftFailures || errno != syscall.EINTR && errno != syscall.EAGAIN && errno != syscall.EBUSY) {
 			return errno
 		}
 	}
