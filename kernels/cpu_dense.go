@@ -327,10 +327,7 @@ func (c *CPU) Adam(p, g, m, v *Mat, o AdamStep) {
 	}
 	// PyTorch's formulation: step size lr/(1-b1^t), denominator
 	// sqrt(v)/sqrt(1-b2^t) + eps.
-	bc1 := 1 - math.Pow(float64(o.Beta1), float64(o.T))
-	bc2 := 1 - math.Pow(float64(o.Beta2), float64(o.T))
-	step := float32(float64(o.LR) / bc1)
-	bc2sqrt := float32(math.Sqrt(bc2))
+	step, bc2sqrt := adamArgs(o)
 	b1, b2, wd, eps := o.Beta1, o.Beta2, o.WeightDecay, o.Eps
 	c.rows(p.Rows, p.Cols, func(r int) {
 		pr, gr, mr, vr := p.row(r), g.row(r), m.row(r), v.row(r)

@@ -148,7 +148,7 @@ func detBlock(rng *rand.Rand, numDst, numSrc int) refBlock {
 
 // runDeterminismSequence runs a GAT-like forward and backward pass plus
 // the reductions the trainer uses and returns every output by name.
-func runDeterminismSequence(t *testing.T, c *CPU) map[string][]float32 {
+func runDeterminismSequence(t *testing.T, c Backend) map[string][]float32 {
 	t.Helper()
 	const numDst, numSrc, H, F = 20000, 60000, 4, 16
 	rng := rand.New(rand.NewPCG(11, 12))
@@ -208,7 +208,8 @@ func runDeterminismSequence(t *testing.T, c *CPU) map[string][]float32 {
 
 	res := map[string][]float32{}
 	for name, m := range out {
-		res[name] = append([]float32(nil), c.Host(m)...)
+		res[name] = make([]float32, m.Len())
+		c.Download(res[name], m)
 	}
 	bits := math.Float64bits(loss)
 	res["loss and correct"] = []float32{math.Float32frombits(uint32(bits)), math.Float32frombits(uint32(bits >> 32)), float32(correct)}

@@ -11,8 +11,11 @@ type Mat struct {
 	// h is the storage of host-resident backends (the CPU): element
 	// (r, c) is h[r*Stride+c].
 	h []float32
-	// d is a device address, for device backends.
-	d uintptr
+	// d is a device address, for device backends, and buf the
+	// allocation it lies in (views share their matrix's, which keeps it
+	// alive while any of them is).
+	d   uintptr
+	buf *devBuf
 }
 
 // Len returns Rows*Cols.
@@ -34,7 +37,7 @@ func (m *Mat) ColSlice(c0, c1 int) *Mat {
 		}
 	}
 	if m.d != 0 {
-		v.d = m.d + uintptr(4*c0)
+		v.d, v.buf = m.d+uintptr(4*c0), m.buf
 	}
 	return v
 }
@@ -53,7 +56,7 @@ func (m *Mat) RowSlice(r0, r1 int) *Mat {
 		}
 	}
 	if m.d != 0 {
-		v.d = m.d + uintptr(4*r0*m.Stride)
+		v.d, v.buf = m.d+uintptr(4*r0*m.Stride), m.buf
 	}
 	return v
 }
@@ -61,8 +64,12 @@ func (m *Mat) RowSlice(r0, r1 int) *Mat {
 // Index is a vector of int32 (vertex rows, labels) on a Backend.
 type Index struct {
 	N int
-	h []int32
-	d uintptr
+	// h holds the values on the host: the storage of host backends, a
+	// copy kept by device backends (which group and transpose on the
+	// host).
+	h   []int32
+	d   uintptr
+	buf *devBuf
 }
 
 // CSR is a sampled block's adjacency on a Backend: the sources of

@@ -1,0 +1,595 @@
+package kernels
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+)
+
+// device is what a GPU backend needs of one GPU: memory, copies, kernel
+// launches and a GEMM. The CUDA build implements it on the driver API and
+// cuBLAS (cuda.go); tests implement it on host memory, running the same
+// CUDA C on the CPU (kernels/internal/cudac), so everything above the
+// device boundary (arguments, geometry, grouping and transposes, the
+// order of launches) is tested on machines without a GPU.
+//
+// Calls are ordered: a download sees every launch made before it.
+type device interface {
+	// name says which GPU, e.g. "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)".
+	name() string
+	// alloc returns bytes of device memory (not cleared), or an error when
+	// the device has no room.
+	alloc(bytes int) (uintptr, error)
+	// free releases an allocation. It may be called from any goroutine.
+	free(ptr uintptr)
+	// upload copies bytes from host memory at src to the device at dst.
+	upload(dst uintptr, src unsafe.Pointer, bytes int)
+	// download copies bytes from the device at src to host memory at dst.
+	download(dst unsafe.Pointer, src uintptr, bytes int)
+	// launch runs kernel k on grid x block threads with args.
+	launch(k kernelID, grid, block uint32, args *gpArgs)
+	// sgemm is cublasSgemm on device pointers (column-major, alpha and
+	// beta on the host).
+	sgemm(g cublasGemm, alpha float32, a, b uintptr, beta float32, c uintptr)
+}
+
+// devBuf is one device allocation; its cleanup frees it once no Mat or
+// Index refers to it.
+type devBuf struct {
+	ptr   uintptr
+	bytes int
+}
+
+// GPU is a Backend on one GPU: matrices in device memory, every kernel a
+// launch of the CUDA C in internal/cudac/kernels.cu, GEMM in cuBLAS. Results match
+// the CPU backend's: bitwise where the arithmetic has no exponential or
+// logarithm (the kernels sum in the CPU's order and do not fuse
+// multiply-adds), within float32 rounding elsewhere, and with GEMM
+// within cuBLAS's rounding.
+type GPU struct {
+	dev device
+}
+
+// newGPU returns a backend on dev.
+func newGPU(dev device) *GPU { return &GPU{dev: dev} }
+
+// Name implements Backend.
+func (g *GPU) Name() string { return "cuda: " + g.dev.name() }
+
+// Threads implements Backend: the GPU runs one stream of kernels.
+func (g *GPU) Threads() int { return 1 }
+
+// allocBuf returns a device buffer of at least bytes (at least 4, so a
+// buffer always has an address).
+func (g *GPU) allocBuf(bytes int) *devBuf {
+	bytes = max(bytes, 4)
+	ptr, err := g.dev.alloc(bytes)
+	if err != nil {
+		panic(fmt.Sprintf("kernels: %s: %v", g.dev.name(), err))
+	}
+	b := &devBuf{ptr: ptr, bytes: bytes}
+	dev := g.dev
+	runtime.AddCleanup(b, func(p uintptr) { dev.free(p) }, ptr)
+	return b
+}
+
+// NewMat implements Backend.
+func (g *GPU) NewMat(rows, cols int) *Mat {
+	m := &Mat{}
+	g.Resize(m, rows, cols)
+	g.Zero(m)
+	return m
+}
+
+// Resize implements Backend.
+func (g *GPU) Resize(m *Mat, rows, cols int) {
+	checkDims(rows, cols)
+	if m.Stride != m.Cols && m.Rows > 1 {
+		panic("kernels: Resize of a view")
+	}
+	need := 4 * rows * cols
+	if m.buf == nil || m.buf.bytes < need || m.d != m.buf.ptr {
+		m.buf = g.allocBuf(need + need/8)
+		m.d = m.buf.ptr
+	}
+	m.Rows, m.Cols, m.Stride = rows, cols, cols
+}
+
+// Upload implements Backend.
+func (g *GPU) Upload(m *Mat, rows, cols int, src []float32) {
+	if len(src) != rows*cols {
+		panic(fmt.Sprintf("kernels: Upload of %d values into %dx%d", len(src), rows, cols))
+	}
+	g.Resize(m, rows, cols)
+	if len(src) > 0 {
+		g.dev.upload(m.d, unsafe.Pointer(&src[0]), 4*len(src))
+	}
+	runtime.KeepAlive(src)
+}
+
+// Download implements Backend.
+func (g *GPU) Download(dst []float32, m *Mat) {
+	if len(dst) < m.Len() {
+		panic(fmt.Sprintf("kernels: Download of %dx%d into %d values", m.Rows, m.Cols, len(dst)))
+	}
+	if m.Len() == 0 {
+		return
+	}
+	if m.Contiguous() {
+		g.dev.download(unsafe.Pointer(&dst[0]), m.d, 4*m.Len())
+	} else {
+		for r := range m.Rows {
+			g.dev.download(unsafe.Pointer(&dst[r*m.Cols]), m.d+uintptr(4*r*m.Stride), 4*m.Cols)
+		}
+	}
+	runtime.KeepAlive(dst)
+}
+
+// Wrap implements Backend: a device backend copies data.
+func (g *GPU) Wrap(rows, cols int, data []float32) *Mat {
+	checkDims(rows, cols)
+	if len(data) < rows*cols {
+		panic(fmt.Sprintf("kernels: Wrap of %d values as %dx%d", len(data), rows, cols))
+	}
+	m := &Mat{}
+	g.Upload(m, rows, cols, data[:rows*cols])
+	return m
+}
+
+// run launches k over total items.
+func (g *GPU) run(k kernelID, total int64, a *gpArgs) {
+	grid, block := launchGeometry(total)
+	if grid == 0 {
+		return
+	}
+	g.dev.launch(k, grid, block, a)
+}
+
+func ptr(m *Mat) uint64 { return uint64(m.d) }
+
+// Zero implements Backend.
+func (g *GPU) Zero(m *Mat) {
+	a := gpArgs{P: [8]uint64{ptr(m)}, N: [8]int64{int64(m.Rows), int64(m.Cols), int64(m.Stride)}}
+	g.run(kFill, int64(m.Len()), &a)
+}
+
+// Copy implements Backend.
+func (g *GPU) Copy(dst, src *Mat) {
+	sameShape("Copy", dst, src)
+	a := gpArgs{P: [8]uint64{ptr(dst), ptr(src)}, N: [8]int64{int64(dst.Rows), int64(dst.Cols), int64(dst.Stride), int64(src.Stride)}}
+	g.run(kCopy, int64(dst.Len()), &a)
+}
+
+// NewIndex implements Backend: the values are copied to the device, and
+// kept on the host too.
+func (g *GPU) NewIndex(v []int32) *Index {
+	x := &Index{N: len(v), h: v}
+	x.buf = g.allocBuf(4 * len(v))
+	x.d = x.buf.ptr
+	if len(v) > 0 {
+		g.dev.upload(x.d, unsafe.Pointer(&v[0]), 4*len(v))
+	}
+	return x
+}
+
+// gpuTranspose is a CSR by source on the device (see cpuTranspose).
+type gpuTranspose struct {
+	start, edge, dst *Index
+}
+
+// NewCSR implements Backend.
+func (g *GPU) NewCSR(offsets, srcIdx []int32, numSrc int) *CSR {
+	if len(offsets) < 1 || offsets[0] != 0 || int(offsets[len(offsets)-1]) != len(srcIdx) {
+		panic(fmt.Sprintf("kernels: CSR offsets must run from 0 to %d", len(srcIdx)))
+	}
+	return &CSR{NumDst: len(offsets) - 1, NumSrc: numSrc, NumEdges: len(srcIdx),
+		offsets: g.NewIndex(offsets), srcIdx: g.NewIndex(srcIdx)}
+}
+
+// transpose returns g's transpose on the device, built on the host on
+// first use with the CPU backend's stable counting sort.
+func (g *GPU) transpose(b *CSR) *gpuTranspose {
+	if t, ok := b.t.(*gpuTranspose); ok {
+		return t
+	}
+	ct := (&CPU{}).transpose(&CSR{NumDst: b.NumDst, NumSrc: b.NumSrc, NumEdges: b.NumEdges, offsets: b.offsets, srcIdx: b.srcIdx})
+	t := &gpuTranspose{start: g.NewIndex(ct.start), edge: g.NewIndex(ct.edge), dst: g.NewIndex(ct.dst)}
+	b.t = t
+	return t
+}
+
+// Gemm implements Backend.
+func (g *GPU) Gemm(transA, transB bool, alpha float32, a, b *Mat, beta float32, cm *Mat) {
+	m, k := a.Rows, a.Cols
+	if transA {
+		m, k = k, m
+	}
+	kb, n := b.Rows, b.Cols
+	if transB {
+		kb, n = n, kb
+	}
+	if k != kb || cm.Rows != m || cm.Cols != n {
+		panic(fmt.Sprintf("kernels: Gemm of %s(%dx%d) and %s(%dx%d) into %dx%d",
+			opName(transA), a.Rows, a.Cols, opName(transB), b.Rows, b.Cols, cm.Rows, cm.Cols))
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		g.Scale(cm, beta)
+		return
+	}
+	c := rowMajorToCublas(transA, transB, m, n, k, a.Stride, b.Stride, cm.Stride)
+	g.dev.sgemm(c, alpha, b.d, a.d, beta, cm.d)
+}
+
+// GatherRows implements Backend.
+func (g *GPU) GatherRows(dst, src *Mat, idx *Index) {
+	if dst.Rows != idx.N || dst.Cols != src.Cols {
+		panic(fmt.Sprintf("kernels: GatherRows of %d rows of %d columns into %dx%d", idx.N, src.Cols, dst.Rows, dst.Cols))
+	}
+	a := gpArgs{P: [8]uint64{ptr(dst), ptr(src), uint64(idx.d)},
+		N: [8]int64{int64(dst.Rows), int64(dst.Cols), int64(dst.Stride), int64(src.Stride)}}
+	g.run(kGatherRows, int64(dst.Len()), &a)
+}
+
+// ScatterAddRows implements Backend: the rows landing on one dst row are
+// grouped on the host (in idx order), then each dst row sums its group.
+func (g *GPU) ScatterAddRows(dst, src *Mat, idx *Index) {
+	if src.Rows != idx.N || dst.Cols != src.Cols {
+		panic(fmt.Sprintf("kernels: ScatterAddRows of %dx%d by %d indices into %dx%d", src.Rows, src.Cols, idx.N, dst.Rows, dst.Cols))
+	}
+	start := make([]int32, dst.Rows+1)
+	for _, t := range idx.h {
+		start[t+1]++
+	}
+	for i := range dst.Rows {
+		start[i+1] += start[i]
+	}
+	order := make([]int32, idx.N)
+	fill := append([]int32(nil), start[:dst.Rows]...)
+	for i, t := range idx.h {
+		order[fill[t]] = int32(i)
+		fill[t]++
+	}
+	st, or := g.NewIndex(start), g.NewIndex(order)
+	a := gpArgs{P: [8]uint64{ptr(dst), ptr(src), uint64(st.d), uint64(or.d)},
+		N: [8]int64{int64(dst.Rows), int64(dst.Cols), int64(dst.Stride), int64(src.Stride)}}
+	g.run(kScatterAddRows, int64(dst.Len()), &a)
+	runtime.KeepAlive(st)
+	runtime.KeepAlive(or)
+}
+
+// SegmentMean implements Backend.
+func (g *GPU) SegmentMean(out, x *Mat, b *CSR) {
+	checkCSR("SegmentMean", b, out.Rows, x.Rows)
+	if out.Cols != x.Cols {
+		panic(fmt.Sprintf("kernels: SegmentMean of %d columns into %d", x.Cols, out.Cols))
+	}
+	a := gpArgs{P: [8]uint64{ptr(out), ptr(x), uint64(b.offsets.d), uint64(b.srcIdx.d)},
+		N: [8]int64{int64(out.Rows), int64(out.Cols), int64(out.Stride), int64(x.Stride)}}
+	g.run(kSegmentMean, int64(out.Len()), &a)
+}
+
+// SegmentMeanBackward implements Backend.
+func (g *GPU) SegmentMeanBackward(dx, dout *Mat, b *CSR) {
+	checkCSR("SegmentMeanBackward", b, dout.Rows, dx.Rows)
+	t := g.transpose(b)
+	a := gpArgs{P: [8]uint64{ptr(dx), ptr(dout), uint64(t.start.d), uint64(t.dst.d), uint64(b.offsets.d)},
+		N: [8]int64{int64(dx.Rows), int64(dx.Cols), int64(dx.Stride), int64(dout.Stride)}}
+	g.run(kSegmentMeanBackward, int64(dx.Len()), &a)
+}
+
+// WeightedSum implements Backend.
+func (g *GPU) WeightedSum(out, x, w *Mat, b *CSR) {
+	checkCSR("WeightedSum", b, out.Rows, x.Rows)
+	F := heads("WeightedSum", x.Cols, w.Cols)
+	if out.Cols != x.Cols || w.Rows != b.NumEdges {
+		panic(fmt.Sprintf("kernels: WeightedSum of %dx%d by %dx%d into %dx%d", x.Rows, x.Cols, w.Rows, w.Cols, out.Rows, out.Cols))
+	}
+	a := gpArgs{P: [8]uint64{ptr(out), ptr(x), ptr(w), uint64(b.offsets.d), uint64(b.srcIdx.d)},
+		N: [8]int64{int64(out.Rows), int64(out.Cols), int64(F), int64(out.Stride), int64(x.Stride), int64(w.Stride)}}
+	g.run(kWeightedSum, int64(out.Len()), &a)
+}
+
+// WeightedSumBackward implements Backend.
+func (g *GPU) WeightedSumBackward(dx, dout, w *Mat, b *CSR) {
+	checkCSR("WeightedSumBackward", b, dout.Rows, dx.Rows)
+	F := heads("WeightedSumBackward", dx.Cols, w.Cols)
+	t := g.transpose(b)
+	a := gpArgs{P: [8]uint64{ptr(dx), ptr(dout), ptr(w), uint64(t.start.d), uint64(t.edge.d), uint64(t.dst.d)},
+		N: [8]int64{int64(dx.Rows), int64(dx.Cols), int64(F), int64(dx.Stride), int64(dout.Stride), int64(w.Stride)}}
+	g.run(kWeightedSumBackward, int64(dx.Len()), &a)
+}
+
+// EdgeDot implements Backend.
+func (g *GPU) EdgeDot(s, am, bm *Mat, b *CSR) {
+	checkCSR("EdgeDot", b, am.Rows, bm.Rows)
+	H := s.Cols
+	F := heads("EdgeDot", am.Cols, H)
+	if s.Rows != b.NumEdges || bm.Cols != am.Cols {
+		panic(fmt.Sprintf("kernels: EdgeDot of %dx%d and %dx%d into %dx%d", am.Rows, am.Cols, bm.Rows, bm.Cols, s.Rows, s.Cols))
+	}
+	a := gpArgs{P: [8]uint64{ptr(s), ptr(am), ptr(bm), uint64(b.offsets.d), uint64(b.srcIdx.d)},
+		N: [8]int64{int64(b.NumDst), int64(H), int64(F), int64(s.Stride), int64(am.Stride), int64(bm.Stride)}}
+	g.run(kEdgeDot, int64(b.NumDst)*int64(H), &a)
+}
+
+// HeadDot implements Backend.
+func (g *GPU) HeadDot(out, x, v *Mat) {
+	H := out.Cols
+	F := heads("HeadDot", x.Cols, H)
+	if out.Rows != x.Rows || v.Rows != 1 || v.Cols != x.Cols {
+		panic(fmt.Sprintf("kernels: HeadDot of %dx%d with %dx%d into %dx%d", x.Rows, x.Cols, v.Rows, v.Cols, out.Rows, out.Cols))
+	}
+	a := gpArgs{P: [8]uint64{ptr(out), ptr(x), ptr(v)},
+		N: [8]int64{int64(x.Rows), int64(H), int64(F), int64(out.Stride), int64(x.Stride)}}
+	g.run(kHeadDot, int64(x.Rows)*int64(H), &a)
+}
+
+// HeadDotBackward implements Backend.
+func (g *GPU) HeadDotBackward(dx, da, dout, x, v *Mat) {
+	H := dout.Cols
+	F := heads("HeadDotBackward", x.Cols, H)
+	if dx != nil {
+		a := gpArgs{P: [8]uint64{ptr(dx), ptr(dout), ptr(v)},
+			N: [8]int64{int64(x.Rows), int64(x.Cols), int64(F), int64(dx.Stride), int64(dout.Stride)}}
+		g.run(kHeadDotBackwardDx, int64(x.Len()), &a)
+	}
+	if da != nil {
+		g.columnSums(da, x, dout, F, 1)
+	}
+}
+
+// columnSums sets out (1 x C) to beta*out plus the column sums of m, each
+// term weighted by w[r, c/F] when w is not nil, in the CPU's chunks.
+func (g *GPU) columnSums(out, m, w *Mat, F int, beta float32) {
+	chunks := reduceChunks(m.Rows)
+	partial := g.allocBuf(4 * chunks * m.Cols)
+	a := gpArgs{P: [8]uint64{uint64(partial.ptr), ptr(m)},
+		N: [8]int64{int64(m.Rows), int64(m.Cols), int64(m.Stride), 0, int64(F)}}
+	if w != nil {
+		a.P[2], a.N[3] = ptr(w), int64(w.Stride)
+	}
+	g.run(kColumnPartials, int64(chunks)*int64(m.Cols), &a)
+	f := gpArgs{P: [8]uint64{ptr(out), uint64(partial.ptr)}, N: [8]int64{int64(m.Cols), int64(chunks)}, F: [8]float64{float64(beta)}}
+	g.run(kAddPartials, int64(m.Cols), &f)
+	runtime.KeepAlive(partial)
+}
+
+// EdgeAdd implements Backend.
+func (g *GPU) EdgeAdd(s, el, er *Mat, b *CSR) {
+	checkCSR("EdgeAdd", b, er.Rows, el.Rows)
+	H := s.Cols
+	if s.Rows != b.NumEdges || el.Cols != H || er.Cols != H {
+		panic(fmt.Sprintf("kernels: EdgeAdd of %dx%d and %dx%d into %dx%d", el.Rows, el.Cols, er.Rows, er.Cols, s.Rows, s.Cols))
+	}
+	a := gpArgs{P: [8]uint64{ptr(s), ptr(el), ptr(er), uint64(b.offsets.d), uint64(b.srcIdx.d)},
+		N: [8]int64{int64(b.NumDst), int64(H), int64(s.Stride), int64(el.Stride), int64(er.Stride)}}
+	g.run(kEdgeAdd, int64(b.NumDst)*int64(H), &a)
+}
+
+// EdgeAddBackward implements Backend.
+func (g *GPU) EdgeAddBackward(del, der, ds *Mat, b *CSR) {
+	H := ds.Cols
+	if der != nil {
+		checkCSR("EdgeAddBackward", b, der.Rows, b.NumSrc)
+		a := gpArgs{P: [8]uint64{ptr(der), ptr(ds), uint64(b.offsets.d)},
+			N: [8]int64{int64(b.NumDst), int64(H), int64(der.Stride), int64(ds.Stride)}}
+		g.run(kEdgeAddBackwardDst, int64(b.NumDst)*int64(H), &a)
+	}
+	if del != nil {
+		checkCSR("EdgeAddBackward", b, b.NumDst, del.Rows)
+		t := g.transpose(b)
+		a := gpArgs{P: [8]uint64{ptr(del), ptr(ds), uint64(t.start.d), uint64(t.edge.d)},
+			N: [8]int64{int64(b.NumSrc), int64(H), int64(del.Stride), int64(ds.Stride)}}
+		g.run(kEdgeAddBackwardSrc, int64(b.NumSrc)*int64(H), &a)
+	}
+}
+
+// EdgeSoftmax implements Backend.
+func (g *GPU) EdgeSoftmax(am, e *Mat, b *CSR) {
+	sameShape("EdgeSoftmax", am, e)
+	if e.Rows != b.NumEdges {
+		panic(fmt.Sprintf("kernels: EdgeSoftmax of %d edge rows over a block of %d edges", e.Rows, b.NumEdges))
+	}
+	a := gpArgs{P: [8]uint64{ptr(am), ptr(e), uint64(b.offsets.d)},
+		N: [8]int64{int64(b.NumDst), int64(e.Cols), int64(am.Stride), int64(e.Stride)}}
+	g.run(kEdgeSoftmax, int64(b.NumDst)*int64(e.Cols), &a)
+}
+
+// EdgeSoftmaxBackward implements Backend.
+func (g *GPU) EdgeSoftmaxBackward(de, da, am *Mat, b *CSR) {
+	sameShape("EdgeSoftmaxBackward", de, da)
+	sameShape("EdgeSoftmaxBackward", de, am)
+	a := gpArgs{P: [8]uint64{ptr(de), ptr(da), ptr(am), uint64(b.offsets.d)},
+		N: [8]int64{int64(b.NumDst), int64(am.Cols), int64(de.Stride), int64(da.Stride), int64(am.Stride)}}
+	g.run(kEdgeSoftmaxBackward, int64(b.NumDst)*int64(am.Cols), &a)
+}
+
+// HeadMean implements Backend.
+func (g *GPU) HeadMean(out, x *Mat) {
+	if out.Rows != x.Rows || out.Cols == 0 || x.Cols%out.Cols != 0 {
+		panic(fmt.Sprintf("kernels: HeadMean of %dx%d into %dx%d", x.Rows, x.Cols, out.Rows, out.Cols))
+	}
+	a := gpArgs{P: [8]uint64{ptr(out), ptr(x)},
+		N: [8]int64{int64(x.Rows), int64(out.Cols), int64(x.Cols / out.Cols), int64(out.Stride), int64(x.Stride)}}
+	g.run(kHeadMean, int64(out.Len()), &a)
+}
+
+// HeadMeanBackward implements Backend.
+func (g *GPU) HeadMeanBackward(dx, dout *Mat) {
+	if dout.Rows != dx.Rows || dout.Cols == 0 || dx.Cols%dout.Cols != 0 {
+		panic(fmt.Sprintf("kernels: HeadMeanBackward of %dx%d into %dx%d", dout.Rows, dout.Cols, dx.Rows, dx.Cols))
+	}
+	a := gpArgs{P: [8]uint64{ptr(dx), ptr(dout)},
+		N: [8]int64{int64(dx.Rows), int64(dout.Cols), int64(dx.Cols / dout.Cols), int64(dx.Stride), int64(dout.Stride)}}
+	g.run(kHeadMeanBackward, int64(dx.Len()), &a)
+}
+
+// AddBias implements Backend.
+func (g *GPU) AddBias(m, bias *Mat) {
+	if bias.Rows != 1 || bias.Cols != m.Cols {
+		panic(fmt.Sprintf("kernels: AddBias of %dx%d to %dx%d", bias.Rows, bias.Cols, m.Rows, m.Cols))
+	}
+	a := gpArgs{P: [8]uint64{ptr(m), ptr(bias)}, N: [8]int64{int64(m.Rows), int64(m.Cols), int64(m.Stride)}}
+	g.run(kAddBias, int64(m.Len()), &a)
+}
+
+// SumRows implements Backend.
+func (g *GPU) SumRows(out, m *Mat, beta float32) {
+	if out.Rows != 1 || out.Cols != m.Cols {
+		panic(fmt.Sprintf("kernels: SumRows of %dx%d into %dx%d", m.Rows, m.Cols, out.Rows, out.Cols))
+	}
+	g.columnSums(out, m, nil, 1, beta)
+}
+
+// Axpy implements Backend.
+func (g *GPU) Axpy(alpha float32, x, y *Mat) {
+	sameShape("Axpy", x, y)
+	a := gpArgs{P: [8]uint64{ptr(y), ptr(x)}, N: [8]int64{int64(y.Rows), int64(y.Cols), int64(y.Stride), int64(x.Stride)},
+		F: [8]float64{float64(alpha)}}
+	g.run(kAxpy, int64(y.Len()), &a)
+}
+
+// Scale implements Backend.
+func (g *GPU) Scale(m *Mat, alpha float32) {
+	if alpha == 0 {
+		g.Zero(m)
+		return
+	}
+	a := gpArgs{P: [8]uint64{ptr(m)}, N: [8]int64{int64(m.Rows), int64(m.Cols), int64(m.Stride)}, F: [8]float64{float64(alpha)}}
+	g.run(kScale, int64(m.Len()), &a)
+}
+
+// actDropout launches gp_act_dropout: f, then dropout when threshold > 0.
+func (g *GPU) actDropout(f Activation, y, x *Mat, p float32, seed uint64) {
+	checkAct(f)
+	th, s, scale := dropArgs(p, seed)
+	a := gpArgs{P: [8]uint64{ptr(y), ptr(x)},
+		N: [8]int64{int64(y.Rows), int64(y.Cols), int64(y.Stride), int64(x.Stride), int64(f.Kind), th, s},
+		F: [8]float64{float64(f.Slope), scale}}
+	g.run(kActDropout, int64(y.Len()), &a)
+}
+
+func checkAct(f Activation) {
+	if f.Kind > ELU {
+		panic("kernels: unknown activation " + f.Kind.String())
+	}
+}
+
+// Act implements Backend.
+func (g *GPU) Act(f Activation, y, x *Mat) {
+	sameShape("Act", y, x)
+	g.actDropout(f, y, x, 0, 0)
+}
+
+// ActBackward implements Backend.
+func (g *GPU) ActBackward(f Activation, dx, dy, x, y *Mat) {
+	sameShape("ActBackward", dx, dy)
+	checkAct(f)
+	ys := int64(0)
+	yp := uint64(0)
+	if y != nil {
+		ys, yp = int64(y.Stride), ptr(y)
+	}
+	a := gpArgs{P: [8]uint64{ptr(dx), ptr(dy), ptr(x), yp},
+		N: [8]int64{int64(dx.Rows), int64(dx.Cols), int64(dx.Stride), int64(dy.Stride), int64(x.Stride), ys, int64(f.Kind)},
+		F: [8]float64{float64(f.Slope)}}
+	g.run(kActBackward, int64(dx.Len()), &a)
+}
+
+// ActDropout implements Backend.
+func (g *GPU) ActDropout(f Activation, y, x *Mat, p float32, seed uint64) {
+	sameShape("ActDropout", y, x)
+	g.actDropout(f, y, x, p, seed)
+}
+
+// ActDropoutBackward implements Backend.
+func (g *GPU) ActDropoutBackward(f Activation, dx, dy, y *Mat, p float32, seed uint64) {
+	sameShape("ActDropoutBackward", dx, dy)
+	sameShape("ActDropoutBackward", dx, y)
+	checkAct(f)
+	th, s, scale := dropArgs(p, seed)
+	a := gpArgs{P: [8]uint64{ptr(dx), ptr(dy), ptr(y)},
+		N: [8]int64{int64(dx.Rows), int64(dx.Cols), int64(dx.Stride), int64(dy.Stride), int64(y.Stride), int64(f.Kind), th, s},
+		F: [8]float64{float64(f.Slope), scale}}
+	g.run(kActDropoutBackward, int64(dx.Len()), &a)
+}
+
+// Dropout implements Backend.
+func (g *GPU) Dropout(y, x *Mat, p float32, seed uint64) {
+	sameShape("Dropout", y, x)
+	g.actDropout(Activation{Kind: Identity}, y, x, p, seed)
+}
+
+// DropoutBackward implements Backend.
+func (g *GPU) DropoutBackward(dx, dy *Mat, p float32, seed uint64) {
+	sameShape("Dropout", dx, dy)
+	g.actDropout(Activation{Kind: Identity}, dx, dy, p, seed)
+}
+
+// SoftmaxCrossEntropy implements Backend: per-row losses and hits on the
+// device, summed on the host in row order as the CPU backend sums them.
+func (g *GPU) SoftmaxCrossEntropy(dlogits, logits *Mat, labels *Index, scale float32) (float64, int) {
+	if labels.N != logits.Rows {
+		panic(fmt.Sprintf("kernels: SoftmaxCrossEntropy of %d rows with %d labels", logits.Rows, labels.N))
+	}
+	rows := logits.Rows
+	if rows == 0 {
+		return 0, 0
+	}
+	lossBuf, hitBuf := g.allocBuf(8*rows), g.allocBuf(4*rows)
+	a := gpArgs{P: [8]uint64{0, ptr(logits), uint64(labels.d), uint64(lossBuf.ptr), uint64(hitBuf.ptr)},
+		N: [8]int64{int64(rows), int64(logits.Cols), 0, int64(logits.Stride)}, F: [8]float64{float64(scale)}}
+	if dlogits != nil {
+		sameShape("SoftmaxCrossEntropy", dlogits, logits)
+		a.P[0], a.N[2] = ptr(dlogits), int64(dlogits.Stride)
+	}
+	g.run(kSoftmaxXent, int64(rows), &a)
+	loss := make([]float64, rows)
+	hit := make([]int32, rows)
+	g.dev.download(unsafe.Pointer(&loss[0]), lossBuf.ptr, 8*rows)
+	g.dev.download(unsafe.Pointer(&hit[0]), hitBuf.ptr, 4*rows)
+	runtime.KeepAlive(lossBuf)
+	runtime.KeepAlive(hitBuf)
+	var sum float64
+	correct := 0
+	for r := range rows {
+		sum += loss[r]
+		correct += int(hit[r])
+	}
+	return sum, correct
+}
+
+// Argmax implements Backend.
+func (g *GPU) Argmax(dst []int32, m *Mat) {
+	if len(dst) < m.Rows {
+		panic(fmt.Sprintf("kernels: Argmax of %d rows into %d", m.Rows, len(dst)))
+	}
+	if m.Rows == 0 {
+		return
+	}
+	out := g.allocBuf(4 * m.Rows)
+	a := gpArgs{P: [8]uint64{uint64(out.ptr), ptr(m)}, N: [8]int64{int64(m.Rows), int64(m.Cols), int64(m.Stride)}}
+	g.run(kArgmax, int64(m.Rows), &a)
+	g.dev.download(unsafe.Pointer(&dst[0]), out.ptr, 4*m.Rows)
+	runtime.KeepAlive(out)
+}
+
+// Adam implements Backend.
+func (g *GPU) Adam(p, gr, m, v *Mat, o AdamStep) {
+	sameShape("Adam", p, gr)
+	sameShape("Adam", p, m)
+	sameShape("Adam", p, v)
+	if o.T < 1 {
+		panic(fmt.Sprintf("kernels: Adam step %d (steps count from 1)", o.T))
+	}
+	step, bc2sqrt := adamArgs(o)
+	a := gpArgs{P: [8]uint64{ptr(p), ptr(gr), ptr(m), ptr(v)},
+		N: [8]int64{int64(p.Rows), int64(p.Cols), int64(p.Stride), int64(gr.Stride), int64(m.Stride), int64(v.Stride)},
+		F: [8]float64{float64(step), float64(bc2sqrt), float64(o.Beta1), float64(o.Beta2), float64(o.WeightDecay), float64(o.Eps)}}
+	g.run(kAdam, int64(p.Len()), &a)
+}
+
+var _ Backend = (*GPU)(nil)

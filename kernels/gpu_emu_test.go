@@ -1,0 +1,203 @@
+//go:build cgo
+
+package kernels
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/gnnplan/gnnplan/kernels/internal/cudac"
+)
+
+// emuDevice is a device on host memory that runs the CUDA kernels'
+// C source on the CPU (kernels/internal/cudac) and GEMM on a
+// column-major reference, so the GPU backend's host side, the launch
+// geometry and the kernels' arithmetic are tested without a GPU.
+type emuDevice struct {
+	emu *cudac.Device
+	mu  sync.Mutex
+	// live counts allocations, launches counts launches by kernel.
+	live     int
+	launches map[kernelID]int
+}
+
+func newEmuGPU() (*GPU, *emuDevice) {
+	d := &emuDevice{emu: cudac.New(), launches: map[kernelID]int{}}
+	return newGPU(d), d
+}
+
+func (d *emuDevice) name() string { return "emulated on the CPU (kernels/internal/cudac)" }
+
+func (d *emuDevice) alloc(bytes int) (uintptr, error) {
+	d.mu.Lock()
+	d.live++
+	d.mu.Unlock()
+	return cudac.Alloc(bytes), nil
+}
+
+func (d *emuDevice) free(p uintptr) {
+	d.mu.Lock()
+	d.live--
+	d.mu.Unlock()
+	cudac.Free(p)
+}
+
+func (d *emuDevice) upload(dst uintptr, src unsafe.Pointer, bytes int) {
+	cudac.Upload(dst, src, bytes)
+}
+
+func (d *emuDevice) download(dst unsafe.Pointer, src uintptr, bytes int) {
+	cudac.Download(dst, src, bytes)
+}
+
+func (d *emuDevice) launch(k kernelID, grid, block uint32, a *gpArgs) {
+	if grid == 0 || grid > launchMaxGrid || block != launchBlock {
+		panic(fmt.Sprintf("launch of %s on %d x %d threads", k, grid, block))
+	}
+	d.mu.Lock()
+	d.launches[k]++
+	d.mu.Unlock()
+	if err := d.emu.Launch(k.String(), grid, block, (*cudac.Args)(a)); err != nil {
+		panic(err)
+	}
+}
+
+func (d *emuDevice) sgemm(g cublasGemm, alpha float32, a, b uintptr, beta float32, c uintptr) {
+	cudac.Sgemm(g.TransA, g.TransB, g.M, g.N, g.K, alpha, a, g.LDA, b, g.LDB, beta, c, g.LDC)
+}
+
+// TestGPUKernelTable checks that the Go side's kernel table, the CUDA
+// source's list and gp_args agree.
+func TestGPUKernelTable(t *testing.T) {
+	if got := cudac.Kernels(); !slices.Equal(got, kernelNames[:]) {
+		t.Errorf("kernels.cu lists %v,\nkernelNames %v", got, kernelNames)
+	}
+	if n := unsafe.Sizeof(gpArgs{}); n != gpArgsBytes {
+		t.Errorf("gpArgs is %d bytes, want %d", n, gpArgsBytes)
+	}
+}
+
+// TestGPUBackendEmulated runs the backend suite every backend passes
+// (float64 references, views, empty blocks) on the GPU backend with its
+// kernels emulated on the CPU.
+func TestGPUBackendEmulated(t *testing.T) {
+	g, d := newEmuGPU()
+	checkBackend(t, g)
+	for k := range numKernels {
+		if d.launches[k] == 0 {
+			t.Errorf("the suite never launched %s", k)
+		}
+	}
+}
+
+// TestGPUBitsMatchCPU runs a GAT-like forward and backward pass plus the
+// reductions and the loss on the CPU backend and on the GPU backend's
+// kernels (emulated), and wants the same bits: the kernels sum in the
+// CPU's order and fuse no multiply-add, and C's exp and log agree with
+// Go's after rounding to float32 on these inputs.
+func TestGPUBitsMatchCPU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large inputs; skipped with -short")
+	}
+	c, err := NewCPU(CPUOptions{Threads: 2, BLAS: "gonum"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := newEmuGPU()
+	want := runDeterminismSequence(t, c)
+	got := runDeterminismSequence(t, g)
+	names := slices.Sorted(maps.Keys(want))
+	for _, name := range names {
+		w, o := want[name], got[name]
+		if len(o) != len(w) {
+			t.Errorf("%s: %d values on the GPU, %d on the CPU", name, len(o), len(w))
+			continue
+		}
+		differ := 0
+		for k := range w {
+			if math.Float32bits(o[k]) != math.Float32bits(w[k]) {
+				if differ == 0 {
+					t.Errorf("%s: element %d is %g (%#x) on the GPU, %g (%#x) on the CPU", name, k, o[k], math.Float32bits(o[k]), w[k], math.Float32bits(w[k]))
+				}
+				differ++
+			}
+		}
+		if differ > 0 {
+			t.Errorf("%s: %d of %d elements differ", name, differ, len(w))
+		}
+	}
+}
+
+// TestLaunchGeometry checks that a launch covers any size with its
+// grid-stride loop, never launches more than launchMaxGrid blocks, and
+// launches nothing for nothing.
+func TestLaunchGeometry(t *testing.T) {
+	for _, total := range []int64{0, 1, 255, 256, 257, launchBlock * launchMaxGrid, launchBlock*launchMaxGrid + 1, 1 << 31, 1e12} {
+		grid, block := launchGeometry(total)
+		if total == 0 {
+			if grid != 0 {
+				t.Errorf("total 0: grid %d, want 0", grid)
+			}
+			continue
+		}
+		threads := int64(grid) * int64(block)
+		if grid < 1 || grid > launchMaxGrid || block != launchBlock {
+			t.Errorf("total %d: %d x %d threads", total, grid, block)
+		}
+		if threads > total+launchBlock-1 {
+			t.Errorf("total %d: %d threads, more than a block beyond the work", total, threads)
+		}
+		if total >= launchBlock*launchMaxGrid && grid != launchMaxGrid {
+			t.Errorf("total %d: grid %d, want the cap %d", total, grid, launchMaxGrid)
+		}
+	}
+}
+
+// TestGPUGridStride runs kernels over more elements than one launch has
+// threads, so each thread's loop takes several turns, and wants the
+// CPU's bits.
+func TestGPUGridStride(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large inputs; skipped with -short")
+	}
+	c, err := NewCPU(CPUOptions{Threads: 2, BLAS: "gonum"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := newEmuGPU()
+	const rows, cols = 2100, 1024 // 2.15M elements: over 2 turns per thread
+	rng := rand.New(rand.NewPCG(7, 8))
+	x := make([]float32, rows*cols)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	blk := detBlock(rng, rows, rows)
+	run := func(b Backend) map[string][]float32 {
+		xm, ym := b.Wrap(rows, cols, x), b.NewMat(rows, cols)
+		b.Copy(ym, xm)
+		b.Scale(ym, 0.5)
+		b.Axpy(2, xm, ym)
+		seg := b.NewMat(rows, cols)
+		b.SegmentMean(seg, xm, b.NewCSR(blk.off, blk.src, blk.numSrc))
+		drop := b.NewMat(rows, cols)
+		b.ActDropout(Activation{Kind: ReLU}, drop, xm, 0.5, 42)
+		out := map[string][]float32{}
+		for name, m := range map[string]*Mat{"copy, scale, axpy": ym, "segment mean": seg, "relu dropout": drop} {
+			out[name] = make([]float32, m.Len())
+			b.Download(out[name], m)
+		}
+		return out
+	}
+	want, got := run(c), run(g)
+	for name, w := range want {
+		if !slices.EqualFunc(got[name], w, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
+			t.Errorf("%s over %d x %d: the GPU's bits differ from the CPU's", name, rows, cols)
+		}
+	}
+}
