@@ -14,7 +14,7 @@ FUZZTIME  ?= 5s
 # FUZZTIME many times over and end in "hung while minimizing").
 FUZZMINTIME ?= 2s
 
-.PHONY: all setup build demo test vet unit fuzz bench bench-deps clean
+.PHONY: all setup build demo test vet unit fuzz bench bench-deps cuda-deps cuda-check ptx build-cuda clean
 
 all: build
 
@@ -113,6 +113,91 @@ bench-deps:
 		$$sudo apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq python3-numpy python3-torch >/dev/null && \
 		echo "bench-deps: $$(/usr/bin/python3 -c 'import numpy, torch; print("numpy", numpy.__version__, "torch", torch.__version__)')"
+
+# cuda-deps fetches into .cuda/ (git-ignored) what the cuda build tag needs
+# to vet and build on a machine with no GPU and no CUDA install: cuda.h and
+# nvrtc.h in .cuda/include, and in .cuda/lib a libcuda.so to link against
+# and NVRTC (libnvrtc.so.11.2 and the libnvrtc-builtins.so.11.8 it loads),
+# from Debian 12's CUDA 11.8 packages. Those live in non-free, which the
+# system's apt sources may not enable, so it runs apt with its own sources,
+# lists and cache under .cuda/apt, with the system's apt-get update hooks
+# (cache cleaning, appstream) turned off: it changes nothing outside .cuda/
+# and needs no root. The headers are read from the start of nvidia-cuda-dev's
+# 774 MB archive and the rest is never unpacked; its libcuda.so stub lies
+# at the end, behind about 95 s of decompression, so the libcuda.so linked
+# against is the driver library from libcuda1 (3 MB), which exports the
+# same symbols under the same soname, libcuda.so.1. It does nothing when
+# the files are already there; rm -rf .cuda fetches them again.
+CUDA_DIR := $(CURDIR)/.cuda
+CUDA_APT := -c $(CUDA_DIR)/apt/apt.conf
+
+cuda-deps:
+	@set -e; d='$(CUDA_DIR)'; m=./usr/lib/x86_64-linux-gnu; \
+	if [ -f "$$d/include/cuda.h" ] && [ -f "$$d/lib/libcuda.so" ] && \
+		[ -f "$$d/lib/libnvrtc.so.11.2" ] && [ -f "$$d/lib/libnvrtc-builtins.so.11.8" ]; then \
+		echo "cuda-deps: .cuda/ has cuda.h, libcuda.so and NVRTC already; nothing to do"; exit 0; \
+	fi; \
+	for t in apt-get dpkg-deb tar; do \
+		command -v $$t >/dev/null 2>&1 || { echo "cuda-deps: needs $$t (Debian 12, x86-64)"; exit 1; }; \
+	done; \
+	start=$$(date +%s); rm -rf "$$d/apt" "$$d/stage"; \
+	mkdir -p "$$d/apt/lists/partial" "$$d/apt/cache/archives/partial" "$$d/stage"; \
+	echo 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm non-free' \
+		>"$$d/apt/sources.list"; \
+	printf '%s\n' "Dir::Etc::SourceList \"$$d/apt/sources.list\";" 'Dir::Etc::SourceParts "/dev/null";' \
+		"Dir::State::Lists \"$$d/apt/lists\";" "Dir::Cache \"$$d/apt/cache\";" 'APT::Sandbox::User "root";' \
+		'#clear APT::Update::Post-Invoke;' '#clear APT::Update::Post-Invoke-Success;' >"$$d/apt/apt.conf"; \
+	echo "cuda-deps: apt-get update of bookworm non-free into .cuda/apt (system apt untouched)"; \
+	apt-get -qq $(CUDA_APT) update; \
+	cd "$$d/apt"; \
+	echo "cuda-deps: downloading nvidia-cuda-dev (774 MB) for cuda.h and nvrtc.h"; \
+	apt-get -qq $(CUDA_APT) download nvidia-cuda-dev; \
+	dpkg-deb --fsys-tarfile nvidia-cuda-dev_*.deb 2>/dev/null | \
+		tar -x --occurrence -C ../stage ./usr/include/cuda.h ./usr/include/nvrtc.h; \
+	rm -f nvidia-cuda-dev_*.deb; \
+	echo "cuda-deps: downloading libnvrtc11.2, libnvrtc-builtins11.8 and libcuda1"; \
+	apt-get -qq $(CUDA_APT) download libnvrtc11.2 libnvrtc-builtins11.8 libcuda1; \
+	for p in libnvrtc11.2 libnvrtc-builtins11.8; do \
+		dpkg-deb --fsys-tarfile $${p}_*.deb | tar -x -C ../stage --wildcards "$$m/libnvrtc*"; \
+	done; \
+	dpkg-deb --fsys-tarfile libcuda1_*.deb | tar -x -C ../stage --wildcards "$$m/nvidia/current/libcuda.so.*.*"; \
+	cd "$$d"; rm -rf include lib; mkdir include lib; \
+	mv stage/usr/include/*.h include/; \
+	mv stage/$$m/libnvrtc* lib/; \
+	mv stage/$$m/nvidia/current/libcuda.so.*.* lib/libcuda.so; \
+	ln -s libnvrtc.so.11.2 lib/libnvrtc.so; \
+	rm -rf stage apt; \
+	echo "cuda-deps: done in $$(($$(date +%s) - start))s; kept only these (the .deb files and apt lists are gone):"; \
+	find include lib -type f -printf '  %10s  .cuda/%p\n'; find lib -type l -printf '              .cuda/%p -> %l\n'
+
+# cuda-check vets and builds every package with the cuda build tag against
+# .cuda/, so the cgo code behind that tag (cuda.h, -lcuda) is compiled and
+# linked on CI, which has no GPU; nothing built here is run.
+# It also compiles the kernels to PTX again and fails when the result is
+# not the committed kernels/cuda_kernels.ptx (run `make ptx`).
+cuda-check: cuda-deps
+	CGO_CFLAGS='-I$(CUDA_DIR)/include' CGO_LDFLAGS='-L$(CUDA_DIR)/lib' $(GO) vet -tags cuda ./...
+	CGO_CFLAGS='-I$(CUDA_DIR)/include' CGO_LDFLAGS='-L$(CUDA_DIR)/lib' \
+		$(GO) build -tags cuda -ldflags='$(LINKFLAGS)' ./...
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	LD_LIBRARY_PATH='$(CUDA_DIR)/lib' $(GO) run ./kernels/internal/ptxgen -nvrtc '$(CUDA_DIR)/lib/libnvrtc.so.11.2' -o "$$tmp/k.ptx" && \
+	if cmp -s "$$tmp/k.ptx" kernels/cuda_kernels.ptx; then echo "cuda-check: kernels/cuda_kernels.ptx is current"; \
+	else echo "cuda-check: kernels/cuda_kernels.ptx is not what NVRTC makes of kernels.cu: run make ptx"; exit 1; fi
+
+# ptx compiles the CUDA kernels (kernels/internal/cudac/kernels.cu) to the
+# PTX the CUDA backend embeds, kernels/cuda_kernels.ptx, with the NVRTC
+# that cuda-deps extracts (NVRTC loads its builtins library by soname, so
+# .cuda/lib goes on LD_LIBRARY_PATH). Run it after changing kernels.cu;
+# the default tests fail until the PTX matches the source.
+ptx: cuda-deps
+	LD_LIBRARY_PATH='$(CUDA_DIR)/lib' $(GO) run ./kernels/internal/ptxgen -nvrtc '$(CUDA_DIR)/lib/libnvrtc.so.11.2' -o kernels/cuda_kernels.ptx
+
+# build-cuda builds bin/gnnplan-cuda, the binary with the CUDA backend: it
+# needs libcuda.so.1 (the NVIDIA driver) where it runs, and loads cuBLAS
+# with dlopen; build it here, run it on the GPU machine.
+build-cuda: cuda-deps
+	CGO_CFLAGS='-I$(CUDA_DIR)/include' CGO_LDFLAGS='-L$(CUDA_DIR)/lib' \
+		$(GO) build -tags cuda -ldflags='$(LINKFLAGS)' -o bin/gnnplan-cuda ./cmd/gnnplan
 
 clean:
 	rm -rf bin

@@ -60,17 +60,22 @@ func (k kernelID) String() string {
 	return kernelNames[k]
 }
 
-// gpArgs is every kernel's one argument, gp_args in internal/cudac/kernels.cu:
-// device pointers, integers and floating-point values, each 8 bytes, so
-// the Go and C layouts agree with no padding (192 bytes).
+// gpArgs is every kernel's parameters, gp_args in
+// internal/cudac/kernels.cu: device pointers, integers and floating-point
+// values, each 8 bytes, so the Go and C layouts agree with no padding
+// (192 bytes). A launch passes its 24 fields as 24 parameters.
 type gpArgs struct {
 	P [8]uint64
 	N [8]int64
 	F [8]float64
 }
 
-// gpArgsBytes is gp_args' size, which the PTX's parameter declares.
-const gpArgsBytes = 8 * (8 + 8 + 8)
+// gpArgsFields is the number of parameters every kernel takes, and
+// gpArgsBytes gp_args' size.
+const (
+	gpArgsFields = 8 + 8 + 8
+	gpArgsBytes  = 8 * gpArgsFields
+)
 
 // Launch geometry. Kernels walk their work with a grid-stride loop, so
 // any geometry covers it; these keep the GPU full without launching a

@@ -19,7 +19,7 @@ package cudac
 #include <stdlib.h>
 #include "kernels.cu"
 
-typedef void (*gp_fn)(const gp_args);
+typedef void (*gp_fn)(GP_PARAMS);
 #define GP_FN(name) name,
 #define GP_NAME(name) #name,
 static const gp_fn gp_fns[] = {GP_KERNEL_LIST(GP_FN)};
@@ -37,7 +37,9 @@ static void gp_launch(int k, unsigned grid, unsigned block, const gp_args *a) {
 		for (unsigned t = 0; t < block; t++) {
 			blockIdx.x = b;
 			threadIdx.x = t;
-			gp_fns[k](*a);
+			gp_fns[k](a->p[0], a->p[1], a->p[2], a->p[3], a->p[4], a->p[5], a->p[6], a->p[7],
+				a->n[0], a->n[1], a->n[2], a->n[3], a->n[4], a->n[5], a->n[6], a->n[7],
+				a->f[0], a->f[1], a->f[2], a->f[3], a->f[4], a->f[5], a->f[6], a->f[7]);
 		}
 	}
 }
@@ -70,19 +72,11 @@ static void gp_sgemm(int ta, int tb, int m, int n, int k, float alpha, unsigned 
 import "C"
 
 import (
-	_ "embed"
 	"fmt"
 	"unsafe"
 )
 
-// Source is kernels.cu. Embedding it also makes Go's build cache rebuild
-// this package when the file changes (cgo alone does not track a file it
-// includes that is not a .h).
-//
-//go:embed kernels.cu
-var Source string
-
-// Args is gp_args: the one argument every kernel takes.
+// Args is gp_args: every kernel's 24 parameters.
 type Args struct {
 	P [8]uint64
 	N [8]int64

@@ -6,10 +6,12 @@
 // Conventions, which the Go side (kernels/gpu.go, gpu_launch.go) and the host
 // emulation (cudac.go) rely on:
 //
-//   - Every kernel takes one argument, a gp_args by value: pointers in p,
-//     integers in n, floating-point values in f (as double; every float32
-//     is exact in one). All fields are 8 bytes, so the Go struct lays out
-//     alike with no padding.
+//   - Every kernel takes the same 24 parameters, the fields of a gp_args:
+//     8 pointers (p), 8 integers (n), 8 floating-point values (f, as
+//     double; every float32 is exact in one), each 8 bytes, and reads them
+//     back into a gp_args (GP_UNPACK). One signature for all keeps the
+//     Go side to one launch path, and 8-byte scalars are what the
+//     driver-API binding passes.
 //   - Every kernel walks its work with a grid-stride loop over a 64-bit
 //     index, so any launch geometry covers all of it and no size
 //     overflows 32 bits.
@@ -51,6 +53,15 @@ typedef struct {
 	i64 n[8];
 	double f[8];
 } gp_args;
+
+// GP_PARAMS is every kernel's parameter list, GP_UNPACK its gp_args.
+#define GP_PARAMS                                                                                \
+	u64 p0, u64 p1, u64 p2, u64 p3, u64 p4, u64 p5, u64 p6, u64 p7, i64 n0, i64 n1, i64 n2, i64 n3, \
+	    i64 n4, i64 n5, i64 n6, i64 n7, double f0, double f1, double f2, double f3, double f4,     \
+	    double f5, double f6, double f7
+#define GP_UNPACK                                                                   \
+	const gp_args a = {{p0, p1, p2, p3, p4, p5, p6, p7}, {n0, n1, n2, n3, n4, n5, n6, n7}, \
+			   {f0, f1, f2, f3, f4, f5, f6, f7}}
 
 #define GP_REDUCE_CHUNK 256
 
@@ -156,7 +167,8 @@ GP_DEVICE float gp_act(int kind, float slope, float v) {
 // ---- Memory ----------------------------------------------------------
 
 // gp_fill sets every element of a rows x cols matrix to f[0].
-GP_KERNEL void gp_fill(const gp_args a) {
+GP_KERNEL void gp_fill(GP_PARAMS) {
+	GP_UNPACK;
 	float *m = (float *)a.p[0];
 	i64 rows = a.n[0], cols = a.n[1], stride = a.n[2];
 	float v = (float)a.f[0];
@@ -164,7 +176,8 @@ GP_KERNEL void gp_fill(const gp_args a) {
 }
 
 // gp_copy copies src into dst (both rows x cols).
-GP_KERNEL void gp_copy(const gp_args a) {
+GP_KERNEL void gp_copy(GP_PARAMS) {
+	GP_UNPACK;
 	float *dst = (float *)a.p[0];
 	const float *src = (const float *)a.p[1];
 	i64 rows = a.n[0], cols = a.n[1], ds = a.n[2], ss = a.n[3];
@@ -177,7 +190,8 @@ GP_KERNEL void gp_copy(const gp_args a) {
 // ---- Rows --------------------------------------------------------------
 
 // gp_gather_rows sets dst row i to src row idx[i].
-GP_KERNEL void gp_gather_rows(const gp_args a) {
+GP_KERNEL void gp_gather_rows(GP_PARAMS) {
+	GP_UNPACK;
 	float *dst = (float *)a.p[0];
 	const float *src = (const float *)a.p[1];
 	const int *idx = (const int *)a.p[2];
@@ -191,7 +205,8 @@ GP_KERNEL void gp_gather_rows(const gp_args a) {
 // gp_scatter_add_rows adds to dst row r the src rows order[start[r]] ..
 // order[start[r+1]-1], in that order (the host groups the indices with
 // a stable sort, as the CPU backend does).
-GP_KERNEL void gp_scatter_add_rows(const gp_args a) {
+GP_KERNEL void gp_scatter_add_rows(GP_PARAMS) {
+	GP_UNPACK;
 	float *dst = (float *)a.p[0];
 	const float *src = (const float *)a.p[1];
 	const int *start = (const int *)a.p[2], *order = (const int *)a.p[3];
@@ -205,7 +220,8 @@ GP_KERNEL void gp_scatter_add_rows(const gp_args a) {
 }
 
 // gp_add_bias adds the row bias to every row of m.
-GP_KERNEL void gp_add_bias(const gp_args a) {
+GP_KERNEL void gp_add_bias(GP_PARAMS) {
+	GP_UNPACK;
 	float *m = (float *)a.p[0];
 	const float *bias = (const float *)a.p[1];
 	i64 rows = a.n[0], cols = a.n[1], stride = a.n[2];
@@ -215,7 +231,8 @@ GP_KERNEL void gp_add_bias(const gp_args a) {
 // gp_column_partials sets partial[k*cols + c] to the sum of column c over
 // rows [k*GP_REDUCE_CHUNK, (k+1)*GP_REDUCE_CHUNK) of m, in row order; with
 // p[2] set (HeadDot's da), each term is m[r, c] * w[r, c / F] instead.
-GP_KERNEL void gp_column_partials(const gp_args a) {
+GP_KERNEL void gp_column_partials(GP_PARAMS) {
+	GP_UNPACK;
 	float *partial = (float *)a.p[0];
 	const float *m = (const float *)a.p[1];
 	const float *w = (const float *)a.p[2];
@@ -238,7 +255,8 @@ GP_KERNEL void gp_column_partials(const gp_args a) {
 
 // gp_add_partials sets out[c] = beta*out[c] (0 when beta is 0, whatever
 // out held) plus the chunks' partial sums of column c, in chunk order.
-GP_KERNEL void gp_add_partials(const gp_args a) {
+GP_KERNEL void gp_add_partials(GP_PARAMS) {
+	GP_UNPACK;
 	float *out = (float *)a.p[0];
 	const float *partial = (const float *)a.p[1];
 	i64 cols = a.n[0], chunks = a.n[1];
@@ -251,7 +269,8 @@ GP_KERNEL void gp_add_partials(const gp_args a) {
 }
 
 // gp_axpy computes y += alpha*x.
-GP_KERNEL void gp_axpy(const gp_args a) {
+GP_KERNEL void gp_axpy(GP_PARAMS) {
+	GP_UNPACK;
 	float *y = (float *)a.p[0];
 	const float *x = (const float *)a.p[1];
 	i64 rows = a.n[0], cols = a.n[1], ys = a.n[2], xs = a.n[3];
@@ -263,7 +282,8 @@ GP_KERNEL void gp_axpy(const gp_args a) {
 }
 
 // gp_scale computes m *= alpha.
-GP_KERNEL void gp_scale(const gp_args a) {
+GP_KERNEL void gp_scale(GP_PARAMS) {
+	GP_UNPACK;
 	float *m = (float *)a.p[0];
 	i64 rows = a.n[0], cols = a.n[1], stride = a.n[2];
 	float alpha = (float)a.f[0];
@@ -276,7 +296,8 @@ GP_KERNEL void gp_scale(const gp_args a) {
 // dropout: element k (its row-major position r*cols + c) is kept when
 // the top 16 bits of its hash reach threshold and scaled by f[1], else
 // set to +0 (vec.Dropout, vec.ReLUDropout).
-GP_KERNEL void gp_act_dropout(const gp_args a) {
+GP_KERNEL void gp_act_dropout(GP_PARAMS) {
+	GP_UNPACK;
 	float *y = (float *)a.p[0];
 	const float *x = (const float *)a.p[1];
 	i64 rows = a.n[0], cols = a.n[1], ys = a.n[2], xs = a.n[3];
@@ -293,7 +314,8 @@ GP_KERNEL void gp_act_dropout(const gp_args a) {
 }
 
 // gp_act_backward sets dx = dy * f'(x), given x and y = f(x).
-GP_KERNEL void gp_act_backward(const gp_args a) {
+GP_KERNEL void gp_act_backward(GP_PARAMS) {
+	GP_UNPACK;
 	float *dx = (float *)a.p[0];
 	const float *dy = (const float *)a.p[1], *x = (const float *)a.p[2], *y = (const float *)a.p[3];
 	i64 rows = a.n[0], cols = a.n[1], dxs = a.n[2], dys = a.n[3], xs = a.n[4], ys = a.n[5];
@@ -320,7 +342,8 @@ GP_KERNEL void gp_act_backward(const gp_args a) {
 // gp_act_dropout_backward sets dx from dy through gp_act_dropout, given
 // its output y (f's derivative read from y's sign; for ReLU a dropped or
 // non-positive y passes nothing).
-GP_KERNEL void gp_act_dropout_backward(const gp_args a) {
+GP_KERNEL void gp_act_dropout_backward(GP_PARAMS) {
+	GP_UNPACK;
 	float *dx = (float *)a.p[0];
 	const float *dy = (const float *)a.p[1], *y = (const float *)a.p[2];
 	i64 rows = a.n[0], cols = a.n[1], dxs = a.n[2], dys = a.n[3], ys = a.n[4];
@@ -349,7 +372,8 @@ GP_KERNEL void gp_act_dropout_backward(const gp_args a) {
 // label), and, when p[0] is set, the gradient of f[0] times the summed
 // loss into dlogits. A row with a negative label gets loss 0, hit 0 and a
 // zero gradient. The host sums loss and hit in row order.
-GP_KERNEL void gp_softmax_xent(const gp_args a) {
+GP_KERNEL void gp_softmax_xent(GP_PARAMS) {
+	GP_UNPACK;
 	float *dl = (float *)a.p[0];
 	const float *logits = (const float *)a.p[1];
 	const int *labels = (const int *)a.p[2];
@@ -386,7 +410,8 @@ GP_KERNEL void gp_softmax_xent(const gp_args a) {
 }
 
 // gp_argmax writes each row's first largest column into dst.
-GP_KERNEL void gp_argmax(const gp_args a) {
+GP_KERNEL void gp_argmax(GP_PARAMS) {
+	GP_UNPACK;
 	int *dst = (int *)a.p[0];
 	const float *m = (const float *)a.p[1];
 	i64 rows = a.n[0], cols = a.n[1], stride = a.n[2];
@@ -400,7 +425,8 @@ GP_KERNEL void gp_argmax(const gp_args a) {
 
 // gp_adam applies one Adam step with L2 weight decay (PyTorch's form),
 // f = {lr/(1-b1^t), sqrt(1-b2^t), b1, b2, weight decay, eps}.
-GP_KERNEL void gp_adam(const gp_args a) {
+GP_KERNEL void gp_adam(GP_PARAMS) {
+	GP_UNPACK;
 	float *p = (float *)a.p[0];
 	const float *g = (const float *)a.p[1];
 	float *m = (float *)a.p[2], *v = (float *)a.p[3];
@@ -430,7 +456,8 @@ GP_KERNEL void gp_adam(const gp_args a) {
 // reach (0 when none), adding them as the CPU does: the first row, then
 // groups of four as (a+b)+(c+d), then the rest, times 1/degree. x may be
 // the whole feature matrix: the gather is fused into the aggregation.
-GP_KERNEL void gp_segment_mean(const gp_args a) {
+GP_KERNEL void gp_segment_mean(GP_PARAMS) {
+	GP_UNPACK;
 	float *out = (float *)a.p[0];
 	const float *x = (const float *)a.p[1];
 	const int *off = (const int *)a.p[2], *src = (const int *)a.p[3];
@@ -454,7 +481,8 @@ GP_KERNEL void gp_segment_mean(const gp_args a) {
 
 // gp_segment_mean_backward adds to dx row u, for each edge of u in edge
 // order, dout's row of the edge's destination over its degree.
-GP_KERNEL void gp_segment_mean_backward(const gp_args a) {
+GP_KERNEL void gp_segment_mean_backward(GP_PARAMS) {
+	GP_UNPACK;
 	float *dx = (float *)a.p[0];
 	const float *dout = (const float *)a.p[1];
 	const int *tstart = (const int *)a.p[2], *tdst = (const int *)a.p[3], *off = (const int *)a.p[4];
@@ -472,7 +500,8 @@ GP_KERNEL void gp_segment_mean_backward(const gp_args a) {
 
 // gp_weighted_sum sets out[i, c] to the sum over i's edges j of
 // w[j, c/F] * x[src(j), c] (H heads of F columns).
-GP_KERNEL void gp_weighted_sum(const gp_args a) {
+GP_KERNEL void gp_weighted_sum(GP_PARAMS) {
+	GP_UNPACK;
 	float *out = (float *)a.p[0];
 	const float *x = (const float *)a.p[1], *w = (const float *)a.p[2];
 	const int *off = (const int *)a.p[3], *src = (const int *)a.p[4];
@@ -487,7 +516,8 @@ GP_KERNEL void gp_weighted_sum(const gp_args a) {
 
 // gp_weighted_sum_backward adds to dx[u, c] the sum over u's edges j, in
 // edge order, of w[j, c/F] * dout[dst(j), c].
-GP_KERNEL void gp_weighted_sum_backward(const gp_args a) {
+GP_KERNEL void gp_weighted_sum_backward(GP_PARAMS) {
+	GP_UNPACK;
 	float *dx = (float *)a.p[0];
 	const float *dout = (const float *)a.p[1], *w = (const float *)a.p[2];
 	const int *tstart = (const int *)a.p[3], *tedge = (const int *)a.p[4], *tdst = (const int *)a.p[5];
@@ -502,7 +532,8 @@ GP_KERNEL void gp_weighted_sum_backward(const gp_args a) {
 
 // gp_edge_dot sets s[j, h] to the dot product over head h's F columns of
 // a's row of j's destination and b's row of j's source.
-GP_KERNEL void gp_edge_dot(const gp_args a) {
+GP_KERNEL void gp_edge_dot(GP_PARAMS) {
+	GP_UNPACK;
 	float *s = (float *)a.p[0];
 	const float *am = (const float *)a.p[1], *bm = (const float *)a.p[2];
 	const int *off = (const int *)a.p[3], *src = (const int *)a.p[4];
@@ -515,7 +546,8 @@ GP_KERNEL void gp_edge_dot(const gp_args a) {
 
 // gp_head_dot sets out[n, h] to the dot product of x's row n over head
 // h's F columns with the row vector v's head h.
-GP_KERNEL void gp_head_dot(const gp_args a) {
+GP_KERNEL void gp_head_dot(GP_PARAMS) {
+	GP_UNPACK;
 	float *out = (float *)a.p[0];
 	const float *x = (const float *)a.p[1], *v = (const float *)a.p[2];
 	i64 rows = a.n[0], H = a.n[1], F = a.n[2], os = a.n[3], xs = a.n[4];
@@ -526,7 +558,8 @@ GP_KERNEL void gp_head_dot(const gp_args a) {
 }
 
 // gp_head_dot_backward_dx adds dout[n, c/F] * v[c] to dx[n, c].
-GP_KERNEL void gp_head_dot_backward_dx(const gp_args a) {
+GP_KERNEL void gp_head_dot_backward_dx(GP_PARAMS) {
+	GP_UNPACK;
 	float *dx = (float *)a.p[0];
 	const float *dout = (const float *)a.p[1], *v = (const float *)a.p[2];
 	i64 rows = a.n[0], cols = a.n[1], F = a.n[2], dxs = a.n[3], ds = a.n[4];
@@ -537,7 +570,8 @@ GP_KERNEL void gp_head_dot_backward_dx(const gp_args a) {
 }
 
 // gp_edge_add sets s[j, h] = el[src(j), h] + er[i, h] for i's edges j.
-GP_KERNEL void gp_edge_add(const gp_args a) {
+GP_KERNEL void gp_edge_add(GP_PARAMS) {
+	GP_UNPACK;
 	float *s = (float *)a.p[0];
 	const float *el = (const float *)a.p[1], *er = (const float *)a.p[2];
 	const int *off = (const int *)a.p[3], *src = (const int *)a.p[4];
@@ -550,7 +584,8 @@ GP_KERNEL void gp_edge_add(const gp_args a) {
 
 // gp_edge_add_backward_dst adds to der[i, h] ds[j, h] for i's edges j in
 // order.
-GP_KERNEL void gp_edge_add_backward_dst(const gp_args a) {
+GP_KERNEL void gp_edge_add_backward_dst(GP_PARAMS) {
+	GP_UNPACK;
 	float *der = (float *)a.p[0];
 	const float *ds = (const float *)a.p[1];
 	const int *off = (const int *)a.p[2];
@@ -565,7 +600,8 @@ GP_KERNEL void gp_edge_add_backward_dst(const gp_args a) {
 
 // gp_edge_add_backward_src adds to del[u, h] ds[j, h] for u's edges j in
 // edge order.
-GP_KERNEL void gp_edge_add_backward_src(const gp_args a) {
+GP_KERNEL void gp_edge_add_backward_src(GP_PARAMS) {
+	GP_UNPACK;
 	float *del = (float *)a.p[0];
 	const float *ds = (const float *)a.p[1];
 	const int *tstart = (const int *)a.p[2], *tedge = (const int *)a.p[3];
@@ -579,7 +615,8 @@ GP_KERNEL void gp_edge_add_backward_src(const gp_args a) {
 }
 
 // gp_edge_softmax sets as[j, h] to the softmax of e[., h] over i's edges.
-GP_KERNEL void gp_edge_softmax(const gp_args a) {
+GP_KERNEL void gp_edge_softmax(GP_PARAMS) {
+	GP_UNPACK;
 	float *am = (float *)a.p[0];
 	const float *e = (const float *)a.p[1];
 	const int *off = (const int *)a.p[2];
@@ -602,7 +639,8 @@ GP_KERNEL void gp_edge_softmax(const gp_args a) {
 }
 
 // gp_edge_softmax_backward sets de = a * (da - sum over i's edges of a*da).
-GP_KERNEL void gp_edge_softmax_backward(const gp_args a) {
+GP_KERNEL void gp_edge_softmax_backward(GP_PARAMS) {
+	GP_UNPACK;
 	float *de = (float *)a.p[0];
 	const float *da = (const float *)a.p[1], *am = (const float *)a.p[2];
 	const int *off = (const int *)a.p[3];
@@ -616,7 +654,8 @@ GP_KERNEL void gp_edge_softmax_backward(const gp_args a) {
 }
 
 // gp_head_mean sets out[n, f] to the mean of x[n, h*F + f] over H heads.
-GP_KERNEL void gp_head_mean(const gp_args a) {
+GP_KERNEL void gp_head_mean(GP_PARAMS) {
+	GP_UNPACK;
 	float *out = (float *)a.p[0];
 	const float *x = (const float *)a.p[1];
 	i64 rows = a.n[0], F = a.n[1], H = a.n[2], os = a.n[3], xs = a.n[4];
@@ -630,7 +669,8 @@ GP_KERNEL void gp_head_mean(const gp_args a) {
 }
 
 // gp_head_mean_backward sets dx[n, h*F + f] = dout[n, f] / H.
-GP_KERNEL void gp_head_mean_backward(const gp_args a) {
+GP_KERNEL void gp_head_mean_backward(GP_PARAMS) {
+	GP_UNPACK;
 	float *dx = (float *)a.p[0];
 	const float *dout = (const float *)a.p[1];
 	i64 rows = a.n[0], F = a.n[1], H = a.n[2], dxs = a.n[3], ds = a.n[4];

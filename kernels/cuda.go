@@ -1,0 +1,237 @@
+//go:build cuda
+
+package kernels
+
+/*
+#cgo LDFLAGS: -ldl
+#include <dlfcn.h>
+#include <stdlib.h>
+
+// cuBLAS is opened with dlopen: its soname changes with every CUDA major
+// version, and a missing one must be a clear message, not a link error.
+typedef int (*gp_cublas_create_fn)(void **handle);
+typedef int (*gp_cublas_sgemm_fn)(void *handle, int transa, int transb, int m, int n, int k,
+	const float *alpha, const float *A, int lda, const float *B, int ldb,
+	const float *beta, float *C, int ldc);
+
+static void *gp_dlopen(const char *name) { return dlopen(name, RTLD_NOW | RTLD_LOCAL); }
+static const char *gp_dlerror(void) { return dlerror(); }
+static void *gp_dlsym(void *h, const char *name) { return dlsym(h, name); }
+static int gp_cublas_create(void *f, void **handle) { return ((gp_cublas_create_fn)f)(handle); }
+static int gp_cublas_sgemm(void *f, void *handle, int ta, int tb, int m, int n, int k, float alpha,
+	unsigned long long a, int lda, unsigned long long b, int ldb, float beta, unsigned long long c, int ldc) {
+	return ((gp_cublas_sgemm_fn)f)(handle, ta, tb, m, n, k, &alpha, (const float *)a, lda,
+		(const float *)b, ldb, &beta, (float *)c, ldc);
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"unsafe"
+
+	"gorgonia.org/cu"
+)
+
+// cublasSonames are the cuBLAS libraries tried, newest first.
+var cublasSonames = []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"}
+
+// cudaDevice is a device on one GPU through the driver API
+// (gorgonia.org/cu): one context, made current on one locked OS thread
+// that runs every driver call in order, so callers may be on any
+// goroutine (the garbage collector's cleanups free memory from theirs).
+type cudaDevice struct {
+	label string
+	calls chan func()
+	fns   [numKernels]cu.Function
+	// cublas and sgemmFn are cuBLAS's handle and cublasSgemm_v2.
+	cublas, sgemmFn unsafe.Pointer
+}
+
+// NewCUDA returns a backend on GPU ordinal (0 is the first), with the
+// kernels' PTX loaded and cuBLAS opened. It fails with a message naming
+// what is missing: the GPU, the driver's support for the PTX, or cuBLAS.
+func NewCUDA(ordinal int) (*GPU, error) {
+	d := &cudaDevice{calls: make(chan func())}
+	ready := make(chan error)
+	go d.serve(ordinal, ready)
+	if err := <-ready; err != nil {
+		return nil, err
+	}
+	return newGPU(d), nil
+}
+
+// serve owns the context: it makes it current on its locked thread, loads
+// the module and cuBLAS, then runs calls until the process ends.
+func (d *cudaDevice) serve(ordinal int, ready chan<- error) {
+	runtime.LockOSThread()
+	err := d.init(ordinal)
+	ready <- err
+	if err != nil {
+		return
+	}
+	for f := range d.calls {
+		f()
+	}
+}
+
+func (d *cudaDevice) init(ordinal int) error {
+	n, err := cu.NumDevices()
+	if err != nil {
+		return fmt.Errorf("cuda: %w", err)
+	}
+	if ordinal < 0 || ordinal >= n {
+		return fmt.Errorf("cuda: GPU %d: this machine has %d (0 to %d)", ordinal, n, n-1)
+	}
+	dev, err := cu.GetDevice(ordinal)
+	if err != nil {
+		return fmt.Errorf("cuda: GPU %d: %w", ordinal, err)
+	}
+	name, err := dev.Name()
+	if err != nil {
+		return fmt.Errorf("cuda: GPU %d: %w", ordinal, err)
+	}
+	major, minor, err := dev.ComputeCapability()
+	if err != nil {
+		return fmt.Errorf("cuda: GPU %d: %w", ordinal, err)
+	}
+	mem, err := dev.TotalMem()
+	if err != nil {
+		return fmt.Errorf("cuda: GPU %d: %w", ordinal, err)
+	}
+	d.label = fmt.Sprintf("%s (GPU %d, sm_%d%d, %.1f GiB)", name, ordinal, major, minor, float64(mem)/(1<<30))
+	if major < 7 {
+		return fmt.Errorf("cuda: %s: compute capability %d.%d, the kernels' PTX needs 7.0 or later", d.label, major, minor)
+	}
+	if _, err := dev.MakeContext(cu.SchedAuto); err != nil {
+		return fmt.Errorf("cuda: %s: context: %w", d.label, err)
+	}
+	mod, err := cu.LoadData(cudaPTX)
+	if err != nil {
+		return fmt.Errorf("cuda: %s: loading the kernels' PTX (the driver must support PTX ISA 7.8, CUDA 11.8 or later): %w", d.label, err)
+	}
+	for k := range numKernels {
+		f, err := mod.Function(kernelNames[k])
+		if err != nil {
+			return fmt.Errorf("cuda: kernel %s: %w", kernelNames[k], err)
+		}
+		d.fns[k] = f
+	}
+	return d.openCublas()
+}
+
+func (d *cudaDevice) openCublas() error {
+	var tried []string
+	for _, name := range cublasSonames {
+		cs := C.CString(name)
+		h := C.gp_dlopen(cs)
+		C.free(unsafe.Pointer(cs))
+		if h == nil {
+			tried = append(tried, C.GoString(C.gp_dlerror()))
+			continue
+		}
+		sym := func(s string) unsafe.Pointer {
+			cs := C.CString(s)
+			defer C.free(unsafe.Pointer(cs))
+			return C.gp_dlsym(h, cs)
+		}
+		create, sgemm := sym("cublasCreate_v2"), sym("cublasSgemm_v2")
+		if create == nil || sgemm == nil {
+			tried = append(tried, name+": no cublasCreate_v2 or cublasSgemm_v2")
+			continue
+		}
+		var handle unsafe.Pointer
+		if r := C.gp_cublas_create(create, &handle); r != 0 {
+			return fmt.Errorf("cuda: %s: cublasCreate_v2 failed with status %d", name, int(r))
+		}
+		d.cublas, d.sgemmFn = handle, sgemm
+		d.label += ", GEMM on " + name
+		return nil
+	}
+	return errors.New("cuda: cuBLAS not found (GEMM runs on it): " + strings.Join(tried, "; ") +
+		" (install the CUDA toolkit's cuBLAS, or put its directory on LD_LIBRARY_PATH)")
+}
+
+// do runs f on the context's thread and waits for it.
+func (d *cudaDevice) do(f func()) {
+	done := make(chan struct{})
+	d.calls <- func() { f(); close(done) }
+	<-done
+}
+
+// must panics with a driver error: after a failed launch or copy the
+// context is unusable, and the Backend interface has no error returns
+// (the trainer recovers and reports it).
+func (d *cudaDevice) must(what string, err error) {
+	if err != nil {
+		panic(fmt.Sprintf("cuda: %s: %s: %v", d.label, what, err))
+	}
+}
+
+func (d *cudaDevice) name() string { return d.label }
+
+func (d *cudaDevice) alloc(bytes int) (uintptr, error) {
+	var p cu.DevicePtr
+	var err error
+	d.do(func() { p, err = cu.MemAlloc(int64(bytes)) })
+	if err != nil {
+		return 0, fmt.Errorf("allocating %.1f MiB of GPU memory: %w", float64(bytes)/(1<<20), err)
+	}
+	return uintptr(p), nil
+}
+
+func (d *cudaDevice) free(p uintptr) {
+	// Freed on the context's thread, never waited for: cleanups must not
+	// block on a busy GPU.
+	go d.do(func() { _ = cu.MemFree(cu.DevicePtr(p)) })
+}
+
+func (d *cudaDevice) upload(dst uintptr, src unsafe.Pointer, bytes int) {
+	var err error
+	d.do(func() { err = cu.MemcpyHtoD(cu.DevicePtr(dst), src, int64(bytes)) })
+	d.must("copy to the GPU", err)
+}
+
+func (d *cudaDevice) download(dst unsafe.Pointer, src uintptr, bytes int) {
+	var err error
+	d.do(func() { err = cu.MemcpyDtoH(dst, cu.DevicePtr(src), int64(bytes)) })
+	d.must("copy from the GPU", err)
+}
+
+func (d *cudaDevice) launch(k kernelID, grid, block uint32, a *gpArgs) {
+	params := make([]unsafe.Pointer, 0, gpArgsFields)
+	for i := range a.P {
+		params = append(params, unsafe.Pointer(&a.P[i]))
+	}
+	for i := range a.N {
+		params = append(params, unsafe.Pointer(&a.N[i]))
+	}
+	for i := range a.F {
+		params = append(params, unsafe.Pointer(&a.F[i]))
+	}
+	var err error
+	d.do(func() { err = d.fns[k].Launch(int(grid), 1, 1, int(block), 1, 1, 0, cu.Stream{}, params) })
+	d.must("launching "+k.String(), err)
+}
+
+func (d *cudaDevice) sgemm(g cublasGemm, alpha float32, a, b uintptr, beta float32, c uintptr) {
+	var r C.int
+	d.do(func() {
+		r = C.gp_cublas_sgemm(d.sgemmFn, d.cublas, cublasOp(g.TransA), cublasOp(g.TransB), C.int(g.M), C.int(g.N), C.int(g.K),
+			C.float(alpha), C.ulonglong(a), C.int(g.LDA), C.ulonglong(b), C.int(g.LDB), C.float(beta), C.ulonglong(c), C.int(g.LDC))
+	})
+	if r != 0 {
+		panic(fmt.Sprintf("cuda: %s: cublasSgemm_v2 %dx%dx%d failed with status %d", d.label, g.M, g.N, g.K, int(r)))
+	}
+}
+
+// cublasOp is CUBLAS_OP_T (1) for a transposed operand, else CUBLAS_OP_N.
+func cublasOp(t bool) C.int {
+	if t {
+		return 1
+	}
+	return 0
+}
