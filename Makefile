@@ -97,7 +97,7 @@ fuzz:
 		done; \
 	done
 
-test: vet unit fuzz
+test: vet unit fuzz cuda-check
 
 bench:
 	$(GO) test -ldflags='$(LINKFLAGS)' -run '^$$' -bench . -benchmem ./...

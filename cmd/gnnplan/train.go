@@ -35,6 +35,9 @@ type trainOptions struct {
 	Fanouts string
 	Output  string
 	BLAS    string
+	// Device is where the kernels run: "cpu", or "cuda" (GPU 0, in a
+	// build with the cuda tag).
+	Device string
 	// Set records which flags were given, so the plan's workload and the
 	// model's defaults fill only the others.
 	Set func(name string) bool
@@ -150,6 +153,7 @@ the parameters an uninterrupted run would have.`,
 	f.BoolVar(&opts.RowNormalize, "row-normalize", true, "scale each feature row to unit L1 norm (sum 1 for non-negative features, the papers' preprocessing; default off with --plan)")
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed for initialisation, shuffling, sampling and dropout")
 	f.IntVar(&opts.Threads, "threads", 0, "threads for kernels and sampling (0: one per core)")
+	f.StringVar(&opts.Device, "device", "cpu", "where the kernels run: cpu, or cuda (the first GPU; needs a binary built with make build-cuda)")
 	f.StringVar(&opts.BLAS, "blas", "", "GEMM library: openblas, gonum, or a path to a libopenblas.so (default: OpenBLAS when it loads)")
 	f.StringVar(&opts.Checkpoint, "checkpoint", "", "directory to checkpoint into after every epoch and on Ctrl-C")
 	f.BoolVar(&opts.Resume, "resume", false, "continue from the checkpoint in --checkpoint")
@@ -356,12 +360,25 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 			return err
 		}
 	}
-	be, err := kernels.NewCPU(kernels.CPUOptions{Threads: o.Threads, BLAS: o.BLAS})
-	if err != nil {
-		return usageErrorf("--blas: %v", err)
-	}
-	if n := be.Note(); n != "" {
-		notes = append(notes, n)
+	var be kernels.Backend
+	switch o.Device {
+	case "cpu":
+		cpu, err := kernels.NewCPU(kernels.CPUOptions{Threads: o.Threads, BLAS: o.BLAS})
+		if err != nil {
+			return usageErrorf("--blas: %v", err)
+		}
+		if n := cpu.Note(); n != "" {
+			notes = append(notes, n)
+		}
+		be = cpu
+	case "cuda":
+		gpu, err := kernels.NewCUDA(0)
+		if err != nil {
+			return usageErrorf("--device cuda: %v", err)
+		}
+		be = gpu
+	default:
+		return usageErrorf("--device %q: valid: cpu, cuda", o.Device)
 	}
 	tr, err := trainer.New(be, g, feats, to)
 	if err != nil {
@@ -589,7 +606,7 @@ func checkComputeDevices(o *trainOptions, plan *tpc.Plan) error {
 	if o.Workers < 0 {
 		return usageErrorf("--workers: %d (valid: >= 1)", o.Workers)
 	}
-	if plan == nil || plan.Hardware.GPUs == 0 || o.Set("workers") {
+	if plan == nil || plan.Hardware.GPUs == 0 || o.Set("workers") || o.Device == "cuda" {
 		return nil
 	}
 	h := plan.Hardware

@@ -207,6 +207,7 @@ func TestTrainBadInputExitsTwo(t *testing.T) {
 		{"checkpoint directory that cannot be made", []string{"--checkpoint", filepath.Join(noDir, "ckpt")}, "--checkpoint: checkpoint directory"},
 		{"heads for a model without attention", []string{"--heads", "4"}, "only GAT"},
 		{"unknown output", []string{"-o", "yaml"}, "--output"},
+		{"unknown device", []string{"--device", "tpu"}, `--device "tpu": valid: cpu, cuda`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
