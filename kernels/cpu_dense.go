@@ -9,7 +9,21 @@ import (
 
 // Gemm implements Backend.
 func (c *CPU) Gemm(transA, transB bool, alpha float32, a, b *Mat, beta float32, cm *Mat) {
-	m, k := a.Rows, a.Cols
+	m, n, k := gemmDims(transA, transB, a, b, cm)
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		c.Scale(cm, beta)
+		return
+	}
+	c.blas.sgemm(transA, transB, m, n, k, alpha, a.h, a.Stride, b.h, b.Stride, beta, cm.h, cm.Stride)
+}
+
+// gemmDims returns C = op(A)*op(B)'s m, n and k, and panics when the
+// shapes do not fit.
+func gemmDims(transA, transB bool, a, b, cm *Mat) (m, n, k int) {
+	m, k = a.Rows, a.Cols
 	if transA {
 		m, k = k, m
 	}
@@ -21,14 +35,27 @@ func (c *CPU) Gemm(transA, transB bool, alpha float32, a, b *Mat, beta float32, 
 		panic(fmt.Sprintf("kernels: Gemm of %s(%dx%d) and %s(%dx%d) into %dx%d",
 			opName(transA), a.Rows, a.Cols, opName(transB), b.Rows, b.Cols, cm.Rows, cm.Cols))
 	}
-	if m == 0 || n == 0 {
-		return
+	return m, n, k
+}
+
+// groupByTarget groups the positions of idx by their value (a row of
+// rows) with a stable counting sort: the positions with value r are
+// order[start[r]:start[r+1]], ascending.
+func groupByTarget(idx []int32, rows int) (start, order []int32) {
+	start = make([]int32, rows+1)
+	for _, t := range idx {
+		start[t+1]++
 	}
-	if k == 0 {
-		c.Scale(cm, beta)
-		return
+	for i := range rows {
+		start[i+1] += start[i]
 	}
-	c.blas.sgemm(transA, transB, m, n, k, alpha, a.h, a.Stride, b.h, b.Stride, beta, cm.h, cm.Stride)
+	order = make([]int32, len(idx))
+	fill := append([]int32(nil), start[:rows]...)
+	for i, t := range idx {
+		order[fill[t]] = int32(i)
+		fill[t]++
+	}
+	return start, order
 }
 
 func opName(t bool) string {
@@ -62,21 +89,9 @@ func (c *CPU) ScatterAddRows(dst, src *Mat, idx *Index) {
 	if src.Rows != idx.N || dst.Cols != src.Cols {
 		panic(fmt.Sprintf("kernels: ScatterAddRows of %dx%d by %d indices into %dx%d", src.Rows, src.Cols, idx.N, dst.Rows, dst.Cols))
 	}
-	// Group src rows by target with a stable counting sort, then let each
-	// target row sum its sources in order.
-	start := make([]int32, dst.Rows+1)
-	for _, t := range idx.h {
-		start[t+1]++
-	}
-	for i := range dst.Rows {
-		start[i+1] += start[i]
-	}
-	order := make([]int32, idx.N)
-	fill := append([]int32(nil), start[:dst.Rows]...)
-	for i, t := range idx.h {
-		order[fill[t]] = int32(i)
-		fill[t]++
-	}
+	// Group src rows by target, then let each target row sum its sources
+	// in order.
+	start, order := groupByTarget(idx.h, dst.Rows)
 	c.rows(dst.Rows, dst.Cols, func(r int) {
 		out := dst.row(r)
 		for _, i := range order[start[r]:start[r+1]] {

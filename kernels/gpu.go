@@ -200,18 +200,7 @@ func (g *GPU) transpose(b *CSR) *gpuTranspose {
 
 // Gemm implements Backend.
 func (g *GPU) Gemm(transA, transB bool, alpha float32, a, b *Mat, beta float32, cm *Mat) {
-	m, k := a.Rows, a.Cols
-	if transA {
-		m, k = k, m
-	}
-	kb, n := b.Rows, b.Cols
-	if transB {
-		kb, n = n, kb
-	}
-	if k != kb || cm.Rows != m || cm.Cols != n {
-		panic(fmt.Sprintf("kernels: Gemm of %s(%dx%d) and %s(%dx%d) into %dx%d",
-			opName(transA), a.Rows, a.Cols, opName(transB), b.Rows, b.Cols, cm.Rows, cm.Cols))
-	}
+	m, n, k := gemmDims(transA, transB, a, b, cm)
 	if m == 0 || n == 0 {
 		return
 	}
@@ -239,19 +228,7 @@ func (g *GPU) ScatterAddRows(dst, src *Mat, idx *Index) {
 	if src.Rows != idx.N || dst.Cols != src.Cols {
 		panic(fmt.Sprintf("kernels: ScatterAddRows of %dx%d by %d indices into %dx%d", src.Rows, src.Cols, idx.N, dst.Rows, dst.Cols))
 	}
-	start := make([]int32, dst.Rows+1)
-	for _, t := range idx.h {
-		start[t+1]++
-	}
-	for i := range dst.Rows {
-		start[i+1] += start[i]
-	}
-	order := make([]int32, idx.N)
-	fill := append([]int32(nil), start[:dst.Rows]...)
-	for i, t := range idx.h {
-		order[fill[t]] = int32(i)
-		fill[t]++
-	}
+	start, order := groupByTarget(idx.h, dst.Rows)
 	st, or := g.NewIndex(start), g.NewIndex(order)
 	a := gpArgs{P: [8]uint64{ptr(dst), ptr(src), uint64(st.d), uint64(or.d)},
 		N: [8]int64{int64(dst.Rows), int64(dst.Cols), int64(dst.Stride), int64(src.Stride)}}
