@@ -20,6 +20,17 @@ func (c *CPU) Gemm(transA, transB bool, alpha float32, a, b *Mat, beta float32, 
 	c.blas.sgemm(transA, transB, m, n, k, alpha, a.h, a.Stride, b.h, b.Stride, beta, cm.h, cm.Stride)
 }
 
+// checkAdam panics unless p, g, m and v have one shape and o's step
+// counts from 1.
+func checkAdam(p, g, m, v *Mat, o AdamStep) {
+	sameShape("Adam", p, g)
+	sameShape("Adam", p, m)
+	sameShape("Adam", p, v)
+	if o.T < 1 {
+		panic(fmt.Sprintf("kernels: Adam step %d (steps count from 1)", o.T))
+	}
+}
+
 // gemmDims returns C = op(A)*op(B)'s m, n and k, and panics when the
 // shapes do not fit.
 func gemmDims(transA, transB bool, a, b, cm *Mat) (m, n, k int) {
@@ -334,12 +345,7 @@ func (c *CPU) Argmax(dst []int32, m *Mat) {
 
 // Adam implements Backend.
 func (c *CPU) Adam(p, g, m, v *Mat, o AdamStep) {
-	sameShape("Adam", p, g)
-	sameShape("Adam", p, m)
-	sameShape("Adam", p, v)
-	if o.T < 1 {
-		panic(fmt.Sprintf("kernels: Adam step %d (steps count from 1)", o.T))
-	}
+	checkAdam(p, g, m, v, o)
 	// PyTorch's formulation: step size lr/(1-b1^t), denominator
 	// sqrt(v)/sqrt(1-b2^t) + eps.
 	step, bc2sqrt := adamArgs(o)

@@ -133,14 +133,21 @@ func heads(op string, cols, h int) int {
 	return cols / h
 }
 
-// WeightedSum implements Backend.
-func (c *CPU) WeightedSum(out, x, w *Mat, g *CSR) {
+// checkWeightedSum panics unless WeightedSum's operands fit g, and
+// returns the columns per head.
+func checkWeightedSum(out, x, w *Mat, g *CSR) int {
 	checkCSR("WeightedSum", g, out.Rows, x.Rows)
-	H := w.Cols
-	F := heads("WeightedSum", x.Cols, H)
+	F := heads("WeightedSum", x.Cols, w.Cols)
 	if out.Cols != x.Cols || w.Rows != g.NumEdges {
 		panic(fmt.Sprintf("kernels: WeightedSum of %dx%d by %dx%d into %dx%d", x.Rows, x.Cols, w.Rows, w.Cols, out.Rows, out.Cols))
 	}
+	return F
+}
+
+// WeightedSum implements Backend.
+func (c *CPU) WeightedSum(out, x, w *Mat, g *CSR) {
+	F := checkWeightedSum(out, x, w, g)
+	H := w.Cols
 	c.overDst(g, out.Cols, func(i int, srcs []int32, first int32) {
 		prefetchNext(g, x, i)
 		o := out.row(i)

@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"runtime"
+	"sync"
 	"unsafe"
 )
 
@@ -48,7 +49,43 @@ type devBuf struct {
 // within cuBLAS's rounding.
 type GPU struct {
 	dev device
+	// scratch are device buffers that kernels' temporaries reuse from
+	// call to call (a device allocation per batch would cost a driver
+	// call and a synchronisation each), one per use, each locked while in
+	// use: the backend may be called from several goroutines.
+	scratch [numScratch]scratchBuf
 }
+
+// scratchSlot names one use of a scratch buffer.
+type scratchSlot int
+
+const (
+	scratchPartial scratchSlot = iota // column sums' partial sums
+	scratchLoss                       // per-row losses
+	scratchHit                        // per-row hits
+	scratchArgmax                     // per-row argmax
+	scratchStart                      // ScatterAddRows' group starts
+	scratchOrder                      // ScatterAddRows' group members
+	numScratch
+)
+
+type scratchBuf struct {
+	mu  sync.Mutex
+	buf *devBuf
+}
+
+// takeScratch locks slot s and returns its buffer, grown to at least
+// bytes; releaseScratch unlocks it.
+func (g *GPU) takeScratch(s scratchSlot, bytes int) *devBuf {
+	sb := &g.scratch[s]
+	sb.mu.Lock()
+	if sb.buf == nil || sb.buf.bytes < bytes {
+		sb.buf = g.allocBuf(bytes + bytes/4)
+	}
+	return sb.buf
+}
+
+func (g *GPU) releaseScratch(s scratchSlot) { g.scratch[s].mu.Unlock() }
 
 // newGPU returns a backend on dev.
 func newGPU(dev device) *GPU { return &GPU{dev: dev} }
@@ -229,12 +266,16 @@ func (g *GPU) ScatterAddRows(dst, src *Mat, idx *Index) {
 		panic(fmt.Sprintf("kernels: ScatterAddRows of %dx%d by %d indices into %dx%d", src.Rows, src.Cols, idx.N, dst.Rows, dst.Cols))
 	}
 	start, order := groupByTarget(idx.h, dst.Rows)
-	st, or := g.NewIndex(start), g.NewIndex(order)
-	a := gpArgs{P: [8]uint64{ptr(dst), ptr(src), uint64(st.d), uint64(or.d)},
+	st, or := g.takeScratch(scratchStart, 4*len(start)), g.takeScratch(scratchOrder, 4*len(order))
+	defer g.releaseScratch(scratchStart)
+	defer g.releaseScratch(scratchOrder)
+	g.dev.upload(st.ptr, unsafe.Pointer(&start[0]), 4*len(start))
+	if len(order) > 0 {
+		g.dev.upload(or.ptr, unsafe.Pointer(&order[0]), 4*len(order))
+	}
+	a := gpArgs{P: [8]uint64{ptr(dst), ptr(src), uint64(st.ptr), uint64(or.ptr)},
 		N: [8]int64{int64(dst.Rows), int64(dst.Cols), int64(dst.Stride), int64(src.Stride)}}
 	g.run(kScatterAddRows, int64(dst.Len()), &a)
-	runtime.KeepAlive(st)
-	runtime.KeepAlive(or)
 }
 
 // SegmentMean implements Backend.
@@ -259,11 +300,7 @@ func (g *GPU) SegmentMeanBackward(dx, dout *Mat, b *CSR) {
 
 // WeightedSum implements Backend.
 func (g *GPU) WeightedSum(out, x, w *Mat, b *CSR) {
-	checkCSR("WeightedSum", b, out.Rows, x.Rows)
-	F := heads("WeightedSum", x.Cols, w.Cols)
-	if out.Cols != x.Cols || w.Rows != b.NumEdges {
-		panic(fmt.Sprintf("kernels: WeightedSum of %dx%d by %dx%d into %dx%d", x.Rows, x.Cols, w.Rows, w.Cols, out.Rows, out.Cols))
-	}
+	F := checkWeightedSum(out, x, w, b)
 	a := gpArgs{P: [8]uint64{ptr(out), ptr(x), ptr(w), uint64(b.offsets.d), uint64(b.srcIdx.d)},
 		N: [8]int64{int64(out.Rows), int64(out.Cols), int64(F), int64(out.Stride), int64(x.Stride), int64(w.Stride)}}
 	g.run(kWeightedSum, int64(out.Len()), &a)
@@ -322,7 +359,8 @@ func (g *GPU) HeadDotBackward(dx, da, dout, x, v *Mat) {
 // term weighted by w[r, c/F] when w is not nil, in the CPU's chunks.
 func (g *GPU) columnSums(out, m, w *Mat, F int, beta float32) {
 	chunks := reduceChunks(m.Rows)
-	partial := g.allocBuf(4 * chunks * m.Cols)
+	partial := g.takeScratch(scratchPartial, 4*chunks*m.Cols)
+	defer g.releaseScratch(scratchPartial)
 	a := gpArgs{P: [8]uint64{uint64(partial.ptr), ptr(m)},
 		N: [8]int64{int64(m.Rows), int64(m.Cols), int64(m.Stride), 0, int64(F)}}
 	if w != nil {
@@ -331,7 +369,6 @@ func (g *GPU) columnSums(out, m, w *Mat, F int, beta float32) {
 	g.run(kColumnPartials, int64(chunks)*int64(m.Cols), &a)
 	f := gpArgs{P: [8]uint64{ptr(out), uint64(partial.ptr)}, N: [8]int64{int64(m.Cols), int64(chunks)}, F: [8]float64{float64(beta)}}
 	g.run(kAddPartials, int64(m.Cols), &f)
-	runtime.KeepAlive(partial)
 }
 
 // EdgeAdd implements Backend.
@@ -516,7 +553,9 @@ func (g *GPU) SoftmaxCrossEntropy(dlogits, logits *Mat, labels *Index, scale flo
 	if rows == 0 {
 		return 0, 0
 	}
-	lossBuf, hitBuf := g.allocBuf(8*rows), g.allocBuf(4*rows)
+	lossBuf, hitBuf := g.takeScratch(scratchLoss, 8*rows), g.takeScratch(scratchHit, 4*rows)
+	defer g.releaseScratch(scratchLoss)
+	defer g.releaseScratch(scratchHit)
 	a := gpArgs{P: [8]uint64{0, ptr(logits), uint64(labels.d), uint64(lossBuf.ptr), uint64(hitBuf.ptr)},
 		N: [8]int64{int64(rows), int64(logits.Cols), 0, int64(logits.Stride)}, F: [8]float64{float64(scale)}}
 	if dlogits != nil {
@@ -528,8 +567,6 @@ func (g *GPU) SoftmaxCrossEntropy(dlogits, logits *Mat, labels *Index, scale flo
 	hit := make([]int32, rows)
 	g.dev.download(unsafe.Pointer(&loss[0]), lossBuf.ptr, 8*rows)
 	g.dev.download(unsafe.Pointer(&hit[0]), hitBuf.ptr, 4*rows)
-	runtime.KeepAlive(lossBuf)
-	runtime.KeepAlive(hitBuf)
 	var sum float64
 	correct := 0
 	for r := range rows {
@@ -547,21 +584,16 @@ func (g *GPU) Argmax(dst []int32, m *Mat) {
 	if m.Rows == 0 {
 		return
 	}
-	out := g.allocBuf(4 * m.Rows)
+	out := g.takeScratch(scratchArgmax, 4*m.Rows)
+	defer g.releaseScratch(scratchArgmax)
 	a := gpArgs{P: [8]uint64{uint64(out.ptr), ptr(m)}, N: [8]int64{int64(m.Rows), int64(m.Cols), int64(m.Stride)}}
 	g.run(kArgmax, int64(m.Rows), &a)
 	g.dev.download(unsafe.Pointer(&dst[0]), out.ptr, 4*m.Rows)
-	runtime.KeepAlive(out)
 }
 
 // Adam implements Backend.
 func (g *GPU) Adam(p, gr, m, v *Mat, o AdamStep) {
-	sameShape("Adam", p, gr)
-	sameShape("Adam", p, m)
-	sameShape("Adam", p, v)
-	if o.T < 1 {
-		panic(fmt.Sprintf("kernels: Adam step %d (steps count from 1)", o.T))
-	}
+	checkAdam(p, gr, m, v, o)
 	step, bc2sqrt := adamArgs(o)
 	a := gpArgs{P: [8]uint64{ptr(p), ptr(gr), ptr(m), ptr(v)},
 		N: [8]int64{int64(p.Rows), int64(p.Cols), int64(p.Stride), int64(gr.Stride), int64(m.Stride), int64(v.Stride)},
