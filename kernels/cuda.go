@@ -30,6 +30,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -44,7 +46,10 @@ var cublasSonames = []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so
 // that runs every driver call in order, so callers may be on any
 // goroutine (the garbage collector's cleanups free memory from theirs).
 type cudaDevice struct {
-	label string
+	label   string
+	ordinal int
+	dev     cu.Device
+	ctx     cu.CUContext
 	calls chan func()
 	fns   [numKernels]cu.Function
 	// cublas and sgemmFn are cuBLAS's handle and cublasSgemm_v2.
@@ -55,7 +60,7 @@ type cudaDevice struct {
 // kernels' PTX loaded and cuBLAS opened. It fails with a message naming
 // what is missing: the GPU, the driver's support for the PTX, or cuBLAS.
 func NewCUDA(ordinal int) (*GPU, error) {
-	d := &cudaDevice{calls: make(chan func())}
+	d := &cudaDevice{ordinal: ordinal, calls: make(chan func())}
 	ready := make(chan error)
 	go d.serve(ordinal, ready)
 	if err := <-ready; err != nil {
@@ -106,9 +111,10 @@ func (d *cudaDevice) init(ordinal int) error {
 	if major < 7 {
 		return fmt.Errorf("cuda: %s: compute capability %d.%d, the kernels' PTX needs 7.0 or later", d.label, major, minor)
 	}
-	if _, err := dev.MakeContext(cu.SchedAuto); err != nil {
+	if d.ctx, err = dev.MakeContext(cu.SchedAuto); err != nil {
 		return fmt.Errorf("cuda: %s: context: %w", d.label, err)
 	}
+	d.dev = dev
 	mod, err := cu.LoadData(cudaPTX)
 	if err != nil {
 		return fmt.Errorf("cuda: %s: loading the kernels' PTX (the driver must support PTX ISA 7.8, CUDA 11.8 or later): %w", d.label, err)
@@ -153,6 +159,71 @@ func (d *cudaDevice) openCublas() error {
 	}
 	return errors.New("cuda: cuBLAS not found (GEMM runs on it): " + strings.Join(tried, "; ") +
 		" (install the CUDA toolkit's cuBLAS, or put its directory on LD_LIBRARY_PATH)")
+}
+
+// NewCUDAs returns a backend on each GPU of ordinals, each with its own
+// context, and enables peer access between every pair whose topology
+// allows it (NVLink, or PCIe under one root complex), so Transfer between
+// them is a direct copy; between the others the driver stages peer copies
+// through host memory. Each backend's name lists the GPUs it reaches
+// directly.
+func NewCUDAs(ordinals []int) ([]*GPU, error) {
+	gs := make([]*GPU, len(ordinals))
+	for i, o := range ordinals {
+		if slices.Contains(ordinals[:i], o) {
+			return nil, fmt.Errorf("cuda: GPU %d listed twice", o)
+		}
+		g, err := NewCUDA(o)
+		if err != nil {
+			return nil, err
+		}
+		gs[i] = g
+	}
+	for _, g := range gs {
+		d := g.dev.(*cudaDevice)
+		var direct []string
+		for _, h := range gs {
+			p := h.dev.(*cudaDevice)
+			if p == d {
+				continue
+			}
+			can, err := d.dev.CanAccessPeer(p.dev)
+			if err != nil || can == 0 {
+				continue
+			}
+			d.do(func() { err = p.ctx.EnablePeerAccess(0) })
+			if err != nil && !strings.Contains(err.Error(), "PeerAccessAlreadyEnabled") {
+				return nil, fmt.Errorf("cuda: %s: enabling peer access to GPU %d: %w", d.label, p.ordinal, err)
+			}
+			direct = append(direct, strconv.Itoa(p.ordinal))
+		}
+		if len(direct) > 0 {
+			d.label += ", peer access to GPU " + strings.Join(direct, ", ")
+		}
+	}
+	return gs, nil
+}
+
+// CUDACount returns the number of GPUs the driver lists.
+func CUDACount() (int, error) {
+	n, err := cu.NumDevices()
+	if err != nil {
+		return 0, fmt.Errorf("cuda: %w", err)
+	}
+	return n, nil
+}
+
+// peerCopy copies from another GPU's memory with cuMemcpyPeer, ordered
+// after the work queued on both contexts.
+func (d *cudaDevice) peerCopy(dst uintptr, src device, srcPtr uintptr, bytes int) bool {
+	s, ok := src.(*cudaDevice)
+	if !ok {
+		return false
+	}
+	var err error
+	d.do(func() { err = cu.MemcpyPeer(cu.DevicePtr(dst), d.ctx, cu.DevicePtr(srcPtr), s.ctx, int64(bytes)) })
+	d.must("peer copy from GPU "+strconv.Itoa(s.ordinal), err)
+	return true
 }
 
 // do runs f on the context's thread and waits for it.

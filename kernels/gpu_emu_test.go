@@ -3,74 +3,15 @@
 package kernels
 
 import (
-	"fmt"
 	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"testing"
 	"unsafe"
 
 	"github.com/gnnplan/gnnplan/kernels/internal/cudac"
 )
-
-// emuDevice is a device on host memory that runs the CUDA kernels'
-// C source on the CPU (kernels/internal/cudac) and GEMM on a
-// column-major reference, so the GPU backend's host side, the launch
-// geometry and the kernels' arithmetic are tested without a GPU.
-type emuDevice struct {
-	emu *cudac.Device
-	mu  sync.Mutex
-	// live counts allocations, launches counts launches by kernel.
-	live     int
-	launches map[kernelID]int
-}
-
-func newEmuGPU() (*GPU, *emuDevice) {
-	d := &emuDevice{emu: cudac.New(), launches: map[kernelID]int{}}
-	return newGPU(d), d
-}
-
-func (d *emuDevice) name() string { return "emulated on the CPU (kernels/internal/cudac)" }
-
-func (d *emuDevice) alloc(bytes int) (uintptr, error) {
-	d.mu.Lock()
-	d.live++
-	d.mu.Unlock()
-	return cudac.Alloc(bytes), nil
-}
-
-func (d *emuDevice) free(p uintptr) {
-	d.mu.Lock()
-	d.live--
-	d.mu.Unlock()
-	cudac.Free(p)
-}
-
-func (d *emuDevice) upload(dst uintptr, src unsafe.Pointer, bytes int) {
-	cudac.Upload(dst, src, bytes)
-}
-
-func (d *emuDevice) download(dst unsafe.Pointer, src uintptr, bytes int) {
-	cudac.Download(dst, src, bytes)
-}
-
-func (d *emuDevice) launch(k kernelID, grid, block uint32, a *gpArgs) {
-	if grid == 0 || grid > launchMaxGrid || block != launchBlock {
-		panic(fmt.Sprintf("launch of %s on %d x %d threads", k, grid, block))
-	}
-	d.mu.Lock()
-	d.launches[k]++
-	d.mu.Unlock()
-	if err := d.emu.Launch(k.String(), grid, block, (*cudac.Args)(a)); err != nil {
-		panic(err)
-	}
-}
-
-func (d *emuDevice) sgemm(g cublasGemm, alpha float32, a, b uintptr, beta float32, c uintptr) {
-	cudac.Sgemm(g.TransA, g.TransB, g.M, g.N, g.K, alpha, a, g.LDA, b, g.LDB, beta, c, g.LDC)
-}
 
 // TestGPUKernelTable checks that the Go side's kernel table, the CUDA
 // source's list and gp_args agree.
@@ -87,7 +28,7 @@ func TestGPUKernelTable(t *testing.T) {
 // (float64 references, views, empty blocks) on the GPU backend with its
 // kernels emulated on the CPU.
 func TestGPUBackendEmulated(t *testing.T) {
-	g, d := newEmuGPU()
+	g, d := newEmuGPU(0)
 	checkBackend(t, g)
 	for k := range numKernels {
 		if d.launches[k] == 0 {
@@ -109,7 +50,7 @@ func TestGPUBitsMatchCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, _ := newEmuGPU()
+	g, _ := newEmuGPU(0)
 	want := runDeterminismSequence(t, c)
 	got := runDeterminismSequence(t, g)
 	names := slices.Sorted(maps.Keys(want))
@@ -170,7 +111,7 @@ func TestGPUGridStride(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, _ := newEmuGPU()
+	g, _ := newEmuGPU(0)
 	const rows, cols = 2100, 1024 // 2.15M elements: over 2 turns per thread
 	rng := rand.New(rand.NewPCG(7, 8))
 	x := make([]float32, rows*cols)
@@ -198,6 +139,60 @@ func TestGPUGridStride(t *testing.T) {
 	for name, w := range want {
 		if !slices.EqualFunc(got[name], w, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
 			t.Errorf("%s over %d x %d: the GPU's bits differ from the CPU's", name, rows, cols)
+		}
+	}
+}
+
+// TestTransfer moves a matrix between backends every way the trainer's
+// workers do (CPU and CPU, CPU and GPU, GPU and GPU) and wants the same
+// values, one peer copy between two GPUs, and a column view copied by
+// rows.
+func TestTransfer(t *testing.T) {
+	cpu, err := NewCPU(CPUOptions{Threads: 1, BLAS: "gonum"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g0, d0 := newEmuGPU(0)
+	g1, d1 := newEmuGPU(1)
+	vals := make([]float32, 6*5)
+	for i := range vals {
+		vals[i] = float32(i) - 7.5
+	}
+	view := make([]float32, 6*2) // columns 1 and 2
+	for r := range 6 {
+		view[2*r], view[2*r+1] = vals[5*r+1], vals[5*r+2]
+	}
+	tests := []struct {
+		name   string
+		db, sb Backend
+		cols   [2]int // the source's columns
+		peer   *emuDevice
+	}{
+		{"one CPU", cpu, cpu, [2]int{0, 5}, nil},
+		{"CPU to GPU", g0, cpu, [2]int{0, 5}, nil},
+		{"GPU to CPU", cpu, g0, [2]int{0, 5}, nil},
+		{"GPU to GPU", g1, g0, [2]int{0, 5}, d1},
+		{"one GPU", g0, g0, [2]int{0, 5}, nil},
+		{"GPU column view to GPU", g0, g1, [2]int{1, 3}, nil},
+	}
+	var stage []float32
+	for _, tc := range tests {
+		src := tc.sb.Wrap(6, 5, vals).ColSlice(tc.cols[0], tc.cols[1])
+		dst := tc.db.NewMat(1, 1)
+		before := []int{d0.peer, d1.peer}
+		stage = Transfer(tc.db, dst, tc.sb, src, stage)
+		got := make([]float32, dst.Len())
+		tc.db.Download(got, dst)
+		want := vals
+		if tc.cols[1]-tc.cols[0] == 2 {
+			want = view
+		}
+		if dst.Rows != 6 || dst.Cols != tc.cols[1]-tc.cols[0] || !slices.Equal(got, want) {
+			t.Errorf("%s: got %dx%d %v, want %v", tc.name, dst.Rows, dst.Cols, got, want)
+		}
+		peers := d0.peer - before[0] + d1.peer - before[1]
+		if wantPeers := map[bool]int{true: 1, false: 0}[tc.peer != nil]; peers != wantPeers {
+			t.Errorf("%s: %d peer copies, want %d", tc.name, peers, wantPeers)
 		}
 	}
 }

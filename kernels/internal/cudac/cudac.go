@@ -48,6 +48,7 @@ static unsigned long long gp_alloc(size_t n) { return (unsigned long long)malloc
 static void gp_free(unsigned long long p) { free((void *)p); }
 static void gp_upload(unsigned long long dst, const void *src, size_t n) { memcpy((void *)dst, src, n); }
 static void gp_download(void *dst, unsigned long long src, size_t n) { memcpy(dst, (const void *)src, n); }
+static void gp_copy_mem(unsigned long long dst, unsigned long long src, size_t n) { memcpy((void *)dst, (const void *)src, n); }
 
 // gp_sgemm is a column-major C = alpha*op(A)*op(B) + beta*C, summing in
 // double: the reference cuBLAS's results are compared with.
@@ -139,6 +140,10 @@ func Upload(dst uintptr, src unsafe.Pointer, n int) { C.gp_upload(C.ulonglong(ds
 func Download(dst unsafe.Pointer, src uintptr, n int) {
 	C.gp_download(dst, C.ulonglong(src), C.size_t(n))
 }
+
+// Copy copies n bytes between two emulated device allocations (a peer
+// copy between emulated GPUs).
+func Copy(dst, src uintptr, n int) { C.gp_copy_mem(C.ulonglong(dst), C.ulonglong(src), C.size_t(n)) }
 
 // Sgemm is a column-major reference GEMM on emulated device memory.
 func Sgemm(transA, transB bool, m, n, k int, alpha float32, a uintptr, lda int, b uintptr, ldb int, beta float32, c uintptr, ldc int) {
