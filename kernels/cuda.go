@@ -50,8 +50,8 @@ type cudaDevice struct {
 	ordinal int
 	dev     cu.Device
 	ctx     cu.CUContext
-	calls chan func()
-	fns   [numKernels]cu.Function
+	calls   chan func()
+	fns     [numKernels]cu.Function
 	// cublas and sgemmFn are cuBLAS's handle and cublasSgemm_v2.
 	cublas, sgemmFn unsafe.Pointer
 }
