@@ -238,7 +238,7 @@ func (d *cudaDevice) do(f func()) {
 // (the trainer recovers and reports it).
 func (d *cudaDevice) must(what string, err error) {
 	if err != nil {
-		panic(fmt.Sprintf("cuda: %s: %s: %v", d.label, what, err))
+		panic(&DeviceError{Device: "cuda: " + d.label, Op: what, Err: err})
 	}
 }
 
@@ -249,7 +249,7 @@ func (d *cudaDevice) alloc(bytes int) (uintptr, error) {
 	var err error
 	d.do(func() { p, err = cu.MemAlloc(int64(bytes)) })
 	if err != nil {
-		return 0, fmt.Errorf("allocating %.1f MiB of GPU memory: %w", float64(bytes)/(1<<20), err)
+		return 0, fmt.Errorf("GPU memory: %w", err)
 	}
 	return uintptr(p), nil
 }
@@ -295,7 +295,7 @@ func (d *cudaDevice) sgemm(g cublasGemm, alpha float32, a, b uintptr, beta float
 			C.float(alpha), C.ulonglong(a), C.int(g.LDA), C.ulonglong(b), C.int(g.LDB), C.float(beta), C.ulonglong(c), C.int(g.LDC))
 	})
 	if r != 0 {
-		panic(fmt.Sprintf("cuda: %s: cublasSgemm_v2 %dx%dx%d failed with status %d", d.label, g.M, g.N, g.K, int(r)))
+		panic(&DeviceError{Device: "cuda: " + d.label, Op: fmt.Sprintf("cublasSgemm_v2 %dx%dx%d", g.M, g.N, g.K), Err: fmt.Errorf("status %d", int(r))})
 	}
 }
 

@@ -102,7 +102,7 @@ func (g *GPU) allocBuf(bytes int) *devBuf {
 	bytes = max(bytes, 4)
 	ptr, err := g.dev.alloc(bytes)
 	if err != nil {
-		panic(fmt.Sprintf("kernels: %s: %v", g.dev.name(), err))
+		panic(&DeviceError{Device: g.dev.name(), Op: fmt.Sprintf("allocating %.1f MiB", float64(bytes)/(1<<20)), Err: err})
 	}
 	b := &devBuf{ptr: ptr, bytes: bytes}
 	dev := g.dev
@@ -602,3 +602,18 @@ func (g *GPU) Adam(p, gr, m, v *Mat, o AdamStep) {
 }
 
 var _ Backend = (*GPU)(nil)
+
+// DeviceError is a device's failure: no room for an allocation, a failed
+// launch, copy or GEMM. The Backend interface has no error returns (a
+// kernel call cannot fail on the CPU), so a GPU backend panics with one;
+// the trainer recovers it and returns it. After one the device may be
+// unusable.
+type DeviceError struct {
+	Device string // the device's name
+	Op     string // what failed, e.g. "allocating 512.0 MiB of GPU memory"
+	Err    error
+}
+
+func (e *DeviceError) Error() string { return e.Device + ": " + e.Op + ": " + e.Err.Error() }
+
+func (e *DeviceError) Unwrap() error { return e.Err }

@@ -93,7 +93,7 @@ func (t *Trainer) startPipeline(ctx context.Context, w *worker, epoch int) *pipe
 		first := min(t.st.NextBatch, w.smp.Batches(epoch))
 		err := w.smp.EpochFrom(ctx, epoch, first, func(mb *sample.MiniBatch) error {
 			start := time.Now()
-			g := gathered{preparedBatch: t.prepareBlocks(mb, true)}
+			g := gathered{preparedBatch: t.prepareBlocks(w, mb, true)}
 			sent := time.Now()
 			// A batch's wait for room is known only once it is sent: it
 			// rides with the next batch.

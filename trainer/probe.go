@@ -65,9 +65,10 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (Probe, error) {
 	o := t.o
 	o.Seed ^= probeSalt
 	o.Checkpoint, o.Resume, o.EvalEvery, o.Epochs = "", false, 0, 1
-	s := &Trainer{b: t.b, g: t.g, o: o, cfg: t.cfg, forms: t.forms, feat: t.feat, deg: t.deg, x: t.b.NewMat(0, 0)}
+	s := &Trainer{b: t.b, g: t.g, o: o, cfg: t.cfg, forms: t.forms, feat: t.feat, deg: t.deg, x: t.b.NewMat(0, 0),
+		bs: t.bs, feats: t.feats, concurrent: t.concurrent}
 	var err error
-	if s.ws, err = newWorkers(t.b, t.g, t.cfg, o); err != nil {
+	if s.ws, err = newWorkers(s.bs, s.feats, t.g, t.cfg, o); err != nil {
 		return Probe{}, err
 	}
 	s.model = s.ws[0].model

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/gnnplan/gnnplan/kernels"
@@ -67,6 +68,14 @@ type Options struct {
 	// workers' forward and backward passes take turns on the cores, while
 	// their sampling and gathering run at once.
 	Workers int
+	// Backends, when set, has one backend per worker: worker i's model
+	// replica, blocks and kernels live on Backends[i] (one GPU each, say),
+	// and Backends[0] is New's backend, where the optimizer and evaluation
+	// run. Workers on backends of their own run their forward and backward
+	// passes at once; the step moves each replica's gradients to worker 0
+	// and its parameters back with kernels.Transfer (peer copies between
+	// GPUs). Nil: every worker on New's backend.
+	Backends []kernels.Backend
 }
 
 // Defaults returns the settings of kind's paper on the citation graphs
@@ -200,7 +209,13 @@ type Trainer struct {
 	model *nn.Model
 	adam  *nn.Adam
 	ws    []*worker
-	feat  *kernels.Mat  // the in-memory features; nil out of core
+	// bs and feats are each worker's backend and in-memory features (one
+	// matrix per backend); concurrent says the workers' backends are
+	// their own, so their passes run at once.
+	bs         []kernels.Backend
+	feats      []*kernels.Mat
+	concurrent bool
+	feat       *kernels.Mat  // the in-memory features on b; nil out of core
 	src   FeatureSource // out of core: where batches' rows come from
 	deg   []int32
 	forms nn.BlockForms
@@ -276,6 +291,10 @@ func New(b kernels.Backend, g *dataset.Graph, features []float32, o Options) (*T
 		return nil, bad("patience", "patience %d, eval-every %d (want >= 0)", o.Patience, o.EvalEvery)
 	case o.Workers < 0 || o.Workers > len(g.Train):
 		return nil, bad("workers", "%d (want 1 to the %d training vertices)", o.Workers, len(g.Train))
+	case o.Backends != nil && len(o.Backends) != max(o.Workers, 1):
+		return nil, bad("backends", "%d backends for %d workers (want one per worker)", len(o.Backends), max(o.Workers, 1))
+	case o.Backends != nil && o.Backends[0] != b:
+		return nil, bad("backends", "worker 0's backend is %s, not the trainer's %s", o.Backends[0].Name(), b.Name())
 	}
 	for _, v := range g.Train {
 		if g.Labels[v] < 0 {
@@ -296,15 +315,26 @@ func New(b kernels.Backend, g *dataset.Graph, features []float32, o Options) (*T
 	t := &Trainer{b: b, g: g, o: o, cfg: cfg, forms: nn.Forms(cfg.Kind), x: b.NewMat(0, 0)}
 	var err error
 	t.adam = nn.NewAdam(o.LR, o.WeightDecay)
+	t.bs, t.concurrent = workerBackends(b, o)
 	if o.Features != nil {
 		t.src = o.Features
 	} else {
 		t.feat = b.Wrap(int(m.NumNodes), m.FeatureDim, features)
+		t.feats = make([]*kernels.Mat, len(t.bs))
+		for i, wb := range t.bs {
+			if j := slices.Index(t.bs, wb); j < i {
+				t.feats[i] = t.feats[j]
+			} else if wb == b {
+				t.feats[i] = t.feat
+			} else {
+				t.feats[i] = wb.Wrap(int(m.NumNodes), m.FeatureDim, features)
+			}
+		}
 	}
 	if cfg.Kind == nn.GCN {
 		t.deg = nn.Degrees(g.Indptr, g.Indices)
 	}
-	if t.ws, err = newWorkers(b, g, cfg, o); err != nil {
+	if t.ws, err = newWorkers(t.bs, t.feats, g, cfg, o); err != nil {
 		return nil, err
 	}
 	t.model = t.ws[0].model
@@ -330,14 +360,40 @@ func New(b kernels.Backend, g *dataset.Graph, features []float32, o Options) (*T
 	return t, nil
 }
 
+// workerBackends returns each worker's backend and whether they are
+// pairwise distinct (so their passes may run at once).
+func workerBackends(b kernels.Backend, o Options) ([]kernels.Backend, bool) {
+	n := max(o.Workers, 1)
+	if o.Backends == nil {
+		bs := make([]kernels.Backend, n)
+		for i := range bs {
+			bs[i] = b
+		}
+		return bs, false
+	}
+	bs := slices.Clone(o.Backends)
+	for i, x := range bs {
+		if slices.Index(bs, x) != i {
+			return bs, false
+		}
+	}
+	return bs, n > 1
+}
+
 // worker is one data-parallel worker: its share of the seeds, sampled on
-// its own, and its model replica.
+// its own, and its model replica, on its backend.
 type worker struct {
 	id    int
+	b     kernels.Backend
+	feat  *kernels.Mat // the in-memory features on b; nil out of core
 	model *nn.Model
 	smp   *sample.Sampler
 	x, dl *kernels.Mat // the gathered input (in memory), the logits' gradient
 	seed  uint64       // its sampling and dropout streams
+	// grads are worker 0's copies of this worker's gradients when its
+	// backend is another, and stage the host memory they pass through.
+	grads []*kernels.Mat
+	stage []float32
 }
 
 // workerSeed is worker w's seed: the run's for worker 0, so that one
@@ -362,7 +418,7 @@ func mix64(z uint64) uint64 {
 
 // newWorkers builds o's workers: replicas of one initialisation, each
 // sampling every Workers-th training seed (all of them for one worker).
-func newWorkers(b kernels.Backend, g *dataset.Graph, cfg nn.Config, o Options) ([]*worker, error) {
+func newWorkers(bs []kernels.Backend, feats []*kernels.Mat, g *dataset.Graph, cfg nn.Config, o Options) ([]*worker, error) {
 	n := max(o.Workers, 1)
 	batch := o.BatchSize
 	if batch == 0 {
@@ -370,11 +426,15 @@ func newWorkers(b kernels.Backend, g *dataset.Graph, cfg nn.Config, o Options) (
 	}
 	ws := make([]*worker, n)
 	for w := range ws {
+		b := bs[w]
 		model, err := nn.New(b, cfg, o.Seed)
 		if err != nil {
 			return nil, &topology.InputError{Field: "model", Msg: err.Error()}
 		}
-		wk := &worker{id: w, model: model, x: b.NewMat(0, 0), dl: b.NewMat(0, 0), seed: workerSeed(o.Seed, w)}
+		wk := &worker{id: w, b: b, model: model, x: b.NewMat(0, 0), dl: b.NewMat(0, 0), seed: workerSeed(o.Seed, w)}
+		if feats != nil {
+			wk.feat = feats[w]
+		}
 		so := sample.SamplerOptions{Fanouts: o.Fanouts, BatchSize: batch, Seed: wk.seed, Workers: o.Threads, Shuffle: true}
 		if n > 1 {
 			for i := w; i < len(g.Train); i += n {
@@ -411,7 +471,19 @@ var ErrInterrupted = errors.New("training interrupted")
 // Run trains until the last epoch, early stopping, or ctx's end, which
 // stops it after the batch in progress (checkpointing when a checkpoint
 // directory is set) and returns ErrInterrupted wrapped with ctx's error.
-func (t *Trainer) Run(ctx context.Context, rep Reporter) (*Result, error) {
+//
+// A device's failure (a GPU out of memory, a failed launch or copy) ends
+// the run with a *kernels.DeviceError.
+func (t *Trainer) Run(ctx context.Context, rep Reporter) (_ *Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			de, ok := p.(*kernels.DeviceError)
+			if !ok {
+				panic(p)
+			}
+			err = de
+		}
+	}()
 	res := &Result{Params: t.model.NumParams(), Backend: t.b.Name()}
 	if t.o.Checkpoint != "" && !t.o.Resume {
 		if err := CheckCheckpointDir(t.o.Checkpoint); err != nil {
@@ -617,13 +689,13 @@ type preparedBatch struct {
 	err     error
 }
 
-// prepareBlocks builds mb's blocks on the backend (the outermost as an
+// prepareBlocks builds mb's blocks on w's backend (the outermost as an
 // input block when the first layer reads the features in place) and
 // reads its seeds' labels.
-func (t *Trainer) prepareBlocks(mb *sample.MiniBatch, train bool) preparedBatch {
-	b := t.b
+func (t *Trainer) prepareBlocks(w *worker, mb *sample.MiniBatch, train bool) preparedBatch {
+	b := w.b
 	L := len(mb.Blocks)
-	inPlace := t.feat != nil && t.model.ReadsFeaturesInPlace(train)
+	inPlace := w.feat != nil && w.model.ReadsFeaturesInPlace(train)
 	pb := preparedBatch{mb: mb, blocks: make([]*nn.Block, L)}
 	for h := range mb.Blocks {
 		blk := &mb.Blocks[h]
@@ -644,52 +716,100 @@ func (t *Trainer) prepareBlocks(mb *sample.MiniBatch, train bool) preparedBatch 
 	return pb
 }
 
-// input returns the model's input for a prepared batch: the rows the
+// input returns w's model's input for a prepared batch: the rows the
 // pipeline gathered (out of core), the whole feature matrix when the first
 // layer reads it in place, else the outermost sources' rows gathered into
 // x.
-func (t *Trainer) input(pb preparedBatch, gathered []float32, train bool, x *kernels.Mat) *kernels.Mat {
+func (t *Trainer) input(w *worker, pb preparedBatch, gathered []float32, train bool, x *kernels.Mat) *kernels.Mat {
+	b := w.b
 	if t.src != nil {
-		return t.b.Wrap(len(pb.mb.Input()), t.cfg.InDim, gathered)
+		return b.Wrap(len(pb.mb.Input()), t.cfg.InDim, gathered)
 	}
-	if t.model.ReadsFeaturesInPlace(train) {
-		return t.feat
+	if w.model.ReadsFeaturesInPlace(train) {
+		return w.feat
 	}
 	in := pb.mb.Input()
-	t.b.Resize(x, len(in), t.cfg.InDim)
-	t.b.GatherRows(x, t.feat, t.b.NewIndex(in))
+	b.Resize(x, len(in), t.cfg.InDim)
+	b.GatherRows(x, w.feat, b.NewIndex(in))
 	return x
 }
 
 // step trains on one batch per worker (gs[i].mb is nil for a worker with
 // no batch left) and returns the summed loss, the number of labelled
 // seeds, how many of them the model got right, and the seeds trained.
+// Workers on backends of their own pass at once, the others in turn; the
+// sums are taken in worker order either way.
 func (t *Trainer) step(gs []gathered, p *partialEpoch) (loss float64, labeled, correct, samples int) {
-	b := t.b
+	type result struct {
+		loss            float64
+		correct         int
+		gather, compute float64
+		panicked        any
+	}
+	rs := make([]result, len(gs))
+	pass := func(i int) {
+		g, w, r := gs[i], t.ws[i], &rs[i]
+		b := w.b
+		t0 := time.Now()
+		x := t.input(w, g.preparedBatch, g.buf, true, w.x)
+		t1 := time.Now()
+		logits := w.model.Forward(g.blocks, x, true, stepSeed(w.seed, g.mb.Epoch, g.mb.Index))
+		b.Resize(w.dl, logits.Rows, logits.Cols)
+		r.loss, r.correct = b.SoftmaxCrossEntropy(w.dl, logits, g.labels, 1/float32(max(g.labeled, 1)))
+		w.model.Backward(w.dl)
+		t2 := time.Now()
+		r.gather, r.compute = t1.Sub(t0).Seconds(), t2.Sub(t1).Seconds()
+	}
+	t0 := time.Now()
+	if t.concurrent {
+		var wg sync.WaitGroup
+		for i, g := range gs {
+			if g.mb == nil {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// A device's failure panics (the Backend has no errors); it
+				// is raised again on the step's goroutine, where Run turns
+				// it into an error.
+				defer func() { rs[i].panicked = recover() }()
+				pass(i)
+			}()
+		}
+		wg.Wait()
+	} else {
+		for i, g := range gs {
+			if g.mb != nil {
+				pass(i)
+			}
+		}
+	}
 	var gather, compute float64
 	for i, g := range gs {
 		if g.mb == nil {
 			continue
 		}
-		w := t.ws[i]
-		t0 := time.Now()
-		x := t.input(g.preparedBatch, g.buf, true, w.x)
-		t1 := time.Now()
-		logits := w.model.Forward(g.blocks, x, true, stepSeed(w.seed, g.mb.Epoch, g.mb.Index))
-		b.Resize(w.dl, logits.Rows, logits.Cols)
-		l, c := b.SoftmaxCrossEntropy(w.dl, logits, g.labels, 1/float32(max(g.labeled, 1)))
-		w.model.Backward(w.dl)
-		t2 := time.Now()
-		gather += t1.Sub(t0).Seconds()
-		compute += t2.Sub(t1).Seconds()
-		loss += l
+		if rs[i].panicked != nil {
+			panic(rs[i].panicked)
+		}
+		gather += rs[i].gather
+		compute += rs[i].compute
+		loss += rs[i].loss
 		labeled += g.labeled
-		correct += c
+		correct += rs[i].correct
 		samples += len(g.mb.Seeds)
+	}
+	if t.concurrent {
+		// The passes overlapped: the step's time is the wall clock's, in
+		// the stages' proportions.
+		if wall := time.Since(t0).Seconds(); gather+compute > 0 {
+			gather, compute = wall*gather/(gather+compute), wall*compute/(gather+compute)
+		}
 	}
 	t2 := time.Now()
 	t.reduceGradients(gs, labeled)
-	t.adam.Step(b, t.model.Params())
+	t.adam.Step(t.b, t.model.Params())
 	t.st.AdamSteps = t.adam.Steps
 	t.broadcast()
 	t3 := time.Now()
@@ -702,7 +822,8 @@ func (t *Trainer) step(gs []gathered, p *partialEpoch) (loss float64, labeled, c
 // reduceGradients leaves in the master replica the gradient of the mean
 // loss over every worker's labelled seeds: each worker's gradient (of its
 // own mean) weighted by its share of the labelled seeds, summed in worker
-// order. One worker's gradient is left as it is.
+// order. One worker's gradient is left as it is. A worker on another
+// backend sends its gradients to the master's first.
 func (t *Trainer) reduceGradients(gs []gathered, labeled int) {
 	if len(t.ws) == 1 {
 		return
@@ -722,9 +843,21 @@ func (t *Trainer) reduceGradients(gs []gathered, labeled int) {
 		if gs[i].mb == nil || gs[i].labeled == 0 {
 			continue
 		}
+		w := t.ws[i]
 		wt := float32(gs[i].labeled) / float32(labeled)
-		for j, p := range t.ws[i].model.Params() {
-			b.Axpy(wt, p.G, master[j].G)
+		for j, p := range w.model.Params() {
+			g := p.G
+			if w.b != b {
+				if w.grads == nil {
+					w.grads = make([]*kernels.Mat, len(master))
+				}
+				if w.grads[j] == nil {
+					w.grads[j] = b.NewMat(0, 0)
+				}
+				w.stage = kernels.Transfer(b, w.grads[j], w.b, g, w.stage)
+				g = w.grads[j]
+			}
+			b.Axpy(wt, g, master[j].G)
 		}
 	}
 }
@@ -734,7 +867,7 @@ func (t *Trainer) broadcast() {
 	master := t.model.Params()
 	for _, w := range t.ws[1:] {
 		for j, p := range w.model.Params() {
-			t.b.Copy(p.W, master[j].W)
+			w.stage = kernels.Transfer(w.b, p.W, t.b, master[j].W, w.stage)
 		}
 	}
 }
@@ -746,14 +879,14 @@ func (t *Trainer) evaluate(ctx context.Context, s *sample.Sampler) (acc, loss fl
 	var labeled, correct int
 	var buf []float32
 	err = s.Epoch(ctx, 0, func(mb *sample.MiniBatch) error {
-		pb := t.prepareBlocks(mb, false)
+		pb := t.prepareBlocks(t.ws[0], mb, false)
 		if t.src != nil {
 			var err error
 			if buf, _, err = t.gatherInput(ctx, mb, buf); err != nil {
 				return err
 			}
 		}
-		logits := t.model.Forward(pb.blocks, t.input(pb, buf, false, t.x), false, 0)
+		logits := t.model.Forward(pb.blocks, t.input(t.ws[0], pb, buf, false, t.x), false, 0)
 		l, c := t.b.SoftmaxCrossEntropy(nil, logits, pb.labels, 1)
 		sum += l
 		correct += c

@@ -39,7 +39,9 @@
 typedef struct {
 	unsigned int x, y, z;
 } gp_dim3;
-static gp_dim3 threadIdx, blockIdx, blockDim, gridDim;
+// Thread-local: emulated GPUs launch from several goroutines at once, each
+// launch a whole cgo call on one OS thread.
+static _Thread_local gp_dim3 threadIdx, blockIdx, blockDim, gridDim;
 #define GP_KERNEL static
 #define GP_DEVICE static inline
 #endif

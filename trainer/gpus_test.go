@@ -1,0 +1,128 @@
+//go:build cgo
+
+package trainer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/gnnplan/gnnplan/kernels"
+	"github.com/gnnplan/gnnplan/trainer/nn"
+)
+
+// gpuTestOptions trains kind for a few steps with dropout on: masks,
+// sampling and the reduction all take part.
+func gpuTestOptions(kind nn.Kind) Options {
+	o := Defaults(kind)
+	o.Fanouts, o.BatchSize = []int{5, 3}, 48
+	o.Epochs, o.EvalEvery, o.Patience = 1, 1, 0
+	o.Workers = 2
+	return o
+}
+
+// runOn trains o on backends (one per worker) and returns the master's
+// parameters and Adam moments as bits, and the result.
+func runOn(t *testing.T, d loaded, o Options, backends []kernels.Backend) ([]uint32, *Result) {
+	t.Helper()
+	o.Backends = backends
+	tr, err := New(backends[0], d.g, append([]float32(nil), d.feat...), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tr.Run(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return params(tr), res
+}
+
+// TestWorkersOnTheirOwnGPUs trains two workers on two (emulated) GPUs,
+// their passes at once and their gradients and parameters moving by peer
+// copies, and wants the bits two workers reach on one GPU taking turns:
+// running on several GPUs changes nothing but the speed. A worker on the
+// CPU beside one on a GPU (gradients through host memory) must agree with
+// both on the CPU to float32 rounding (GEMM's sums differ in order).
+func TestWorkersOnTheirOwnGPUs(t *testing.T) {
+	d := load(t, synthDataset(t, 400, 24))
+	for _, kind := range nn.Kinds() {
+		t.Run(string(kind), func(t *testing.T) {
+			o := gpuTestOptions(kind)
+			g0 := kernels.NewEmulatedGPU(0)
+			one, _ := runOn(t, d, o, []kernels.Backend{g0, g0})
+			two, res := runOn(t, d, o, []kernels.Backend{kernels.NewEmulatedGPU(0), kernels.NewEmulatedGPU(1)})
+			if res.Epochs[0].Batches < 2 {
+				t.Fatalf("%d steps, want several", res.Epochs[0].Batches)
+			}
+			if !equalBits(one, two) {
+				t.Errorf("two workers on two GPUs differ from two on one GPU")
+			}
+			cpu := func() kernels.Backend {
+				c, err := kernels.NewCPU(kernels.CPUOptions{Threads: 1, BLAS: "gonum"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c
+			}
+			c0 := cpu()
+			onCPU, _ := runOn(t, d, o, []kernels.Backend{c0, c0})
+			mixed, _ := runOn(t, d, o, []kernels.Backend{cpu(), kernels.NewEmulatedGPU(0)})
+			for name, got := range map[string][]uint32{"two GPUs": two, "a CPU and a GPU": mixed} {
+				if err := closeBits(got, onCPU, 1e-4); err != nil {
+					t.Errorf("%s against two workers on the CPU: %v", name, err)
+				}
+			}
+		})
+	}
+}
+
+// closeBits compares float32 bit patterns within tol relative to the
+// largest magnitude.
+func closeBits(a, b []uint32, tol float64) error {
+	if len(a) != len(b) {
+		return fmt.Errorf("%d values, want %d", len(a), len(b))
+	}
+	fa, fb := make([]float32, len(a)), make([]float32, len(b))
+	for i := range a {
+		fa[i], fb[i] = math.Float32frombits(a[i]), math.Float32frombits(b[i])
+	}
+	return closeRel([][]float32{fa}, [][]float32{fb}, tol)
+}
+
+// failingGPU is a backend whose GEMM fails as a GPU out of memory does,
+// after ok calls.
+type failingGPU struct {
+	kernels.Backend
+	ok int
+}
+
+func (f *failingGPU) Gemm(ta, tb bool, alpha float32, a, b *kernels.Mat, beta float32, c *kernels.Mat) {
+	if f.ok == 0 {
+		panic(&kernels.DeviceError{Device: "test GPU", Op: "allocating 96.0 MiB", Err: errors.New("out of memory")})
+	}
+	f.ok--
+	f.Backend.Gemm(ta, tb, alpha, a, b, beta, c)
+}
+
+// TestDeviceFailureIsAnError wants a GPU's failure in one worker's pass,
+// on its own goroutine, to end Run with the device's error, not to crash
+// the process.
+func TestDeviceFailureIsAnError(t *testing.T) {
+	d := load(t, synthDataset(t, 300, 16))
+	o := gpuTestOptions(nn.GraphSAGE)
+	o.EvalEvery = 0
+	ok := kernels.NewEmulatedGPU(0)
+	bad := &failingGPU{Backend: kernels.NewEmulatedGPU(1), ok: 7}
+	o.Backends = []kernels.Backend{ok, bad}
+	tr, err := New(ok, d.g, append([]float32(nil), d.feat...), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tr.Run(context.Background(), nil)
+	var de *kernels.DeviceError
+	if !errors.As(err, &de) || de.Device != "test GPU" {
+		t.Fatalf("Run: %v, want the test GPU's DeviceError", err)
+	}
+}
