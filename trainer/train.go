@@ -216,11 +216,11 @@ type Trainer struct {
 	feats      []*kernels.Mat
 	concurrent bool
 	feat       *kernels.Mat  // the in-memory features on b; nil out of core
-	src   FeatureSource // out of core: where batches' rows come from
-	deg   []int32
-	forms nn.BlockForms
-	evals [2]*sample.Sampler // validation, test; nil when the split is empty
-	x     *kernels.Mat       // evaluation's gathered input
+	src        FeatureSource // out of core: where batches' rows come from
+	deg        []int32
+	forms      nn.BlockForms
+	evals      [2]*sample.Sampler // validation, test; nil when the split is empty
+	x          *kernels.Mat       // evaluation's gathered input
 	// lastInputs are the input rows of the step trained last, one list per
 	// worker with a batch (for Probe).
 	lastInputs [][]int32
