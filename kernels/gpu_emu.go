@@ -30,10 +30,10 @@ type emuDevice struct {
 // CPU: the CUDA kernels compiled as C, run one thread at a time, device
 // memory in the C heap. It is slow, and exists to check the GPU backend,
 // and code that runs several GPUs, on machines without one; ordinal only
-// names it.
-func NewEmulatedGPU(ordinal int) *GPU {
+// names it. It fails only in a build without cgo.
+func NewEmulatedGPU(ordinal int) (*GPU, error) {
 	g, _ := newEmuGPU(ordinal)
-	return g
+	return g, nil
 }
 
 func newEmuGPU(ordinal int) (*GPU, *emuDevice) {

@@ -50,9 +50,9 @@ func TestWorkersOnTheirOwnGPUs(t *testing.T) {
 	for _, kind := range nn.Kinds() {
 		t.Run(string(kind), func(t *testing.T) {
 			o := gpuTestOptions(kind)
-			g0 := kernels.NewEmulatedGPU(0)
+			g0 := emuGPU(t, 0)
 			one, _ := runOn(t, d, o, []kernels.Backend{g0, g0})
-			two, res := runOn(t, d, o, []kernels.Backend{kernels.NewEmulatedGPU(0), kernels.NewEmulatedGPU(1)})
+			two, res := runOn(t, d, o, []kernels.Backend{emuGPU(t, 0), emuGPU(t, 1)})
 			if res.Epochs[0].Batches < 2 {
 				t.Fatalf("%d steps, want several", res.Epochs[0].Batches)
 			}
@@ -68,7 +68,7 @@ func TestWorkersOnTheirOwnGPUs(t *testing.T) {
 			}
 			c0 := cpu()
 			onCPU, _ := runOn(t, d, o, []kernels.Backend{c0, c0})
-			mixed, _ := runOn(t, d, o, []kernels.Backend{cpu(), kernels.NewEmulatedGPU(0)})
+			mixed, _ := runOn(t, d, o, []kernels.Backend{cpu(), emuGPU(t, 0)})
 			for name, got := range map[string][]uint32{"two GPUs": two, "a CPU and a GPU": mixed} {
 				if err := closeBits(got, onCPU, 1e-4); err != nil {
 					t.Errorf("%s against two workers on the CPU: %v", name, err)
@@ -113,8 +113,8 @@ func TestDeviceFailureIsAnError(t *testing.T) {
 	d := load(t, synthDataset(t, 300, 16))
 	o := gpuTestOptions(nn.GraphSAGE)
 	o.EvalEvery = 0
-	ok := kernels.NewEmulatedGPU(0)
-	bad := &failingGPU{Backend: kernels.NewEmulatedGPU(1), ok: 7}
+	ok := emuGPU(t, 0)
+	bad := &failingGPU{Backend: emuGPU(t, 1), ok: 7}
 	o.Backends = []kernels.Backend{ok, bad}
 	tr, err := New(ok, d.g, append([]float32(nil), d.feat...), o)
 	if err != nil {
@@ -125,4 +125,13 @@ func TestDeviceFailureIsAnError(t *testing.T) {
 	if !errors.As(err, &de) || de.Device != "test GPU" {
 		t.Fatalf("Run: %v, want the test GPU's DeviceError", err)
 	}
+}
+
+func emuGPU(t *testing.T, ordinal int) kernels.Backend {
+	t.Helper()
+	g, err := kernels.NewEmulatedGPU(ordinal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }

@@ -178,7 +178,10 @@ type Result struct {
 	// fresh run).
 	ResumedEpoch, ResumedBatch int
 	Params                     int
-	Backend                    string
+	// Backend names worker 0's backend, Devices every worker's when they
+	// run on backends of their own (one GPU each).
+	Backend string
+	Devices []string
 }
 
 // Reporter receives progress; both methods are called from the training
@@ -485,6 +488,11 @@ func (t *Trainer) Run(ctx context.Context, rep Reporter) (_ *Result, err error) 
 		}
 	}()
 	res := &Result{Params: t.model.NumParams(), Backend: t.b.Name()}
+	if t.concurrent {
+		for _, b := range t.bs {
+			res.Devices = append(res.Devices, b.Name())
+		}
+	}
 	if t.o.Checkpoint != "" && !t.o.Resume {
 		if err := CheckCheckpointDir(t.o.Checkpoint); err != nil {
 			return nil, err

@@ -17,7 +17,6 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
-	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/tpc"
 	"github.com/gnnplan/gnnplan/trainer"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
@@ -35,8 +34,10 @@ type trainOptions struct {
 	Fanouts string
 	Output  string
 	BLAS    string
-	// Device is where the kernels run: "cpu", or "cuda" (GPU 0, in a
-	// build with the cuda tag).
+	// GPUs is --gpus: which GPUs get a worker each.
+	GPUs string
+	// Device is where the kernels run: "cpu", "cuda" (a build with the
+	// cuda tag) or "cuda-emulated".
 	Device string
 	// Set records which flags were given, so the plan's workload and the
 	// model's defaults fill only the others.
@@ -153,7 +154,8 @@ the parameters an uninterrupted run would have.`,
 	f.BoolVar(&opts.RowNormalize, "row-normalize", true, "scale each feature row to unit L1 norm (sum 1 for non-negative features, the papers' preprocessing; default off with --plan)")
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed for initialisation, shuffling, sampling and dropout")
 	f.IntVar(&opts.Threads, "threads", 0, "threads for kernels and sampling (0: one per core)")
-	f.StringVar(&opts.Device, "device", "cpu", "where the kernels run: cpu, or cuda (the first GPU; needs a binary built with make build-cuda)")
+	f.StringVar(&opts.Device, "device", deviceCPU, "where the kernels run: cpu; cuda (a worker per GPU; needs a binary built with make build-cuda); or cuda-emulated (the CUDA kernels run on the CPU, slowly: the GPU code path without a GPU)")
+	f.StringVar(&opts.GPUs, "gpus", "", "with --device cuda: the GPUs to train on, a worker each: all, a count N (the first N), or ordinals such as 0,2 (default: the plan's GPU count, else all)")
 	f.StringVar(&opts.BLAS, "blas", "", "GEMM library: openblas, gonum, or a path to a libopenblas.so (default: OpenBLAS when it loads)")
 	f.StringVar(&opts.Checkpoint, "checkpoint", "", "directory to checkpoint into after every epoch and on Ctrl-C")
 	f.BoolVar(&opts.Resume, "resume", false, "continue from the checkpoint in --checkpoint")
@@ -189,6 +191,7 @@ type trainReport struct {
 	Model          nn.Config            `json:"model"`
 	Params         int                  `json:"params"`
 	Backend        string               `json:"backend"`
+	Devices        []string             `json:"devices,omitempty"`
 	Fanouts        []int                `json:"fanouts"`
 	BatchSize      int                  `json:"batch_size"`
 	LR             float32              `json:"lr"`
@@ -360,25 +363,18 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 			return err
 		}
 	}
-	var be kernels.Backend
-	switch o.Device {
-	case "cpu":
-		cpu, err := kernels.NewCPU(kernels.CPUOptions{Threads: o.Threads, BLAS: o.BLAS})
-		if err != nil {
-			return usageErrorf("--blas: %v", err)
+	bs, devNotes, err := trainBackends(o, plan)
+	if err != nil {
+		return err
+	}
+	notes = append(notes, devNotes...)
+	be := bs[0]
+	if len(bs) > 1 {
+		// One worker per GPU.
+		if o.Set("workers") && o.Workers != len(bs) {
+			return usageErrorf("--workers %d: --device %s runs one worker per GPU, and --gpus gives %d", o.Workers, o.Device, len(bs))
 		}
-		if n := cpu.Note(); n != "" {
-			notes = append(notes, n)
-		}
-		be = cpu
-	case "cuda":
-		gpu, err := kernels.NewCUDA(0)
-		if err != nil {
-			return usageErrorf("--device cuda: %v", err)
-		}
-		be = gpu
-	default:
-		return usageErrorf("--device %q: valid: cpu, cuda", o.Device)
+		to.Workers, to.Backends = len(bs), bs
 	}
 	tr, err := trainer.New(be, g, feats, to)
 	if err != nil {
@@ -388,7 +384,7 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 	if o.Output == "table" {
 		fmt.Fprintf(o.IO.Out, "training %s on %s (%d vertices, %d training): %d layers, hidden %d, %d parameters, fanouts %s, batch %s; %s\n",
 			cfg.Kind, g.Meta.Name, g.Meta.NumNodes, len(g.Train), cfg.Layers, cfg.Hidden, tr.Model().NumParams(),
-			strings.Trim(strings.Join(strings.Fields(fmt.Sprint(to.Fanouts)), ","), "[]"), batchName(to.BatchSize), be.Name())
+			strings.Trim(strings.Join(strings.Fields(fmt.Sprint(to.Fanouts)), ","), "[]"), batchName(to.BatchSize), describeBackends(bs))
 		if src != nil {
 			fmt.Fprintf(o.IO.Out, "features out of core: %s\n", describeStore(src))
 		}
@@ -424,7 +420,7 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 		samples += e.SamplesPerSecond * e.Seconds
 		secs += e.Seconds
 	}
-	r := trainReport{SchemaVersion: 1, Dataset: g.Meta.Name, Model: cfg, Params: res.Params, Backend: res.Backend,
+	r := trainReport{SchemaVersion: 1, Dataset: g.Meta.Name, Model: cfg, Params: res.Params, Backend: res.Backend, Devices: res.Devices,
 		Fanouts: to.Fanouts, BatchSize: to.BatchSize, LR: to.LR, WeightDecay: to.WeightDecay, Seed: to.Seed,
 		Epochs: res.Epochs, BestEpoch: res.BestEpoch, BestValAcc: res.BestValAcc, TestAcc: res.TestAcc,
 		Stop: res.Stop, ResumedEpoch: res.ResumedEpoch, TrainSeconds: wall, Notes: notes, Features: "memory"}
@@ -606,7 +602,7 @@ func checkComputeDevices(o *trainOptions, plan *tpc.Plan) error {
 	if o.Workers < 0 {
 		return usageErrorf("--workers: %d (valid: >= 1)", o.Workers)
 	}
-	if plan == nil || plan.Hardware.GPUs == 0 || o.Set("workers") || o.Device == "cuda" {
+	if plan == nil || plan.Hardware.GPUs == 0 || o.Set("workers") || o.Device != deviceCPU {
 		return nil
 	}
 	h := plan.Hardware

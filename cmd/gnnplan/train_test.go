@@ -208,6 +208,9 @@ func TestTrainBadInputExitsTwo(t *testing.T) {
 		{"heads for a model without attention", []string{"--heads", "4"}, "only GAT"},
 		{"unknown output", []string{"-o", "yaml"}, "--output"},
 		{"unknown device", []string{"--device", "tpu"}, `--device "tpu": valid: cpu, cuda`},
+		{"GPUs on the CPU", []string{"--gpus", "2"}, "--gpus 2: needs --device cuda"},
+		{"no emulated GPUs", []string{"--device", "cuda-emulated", "--gpus", "0"}, `--gpus "0": with --device cuda-emulated, a count N >= 1`},
+		{"workers other than the GPUs", []string{"--device", "cuda-emulated", "--gpus", "2", "--workers", "3"}, "--workers 3: --device cuda-emulated runs one worker per GPU, and --gpus gives 2"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
