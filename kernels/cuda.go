@@ -3,9 +3,14 @@
 package kernels
 
 /*
-#cgo LDFLAGS: -ldl
+#cgo LDFLAGS: -ldl -lcuda
+#include <cuda.h>
 #include <dlfcn.h>
 #include <stdlib.h>
+
+// Page-locked host memory: gorgonia.org/cu frees it but cannot allocate it.
+static int gp_mem_alloc_host(void **p, size_t n) { return (int)cuMemAllocHost(p, n); }
+static int gp_mem_free_host(void *p) { return (int)cuMemFreeHost(p); }
 
 // cuBLAS is opened with dlopen: its soname changes with every CUDA major
 // version, and a missing one must be a clear message, not a link error.
@@ -47,6 +52,7 @@ var cublasSonames = []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so
 // goroutine (the garbage collector's cleanups free memory from theirs).
 type cudaDevice struct {
 	label   string
+	gpu     GPUInfo
 	ordinal int
 	dev     cu.Device
 	ctx     cu.CUContext
@@ -108,6 +114,10 @@ func (d *cudaDevice) init(ordinal int) error {
 		return fmt.Errorf("cuda: GPU %d: %w", ordinal, err)
 	}
 	d.label = fmt.Sprintf("%s (GPU %d, sm_%d%d, %.1f GiB)", name, ordinal, major, minor, float64(mem)/(1<<30))
+	d.gpu = GPUInfo{Ordinal: ordinal, Name: name, MemoryBytes: mem, ComputeCapability: fmt.Sprintf("%d.%d", major, minor)}
+	if bus, err := pciBusID(dev); err == nil {
+		d.gpu.PCIBusID = bus
+	}
 	if major < 7 {
 		return fmt.Errorf("cuda: %s: compute capability %d.%d, the kernels' PTX needs 7.0 or later", d.label, major, minor)
 	}
@@ -305,4 +315,39 @@ func cublasOp(t bool) C.int {
 		return 1
 	}
 	return 0
+}
+
+// pciBusID is dev's PCI address as sysfs writes it, "0000:65:00.0".
+func pciBusID(dev cu.Device) (string, error) {
+	var id [3]int
+	for i, a := range []cu.DeviceAttribute{cu.PciDomainID, cu.PciBusID, cu.PciDeviceID} {
+		v, err := dev.Attribute(a)
+		if err != nil {
+			return "", err
+		}
+		id[i] = v
+	}
+	return fmt.Sprintf("%04x:%02x:%02x.0", id[0], id[1], id[2]), nil
+}
+
+func (d *cudaDevice) info() GPUInfo { return d.gpu }
+
+func (d *cudaDevice) hostAlloc(bytes int) (unsafe.Pointer, error) {
+	var p unsafe.Pointer
+	var r C.int
+	d.do(func() { r = C.gp_mem_alloc_host(&p, C.size_t(bytes)) })
+	if r != 0 {
+		return nil, fmt.Errorf("cuMemAllocHost of %.1f MiB failed with CUDA error %d", float64(bytes)/(1<<20), int(r))
+	}
+	return p, nil
+}
+
+func (d *cudaDevice) hostFree(p unsafe.Pointer) {
+	d.do(func() { C.gp_mem_free_host(p) })
+}
+
+func (d *cudaDevice) sync() {
+	var err error
+	d.do(func() { err = cu.Synchronize() })
+	d.must("synchronising", err)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"time"
 	"unsafe"
 )
 
@@ -32,6 +33,27 @@ type device interface {
 	// sgemm is cublasSgemm on device pointers (column-major, alpha and
 	// beta on the host).
 	sgemm(g cublasGemm, alpha float32, a, b uintptr, beta float32, c uintptr)
+	// hostAlloc returns bytes of page-locked host memory, which the GPU
+	// copies from at the link's full rate; hostFree releases it.
+	hostAlloc(bytes int) (unsafe.Pointer, error)
+	hostFree(p unsafe.Pointer)
+	// sync waits until every launch and copy queued so far has finished.
+	sync()
+	// info describes the GPU.
+	info() GPUInfo
+}
+
+// GPUInfo is what the driver says of a GPU.
+type GPUInfo struct {
+	Ordinal int    `json:"ordinal"`
+	Name    string `json:"name"`
+	// MemoryBytes is the device memory in bytes.
+	MemoryBytes int64 `json:"memory_bytes"`
+	// PCIBusID is the GPU's PCI address, "0000:65:00.0" (empty when
+	// emulated).
+	PCIBusID string `json:"pci_bus_id,omitempty"`
+	// ComputeCapability is "9.0" for an H100.
+	ComputeCapability string `json:"compute_capability,omitempty"`
 }
 
 // devBuf is one device allocation; its cleanup frees it once no Mat or
@@ -602,6 +624,47 @@ func (g *GPU) Adam(p, gr, m, v *Mat, o AdamStep) {
 }
 
 var _ Backend = (*GPU)(nil)
+
+// Info returns what the driver says of the GPU.
+func (g *GPU) Info() GPUInfo { return g.dev.info() }
+
+// Sync waits until the GPU has finished everything queued on it.
+func (g *GPU) Sync() { g.dev.sync() }
+
+// MeasureCopy times copies of bytes from host memory to the GPU for about
+// d each way it can: from page-locked (pinned) memory, how staging buffers
+// feed the GPU, and from ordinary pageable memory, which the driver
+// stages through its own pinned buffer. It returns both rates in GB/s
+// (decimal), the host-to-device bandwidth the TPC model's PCIe link is.
+func (g *GPU) MeasureCopy(bytes int, d time.Duration) (pinnedGBps, pageableGBps float64, err error) {
+	dst, err := g.dev.alloc(bytes)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%s: %w", g.dev.name(), err)
+	}
+	defer g.dev.free(dst)
+	pinned, err := g.dev.hostAlloc(bytes)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%s: pinned host memory: %w", g.dev.name(), err)
+	}
+	defer g.dev.hostFree(pinned)
+	pageable := make([]byte, bytes)
+	rate := func(src unsafe.Pointer) float64 {
+		g.dev.upload(dst, src, bytes) // untimed: first-touch and mapping costs
+		g.dev.sync()
+		n := 0
+		start := time.Now()
+		for n == 0 || time.Since(start) < d {
+			g.dev.upload(dst, src, bytes)
+			n++
+		}
+		g.dev.sync()
+		return float64(bytes) * float64(n) / time.Since(start).Seconds() / 1e9
+	}
+	pinnedGBps = rate(pinned)
+	pageableGBps = rate(unsafe.Pointer(&pageable[0]))
+	runtime.KeepAlive(pageable)
+	return pinnedGBps, pageableGBps, nil
+}
 
 // DeviceError is a device's failure: no room for an allocation, a failed
 // launch, copy or GEMM. The Backend interface has no error returns (a

@@ -16,7 +16,8 @@ import (
 // side, the launch geometry, the kernels' arithmetic and the trainer's
 // multi-GPU code are tested without a GPU.
 type emuDevice struct {
-	label string
+	label   string
+	ordinal int
 	emu   *cudac.Device
 	mu    sync.Mutex
 	// live counts allocations, launches counts launches by kernel, peer
@@ -37,7 +38,7 @@ func NewEmulatedGPU(ordinal int) (*GPU, error) {
 }
 
 func newEmuGPU(ordinal int) (*GPU, *emuDevice) {
-	d := &emuDevice{label: fmt.Sprintf("GPU %d emulated on the CPU (kernels/internal/cudac)", ordinal), emu: cudac.New(), launches: map[kernelID]int{}}
+	d := &emuDevice{ordinal: ordinal, label: fmt.Sprintf("GPU %d emulated on the CPU (kernels/internal/cudac)", ordinal), emu: cudac.New(), launches: map[kernelID]int{}}
 	return newGPU(d), d
 }
 
@@ -92,3 +93,13 @@ func (d *emuDevice) launch(k kernelID, grid, block uint32, a *gpArgs) {
 func (d *emuDevice) sgemm(g cublasGemm, alpha float32, a, b uintptr, beta float32, c uintptr) {
 	cudac.Sgemm(g.TransA, g.TransB, g.M, g.N, g.K, alpha, a, g.LDA, b, g.LDB, beta, c, g.LDC)
 }
+
+func (d *emuDevice) hostAlloc(bytes int) (unsafe.Pointer, error) { return cudac.HostAlloc(bytes), nil }
+
+func (d *emuDevice) hostFree(p unsafe.Pointer) { cudac.HostFree(p) }
+
+// sync has nothing to wait for: every emulated call finishes before it
+// returns.
+func (d *emuDevice) sync() {}
+
+func (d *emuDevice) info() GPUInfo { return GPUInfo{Ordinal: d.ordinal, Name: d.label} }

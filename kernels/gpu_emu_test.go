@@ -7,7 +7,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/gnnplan/gnnplan/kernels/internal/cudac"
@@ -194,5 +196,26 @@ func TestTransfer(t *testing.T) {
 		if wantPeers := map[bool]int{true: 1, false: 0}[tc.peer != nil]; peers != wantPeers {
 			t.Errorf("%s: %d peer copies, want %d", tc.name, peers, wantPeers)
 		}
+	}
+}
+
+// TestMeasureOnAGPU runs the profile's GPU measurements on an emulated
+// GPU: copies from pinned and pageable memory and GEMM give rates, and
+// the device says which GPU it is.
+func TestMeasureOnAGPU(t *testing.T) {
+	g, d := newEmuGPU(3)
+	live := d.live
+	pinned, pageable, err := g.MeasureCopy(1<<20, time.Millisecond)
+	if err != nil || !(pinned > 0) || !(pageable > 0) {
+		t.Errorf("MeasureCopy: %g, %g GB/s, %v", pinned, pageable, err)
+	}
+	if d.live != live {
+		t.Errorf("MeasureCopy left %d device allocations", d.live-live)
+	}
+	if r := MeasureGemm(g, 64, 32, 16, time.Millisecond); !(r > 0) {
+		t.Errorf("MeasureGemm: %g GFLOP/s", r)
+	}
+	if info := g.Info(); info.Ordinal != 3 || !strings.Contains(info.Name, "GPU 3") {
+		t.Errorf("Info: %+v", info)
 	}
 }

@@ -128,6 +128,13 @@ func (d *Device) Launch(name string, grid, block uint32, a *Args) error {
 // gives one.
 func Alloc(bytes int) uintptr { return uintptr(C.gp_alloc(C.size_t(max(bytes, 1)))) }
 
+// HostAlloc returns bytes of host memory from the C heap (the emulation's
+// pinned memory); HostFree releases it.
+func HostAlloc(bytes int) unsafe.Pointer { return C.malloc(C.size_t(max(bytes, 1))) }
+
+// HostFree releases a HostAlloc.
+func HostFree(p unsafe.Pointer) { C.free(p) }
+
 // Free releases an Alloc.
 func Free(p uintptr) { C.gp_free(C.ulonglong(p)) }
 
