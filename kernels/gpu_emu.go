@@ -18,8 +18,8 @@ import (
 type emuDevice struct {
 	label   string
 	ordinal int
-	emu   *cudac.Device
-	mu    sync.Mutex
+	emu     *cudac.Device
+	mu      sync.Mutex
 	// live counts allocations, launches counts launches by kernel, peer
 	// counts peer copies into this device.
 	live     int
