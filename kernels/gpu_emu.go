@@ -102,4 +102,6 @@ func (d *emuDevice) hostFree(p unsafe.Pointer) { cudac.HostFree(p) }
 // returns.
 func (d *emuDevice) sync() {}
 
-func (d *emuDevice) info() GPUInfo { return GPUInfo{Ordinal: d.ordinal, Name: d.label} }
+func (d *emuDevice) info() GPUInfo {
+	return GPUInfo{Ordinal: d.ordinal, Name: "emulated on the CPU (kernels/internal/cudac)"}
+}

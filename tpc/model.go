@@ -41,6 +41,19 @@ type Assumptions struct {
 	// (about a hundred per forward and backward, a few microseconds each),
 	// host synchronisation and the framework's per-step work.
 	BatchOverheadS float64 `json:"batch_overhead_s"`
+	// MeasuredGPUs replaces catalog figures with a GPU's measured ones
+	// (gnnplan profile on a machine with it), by catalog key.
+	MeasuredGPUs map[string]MeasuredGPU `json:"measured_gpus,omitempty"`
+}
+
+// MeasuredGPU is what `gnnplan profile` measured on a GPU: GEMM at a
+// training shape stands for its compute rate (instead of the FP32 peak
+// times ComputeEfficiency) and host-to-device copies from pinned memory
+// for its PCIe link (the gradient all-reduce's rate).
+type MeasuredGPU struct {
+	Name       string  `json:"name"` // as the driver names it
+	GEMMTFLOPS float64 `json:"gemm_TFLOPS"`
+	H2DGBps    float64 `json:"h2d_GBps"`
 }
 
 // DefaultAssumptions returns the assumptions the papers' setups imply.
@@ -177,12 +190,21 @@ func trainCosts(w Workload, hw Hardware, a Assumptions) BatchTrainCosts {
 	for _, e := range b.SampledEdges {
 		edges += e
 	}
-	c := BatchTrainCosts{ComputeS: b.FLOPs / (hw.GPU.FP32TFLOPS * 1e12 * a.ComputeEfficiency), OverheadS: a.BatchOverheadS}
+	rate := hw.GPU.FP32TFLOPS * 1e12 * a.ComputeEfficiency
+	link := topology.PCIeGBps(hw.GPU.PCIeGen, hw.GPU.Lanes)
+	if m, ok := a.MeasuredGPUs[hw.GPU.Key]; ok {
+		if m.GEMMTFLOPS > 0 {
+			rate = m.GEMMTFLOPS * 1e12
+		}
+		if m.H2DGBps > 0 {
+			link = m.H2DGBps
+		}
+	}
+	c := BatchTrainCosts{ComputeS: b.FLOPs / rate, OverheadS: a.BatchOverheadS}
 	if a.GPUSampleEdgesPerS > 0 {
 		c.SampleS = edges / a.GPUSampleEdgesPerS
 	}
 	if n := hw.GPUs; n > 1 {
-		link := topology.PCIeGBps(hw.GPU.PCIeGen, hw.GPU.Lanes)
 		if link > 0 {
 			c.AllReduceS = 2 * float64(n-1) / float64(n) * float64(4*w.Params()) / (link * 1e9)
 		}
@@ -201,6 +223,10 @@ func predict(w Workload, hw Hardware, host profiles.HostCost, ioSecs float64, s 
 	p.BatchTrain = trainCosts(w, hw, a)
 	p.TrainTimeSource = fmt.Sprintf("catalog FP32 peak (%g TFLOPS) x efficiency %g x model FLOPs per batch, plus sampling at %.0f M edges/s, %.1f ms per batch fixed and the gradient all-reduce over PCIe",
 		hw.GPU.FP32TFLOPS, a.ComputeEfficiency, a.GPUSampleEdgesPerS/1e6, 1000*a.BatchOverheadS)
+	if m, ok := a.MeasuredGPUs[hw.GPU.Key]; ok {
+		p.TrainTimeSource = fmt.Sprintf("measured on a %s: GEMM %.1f TFLOPS x model FLOPs per batch, plus sampling at %.0f M edges/s, %.1f ms per batch fixed and the gradient all-reduce at the measured %.1f GB/s host-to-device",
+			m.Name, m.GEMMTFLOPS, a.GPUSampleEdgesPerS/1e6, 1000*a.BatchOverheadS, m.H2DGBps)
+	}
 	// Each GPU trains its share of the batches, whole: one batch keeps one
 	// GPU busy however many there are.
 	p.EpochTrainSecs = p.BatchTrain.Total() * math.Ceil(batches/float64(max(hw.GPUs, 1)))

@@ -353,6 +353,16 @@ func TestPerBatchCostsBoundASmallGraph(t *testing.T) {
 	if !(two > 0 && four > two) {
 		t.Errorf("all-reduce %v s on 2 GPUs, %v s on 4: want positive and growing", two, four)
 	}
+	// A measured GPU's rates replace the catalog's: twice the catalog
+	// rate halves the compute, half the link doubles the all-reduce.
+	catalog := trainCosts(w, hw, req.Assumptions)
+	am := req.Assumptions
+	am.MeasuredGPUs = map[string]MeasuredGPU{b.GPU.Key: {Name: "test", GEMMTFLOPS: 2 * b.GPU.FP32TFLOPS * am.ComputeEfficiency,
+		H2DGBps: topology.PCIeGBps(b.GPU.PCIeGen, b.GPU.Lanes) / 2}}
+	measured := trainCosts(w, hw, am)
+	if math.Abs(measured.ComputeS-catalog.ComputeS/2) > 1e-9*catalog.ComputeS || math.Abs(measured.AllReduceS-2*catalog.AllReduceS) > 1e-9*catalog.AllReduceS {
+		t.Errorf("measured GPU: compute %g s, all-reduce %g s; catalog %g, %g: want half and double", measured.ComputeS, measured.AllReduceS, catalog.ComputeS, catalog.AllReduceS)
+	}
 	gat, err := w.WithModel(ModelGAT)
 	if err != nil {
 		t.Fatal(err)

@@ -32,6 +32,8 @@ type profileOptions struct {
 	// generated power-law graph); NoCompute skips the compute rates.
 	Dataset   string
 	NoCompute bool
+	// GPUDevice and GPUs pick the GPUs measured.
+	GPUDevice, GPUs string
 }
 
 func newProfileCmd(d *deps, runF func(context.Context, *profileOptions) error) *cobra.Command {
@@ -44,7 +46,10 @@ the feature row size, with O_DIRECT and io_uring (or the pread pool where
 io_uring is unavailable), at several queue depths; memory copy bandwidth;
 and the CPU's training rates: GEMM at a training shape with the trainer's
 kernels, and the neighbour sampler's edges per second on one core (on
---dataset's graph, or a generated one). -o json prints the profile; --save
+--dataset's graph, or a generated one). In a build with CUDA, each GPU's
+host-to-device copy rate (from pinned and pageable memory) and GEMM rate,
+which recommend --measured uses for that GPU model instead of the catalog's
+PCIe link and FP32 peak. -o json prints the profile; --save
 writes it, for "gnnplan recommend --measured FILE" (instead of catalog
 figures), "gnnplan recommend --this-machine --measured FILE" and
 "gnnplan train --measured FILE".
@@ -83,7 +88,9 @@ Notes (the reader's engine fallback, a non-SSD directory) are printed.`,
 	f.StringVarP(&o.Output, "output", "o", "table", "output format: table, json")
 	f.StringVar(&o.Save, "save", "", "also write the profile as JSON to this file")
 	f.StringVar(&o.Dataset, "dataset", "", "measure the sampler's rate on this dataset's graph (default: a generated power-law graph of 500k vertices)")
-	f.BoolVar(&o.NoCompute, "no-compute", false, "skip the compute rates (GEMM, sampling)")
+	f.BoolVar(&o.NoCompute, "no-compute", false, "skip the compute rates (GEMM, sampling; GPUs too)")
+	f.StringVar(&o.GPUDevice, "gpu-device", "auto", "GPUs to measure (copies to each from pinned and pageable memory, GEMM): auto (the driver's, in a build with CUDA), cuda, cuda-emulated (the GPU code path on the CPU; its rates describe the CPU), none")
+	f.StringVar(&o.GPUs, "gpus", "", "which GPUs: all, a count N, or ordinals such as 0,2 (default all)")
 	return cmd
 }
 
@@ -96,6 +103,11 @@ func runProfile(ctx context.Context, o *profileOptions) error {
 		if p.Compute, err = profileCompute(ctx, o); err != nil {
 			return err
 		}
+		var notes []string
+		if p.GPUs, notes, err = profileGPUs(ctx, o); err != nil {
+			return err
+		}
+		p.Notes = append(p.Notes, notes...)
 	}
 	var js bytes.Buffer
 	enc := json.NewEncoder(&js)
@@ -135,10 +147,22 @@ func runProfile(ctx context.Context, o *profileOptions) error {
 		fmt.Fprintf(out, "compute: GEMM %dx%dx%d %.1f GFLOP/s on %d cores (%s); sampling %.2f M edges/s per core (%s)\n",
 			c.GEMMShape[0], c.GEMMShape[1], c.GEMMShape[2], c.GEMMGFLOPS, c.Cores, c.Backend, c.SamplerEdgesPerSPerCore/1e6, c.SamplerGraph)
 	}
+	for _, g := range p.GPUs {
+		fmt.Fprintf(out, "GPU %d %s (%.1f GiB%s): host to device %.1f GB/s pinned, %.1f GB/s pageable; GEMM %dx%dx%d %.0f GFLOP/s\n",
+			g.Ordinal, g.Name, g.MemoryGiB, busSuffix(g.PCIBusID), g.H2DPinnedGBps, g.H2DPageableGBps, g.GEMMShape[0], g.GEMMShape[1], g.GEMMShape[2], g.GEMMGFLOPS)
+	}
 	for _, n := range p.Notes {
 		fmt.Fprintf(out, "note: %s\n", n)
 	}
 	return nil
+}
+
+// busSuffix is ", at ADDR" for a known PCI address.
+func busSuffix(addr string) string {
+	if addr == "" {
+		return ""
+	}
+	return ", at " + addr
 }
 
 // loadMeasured reads a profile written by `gnnplan profile --save`.

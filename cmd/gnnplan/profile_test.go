@@ -88,3 +88,44 @@ func TestProfileRefusesANonBlockDirectory(t *testing.T) {
 		t.Errorf("--allow-non-block: the output does not flag the directory:\n%s", out)
 	}
 }
+
+// TestProfileGPUsReachRecommend: a profile's GPUs (here the emulated ones,
+// then an H100 as a real profile names it) reach recommend --measured:
+// a GPU the catalog knows replaces the catalog's compute rate and link in
+// the plan's training time; one it does not is named in a note.
+func TestProfileGPUsReachRecommend(t *testing.T) {
+	dir := t.TempDir()
+	save := filepath.Join(dir, "profile.json")
+	data := synthData(t, dir, "--nodes", "2000", "--edges", "10000", "--feature-dim", "8")
+	code, out, errOut := runCLI(t, "profile", "--ssd-dir", dir, "--feature-bytes", "512", "--depths", "1", "--seconds", "0.05",
+		"--file-size-mib", "4", "-o", "json", "--save", save, "--allow-non-block", "--dataset", data, "--gpu-device", "cuda-emulated", "--gpus", "2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var p store.MachineProfile
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.GPUs) != 2 || p.GPUs[1].Ordinal != 1 || !(p.GPUs[0].H2DPinnedGBps > 0) || !(p.GPUs[0].GEMMGFLOPS > 0) {
+		t.Fatalf("GPUs %+v: want two measured", p.GPUs)
+	}
+	code, _, errOut = runCLI(t, "recommend", "--measured", save, "--top", "1")
+	if code != 0 || !strings.Contains(errOut, "GPU 0 (emulated on the CPU (kernels/internal/cudac), 0.0 GiB) matches no catalog GPU") {
+		t.Errorf("exit %d, stderr %q: want a note that the emulated GPUs match no catalog GPU", code, errOut)
+	}
+
+	p.GPUs = []store.GPUProfile{{Ordinal: 0, Name: "NVIDIA H100 PCIe", MemoryGiB: 79.6, H2DPinnedGBps: 25.1, GEMMGFLOPS: 40000, GEMMShape: [3]int{8192, 256, 256}}}
+	js, _ := json.Marshal(p)
+	os.WriteFile(save, js, 0o644)
+	plan := filepath.Join(dir, "plan.json")
+	code, _, errOut = runCLI(t, "recommend", "--measured", save, "--gpu-model", "h100-80gb-pcie", "--gpus", "2", "--budget", "200000", "-o", plan)
+	if code != 0 {
+		t.Fatalf("recommend --measured with an H100: exit %d: %s", code, errOut)
+	}
+	raw, _ := os.ReadFile(plan)
+	for _, want := range []string{`"measured_gpus"`, "measured on a NVIDIA H100 PCIe: GEMM 40.0 TFLOPS", "measured 25.1 GB/s host-to-device"} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("plan does not mention %q", want)
+		}
+	}
+}

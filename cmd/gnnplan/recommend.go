@@ -200,6 +200,13 @@ func (o *recommendOptions) request(ctx context.Context) (tpc.Request, error) {
 		if p.MemcpyGBps > 0 {
 			req.Assumptions.HostMemGBps = p.MemcpyGBps
 		}
+		gpus, notes := measuredGPUs(p.GPUs, req.Catalog)
+		if len(gpus) > 0 {
+			req.Assumptions.MeasuredGPUs = gpus
+		}
+		for _, n := range notes {
+			fmt.Fprintf(o.IO.Err, "note: --measured %s: %s\n", o.Measured, n)
+		}
 	}
 	return req, nil
 }

@@ -77,7 +77,27 @@ type MachineProfile struct {
 	// Compute is the machine's CPU training rates (nil when not
 	// measured).
 	Compute *ComputeProfile `json:"compute,omitempty"`
-	Notes   []string        `json:"notes,omitempty"`
+	// GPUs is each GPU's measured rates (a build with the cuda tag on a
+	// machine with GPUs).
+	GPUs  []GPUProfile `json:"gpus,omitempty"`
+	Notes []string     `json:"notes,omitempty"`
+}
+
+// GPUProfile is one GPU as the driver names it and as `gnnplan profile`
+// measured it: host-to-device copies (the PCIe link the TPC model
+// charges) and GEMM at a training shape with the trainer's kernels.
+type GPUProfile struct {
+	Ordinal   int     `json:"ordinal"`
+	Name      string  `json:"name"`
+	MemoryGiB float64 `json:"memory_GiB"`
+	PCIBusID  string  `json:"pci_bus_id,omitempty"`
+	Backend   string  `json:"backend"`
+	// H2DPinnedGBps is copies from page-locked memory (how the trainer's
+	// staging buffers feed the GPU), H2DPageableGBps from ordinary memory.
+	H2DPinnedGBps   float64 `json:"h2d_pinned_GBps"`
+	H2DPageableGBps float64 `json:"h2d_pageable_GBps"`
+	GEMMGFLOPS      float64 `json:"gemm_GFLOPS"`
+	GEMMShape       [3]int  `json:"gemm_shape"` // m, k, n
 }
 
 // ComputeProfile is what a CPU worker does per second: GEMM with the
