@@ -214,6 +214,37 @@ func NewCUDAs(ordinals []int) ([]*GPU, error) {
 	return gs, nil
 }
 
+// CUDAGPUs describes every GPU the driver lists, without making a
+// context on any.
+func CUDAGPUs() ([]GPUInfo, error) {
+	n, err := cu.NumDevices()
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %w", err)
+	}
+	out := make([]GPUInfo, 0, n)
+	for i := range n {
+		dev, err := cu.GetDevice(i)
+		if err != nil {
+			return nil, fmt.Errorf("cuda: GPU %d: %w", i, err)
+		}
+		info := GPUInfo{Ordinal: i}
+		if info.Name, err = dev.Name(); err != nil {
+			return nil, fmt.Errorf("cuda: GPU %d: %w", i, err)
+		}
+		if info.MemoryBytes, err = dev.TotalMem(); err != nil {
+			return nil, fmt.Errorf("cuda: GPU %d: %w", i, err)
+		}
+		if major, minor, err := dev.ComputeCapability(); err == nil {
+			info.ComputeCapability = fmt.Sprintf("%d.%d", major, minor)
+		}
+		if bus, err := pciBusID(dev); err == nil {
+			info.PCIBusID = bus
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
 // CUDACount returns the number of GPUs the driver lists.
 func CUDACount() (int, error) {
 	n, err := cu.NumDevices()

@@ -2,18 +2,15 @@
 
 package kernels
 
-import "errors"
-
-// errNoCUDA is every CUDA entry point's error in a build without the
-// cuda tag: the CUDA backend needs the driver API binding, which links
-// only with -tags cuda (see `make cuda-check`).
-var errNoCUDA = errors.New("this gnnplan was built without CUDA: build it with -tags cuda (README: GPUs)")
 
 // NewCUDA fails in a build without the cuda tag.
-func NewCUDA(ordinal int) (*GPU, error) { return nil, errNoCUDA }
+func NewCUDA(ordinal int) (*GPU, error) { return nil, ErrNoCUDA }
 
 // NewCUDAs fails in a build without the cuda tag.
-func NewCUDAs(ordinals []int) ([]*GPU, error) { return nil, errNoCUDA }
+func NewCUDAs(ordinals []int) ([]*GPU, error) { return nil, ErrNoCUDA }
 
 // CUDACount fails in a build without the cuda tag.
-func CUDACount() (int, error) { return 0, errNoCUDA }
+func CUDACount() (int, error) { return 0, ErrNoCUDA }
+
+// CUDAGPUs fails in a build without the cuda tag.
+func CUDAGPUs() ([]GPUInfo, error) { return nil, ErrNoCUDA }

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -665,6 +666,11 @@ func (g *GPU) MeasureCopy(bytes int, d time.Duration) (pinnedGBps, pageableGBps 
 	runtime.KeepAlive(pageable)
 	return pinnedGBps, pageableGBps, nil
 }
+
+// ErrNoCUDA is every CUDA entry point's error in a build without the
+// cuda tag: the CUDA backend needs the driver API binding, which links
+// only with -tags cuda (see `make cuda-check`).
+var ErrNoCUDA = errors.New("this gnnplan was built without CUDA: build it with -tags cuda (README: GPUs)")
 
 // DeviceError is a device's failure: no room for an allocation, a failed
 // launch, copy or GEMM. The Backend interface has no error returns (a

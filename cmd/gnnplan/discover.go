@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/profiles"
 	"github.com/gnnplan/gnnplan/topology"
 )
@@ -25,12 +27,15 @@ type discoverOptions struct {
 	Discover func(context.Context, topology.DiscoverOptions) (*topology.Machine, error)
 	Import   func(ctx context.Context, paths []string) (*topology.Machine, error)
 	Profiles func(name string) (*topology.Machine, error)
+	// DriverGPUs lists the GPUs the CUDA driver sees (a build with the
+	// cuda tag); discovering this machine names its GPUs by them.
+	DriverGPUs func() ([]kernels.GPUInfo, error)
 }
 
 var outputFormats = []string{"table", "tree", "json", "dot"}
 
 func newDiscoverCmd(d *deps, runF func(context.Context, *discoverOptions) error) *cobra.Command {
-	opts := &discoverOptions{IO: d, Discover: topology.Discover, Import: topology.ImportFilesContext, Profiles: profiles.Machine}
+	opts := &discoverOptions{IO: d, Discover: topology.Discover, Import: topology.ImportFilesContext, Profiles: profiles.Machine, DriverGPUs: kernels.CUDAGPUs}
 	cmd := &cobra.Command{
 		Use:   "discover",
 		Short: "Describe a server's sockets, PCIe tree, slots, GPUs, SSDs, NICs and link bandwidths",
@@ -39,7 +44,9 @@ memory, root ports, PCIe switches, slots (occupied or empty, lane width),
 GPUs, NVMe SSDs, NICs, NVLink/xGMI, and every link's capacity in GB/s per
 direction (decimal).
 
-With no flags it reads this machine's sysfs. --sysfs-root reads an unpacked
+With no flags it reads this machine's sysfs; a build with CUDA (make
+build-cuda) also asks the driver, which names each GPU and its memory.
+--sysfs-root reads an unpacked
 sysfs snapshot, --from imports an NCCL/RCCL topology XML, an hwloc XML
 (lstopo --of xml), the text nvidia-smi topo -m or lspci -vvv / lspci -tv
 print (what a text format cannot say is marked assumed; repeat --from to
@@ -104,7 +111,20 @@ func (o *discoverOptions) loadMachine(ctx context.Context) (*topology.Machine, e
 		if root == "" {
 			root = "/"
 		}
-		return o.Discover(ctx, topology.DiscoverOptions{Root: root, UseDmidecode: o.Dmidecode})
+		m, err := o.Discover(ctx, topology.DiscoverOptions{Root: root, UseDmidecode: o.Dmidecode})
+		if err != nil || root != "/" || o.DriverGPUs == nil {
+			// Another root is another machine's tree: this one's driver
+			// does not describe it.
+			return m, err
+		}
+		gpus, err := o.DriverGPUs()
+		switch {
+		case err == nil:
+			applyDriverGPUs(m, gpus, profiles.DefaultCatalog())
+		case !errors.Is(err, kernels.ErrNoCUDA) && m.Summarize().GPUs > 0:
+			m.Notes = append(m.Notes, "GPUs named from PCI IDs: the CUDA driver did not answer: "+err.Error())
+		}
+		return m, nil
 	}
 }
 

@@ -53,10 +53,10 @@ func TestDiscoverFlags(t *testing.T) {
 				t.Fatal(err)
 			}
 			g := *got
-			if g.IO == nil || g.Discover == nil || g.Import == nil || g.Profiles == nil {
+			if g.IO == nil || g.Discover == nil || g.Import == nil || g.Profiles == nil || g.DriverGPUs == nil {
 				t.Fatal("machine sources not wired")
 			}
-			g.IO, g.Discover, g.Import, g.Profiles = nil, nil, nil, nil
+			g.IO, g.Discover, g.Import, g.Profiles, g.DriverGPUs = nil, nil, nil, nil, nil
 			if !reflect.DeepEqual(g, tc.want) {
 				t.Errorf("options = %+v, want %+v", g, tc.want)
 			}
