@@ -2,7 +2,6 @@
 
 package kernels
 
-
 // NewCUDA fails in a build without the cuda tag.
 func NewCUDA(ordinal int) (*GPU, error) { return nil, ErrNoCUDA }
 
