@@ -94,6 +94,27 @@ func (c *CPU) GatherRows(dst, src *Mat, idx *Index) {
 	})
 }
 
+// GatherRowsTwo implements Backend.
+func (c *CPU) GatherRowsTwo(dst, a, b *Mat, idx *Index) {
+	checkGatherTwo(dst, a, b, idx)
+	ix := idx.h
+	c.rows(dst.Rows, dst.Cols, func(r int) {
+		if i := ix[r]; i >= 0 {
+			copy(dst.row(r), a.row(int(i)))
+		} else {
+			copy(dst.row(r), b.row(int(-1-i)))
+		}
+	})
+}
+
+// checkGatherTwo panics unless GatherRowsTwo's shapes agree (the indices
+// are the caller's to keep in range, as GatherRows's are).
+func checkGatherTwo(dst, a, b *Mat, idx *Index) {
+	if dst.Rows != idx.N || dst.Cols != a.Cols || a.Cols != b.Cols {
+		panic(fmt.Sprintf("kernels: GatherRowsTwo of %d rows of %dx%d and %dx%d into %dx%d", idx.N, a.Rows, a.Cols, b.Rows, b.Cols, dst.Rows, dst.Cols))
+	}
+}
+
 // ScatterAddRows implements Backend. Rows that land on the same dst row
 // are added in the order of idx, whatever the number of threads.
 func (c *CPU) ScatterAddRows(dst, src *Mat, idx *Index) {

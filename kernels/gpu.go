@@ -157,6 +157,7 @@ func (g *GPU) Resize(m *Mat, rows, cols int) {
 
 // Upload implements Backend.
 func (g *GPU) Upload(m *Mat, rows, cols int, src []float32) {
+	defer keepAlive(m)
 	if len(src) != rows*cols {
 		panic(fmt.Sprintf("kernels: Upload of %d values into %dx%d", len(src), rows, cols))
 	}
@@ -169,6 +170,7 @@ func (g *GPU) Upload(m *Mat, rows, cols int, src []float32) {
 
 // Download implements Backend.
 func (g *GPU) Download(dst []float32, m *Mat) {
+	defer keepAlive(m)
 	if len(dst) < m.Len() {
 		panic(fmt.Sprintf("kernels: Download of %dx%d into %d values", m.Rows, m.Cols, len(dst)))
 	}
@@ -196,6 +198,12 @@ func (g *GPU) Wrap(rows, cols int, data []float32) *Mat {
 	return m
 }
 
+// keepAlive keeps the operands of a launch or copy reachable until it
+// has been issued: a kernel gets raw device addresses, and an operand the
+// caller no longer refers to could otherwise have its memory freed by its
+// cleanup while the kernel runs.
+func keepAlive(xs ...any) { runtime.KeepAlive(xs) }
+
 // run launches k over total items.
 func (g *GPU) run(k kernelID, total int64, a *gpArgs) {
 	grid, block := launchGeometry(total)
@@ -209,12 +217,14 @@ func ptr(m *Mat) uint64 { return uint64(m.d) }
 
 // Zero implements Backend.
 func (g *GPU) Zero(m *Mat) {
+	defer keepAlive(m)
 	a := gpArgs{P: [8]uint64{ptr(m)}, N: [8]int64{int64(m.Rows), int64(m.Cols), int64(m.Stride)}}
 	g.run(kFill, int64(m.Len()), &a)
 }
 
 // Copy implements Backend.
 func (g *GPU) Copy(dst, src *Mat) {
+	defer keepAlive(dst, src)
 	sameShape("Copy", dst, src)
 	a := gpArgs{P: [8]uint64{ptr(dst), ptr(src)}, N: [8]int64{int64(dst.Rows), int64(dst.Cols), int64(dst.Stride), int64(src.Stride)}}
 	g.run(kCopy, int64(dst.Len()), &a)
@@ -260,6 +270,7 @@ func (g *GPU) transpose(b *CSR) *gpuTranspose {
 
 // Gemm implements Backend.
 func (g *GPU) Gemm(transA, transB bool, alpha float32, a, b *Mat, beta float32, cm *Mat) {
+	defer keepAlive(a, b, cm)
 	m, n, k := gemmDims(transA, transB, a, b, cm)
 	if m == 0 || n == 0 {
 		return
@@ -274,6 +285,7 @@ func (g *GPU) Gemm(transA, transB bool, alpha float32, a, b *Mat, beta float32, 
 
 // GatherRows implements Backend.
 func (g *GPU) GatherRows(dst, src *Mat, idx *Index) {
+	defer keepAlive(dst, src, idx)
 	if dst.Rows != idx.N || dst.Cols != src.Cols {
 		panic(fmt.Sprintf("kernels: GatherRows of %d rows of %d columns into %dx%d", idx.N, src.Cols, dst.Rows, dst.Cols))
 	}
@@ -282,9 +294,19 @@ func (g *GPU) GatherRows(dst, src *Mat, idx *Index) {
 	g.run(kGatherRows, int64(dst.Len()), &a)
 }
 
+// GatherRowsTwo implements Backend.
+func (g *GPU) GatherRowsTwo(dst, a, b *Mat, idx *Index) {
+	defer keepAlive(dst, a, b, idx)
+	checkGatherTwo(dst, a, b, idx)
+	args := gpArgs{P: [8]uint64{ptr(dst), ptr(a), ptr(b), uint64(idx.d)},
+		N: [8]int64{int64(dst.Rows), int64(dst.Cols), int64(dst.Stride), int64(a.Stride), int64(b.Stride)}}
+	g.run(kGatherRowsTwo, int64(dst.Len()), &args)
+}
+
 // ScatterAddRows implements Backend: the rows landing on one dst row are
 // grouped on the host (in idx order), then each dst row sums its group.
 func (g *GPU) ScatterAddRows(dst, src *Mat, idx *Index) {
+	defer keepAlive(dst, src, idx)
 	if src.Rows != idx.N || dst.Cols != src.Cols {
 		panic(fmt.Sprintf("kernels: ScatterAddRows of %dx%d by %d indices into %dx%d", src.Rows, src.Cols, idx.N, dst.Rows, dst.Cols))
 	}
@@ -303,6 +325,7 @@ func (g *GPU) ScatterAddRows(dst, src *Mat, idx *Index) {
 
 // SegmentMean implements Backend.
 func (g *GPU) SegmentMean(out, x *Mat, b *CSR) {
+	defer keepAlive(out, x, b)
 	checkCSR("SegmentMean", b, out.Rows, x.Rows)
 	if out.Cols != x.Cols {
 		panic(fmt.Sprintf("kernels: SegmentMean of %d columns into %d", x.Cols, out.Cols))
@@ -314,6 +337,7 @@ func (g *GPU) SegmentMean(out, x *Mat, b *CSR) {
 
 // SegmentMeanBackward implements Backend.
 func (g *GPU) SegmentMeanBackward(dx, dout *Mat, b *CSR) {
+	defer keepAlive(dx, dout, b)
 	checkCSR("SegmentMeanBackward", b, dout.Rows, dx.Rows)
 	t := g.transpose(b)
 	a := gpArgs{P: [8]uint64{ptr(dx), ptr(dout), uint64(t.start.d), uint64(t.dst.d), uint64(b.offsets.d)},
@@ -323,6 +347,7 @@ func (g *GPU) SegmentMeanBackward(dx, dout *Mat, b *CSR) {
 
 // WeightedSum implements Backend.
 func (g *GPU) WeightedSum(out, x, w *Mat, b *CSR) {
+	defer keepAlive(out, x, w, b)
 	F := checkWeightedSum(out, x, w, b)
 	a := gpArgs{P: [8]uint64{ptr(out), ptr(x), ptr(w), uint64(b.offsets.d), uint64(b.srcIdx.d)},
 		N: [8]int64{int64(out.Rows), int64(out.Cols), int64(F), int64(out.Stride), int64(x.Stride), int64(w.Stride)}}
@@ -331,6 +356,7 @@ func (g *GPU) WeightedSum(out, x, w *Mat, b *CSR) {
 
 // WeightedSumBackward implements Backend.
 func (g *GPU) WeightedSumBackward(dx, dout, w *Mat, b *CSR) {
+	defer keepAlive(dx, dout, w, b)
 	checkCSR("WeightedSumBackward", b, dout.Rows, dx.Rows)
 	F := heads("WeightedSumBackward", dx.Cols, w.Cols)
 	t := g.transpose(b)
@@ -341,6 +367,7 @@ func (g *GPU) WeightedSumBackward(dx, dout, w *Mat, b *CSR) {
 
 // EdgeDot implements Backend.
 func (g *GPU) EdgeDot(s, am, bm *Mat, b *CSR) {
+	defer keepAlive(s, am, bm, b)
 	checkCSR("EdgeDot", b, am.Rows, bm.Rows)
 	H := s.Cols
 	F := heads("EdgeDot", am.Cols, H)
@@ -354,6 +381,7 @@ func (g *GPU) EdgeDot(s, am, bm *Mat, b *CSR) {
 
 // HeadDot implements Backend.
 func (g *GPU) HeadDot(out, x, v *Mat) {
+	defer keepAlive(out, x, v)
 	H := out.Cols
 	F := heads("HeadDot", x.Cols, H)
 	if out.Rows != x.Rows || v.Rows != 1 || v.Cols != x.Cols {
@@ -366,6 +394,7 @@ func (g *GPU) HeadDot(out, x, v *Mat) {
 
 // HeadDotBackward implements Backend.
 func (g *GPU) HeadDotBackward(dx, da, dout, x, v *Mat) {
+	defer keepAlive(dx, da, dout, x, v)
 	H := dout.Cols
 	F := heads("HeadDotBackward", x.Cols, H)
 	if dx != nil {
@@ -381,6 +410,7 @@ func (g *GPU) HeadDotBackward(dx, da, dout, x, v *Mat) {
 // columnSums sets out (1 x C) to beta*out plus the column sums of m, each
 // term weighted by w[r, c/F] when w is not nil, in the CPU's chunks.
 func (g *GPU) columnSums(out, m, w *Mat, F int, beta float32) {
+	defer keepAlive(out, m, w)
 	chunks := reduceChunks(m.Rows)
 	partial := g.takeScratch(scratchPartial, 4*chunks*m.Cols)
 	defer g.releaseScratch(scratchPartial)
@@ -396,6 +426,7 @@ func (g *GPU) columnSums(out, m, w *Mat, F int, beta float32) {
 
 // EdgeAdd implements Backend.
 func (g *GPU) EdgeAdd(s, el, er *Mat, b *CSR) {
+	defer keepAlive(s, el, er, b)
 	checkCSR("EdgeAdd", b, er.Rows, el.Rows)
 	H := s.Cols
 	if s.Rows != b.NumEdges || el.Cols != H || er.Cols != H {
@@ -408,6 +439,7 @@ func (g *GPU) EdgeAdd(s, el, er *Mat, b *CSR) {
 
 // EdgeAddBackward implements Backend.
 func (g *GPU) EdgeAddBackward(del, der, ds *Mat, b *CSR) {
+	defer keepAlive(del, der, ds, b)
 	H := ds.Cols
 	if der != nil {
 		checkCSR("EdgeAddBackward", b, der.Rows, b.NumSrc)
@@ -426,6 +458,7 @@ func (g *GPU) EdgeAddBackward(del, der, ds *Mat, b *CSR) {
 
 // EdgeSoftmax implements Backend.
 func (g *GPU) EdgeSoftmax(am, e *Mat, b *CSR) {
+	defer keepAlive(am, e, b)
 	sameShape("EdgeSoftmax", am, e)
 	if e.Rows != b.NumEdges {
 		panic(fmt.Sprintf("kernels: EdgeSoftmax of %d edge rows over a block of %d edges", e.Rows, b.NumEdges))
@@ -437,6 +470,7 @@ func (g *GPU) EdgeSoftmax(am, e *Mat, b *CSR) {
 
 // EdgeSoftmaxBackward implements Backend.
 func (g *GPU) EdgeSoftmaxBackward(de, da, am *Mat, b *CSR) {
+	defer keepAlive(de, da, am, b)
 	sameShape("EdgeSoftmaxBackward", de, da)
 	sameShape("EdgeSoftmaxBackward", de, am)
 	a := gpArgs{P: [8]uint64{ptr(de), ptr(da), ptr(am), uint64(b.offsets.d)},
@@ -446,6 +480,7 @@ func (g *GPU) EdgeSoftmaxBackward(de, da, am *Mat, b *CSR) {
 
 // HeadMean implements Backend.
 func (g *GPU) HeadMean(out, x *Mat) {
+	defer keepAlive(out, x)
 	if out.Rows != x.Rows || out.Cols == 0 || x.Cols%out.Cols != 0 {
 		panic(fmt.Sprintf("kernels: HeadMean of %dx%d into %dx%d", x.Rows, x.Cols, out.Rows, out.Cols))
 	}
@@ -456,6 +491,7 @@ func (g *GPU) HeadMean(out, x *Mat) {
 
 // HeadMeanBackward implements Backend.
 func (g *GPU) HeadMeanBackward(dx, dout *Mat) {
+	defer keepAlive(dx, dout)
 	if dout.Rows != dx.Rows || dout.Cols == 0 || dx.Cols%dout.Cols != 0 {
 		panic(fmt.Sprintf("kernels: HeadMeanBackward of %dx%d into %dx%d", dout.Rows, dout.Cols, dx.Rows, dx.Cols))
 	}
@@ -466,6 +502,7 @@ func (g *GPU) HeadMeanBackward(dx, dout *Mat) {
 
 // AddBias implements Backend.
 func (g *GPU) AddBias(m, bias *Mat) {
+	defer keepAlive(m, bias)
 	if bias.Rows != 1 || bias.Cols != m.Cols {
 		panic(fmt.Sprintf("kernels: AddBias of %dx%d to %dx%d", bias.Rows, bias.Cols, m.Rows, m.Cols))
 	}
@@ -475,6 +512,7 @@ func (g *GPU) AddBias(m, bias *Mat) {
 
 // SumRows implements Backend.
 func (g *GPU) SumRows(out, m *Mat, beta float32) {
+	defer keepAlive(out, m)
 	if out.Rows != 1 || out.Cols != m.Cols {
 		panic(fmt.Sprintf("kernels: SumRows of %dx%d into %dx%d", m.Rows, m.Cols, out.Rows, out.Cols))
 	}
@@ -483,6 +521,7 @@ func (g *GPU) SumRows(out, m *Mat, beta float32) {
 
 // Axpy implements Backend.
 func (g *GPU) Axpy(alpha float32, x, y *Mat) {
+	defer keepAlive(x, y)
 	sameShape("Axpy", x, y)
 	a := gpArgs{P: [8]uint64{ptr(y), ptr(x)}, N: [8]int64{int64(y.Rows), int64(y.Cols), int64(y.Stride), int64(x.Stride)},
 		F: [8]float64{float64(alpha)}}
@@ -491,6 +530,7 @@ func (g *GPU) Axpy(alpha float32, x, y *Mat) {
 
 // Scale implements Backend.
 func (g *GPU) Scale(m *Mat, alpha float32) {
+	defer keepAlive(m)
 	if alpha == 0 {
 		g.Zero(m)
 		return
@@ -501,6 +541,7 @@ func (g *GPU) Scale(m *Mat, alpha float32) {
 
 // actDropout launches gp_act_dropout: f, then dropout when threshold > 0.
 func (g *GPU) actDropout(f Activation, y, x *Mat, p float32, seed uint64) {
+	defer keepAlive(y, x)
 	checkAct(f)
 	th, s, scale := dropArgs(p, seed)
 	a := gpArgs{P: [8]uint64{ptr(y), ptr(x)},
@@ -517,12 +558,14 @@ func checkAct(f Activation) {
 
 // Act implements Backend.
 func (g *GPU) Act(f Activation, y, x *Mat) {
+	defer keepAlive(y, x)
 	sameShape("Act", y, x)
 	g.actDropout(f, y, x, 0, 0)
 }
 
 // ActBackward implements Backend.
 func (g *GPU) ActBackward(f Activation, dx, dy, x, y *Mat) {
+	defer keepAlive(dx, dy, x, y)
 	sameShape("ActBackward", dx, dy)
 	checkAct(f)
 	ys := int64(0)
@@ -538,12 +581,14 @@ func (g *GPU) ActBackward(f Activation, dx, dy, x, y *Mat) {
 
 // ActDropout implements Backend.
 func (g *GPU) ActDropout(f Activation, y, x *Mat, p float32, seed uint64) {
+	defer keepAlive(y, x)
 	sameShape("ActDropout", y, x)
 	g.actDropout(f, y, x, p, seed)
 }
 
 // ActDropoutBackward implements Backend.
 func (g *GPU) ActDropoutBackward(f Activation, dx, dy, y *Mat, p float32, seed uint64) {
+	defer keepAlive(dx, dy, y)
 	sameShape("ActDropoutBackward", dx, dy)
 	sameShape("ActDropoutBackward", dx, y)
 	checkAct(f)
@@ -556,12 +601,14 @@ func (g *GPU) ActDropoutBackward(f Activation, dx, dy, y *Mat, p float32, seed u
 
 // Dropout implements Backend.
 func (g *GPU) Dropout(y, x *Mat, p float32, seed uint64) {
+	defer keepAlive(y, x)
 	sameShape("Dropout", y, x)
 	g.actDropout(Activation{Kind: Identity}, y, x, p, seed)
 }
 
 // DropoutBackward implements Backend.
 func (g *GPU) DropoutBackward(dx, dy *Mat, p float32, seed uint64) {
+	defer keepAlive(dx, dy)
 	sameShape("Dropout", dx, dy)
 	g.actDropout(Activation{Kind: Identity}, dx, dy, p, seed)
 }
@@ -569,6 +616,7 @@ func (g *GPU) DropoutBackward(dx, dy *Mat, p float32, seed uint64) {
 // SoftmaxCrossEntropy implements Backend: per-row losses and hits on the
 // device, summed on the host in row order as the CPU backend sums them.
 func (g *GPU) SoftmaxCrossEntropy(dlogits, logits *Mat, labels *Index, scale float32) (float64, int) {
+	defer keepAlive(dlogits, logits, labels)
 	if labels.N != logits.Rows {
 		panic(fmt.Sprintf("kernels: SoftmaxCrossEntropy of %d rows with %d labels", logits.Rows, labels.N))
 	}
@@ -601,6 +649,7 @@ func (g *GPU) SoftmaxCrossEntropy(dlogits, logits *Mat, labels *Index, scale flo
 
 // Argmax implements Backend.
 func (g *GPU) Argmax(dst []int32, m *Mat) {
+	defer keepAlive(m)
 	if len(dst) < m.Rows {
 		panic(fmt.Sprintf("kernels: Argmax of %d rows into %d", m.Rows, len(dst)))
 	}
@@ -616,6 +665,7 @@ func (g *GPU) Argmax(dst []int32, m *Mat) {
 
 // Adam implements Backend.
 func (g *GPU) Adam(p, gr, m, v *Mat, o AdamStep) {
+	defer keepAlive(p, gr, m, v)
 	checkAdam(p, gr, m, v, o)
 	step, bc2sqrt := adamArgs(o)
 	a := gpArgs{P: [8]uint64{ptr(p), ptr(gr), ptr(m), ptr(v)},

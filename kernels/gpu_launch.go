@@ -39,6 +39,7 @@ const (
 	kEdgeSoftmaxBackward
 	kHeadMean
 	kHeadMeanBackward
+	kGatherRowsTwo
 	numKernels
 )
 
@@ -50,7 +51,7 @@ var kernelNames = [numKernels]string{
 	"gp_segment_mean", "gp_segment_mean_backward", "gp_weighted_sum", "gp_weighted_sum_backward",
 	"gp_edge_dot", "gp_head_dot", "gp_head_dot_backward_dx", "gp_edge_add",
 	"gp_edge_add_backward_dst", "gp_edge_add_backward_src", "gp_edge_softmax",
-	"gp_edge_softmax_backward", "gp_head_mean", "gp_head_mean_backward",
+	"gp_edge_softmax_backward", "gp_head_mean", "gp_head_mean_backward", "gp_gather_rows2",
 }
 
 func (k kernelID) String() string {

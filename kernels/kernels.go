@@ -127,6 +127,10 @@ type Backend interface {
 
 	// GatherRows sets dst row i to src row idx[i].
 	GatherRows(dst, src *Mat, idx *Index)
+	// GatherRowsTwo sets dst row i to a's row idx[i] when idx[i] >= 0,
+	// else to b's row -1-idx[i]: a batch's input from rows copied in (a)
+	// and rows resident on the device (b, a cache).
+	GatherRowsTwo(dst, a, b *Mat, idx *Index)
 	// ScatterAddRows adds src row i to dst row idx[i] (accumulates).
 	ScatterAddRows(dst, src *Mat, idx *Index)
 

@@ -717,6 +717,7 @@ var backendCases = []struct {
 }{
 	{"Gemm", caseGemm},
 	{"GatherRows", caseGatherRows},
+	{"GatherRowsTwo", caseGatherRowsTwo},
 	{"ScatterAddRows", caseScatterAddRows},
 	{"SegmentMean", caseSegmentMean},
 	{"WeightedSum", caseWeightedSum},
@@ -817,6 +818,52 @@ func caseGatherRows(f *fixture) {
 		dst := f.up(nanDmat(500, 37))
 		f.b.GatherRows(dst, f.up(src), f.index(idx))
 		assertSame(f.t, "dst", f.get(dst), refGatherRows(src, idx))
+	})
+}
+
+func caseGatherRowsTwo(f *fixture) {
+	ref := func(a, b dmat, idx []int32) dmat {
+		out := newDmat(len(idx), a.cols)
+		for i, r := range idx {
+			src, row := a, int(r)
+			if r < 0 {
+				src, row = b, int(-1-r)
+			}
+			copy(out.v[i*out.cols:(i+1)*out.cols], src.v[row*src.cols:(row+1)*src.cols])
+		}
+		return out
+	}
+	cases := []struct {
+		name         string
+		arows, brows int
+		idx          []int32
+	}{
+		{"both, with repeats", 4, 3, []int32{3, -1, 0, -3, -3, 2, 1, -2, 0}},
+		{"only copied rows", 3, 0, []int32{2, 0, 1}},
+		{"only resident rows", 0, 5, []int32{-5, -1, -4}},
+		{"no rows", 2, 2, nil},
+	}
+	for _, tc := range cases {
+		f.run(tc.name, func(f *fixture) {
+			a, b := f.rand(tc.arows, 11), f.rand(tc.brows, 11)
+			dst := f.up(nanDmat(len(tc.idx), 11))
+			f.b.GatherRowsTwo(dst, f.up(a), f.up(b), f.index(tc.idx))
+			assertSame(f.t, "dst", f.get(dst), ref(a, b, tc.idx))
+		})
+	}
+	f.run("random 700 of 200 and 300", func(f *fixture) {
+		idx := make([]int32, 700)
+		for i := range idx {
+			if f.rng.IntN(2) == 0 {
+				idx[i] = int32(f.rng.IntN(200))
+			} else {
+				idx[i] = -1 - int32(f.rng.IntN(300))
+			}
+		}
+		a, b := f.rand(200, 29), f.rand(300, 29)
+		dst := f.up(nanDmat(700, 29))
+		f.b.GatherRowsTwo(dst, f.up(a), f.up(b), f.index(idx))
+		assertSame(f.t, "dst", f.get(dst), ref(a, b, idx))
 	})
 }
 

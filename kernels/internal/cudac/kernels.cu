@@ -204,6 +204,21 @@ GP_KERNEL void gp_gather_rows(GP_PARAMS) {
 	}
 }
 
+// gp_gather_rows2 sets dst row i to a's row idx[i] when idx[i] >= 0, else
+// to b's row -1-idx[i].
+GP_KERNEL void gp_gather_rows2(GP_PARAMS) {
+	GP_UNPACK;
+	float *dst = (float *)a.p[0];
+	const float *x = (const float *)a.p[1], *y = (const float *)a.p[2];
+	const int *idx = (const int *)a.p[3];
+	i64 rows = a.n[0], cols = a.n[1], ds = a.n[2], xs = a.n[3], ys = a.n[4];
+	GP_FOR(t, rows * cols) {
+		i64 r = t / cols, c = t % cols;
+		int i = idx[r];
+		dst[r * ds + c] = i >= 0 ? x[(i64)i * xs + c] : y[(i64)(-1 - i) * ys + c];
+	}
+}
+
 // gp_scatter_add_rows adds to dst row r the src rows order[start[r]] ..
 // order[start[r+1]-1], in that order (the host groups the indices with
 // a stable sort, as the CPU backend does).
@@ -692,5 +707,6 @@ GP_KERNEL void gp_head_mean_backward(GP_PARAMS) {
 	X(gp_segment_mean) X(gp_segment_mean_backward) X(gp_weighted_sum) X(gp_weighted_sum_backward) \
 	X(gp_edge_dot) X(gp_head_dot) X(gp_head_dot_backward_dx) X(gp_edge_add)                       \
 	X(gp_edge_add_backward_dst) X(gp_edge_add_backward_src) X(gp_edge_softmax)                    \
-	X(gp_edge_softmax_backward) X(gp_head_mean) X(gp_head_mean_backward)
+	X(gp_edge_softmax_backward) X(gp_head_mean) X(gp_head_mean_backward) \
+	X(gp_gather_rows2)
 #endif
