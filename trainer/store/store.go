@@ -336,52 +336,110 @@ func (s *Store) Close() error {
 // rows sharing a device block.
 // On error dst holds no promise: rows may be partly written.
 func (s *Store) Gather(ctx context.Context, vertices []int32, dst []float32) (GatherStats, error) {
+	_, st, err := s.gather(ctx, vertices, dst, -1, nil)
+	return st, err
+}
+
+// WorkerBins lists the worker-local (GPU) cache bins, as indices into
+// BinIDs, in the layout's order: the bins a GPU worker can hold resident
+// in its own memory.
+func (s *Store) WorkerBins() []int {
+	var out []int
+	for i, b := range s.bins {
+		if b.tier == tierWorker && b.rows > 0 {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// BinData returns worker bin b's rows (row r at r x Dim), for a worker to
+// copy to its device; it is the store's own memory, not to be modified.
+func (s *Store) BinData(b int) ([]float32, error) {
+	if b < 0 || b >= len(s.bins) || s.bins[b].tier != tierWorker || s.caches == nil {
+		return nil, fmt.Errorf("bin data: bin %d is not a worker cache bin of this open store (worker bins: %v)", b, s.WorkerBins())
+	}
+	return s.caches[b], nil
+}
+
+// GatherResident is Gather for a worker that holds worker bin resident in
+// its device's memory: that bin's rows are not copied; idx[i] is -1-r for
+// a batch row that is row r of the resident bin, else the row of dst the
+// batch row was written to. Those rows are packed in batch order, and n
+// is how many there are. dst and idx must hold a row for every vertex.
+func (s *Store) GatherResident(ctx context.Context, vertices []int32, dst []float32, resident int, idx []int32) (n int, st GatherStats, err error) {
+	if resident < 0 || resident >= len(s.bins) || s.bins[resident].tier != tierWorker {
+		return 0, GatherStats{}, fmt.Errorf("gather: bin %d is not a worker cache bin (worker bins: %v)", resident, s.WorkerBins())
+	}
+	if len(idx) < len(vertices) {
+		return 0, GatherStats{}, fmt.Errorf("gather: idx holds %d entries for %d rows", len(idx), len(vertices))
+	}
+	return s.gather(ctx, vertices, dst, resident, idx)
+}
+
+// gather serves vertices: every row into its place in dst, or, with a
+// resident bin, the others packed (see GatherResident).
+func (s *Store) gather(ctx context.Context, vertices []int32, dst []float32, resident int, idx []int32) (int, GatherStats, error) {
 	start := time.Now()
 	st := GatherStats{Rows: len(vertices), Bytes: int64(len(vertices)) * s.rowBytes}
 	dim := s.dim
 	if len(dst) < len(vertices)*dim {
-		return st, fmt.Errorf("gather: dst holds %d floats, %d rows of %d need %d", len(dst), len(vertices), dim, len(vertices)*dim)
+		return 0, st, fmt.Errorf("gather: dst holds %d floats, %d rows of %d need %d", len(dst), len(vertices), dim, len(vertices)*dim)
 	}
 	caches := s.caches
 	if caches == nil {
-		return st, errors.New("gather: the store is closed")
+		return 0, st, errors.New("gather: the store is closed")
 	}
-	// The SSD rows, in batch order; the cache rows are copied on the way.
-	var ssd []int
+	// The SSD rows, in batch order, and where each goes; the cache rows
+	// are copied on the way.
+	var ssd, slots []int
 	st.BinRows = make([]int, len(s.bins))
+	n := 0
 	for i, v := range vertices {
 		if v < 0 || int64(v) >= s.m.NumNodes {
-			return st, fmt.Errorf("gather: vertex %d (batch row %d) out of range [0, %d)", v, i, s.m.NumNodes)
+			return 0, st, fmt.Errorf("gather: vertex %d (batch row %d) out of range [0, %d)", v, i, s.m.NumNodes)
 		}
 		b, r := s.bin[v], int(s.row[v])
 		st.BinRows[b]++
+		if int(b) == resident {
+			idx[i] = int32(-1 - r)
+			st.WorkerCacheHits++
+			continue
+		}
+		slot := i
+		if idx != nil {
+			slot = n
+			idx[i] = int32(n)
+		}
+		n++
 		switch s.bins[b].tier {
 		case tierWorker:
-			copy(dst[i*dim:(i+1)*dim], caches[b][r*dim:(r+1)*dim])
+			copy(dst[slot*dim:(slot+1)*dim], caches[b][r*dim:(r+1)*dim])
 			st.WorkerCacheHits++
 		case tierSocket:
-			copy(dst[i*dim:(i+1)*dim], caches[b][r*dim:(r+1)*dim])
+			copy(dst[slot*dim:(slot+1)*dim], caches[b][r*dim:(r+1)*dim])
 			st.SocketCacheHits++
 		default:
 			ssd = append(ssd, i)
+			slots = append(slots, slot)
 		}
 	}
 	st.SSDRows = len(ssd)
 	if len(ssd) > 0 {
-		rs, err := s.readSSD(ctx, vertices, ssd, dst)
+		rs, err := s.readSSD(ctx, vertices, ssd, slots, dst)
 		st.UsefulBytes, st.DeviceBytes, st.DeviceReads = rs.UsefulBytes, rs.DeviceBytes, rs.DeviceReads
 		if err != nil {
 			st.Seconds = time.Since(start).Seconds()
-			return st, err
+			return n, st, err
 		}
 	}
 	st.Seconds = time.Since(start).Seconds()
-	return st, nil
+	return n, st, nil
 }
 
 // readSSD reads the batch rows ssd (indices into vertices) straight into
-// their places in dst.
-func (s *Store) readSSD(ctx context.Context, vertices []int32, ssd []int, dst []float32) (ioread.Stats, error) {
+// rows slots of dst.
+func (s *Store) readSSD(ctx context.Context, vertices []int32, ssd, slots []int, dst []float32) (ioread.Stats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.reader == nil {
@@ -389,11 +447,12 @@ func (s *Store) readSSD(ctx context.Context, vertices []int32, ssd []int, dst []
 	}
 	dim, rb := s.dim, int(s.rowBytes)
 	reqs := s.reqs[:0]
-	for _, i := range ssd {
+	for k, i := range ssd {
 		v := vertices[i]
 		b := &s.bins[s.bin[v]]
+		j := slots[k]
 		reqs = append(reqs, ioread.Request{File: b.file, Offset: b.base + int64(s.row[v])*b.stride, Length: rb,
-			Dst: floatBytes(dst[i*dim : (i+1)*dim]), Tag: uint64(i)})
+			Dst: floatBytes(dst[j*dim : (j+1)*dim]), Tag: uint64(i)})
 	}
 	s.reqs = reqs[:0]
 	defer clear(reqs) // the requests point into dst: do not keep it alive
@@ -541,7 +600,7 @@ func (s *Store) MeasureReads(ctx context.Context, d time.Duration, batches [][]i
 		for j := range vs {
 			ssd = append(ssd, j)
 		}
-		st, err := s.readSSD(ctx, vs, ssd, dst[:len(vs)*s.dim])
+		st, err := s.readSSD(ctx, vs, ssd, ssd, dst[:len(vs)*s.dim])
 		if err != nil {
 			return rr, err
 		}

@@ -388,3 +388,64 @@ func TestGatherFromSeveralGoroutines(t *testing.T) {
 		}
 	}
 }
+
+// TestGatherResident gathers batches for a worker holding the GPU bin on
+// its device: the packed rows and the resident bin's rows, put back by
+// idx, are exactly what Gather gives, every row is counted once, and a
+// bin that is not a worker bin is refused.
+func TestGatherResident(t *testing.T) {
+	const n, dim = 900, 24
+	fx, _, _ := materialized(t, n, dim, mixMixed, 2, 41)
+	s, err := Open(fx.dir, Options{QueueDepth: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	wb := s.WorkerBins()
+	if len(wb) != 1 || s.BinIDs()[wb[0]] != "gpu0" {
+		t.Fatalf("worker bins %v of %v, want gpu0's", wb, s.BinIDs())
+	}
+	cache, err := s.BinData(wb[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 5 {
+		batch := randomBatch(n, 300, rng)
+		want := make([]float32, len(batch)*dim)
+		wst, err := s.Gather(context.Background(), batch, want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		packed, idx := make([]float32, len(batch)*dim), make([]int32, len(batch))
+		got, st, err := s.GatherResident(context.Background(), batch, packed, wb[0], idx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resident := 0
+		for i := range batch {
+			var row []float32
+			if j := idx[i]; j >= 0 {
+				row = packed[int(j)*dim : int(j+1)*dim]
+			} else {
+				resident++
+				row = cache[int(-1-j)*dim : int(-j)*dim]
+			}
+			if !slices.Equal(row, want[i*dim:(i+1)*dim]) {
+				t.Fatalf("batch row %d (vertex %d) differs from Gather's", i, batch[i])
+			}
+		}
+		if got != len(batch)-resident || resident == 0 || st.WorkerCacheHits != wst.WorkerCacheHits || st.SSDRows != wst.SSDRows ||
+			st.SocketCacheHits != wst.SocketCacheHits {
+			t.Errorf("%d packed, %d resident of %d; stats %+v, Gather's %+v", got, resident, len(batch), st, wst)
+		}
+	}
+	for _, b := range []int{-1, len(s.BinIDs()), slices.Index(s.BinIDs(), "socket0")} {
+		if _, _, err := s.GatherResident(context.Background(), []int32{0}, make([]float32, dim), b, make([]int32, 1)); err == nil || !strings.Contains(err.Error(), "not a worker cache bin") {
+			t.Errorf("resident bin %d: %v, want a refusal", b, err)
+		}
+		if _, err := s.BinData(b); err == nil {
+			t.Errorf("BinData(%d): no error", b)
+		}
+	}
+}
