@@ -20,25 +20,33 @@ type emuDevice struct {
 	ordinal int
 	emu     *cudac.Device
 	mu      sync.Mutex
-	// live counts allocations, launches counts launches by kernel, peer
-	// counts peer copies into this device.
-	live     int
-	launches map[kernelID]int
-	peer     int
+	// live counts allocations and liveBytes their bytes (memory, when
+	// not 0, caps them); launches counts launches by kernel, peer counts
+	// peer copies into this device.
+	live      int
+	liveBytes int64
+	memory    int64
+	sizes     map[uintptr]int
+	launches  map[kernelID]int
+	peer      int
 }
 
 // NewEmulatedGPU returns a GPU backend whose device is emulated on the
 // CPU: the CUDA kernels compiled as C, run one thread at a time, device
 // memory in the C heap. It is slow, and exists to check the GPU backend,
 // and code that runs several GPUs, on machines without one; ordinal only
-// names it. It fails only in a build without cgo.
-func NewEmulatedGPU(ordinal int) (*GPU, error) {
-	g, _ := newEmuGPU(ordinal)
+// names it. memoryBytes, when not 0, is the device memory it has: an
+// allocation beyond it fails as a full GPU's does. It fails only in a
+// build without cgo.
+func NewEmulatedGPU(ordinal int, memoryBytes int64) (*GPU, error) {
+	g, d := newEmuGPU(ordinal)
+	d.memory = memoryBytes
 	return g, nil
 }
 
 func newEmuGPU(ordinal int) (*GPU, *emuDevice) {
-	d := &emuDevice{ordinal: ordinal, label: fmt.Sprintf("GPU %d emulated on the CPU (kernels/internal/cudac)", ordinal), emu: cudac.New(), launches: map[kernelID]int{}}
+	d := &emuDevice{ordinal: ordinal, label: fmt.Sprintf("GPU %d emulated on the CPU (kernels/internal/cudac)", ordinal), emu: cudac.New(),
+		launches: map[kernelID]int{}, sizes: map[uintptr]int{}}
 	return newGPU(d), d
 }
 
@@ -46,14 +54,22 @@ func (d *emuDevice) name() string { return d.label }
 
 func (d *emuDevice) alloc(bytes int) (uintptr, error) {
 	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.memory > 0 && d.liveBytes+int64(bytes) > d.memory {
+		return 0, fmt.Errorf("out of memory: %d bytes asked, %d of %d in use", bytes, d.liveBytes, d.memory)
+	}
+	p := cudac.Alloc(bytes)
 	d.live++
-	d.mu.Unlock()
-	return cudac.Alloc(bytes), nil
+	d.liveBytes += int64(bytes)
+	d.sizes[p] = bytes
+	return p, nil
 }
 
 func (d *emuDevice) free(p uintptr) {
 	d.mu.Lock()
 	d.live--
+	d.liveBytes -= int64(d.sizes[p])
+	delete(d.sizes, p)
 	d.mu.Unlock()
 	cudac.Free(p)
 }
@@ -103,5 +119,5 @@ func (d *emuDevice) hostFree(p unsafe.Pointer) { cudac.HostFree(p) }
 func (d *emuDevice) sync() {}
 
 func (d *emuDevice) info() GPUInfo {
-	return GPUInfo{Ordinal: d.ordinal, Name: "emulated on the CPU (kernels/internal/cudac)"}
+	return GPUInfo{Ordinal: d.ordinal, Name: "emulated on the CPU (kernels/internal/cudac)", MemoryBytes: d.memory}
 }

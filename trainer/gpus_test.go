@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/gnnplan/gnnplan/kernels"
@@ -129,9 +130,72 @@ func TestDeviceFailureIsAnError(t *testing.T) {
 
 func emuGPU(t *testing.T, ordinal int) kernels.Backend {
 	t.Helper()
-	g, err := kernels.NewEmulatedGPU(ordinal)
+	g, err := kernels.NewEmulatedGPU(ordinal, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return g
+}
+
+// plainSource hides a store's resident gathering: every row is gathered
+// on the host and copied in.
+type plainSource struct{ FeatureSource }
+
+// TestResidentGPUCache trains out of core on (emulated) GPUs holding the
+// layout's GPU cache bin in device memory, and wants the bits of the
+// same run gathering every row on the host: the resident rows reach the
+// model unchanged, and the report counts them.
+func TestResidentGPUCache(t *testing.T) {
+	const n = 1200
+	dir := synthDataset(t, n, 48)
+	d := load(t, dir)
+	s := materializeStore(t, dir, n, storeMix{name: "mixed", gpuRows: 300, hostRows: 200, ssds: 1, gpuShare: 0.4, ssdShare: 0.3}, 7)
+	for _, kind := range nn.Kinds() {
+		t.Run(string(kind), func(t *testing.T) {
+			run := func(src FeatureSource) ([]uint32, *Result) {
+				o := gpuTestOptions(kind)
+				o.Workers, o.BatchSize, o.Features = 1, 64, src
+				g := emuGPU(t, 0)
+				tr, err := New(g, d.g, nil, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := tr.Run(context.Background(), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return params(tr), res
+			}
+			resident, res := run(s)
+			copied, cres := run(plainSource{s})
+			if !equalBits(resident, copied) {
+				t.Errorf("training with the GPU bin resident differs from copying every row")
+			}
+			rows, crows := res.Epochs[0].Rows, cres.Epochs[0].Rows
+			if rows.ResidentHits == 0 || rows.ResidentHits != crows.WorkerCacheHits || crows.ResidentHits != 0 {
+				t.Errorf("resident run: %d resident of %d worker-bin rows; copying run: %d worker-bin rows, %d resident",
+					rows.ResidentHits, rows.WorkerCacheHits, crows.WorkerCacheHits, crows.ResidentHits)
+			}
+		})
+	}
+}
+
+// TestResidentBinTooLargeForTheGPU: a GPU cache bin the GPU cannot hold
+// is an error naming the bin and the GPU, from New, not a crash.
+func TestResidentBinTooLargeForTheGPU(t *testing.T) {
+	const n = 800
+	dir := synthDataset(t, n, 64)
+	d := load(t, dir)
+	s := materializeStore(t, dir, n, storeMix{name: "gpu heavy", gpuRows: 600, ssds: 1, gpuShare: 0.8, ssdShare: 0.2}, 3)
+	small, err := kernels.NewEmulatedGPU(0, 64<<10) // 64 KiB: the bin needs about 150 KiB
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := gpuTestOptions(nn.GraphSAGE)
+	o.Workers, o.Features = 1, s
+	_, err = New(small, d.g, nil, o)
+	var de *kernels.DeviceError
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), "GPU cache bin gpu0") || !strings.Contains(err.Error(), "out of memory") {
+		t.Fatalf("New: %v, want the GPU bin named and the device's out-of-memory error", err)
+	}
 }

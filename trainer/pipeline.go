@@ -48,12 +48,12 @@ type pipeStats struct {
 	rows           store.GatherStats
 }
 
-// gathered is a prepared batch with its input rows in buf (nil when the
+// gathered is a prepared batch with its input rows (none when the
 // first layer reads the in-memory matrix, or the in-memory path gathers
 // in the step).
 type gathered struct {
 	preparedBatch
-	buf   []float32
+	rows  inputRows
 	stats pipeStats
 }
 
@@ -144,7 +144,7 @@ func (t *Trainer) startPipeline(ctx context.Context, w *worker, epoch int) *pipe
 						return
 					}
 					start := time.Now()
-					g.buf, g.stats.rows, g.err = t.gatherInput(ctx, g.mb, buf)
+					g.rows, g.stats.rows, g.err = t.gatherInput(ctx, w, g.mb, buf)
 					g.stats.gather = StageStats{BusySeconds: time.Since(start).Seconds(), WaitInSeconds: got.Sub(last).Seconds(),
 						WaitOutSeconds: waitedOut + start.Sub(got).Seconds()}
 				}
@@ -183,23 +183,50 @@ func (p *pipeline) release(buf []float32) {
 	}
 }
 
+// inputRows is a batch's gathered input: every row of mb.Input() in
+// buf, or, for a worker holding a cache bin on its device, the n rows it
+// does not hold packed in buf and idx saying where each row is (see
+// store.GatherResident).
+type inputRows struct {
+	buf []float32
+	idx []int32
+	n   int
+}
+
 // gatherInput reads the feature rows of mb's outermost sources from the
 // feature source into buf (grown as needed), row-normalised as the
-// in-memory matrix would be.
-func (t *Trainer) gatherInput(ctx context.Context, mb *sample.MiniBatch, buf []float32) ([]float32, store.GatherStats, error) {
+// in-memory matrix would be; the rows of w's resident bin stay on its
+// device.
+func (t *Trainer) gatherInput(ctx context.Context, w *worker, mb *sample.MiniBatch, buf []float32) (inputRows, store.GatherStats, error) {
 	in := mb.Input()
 	dim := t.cfg.InDim
 	n := len(in) * dim
 	if cap(buf) < n {
 		buf = make([]float32, n)
 	}
-	buf = buf[:n]
-	st, err := t.src.Gather(ctx, in, buf)
+	r := inputRows{buf: buf[:n], n: len(in)}
+	var st store.GatherStats
+	var err error
+	if w.cache != nil {
+		r.idx = make([]int32, len(in))
+		r.n, st, err = w.rs.GatherResident(ctx, in, r.buf, w.resident, r.idx)
+	} else {
+		st, err = t.src.Gather(ctx, in, r.buf)
+	}
 	if err != nil {
-		return buf, st, fmt.Errorf("epoch %d, batch %d: %w", mb.Epoch+1, mb.Index+1, err)
+		return r, st, fmt.Errorf("epoch %d, batch %d: %w", mb.Epoch+1, mb.Index+1, err)
 	}
 	if t.o.RowNormalize {
-		RowNormalize(buf, dim)
+		RowNormalize(r.buf[:r.n*dim], dim)
 	}
-	return buf, st, nil
+	return r, st, nil
+}
+
+// residentSource is a FeatureSource whose worker (GPU) cache bins a
+// worker on a device can hold in the device's memory: a *store.Store.
+type residentSource interface {
+	WorkerBins() []int
+	BinIDs() []string
+	BinData(bin int) ([]float32, error)
+	GatherResident(ctx context.Context, vertices []int32, dst []float32, resident int, idx []int32) (int, store.GatherStats, error)
 }

@@ -340,6 +340,9 @@ func New(b kernels.Backend, g *dataset.Graph, features []float32, o Options) (*T
 	if t.ws, err = newWorkers(t.bs, t.feats, g, cfg, o); err != nil {
 		return nil, err
 	}
+	if err := t.placeResident(); err != nil {
+		return nil, err
+	}
 	t.model = t.ws[0].model
 	for i, split := range [][]int64{g.Val, g.Test} {
 		if len(split) == 0 || o.EvalEvery == 0 {
@@ -361,6 +364,59 @@ func New(b kernels.Backend, g *dataset.Graph, features []float32, o Options) (*T
 	}
 	t.st.Best = bestState{ValAcc: Metric(math.NaN()), ValLoss: Metric(math.NaN()), TestAcc: Metric(math.NaN()), MinLoss: Metric(math.NaN()), MaxAcc: Metric(math.NaN())}
 	return t, nil
+}
+
+// placeResident gives each worker on a GPU one of the layout's worker
+// (GPU) cache bins, in order, resident in the GPU's memory: the plan's
+// GPU cache. Those rows are never gathered or copied again; the rest of
+// a batch is gathered on the host and copied in (store.GatherResident).
+// Workers on the CPU, and workers beyond the layout's GPU bins, gather
+// every row. A bin the GPU cannot hold is an error naming it.
+func (t *Trainer) placeResident() (err error) {
+	rs, ok := t.src.(residentSource)
+	if !ok {
+		return nil
+	}
+	bins := rs.WorkerBins()
+	dim := t.cfg.InDim
+	for i, w := range t.ws {
+		w.resident = -1
+		if _, gpu := w.b.(*kernels.GPU); !gpu || i >= len(bins) {
+			continue
+		}
+		data, err := rs.BinData(bins[i])
+		if err != nil {
+			return err
+		}
+		if t.o.RowNormalize {
+			data = slices.Clone(data)
+			RowNormalize(data, dim)
+		}
+		if err := uploadResident(w, data, dim); err != nil {
+			return fmt.Errorf("GPU cache bin %s (%d rows, %.2f GiB) on %s: %w", rs.BinIDs()[bins[i]], len(data)/dim,
+				float64(4*len(data))/(1<<30), w.b.Name(), err)
+		}
+		w.rs, w.resident = rs, bins[i]
+	}
+	return nil
+}
+
+// uploadResident copies a cache bin's rows to w's device, returning a
+// device's failure (no room) as an error.
+func uploadResident(w *worker, data []float32, dim int) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			de, ok := p.(*kernels.DeviceError)
+			if !ok {
+				panic(p)
+			}
+			err = de
+		}
+	}()
+	m := w.b.NewMat(0, 0)
+	w.b.Upload(m, len(data)/dim, dim, data)
+	w.cache = m
+	return nil
 }
 
 // workerBackends returns each worker's backend and whether they are
@@ -393,6 +449,11 @@ type worker struct {
 	smp   *sample.Sampler
 	x, dl *kernels.Mat // the gathered input (in memory), the logits' gradient
 	seed  uint64       // its sampling and dropout streams
+	// cache holds the resident worker bin's rows on the worker's device
+	// (nil: none; rs serves the others, resident names the bin).
+	cache    *kernels.Mat
+	rs       residentSource
+	resident int
 	// grads are worker 0's copies of this worker's gradients when its
 	// backend is another, and stage the host memory they pass through.
 	grads []*kernels.Mat
@@ -590,7 +651,7 @@ func (t *Trainer) runEpoch(ctx context.Context, rep Reporter) error {
 		t.lastInputs = t.lastInputs[:0]
 		for i, g := range gs {
 			if g.mb != nil {
-				pls[i].release(g.buf)
+				pls[i].release(g.rows.buf)
 				t.lastInputs = append(t.lastInputs, g.mb.Input())
 			}
 		}
@@ -728,10 +789,18 @@ func (t *Trainer) prepareBlocks(w *worker, mb *sample.MiniBatch, train bool) pre
 // pipeline gathered (out of core), the whole feature matrix when the first
 // layer reads it in place, else the outermost sources' rows gathered into
 // x.
-func (t *Trainer) input(w *worker, pb preparedBatch, gathered []float32, train bool, x *kernels.Mat) *kernels.Mat {
+func (t *Trainer) input(w *worker, pb preparedBatch, rows inputRows, train bool, x *kernels.Mat) *kernels.Mat {
 	b := w.b
 	if t.src != nil {
-		return b.Wrap(len(pb.mb.Input()), t.cfg.InDim, gathered)
+		if w.cache == nil {
+			return b.Wrap(len(pb.mb.Input()), t.cfg.InDim, rows.buf)
+		}
+		// The rows copied in and the rows resident on the device, in
+		// the batch's order.
+		copied := b.Wrap(rows.n, t.cfg.InDim, rows.buf[:rows.n*t.cfg.InDim])
+		b.Resize(x, len(rows.idx), t.cfg.InDim)
+		b.GatherRowsTwo(x, copied, w.cache, b.NewIndex(rows.idx))
+		return x
 	}
 	if w.model.ReadsFeaturesInPlace(train) {
 		return w.feat
@@ -759,7 +828,7 @@ func (t *Trainer) step(gs []gathered, p *partialEpoch) (loss float64, labeled, c
 		g, w, r := gs[i], t.ws[i], &rs[i]
 		b := w.b
 		t0 := time.Now()
-		x := t.input(w, g.preparedBatch, g.buf, true, w.x)
+		x := t.input(w, g.preparedBatch, g.rows, true, w.x)
 		t1 := time.Now()
 		logits := w.model.Forward(g.blocks, x, true, stepSeed(w.seed, g.mb.Epoch, g.mb.Index))
 		b.Resize(w.dl, logits.Rows, logits.Cols)
@@ -885,16 +954,16 @@ func (t *Trainer) broadcast() {
 func (t *Trainer) evaluate(ctx context.Context, s *sample.Sampler) (acc, loss float64, err error) {
 	var sum float64
 	var labeled, correct int
-	var buf []float32
+	var rows inputRows
 	err = s.Epoch(ctx, 0, func(mb *sample.MiniBatch) error {
 		pb := t.prepareBlocks(t.ws[0], mb, false)
 		if t.src != nil {
 			var err error
-			if buf, _, err = t.gatherInput(ctx, mb, buf); err != nil {
+			if rows, _, err = t.gatherInput(ctx, t.ws[0], mb, rows.buf); err != nil {
 				return err
 			}
 		}
-		logits := t.model.Forward(pb.blocks, t.input(t.ws[0], pb, buf, false, t.x), false, 0)
+		logits := t.model.Forward(pb.blocks, t.input(t.ws[0], pb, rows, false, t.x), false, 0)
 		l, c := t.b.SoftmaxCrossEntropy(nil, logits, pb.labels, 1)
 		sum += l
 		correct += c

@@ -113,7 +113,7 @@ func trainBackends(o *trainOptions, plan *tpc.Plan) (bs []kernels.Backend, notes
 			}
 		}
 		for i := range n {
-			g, err := kernels.NewEmulatedGPU(i)
+			g, err := kernels.NewEmulatedGPU(i, 0)
 			if err != nil {
 				return nil, nil, usageErrorf("--device %s: %v", deviceCUDAEmulate, err)
 			}

@@ -52,7 +52,7 @@ func profileGPUs(ctx context.Context, o *profileOptions) ([]store.GPUProfile, []
 			}
 		}
 		for i := range n {
-			g, err := kernels.NewEmulatedGPU(i)
+			g, err := kernels.NewEmulatedGPU(i, 0)
 			if err != nil {
 				return nil, nil, usageErrorf("--gpu-device %s: %v", deviceCUDAEmulate, err)
 			}

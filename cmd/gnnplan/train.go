@@ -734,6 +734,9 @@ func printTrainSummary(w io.Writer, r trainReport) {
 		fmt.Fprintf(w, "feature rows: %d gathered, %.1f%% from memory, %.1f%% from SSD (%d reads, %.1f MB read, read amplification %.2f)\n",
 			st.Rows.Rows, 100*float64(st.Rows.WorkerCacheHits+st.Rows.SocketCacheHits)/float64(st.Rows.Rows),
 			100*float64(st.Rows.SSDRows)/float64(st.Rows.Rows), st.Rows.DeviceReads, float64(st.Rows.DeviceBytes)/1e6, st.ReadAmplification)
+		if st.Rows.ResidentHits > 0 {
+			fmt.Fprintf(w, "feature rows resident in GPU memory (the layout's GPU cache bins, never copied): %.1f%%\n", 100*float64(st.Rows.ResidentHits)/float64(st.Rows.Rows))
+		}
 	}
 	printPredictionSummary(w, r)
 	if r.CheckpointPath != "" {

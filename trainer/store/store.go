@@ -109,6 +109,9 @@ type Store struct {
 type GatherStats struct {
 	Rows            int `json:"rows"`
 	WorkerCacheHits int `json:"worker_cache_hits"` // rows from the worker-local (GPU) cache
+	// ResidentHits is how many of those a worker's device held resident
+	// (GatherResident): not copied at all.
+	ResidentHits    int `json:"resident_hits,omitempty"`
 	SocketCacheHits int `json:"socket_cache_hits"` // rows from the CPU caches
 	SSDRows         int `json:"ssd_rows"`
 	// Bytes is the matrix gathered: Rows x row bytes.
@@ -138,6 +141,7 @@ func (g GatherStats) ReadAmplification() float64 {
 func (g *GatherStats) Add(o GatherStats) {
 	g.Rows += o.Rows
 	g.WorkerCacheHits += o.WorkerCacheHits
+	g.ResidentHits += o.ResidentHits
 	g.SocketCacheHits += o.SocketCacheHits
 	g.SSDRows += o.SSDRows
 	g.Bytes += o.Bytes
@@ -404,6 +408,7 @@ func (s *Store) gather(ctx context.Context, vertices []int32, dst []float32, res
 		if int(b) == resident {
 			idx[i] = int32(-1 - r)
 			st.WorkerCacheHits++
+			st.ResidentHits++
 			continue
 		}
 		slot := i

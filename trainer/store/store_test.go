@@ -435,7 +435,7 @@ func TestGatherResident(t *testing.T) {
 				t.Fatalf("batch row %d (vertex %d) differs from Gather's", i, batch[i])
 			}
 		}
-		if got != len(batch)-resident || resident == 0 || st.WorkerCacheHits != wst.WorkerCacheHits || st.SSDRows != wst.SSDRows ||
+		if got != len(batch)-resident || resident == 0 || st.ResidentHits != resident || st.WorkerCacheHits != wst.WorkerCacheHits || st.SSDRows != wst.SSDRows ||
 			st.SocketCacheHits != wst.SocketCacheHits {
 			t.Errorf("%d packed, %d resident of %d; stats %+v, Gather's %+v", got, resident, len(batch), st, wst)
 		}
