@@ -58,6 +58,12 @@ type cudaDevice struct {
 	ctx     cu.CUContext
 	calls   chan func()
 	fns     [numKernels]cu.Function
+	// copies is the copy stream (not blocking with the default stream,
+	// where the kernels run); events are the fences, by number. Both are
+	// used only on the context's thread.
+	copies    cu.Stream
+	events    map[int]cu.Event
+	nextFence int
 	// cublas and sgemmFn are cuBLAS's handle and cublasSgemm_v2.
 	cublas, sgemmFn unsafe.Pointer
 }
@@ -125,6 +131,10 @@ func (d *cudaDevice) init(ordinal int) error {
 		return fmt.Errorf("cuda: %s: context: %w", d.label, err)
 	}
 	d.dev = dev
+	if d.copies, err = cu.MakeStream(cu.NonBlocking); err != nil {
+		return fmt.Errorf("cuda: %s: copy stream: %w", d.label, err)
+	}
+	d.events = map[int]cu.Event{}
 	mod, err := cu.LoadData(cudaPTX)
 	if err != nil {
 		return fmt.Errorf("cuda: %s: loading the kernels' PTX (the driver must support PTX ISA 7.8, CUDA 11.8 or later): %w", d.label, err)
@@ -373,8 +383,67 @@ func (d *cudaDevice) hostAlloc(bytes int) (unsafe.Pointer, error) {
 	return p, nil
 }
 
+// hostFree is queued, not waited for: cleanups call it.
 func (d *cudaDevice) hostFree(p unsafe.Pointer) {
-	d.do(func() { C.gp_mem_free_host(p) })
+	go d.do(func() { C.gp_mem_free_host(p) })
+}
+
+func (d *cudaDevice) newFence() (int, error) {
+	var f int
+	var err error
+	d.do(func() {
+		var ev cu.Event
+		if ev, err = cu.MakeEvent(cu.DisableTiming); err == nil {
+			d.nextFence++
+			f = d.nextFence
+			d.events[f] = ev
+		}
+	})
+	if err != nil {
+		return 0, fmt.Errorf("cuda event: %w", err)
+	}
+	return f, nil
+}
+
+func (d *cudaDevice) freeFence(f int) {
+	go d.do(func() {
+		if ev, ok := d.events[f]; ok {
+			_ = cu.DestroyEvent(&ev)
+			delete(d.events, f)
+		}
+	})
+}
+
+func (d *cudaDevice) uploadAsync(dst uintptr, src unsafe.Pointer, bytes int, after, done int) {
+	var err error
+	d.do(func() {
+		if ev, ok := d.events[after]; ok {
+			// An event never recorded is complete: the first copy
+			// waits for nothing.
+			err = d.copies.Wait(ev, 0)
+		}
+		if err == nil {
+			err = cu.MemcpyHtoDAsync(cu.DevicePtr(dst), src, int64(bytes), d.copies)
+		}
+		if err == nil {
+			err = d.events[done].Record(d.copies)
+		}
+	})
+	d.must("copy to the GPU on the copy stream", err)
+}
+
+// signal records f on the default stream, after the kernels queued so far.
+func (d *cudaDevice) signal(f int) {
+	var err error
+	d.do(func() { err = d.events[f].Record(cu.Stream{}) })
+	d.must("recording the kernels' progress", err)
+}
+
+// await makes the default stream, where the kernels run, wait for f.
+func (d *cudaDevice) await(f int) {
+	var err error
+	d.do(func() { err = cu.Stream{}.Wait(d.events[f], 0) })
+	d.must("ordering kernels after a copy", err)
 }
 
 func (d *cudaDevice) sync() {

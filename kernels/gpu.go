@@ -40,6 +40,21 @@ type device interface {
 	hostFree(p unsafe.Pointer)
 	// sync waits until every launch and copy queued so far has finished.
 	sync()
+	// newFence returns a fence for ordering an asynchronous copy before
+	// the launches that read its data; freeFence releases it (from any
+	// goroutine).
+	newFence() (int, error)
+	freeFence(f int)
+	// uploadAsync queues a copy from page-locked host memory on the
+	// device's copy stream, which runs beside the kernels: the copy waits
+	// for fence after (set by signal; 0: none), and sets fence done when
+	// it lands. The host does not wait.
+	uploadAsync(dst uintptr, src unsafe.Pointer, bytes int, after, done int)
+	// await makes every launch queued after it wait for fence f; signal
+	// sets f once every launch queued before it has run. The host waits
+	// for neither.
+	await(f int)
+	signal(f int)
 	// info describes the GPU.
 	info() GPUInfo
 }
@@ -736,3 +751,86 @@ type DeviceError struct {
 func (e *DeviceError) Error() string { return e.Device + ": " + e.Op + ": " + e.Err.Error() }
 
 func (e *DeviceError) Unwrap() error { return e.Err }
+
+// Staging is a page-locked host buffer and a device matrix it is copied
+// into on the GPU's copy stream: a batch's rows gathered into Host are
+// uploaded while the GPU computes the batch before, the first kernel that
+// reads Mat waits for the copy (the host does not), and the next Upload
+// waits (on the GPU) for the kernels queued before Done. A Staging serves
+// one batch at a time: fill Host, Upload, use Mat, Done; fill Host again
+// only once a result downloaded after Mat was used (the loss) shows the
+// copy has landed.
+type Staging struct {
+	g           *GPU
+	host        unsafe.Pointer
+	floats      int
+	ready, free int // fences: the copy landed; the kernels reading Mat ran
+	dev         *Mat
+}
+
+// NewStaging returns a Staging of floats values, freed when no longer
+// referenced.
+func (g *GPU) NewStaging(floats int) (*Staging, error) {
+	floats = max(floats, 1)
+	p, err := g.dev.hostAlloc(4 * floats)
+	if err != nil {
+		return nil, fmt.Errorf("%s: pinned staging buffer of %.1f MiB: %w", g.dev.name(), float64(4*floats)/(1<<20), err)
+	}
+	ready, err := g.dev.newFence()
+	if err != nil {
+		g.dev.hostFree(p)
+		return nil, fmt.Errorf("%s: %w", g.dev.name(), err)
+	}
+	free, err := g.dev.newFence()
+	if err != nil {
+		g.dev.freeFence(ready)
+		g.dev.hostFree(p)
+		return nil, fmt.Errorf("%s: %w", g.dev.name(), err)
+	}
+	s := &Staging{g: g, host: p, floats: floats, ready: ready, free: free, dev: &Mat{}}
+	dev := g.dev
+	// The host memory is C memory (or the driver's): the cleanup's
+	// argument may point at it without keeping s alive.
+	type res struct {
+		p           unsafe.Pointer
+		ready, free int
+	}
+	runtime.AddCleanup(s, func(r res) {
+		dev.freeFence(r.ready)
+		dev.freeFence(r.free)
+		dev.hostFree(r.p)
+	}, res{p, ready, free})
+	return s, nil
+}
+
+// Floats is how many values Host holds.
+func (s *Staging) Floats() int { return s.floats }
+
+// Host is the page-locked buffer. It is C memory: do not keep it past
+// the Staging.
+func (s *Staging) Host() []float32 { return unsafe.Slice((*float32)(s.host), s.floats) }
+
+// Upload starts copying Host's first rows x cols values into the device
+// matrix (rows x cols) on the copy stream and returns at once.
+func (s *Staging) Upload(rows, cols int) {
+	checkDims(rows, cols)
+	if rows*cols > s.floats {
+		panic(fmt.Sprintf("kernels: Staging.Upload of %dx%d from %d values", rows, cols, s.floats))
+	}
+	s.g.Resize(s.dev, rows, cols)
+	if rows*cols > 0 {
+		s.g.dev.uploadAsync(s.dev.d, s.host, 4*rows*cols, s.free, s.ready)
+	}
+	runtime.KeepAlive(s)
+}
+
+// Mat returns the device matrix; launches queued from now on wait for the
+// last Upload to land.
+func (s *Staging) Mat() *Mat {
+	s.g.dev.await(s.ready)
+	return s.dev
+}
+
+// Done says every kernel that reads Mat has been queued: the next Upload
+// waits for them on the GPU.
+func (s *Staging) Done() { s.g.dev.signal(s.free) }

@@ -121,3 +121,16 @@ func (d *emuDevice) sync() {}
 func (d *emuDevice) info() GPUInfo {
 	return GPUInfo{Ordinal: d.ordinal, Name: "emulated on the CPU (kernels/internal/cudac)", MemoryBytes: d.memory}
 }
+
+// The emulation copies at once: fences have nothing to order.
+func (d *emuDevice) newFence() (int, error) { return 0, nil }
+
+func (d *emuDevice) freeFence(int) {}
+
+func (d *emuDevice) uploadAsync(dst uintptr, src unsafe.Pointer, bytes int, _, _ int) {
+	cudac.Upload(dst, src, bytes)
+}
+
+func (d *emuDevice) await(int) {}
+
+func (d *emuDevice) signal(int) {}

@@ -219,3 +219,39 @@ func TestMeasureOnAGPU(t *testing.T) {
 		t.Errorf("Info: %+v", info)
 	}
 }
+
+// TestStaging fills a pinned staging buffer, uploads part of it and reads
+// it back through the device matrix, twice (the second batch smaller),
+// and refuses an upload beyond the buffer.
+func TestStaging(t *testing.T) {
+	g, d := newEmuGPU(0)
+	s, err := g.NewStaging(120)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, shape := range [][2]int{{5, 20}, {3, 7}} {
+		h := s.Host()
+		for i := range shape[0] * shape[1] {
+			h[i] = float32(i*shape[0]) + 0.5
+		}
+		s.Upload(shape[0], shape[1])
+		m := s.Mat()
+		got := make([]float32, m.Len())
+		g.Download(got, m)
+		s.Done()
+		if m.Rows != shape[0] || m.Cols != shape[1] || !slices.Equal(got, h[:shape[0]*shape[1]]) {
+			t.Errorf("%v: device matrix %dx%d %v", shape, m.Rows, m.Cols, got)
+		}
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("an upload of 11 x 11 from 120 values did not panic")
+			}
+		}()
+		s.Upload(11, 11)
+	}()
+	if d.live == 0 {
+		t.Error("the staging's device matrix is not on the device")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/trainer/sample"
 	"github.com/gnnplan/gnnplan/trainer/store"
 )
@@ -68,7 +69,7 @@ type gathered struct {
 // item) or when ctx ends; stop ends both goroutines and waits for them.
 type pipeline struct {
 	out  <-chan gathered
-	free chan []float32 // gathered batches' buffers, returned by the step
+	free chan *stageBuf // gathered batches' buffers, returned by the step
 	stop func()
 }
 
@@ -124,9 +125,14 @@ func (t *Trainer) startPipeline(ctx context.Context, w *worker, epoch int) *pipe
 		}
 		out := make(chan gathered, ahead)
 		p.out = out
-		p.free = make(chan []float32, ahead+2)
-		for range ahead + 2 {
-			p.free <- nil
+		// The worker's buffers outlive the epoch: a GPU worker's are
+		// pinned, and pinning memory is slow.
+		for len(w.pool) < ahead+2 {
+			w.pool = append(w.pool, &stageBuf{})
+		}
+		p.free = make(chan *stageBuf, len(w.pool))
+		for _, sb := range w.pool {
+			p.free <- sb
 		}
 		run(func() {
 			defer close(out)
@@ -137,7 +143,7 @@ func (t *Trainer) startPipeline(ctx context.Context, w *worker, epoch int) *pipe
 				if g.err == nil {
 					// Waiting for a free buffer is waiting for room too:
 					// every buffer is queued or in the step's hands.
-					var buf []float32
+					var buf *stageBuf
 					select {
 					case buf = <-p.free:
 					case <-ctx.Done():
@@ -174,7 +180,7 @@ func (t *Trainer) startPipeline(ctx context.Context, w *worker, epoch int) *pipe
 }
 
 // release returns a gathered batch's buffer to the pool.
-func (p *pipeline) release(buf []float32) {
+func (p *pipeline) release(buf *stageBuf) {
 	if p.free != nil {
 		select {
 		case p.free <- buf:
@@ -183,28 +189,47 @@ func (p *pipeline) release(buf []float32) {
 	}
 }
 
+// stageBuf is where a batch's rows are gathered: host memory, or for a
+// worker on a GPU a pinned staging buffer copied to the GPU on its copy
+// stream while the batch before computes.
+type stageBuf struct {
+	host []float32
+	st   *kernels.Staging
+}
+
 // inputRows is a batch's gathered input: every row of mb.Input() in
 // buf, or, for a worker holding a cache bin on its device, the n rows it
 // does not hold packed in buf and idx saying where each row is (see
-// store.GatherResident).
+// store.GatherResident). st, on a GPU, is buf's staging, its upload
+// started; sb is the buffer to return.
 type inputRows struct {
 	buf []float32
 	idx []int32
 	n   int
+	st  *kernels.Staging
+	sb  *stageBuf
 }
 
 // gatherInput reads the feature rows of mb's outermost sources from the
-// feature source into buf (grown as needed), row-normalised as the
+// feature source into sb (grown as needed), row-normalised as the
 // in-memory matrix would be; the rows of w's resident bin stay on its
-// device.
-func (t *Trainer) gatherInput(ctx context.Context, w *worker, mb *sample.MiniBatch, buf []float32) (inputRows, store.GatherStats, error) {
+// device. On a GPU it starts copying them there.
+func (t *Trainer) gatherInput(ctx context.Context, w *worker, mb *sample.MiniBatch, sb *stageBuf) (inputRows, store.GatherStats, error) {
 	in := mb.Input()
 	dim := t.cfg.InDim
 	n := len(in) * dim
-	if cap(buf) < n {
-		buf = make([]float32, n)
+	if gpu, ok := w.b.(*kernels.GPU); ok {
+		if sb.st == nil || sb.st.Floats() < n {
+			st, err := gpu.NewStaging(n + n/4)
+			if err != nil {
+				return inputRows{sb: sb}, store.GatherStats{}, fmt.Errorf("epoch %d, batch %d: %w", mb.Epoch+1, mb.Index+1, err)
+			}
+			sb.st, sb.host = st, st.Host()
+		}
+	} else if cap(sb.host) < n {
+		sb.host = make([]float32, n)
 	}
-	r := inputRows{buf: buf[:n], n: len(in)}
+	r := inputRows{buf: sb.host[:n], n: len(in), st: sb.st, sb: sb}
 	var st store.GatherStats
 	var err error
 	if w.cache != nil {
@@ -218,6 +243,9 @@ func (t *Trainer) gatherInput(ctx context.Context, w *worker, mb *sample.MiniBat
 	}
 	if t.o.RowNormalize {
 		RowNormalize(r.buf[:r.n*dim], dim)
+	}
+	if r.st != nil {
+		r.st.Upload(r.n, dim)
 	}
 	return r, st, nil
 }

@@ -449,6 +449,8 @@ type worker struct {
 	smp   *sample.Sampler
 	x, dl *kernels.Mat // the gathered input (in memory), the logits' gradient
 	seed  uint64       // its sampling and dropout streams
+	// pool is the worker's gather buffers, kept across epochs.
+	pool []*stageBuf
 	// cache holds the resident worker bin's rows on the worker's device
 	// (nil: none; rs serves the others, resident names the bin).
 	cache    *kernels.Mat
@@ -651,7 +653,7 @@ func (t *Trainer) runEpoch(ctx context.Context, rep Reporter) error {
 		t.lastInputs = t.lastInputs[:0]
 		for i, g := range gs {
 			if g.mb != nil {
-				pls[i].release(g.rows.buf)
+				pls[i].release(g.rows.sb)
 				t.lastInputs = append(t.lastInputs, g.mb.Input())
 			}
 		}
@@ -792,12 +794,17 @@ func (t *Trainer) prepareBlocks(w *worker, mb *sample.MiniBatch, train bool) pre
 func (t *Trainer) input(w *worker, pb preparedBatch, rows inputRows, train bool, x *kernels.Mat) *kernels.Mat {
 	b := w.b
 	if t.src != nil {
+		var copied *kernels.Mat
+		if rows.st != nil {
+			copied = rows.st.Mat() // uploaded while the batch before computed
+		} else {
+			copied = b.Wrap(rows.n, t.cfg.InDim, rows.buf[:rows.n*t.cfg.InDim])
+		}
 		if w.cache == nil {
-			return b.Wrap(len(pb.mb.Input()), t.cfg.InDim, rows.buf)
+			return copied
 		}
 		// The rows copied in and the rows resident on the device, in
 		// the batch's order.
-		copied := b.Wrap(rows.n, t.cfg.InDim, rows.buf[:rows.n*t.cfg.InDim])
 		b.Resize(x, len(rows.idx), t.cfg.InDim)
 		b.GatherRowsTwo(x, copied, w.cache, b.NewIndex(rows.idx))
 		return x
@@ -834,6 +841,9 @@ func (t *Trainer) step(gs []gathered, p *partialEpoch) (loss float64, labeled, c
 		b.Resize(w.dl, logits.Rows, logits.Cols)
 		r.loss, r.correct = b.SoftmaxCrossEntropy(w.dl, logits, g.labels, 1/float32(max(g.labeled, 1)))
 		w.model.Backward(w.dl)
+		if g.rows.st != nil {
+			g.rows.st.Done() // every kernel reading the input is queued
+		}
 		t2 := time.Now()
 		r.gather, r.compute = t1.Sub(t0).Seconds(), t2.Sub(t1).Seconds()
 	}
@@ -955,15 +965,19 @@ func (t *Trainer) evaluate(ctx context.Context, s *sample.Sampler) (acc, loss fl
 	var sum float64
 	var labeled, correct int
 	var rows inputRows
+	sb := &stageBuf{}
 	err = s.Epoch(ctx, 0, func(mb *sample.MiniBatch) error {
 		pb := t.prepareBlocks(t.ws[0], mb, false)
 		if t.src != nil {
 			var err error
-			if rows, _, err = t.gatherInput(ctx, t.ws[0], mb, rows.buf); err != nil {
+			if rows, _, err = t.gatherInput(ctx, t.ws[0], mb, sb); err != nil {
 				return err
 			}
 		}
 		logits := t.model.Forward(pb.blocks, t.input(t.ws[0], pb, rows, false, t.x), false, 0)
+		if rows.st != nil {
+			rows.st.Done()
+		}
 		l, c := t.b.SoftmaxCrossEntropy(nil, logits, pb.labels, 1)
 		sum += l
 		correct += c
