@@ -4,7 +4,9 @@ package kernels
 
 import (
 	"math"
+	"slices"
 	"testing"
+	"time"
 )
 
 // These run only in a build with the cuda tag, on a machine with an
@@ -54,5 +56,46 @@ func TestCUDAAgreesWithCPU(t *testing.T) {
 		if worst > 1e-4 {
 			t.Errorf("%s: relative difference %.2g from the CPU", name, worst)
 		}
+	}
+}
+
+// TestCUDAStagingAndPeers uploads through a staging buffer on the copy
+// stream and reads it back, measures copies, and, on a machine with two
+// or more GPUs, moves a matrix from GPU 0 to GPU 1 by a peer copy.
+func TestCUDAStagingAndPeers(t *testing.T) {
+	g := newTestCUDA(t)
+	s, err := g.NewStaging(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := s.Host()
+	for i := range h {
+		h[i] = float32(i % 977)
+	}
+	s.Upload(1024, 1024)
+	got := make([]float32, 1<<20)
+	g.Download(got, s.Mat())
+	s.Done()
+	for i := range got {
+		if got[i] != h[i] {
+			t.Fatalf("staged value %d: %g, want %g", i, got[i], h[i])
+		}
+	}
+	pinned, pageable, err := g.MeasureCopy(256<<20, 200*time.Millisecond)
+	t.Logf("host to device: %.1f GB/s pinned, %.1f GB/s pageable (%v)", pinned, pageable, err)
+	n, err := CUDACount()
+	if err != nil || n < 2 {
+		t.Skipf("peer copies need two GPUs (%d, %v)", n, err)
+	}
+	gs, err := NewCUDAs([]int{0, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := gs[0].Wrap(1024, 1024, h)
+	dst := gs[1].NewMat(0, 0)
+	Transfer(gs[1], dst, gs[0], src, nil)
+	gs[1].Download(got, dst)
+	if !slices.Equal(got, h) {
+		t.Error("the peer copy from GPU 0 to GPU 1 changed the values")
 	}
 }
