@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -88,14 +87,6 @@ func gemmSeconds(b kernels.Backend, calls []gemmCall, reps int) float64 {
 	return median(times)
 }
 
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	return s[len(s)/2]
-}
 
 // torchResult is what trainer/testdata/torch_sage.py prints.
 type torchResult struct {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/gnnplan/gnnplan/trainer/nn"
@@ -56,8 +57,10 @@ const probeSalt = 0x70726f6265 // "probe"
 // its copies range over the caches' footprint) or else a pool: the probe
 // measures computing, the disk is measured on its own. It drops each
 // epoch's first batch, so an epoch of fewer batches than asked is repeated
-// (at most maxProbeEpochs times) until enough are timed; an epoch of one
-// batch is timed as it is.
+// (at most maxProbeEpochs times) until enough are timed; with epochs of
+// one batch, the first epoch warms up and the next ones' batches are
+// timed as they are. The fill (FirstWaitSeconds) is the median over the
+// epochs after the first where there are several.
 func (t *Trainer) Probe(ctx context.Context, batches int) (Probe, error) {
 	if batches < 1 {
 		return Probe{}, fmt.Errorf("probe: %d batches (want >= 1)", batches)
@@ -86,9 +89,14 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (Probe, error) {
 	nb := s.batches(0)
 	// An epoch of fewer batches than asked (a small graph) is timed over
 	// several epochs, each without its first batch, as the run's epochs
-	// repeat; one batch per epoch is timed as it is.
+	// repeat. With one batch per epoch, the first epoch warms up untimed
+	// (its batch is the sibling's first ever: cold caches, buffers
+	// growing) and the next ones' batches are timed as they are.
 	epochs := 1
-	if nb > 1 && nb-1 < batches {
+	switch {
+	case nb == 1:
+		epochs = min(batches+1, maxProbeEpochs)
+	case nb > 1 && nb-1 < batches:
 		epochs = min((batches+nb-2)/(nb-1), maxProbeEpochs)
 	}
 	s.o.Epochs = epochs
@@ -96,6 +104,7 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (Probe, error) {
 		p      Probe
 		sum    partialEpoch // the timed batches' totals
 		inputs [][]int32
+		fills  []float64 // each epoch's wait for its first batch
 	)
 	for e := range epochs {
 		total := min(batches-p.Batches+1, nb)
@@ -111,10 +120,11 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (Probe, error) {
 			return Probe{}, fmt.Errorf("probe: %w", err)
 		}
 		end := rec.last
-		if e == 0 {
-			p.FirstWaitSeconds = rec.skip.Wait
-		}
+		fills = append(fills, rec.skip.Wait)
 		if rec.skip.Batches == end.Batches { // one batch only: time it
+			if e == 0 && epochs > 1 {
+				continue // the warm-up
+			}
 			rec.skip, rec.skipLists = partialEpoch{}, 0
 		}
 		sum.Batches += end.Batches - rec.skip.Batches
@@ -127,9 +137,16 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (Probe, error) {
 		sum.Samples += end.Samples - rec.skip.Samples
 		inputs = append(inputs, rec.inputs[rec.skipLists:]...)
 		p.Batches = sum.Batches
-		if p.Batches >= batches || rec.skip.Batches == 0 {
+		if p.Batches >= batches || (rec.skip.Batches == 0 && nb > 1) {
 			break
 		}
+	}
+	// The pipeline's fill: the first epoch's is cold (the sampler's pools
+	// and the first buffers are new); later epochs', as the run's later
+	// epochs see it, where there are any.
+	p.FirstWaitSeconds = fills[0]
+	if len(fills) > 1 {
+		p.FirstWaitSeconds = median(fills[1:])
 	}
 	n := float64(sum.Batches)
 	p.BatchSeconds = sum.Seconds / n
@@ -209,4 +226,18 @@ func (p *poolSource) Gather(ctx context.Context, vertices []int32, dst []float32
 	}
 	n := len(vertices)
 	return store.GatherStats{Rows: n, SocketCacheHits: n, Bytes: int64(n * d * 4), Seconds: time.Since(start).Seconds()}, nil
+}
+
+// median is xs's median (0 for none; xs is not changed).
+func median(xs []float64) float64 {
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	n := len(xs)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
 }

@@ -93,8 +93,9 @@ func TestProbeLeavesTheRunAlone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Batches != 1 || !(p.BatchSeconds > 0) {
-			t.Errorf("probe of a one-batch epoch: %d batches, %v s", p.Batches, p.BatchSeconds)
+		// One epoch warms up untimed; the next eight's batches are timed.
+		if p.Batches != 8 || len(p.Vertices) != 8 || !(p.BatchSeconds > 0) {
+			t.Errorf("probe of a one-batch epoch: %d batches, %d input lists, %v s; want 8 after a warm-up", p.Batches, len(p.Vertices), p.BatchSeconds)
 		}
 	})
 }

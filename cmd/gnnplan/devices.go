@@ -104,9 +104,10 @@ func trainBackends(o *trainOptions, plan *tpc.Plan) (bs []kernels.Backend, notes
 		}
 		return bs, nil, nil
 	case deviceCUDAEmulate:
-		// As many emulated GPUs as asked (default one): a way to run the
-		// GPU code path, kernels and peer copies included, without a GPU.
-		n := 1
+		// As many emulated GPUs as asked (default: the plan's, else one):
+		// a way to run the GPU code path, kernels and peer copies
+		// included, without a GPU.
+		n := max(planned, 1)
 		if o.GPUs != "" {
 			if n, err = strconv.Atoi(o.GPUs); err != nil || n < 1 {
 				return nil, nil, usageErrorf("--gpus %q: with --device %s, a count N >= 1", o.GPUs, deviceCUDAEmulate)
