@@ -87,7 +87,6 @@ func gemmSeconds(b kernels.Backend, calls []gemmCall, reps int) float64 {
 	return median(times)
 }
 
-
 // torchResult is what trainer/testdata/torch_sage.py prints.
 type torchResult struct {
 	SamplesPerSecond float64 `json:"samples_per_s"`
