@@ -24,12 +24,17 @@ func gpuTestOptions(kind nn.Kind) Options {
 	return o
 }
 
-// runOn trains o on backends (one per worker) and returns the master's
-// parameters and Adam moments as bits, and the result.
+// runOn trains o on backends (one per worker), on d's features in memory
+// unless o has a feature source, and returns the master's parameters and
+// Adam moments as bits, and the result.
 func runOn(t *testing.T, d loaded, o Options, backends []kernels.Backend) ([]uint32, *Result) {
 	t.Helper()
 	o.Backends = backends
-	tr, err := New(backends[0], d.g, append([]float32(nil), d.feat...), o)
+	var feat []float32
+	if o.Features == nil {
+		feat = append(feat, d.feat...)
+	}
+	tr, err := New(backends[0], d.g, feat, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,16 +160,7 @@ func TestResidentGPUCache(t *testing.T) {
 			run := func(src FeatureSource) ([]uint32, *Result) {
 				o := gpuTestOptions(kind)
 				o.Workers, o.BatchSize, o.Features = 1, 64, src
-				g := emuGPU(t, 0)
-				tr, err := New(g, d.g, nil, o)
-				if err != nil {
-					t.Fatal(err)
-				}
-				res, err := tr.Run(context.Background(), nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return params(tr), res
+				return runOn(t, d, o, []kernels.Backend{emuGPU(t, 0)})
 			}
 			resident, res := run(s)
 			copied, cres := run(plainSource{s})

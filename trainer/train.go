@@ -401,18 +401,23 @@ func (t *Trainer) placeResident() (err error) {
 	return nil
 }
 
+// recoverDeviceError, deferred, turns a device's failure (a
+// *kernels.DeviceError panic: the Backend interface has no errors) into
+// *err; any other panic goes on.
+func recoverDeviceError(err *error) {
+	if p := recover(); p != nil {
+		de, ok := p.(*kernels.DeviceError)
+		if !ok {
+			panic(p)
+		}
+		*err = de
+	}
+}
+
 // uploadResident copies a cache bin's rows to w's device, returning a
 // device's failure (no room) as an error.
 func uploadResident(w *worker, data []float32, dim int) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			de, ok := p.(*kernels.DeviceError)
-			if !ok {
-				panic(p)
-			}
-			err = de
-		}
-	}()
+	defer recoverDeviceError(&err)
 	m := w.b.NewMat(0, 0)
 	w.b.Upload(m, len(data)/dim, dim, data)
 	w.cache = m
@@ -541,15 +546,7 @@ var ErrInterrupted = errors.New("training interrupted")
 // A device's failure (a GPU out of memory, a failed launch or copy) ends
 // the run with a *kernels.DeviceError.
 func (t *Trainer) Run(ctx context.Context, rep Reporter) (_ *Result, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			de, ok := p.(*kernels.DeviceError)
-			if !ok {
-				panic(p)
-			}
-			err = de
-		}
-	}()
+	defer recoverDeviceError(&err)
 	res := &Result{Params: t.model.NumParams(), Backend: t.b.Name()}
 	if t.concurrent {
 		for _, b := range t.bs {

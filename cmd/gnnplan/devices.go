@@ -107,17 +107,11 @@ func trainBackends(o *trainOptions, plan *tpc.Plan) (bs []kernels.Backend, notes
 		// As many emulated GPUs as asked (default: the plan's, else one):
 		// a way to run the GPU code path, kernels and peer copies
 		// included, without a GPU.
-		n := max(planned, 1)
-		if o.GPUs != "" {
-			if n, err = strconv.Atoi(o.GPUs); err != nil || n < 1 {
-				return nil, nil, usageErrorf("--gpus %q: with --device %s, a count N >= 1", o.GPUs, deviceCUDAEmulate)
-			}
+		gs, err := emulatedGPUs(o.GPUs, max(planned, 1), "--device")
+		if err != nil {
+			return nil, nil, err
 		}
-		for i := range n {
-			g, err := kernels.NewEmulatedGPU(i, 0)
-			if err != nil {
-				return nil, nil, usageErrorf("--device %s: %v", deviceCUDAEmulate, err)
-			}
+		for _, g := range gs {
 			bs = append(bs, g)
 		}
 		return bs, []string{"--device cuda-emulated runs the CUDA kernels on the CPU one thread at a time: it checks the GPU code path, slowly; its times say nothing about a GPU"}, nil
@@ -135,4 +129,24 @@ func describeBackends(bs []kernels.Backend) string {
 		names[i] = b.Name()
 	}
 	return fmt.Sprintf("%d workers, one per GPU: %s", len(bs), strings.Join(names, "; "))
+}
+
+// emulatedGPUs opens --gpus's count of emulated GPUs (n when it is not
+// given); flag names the device flag for messages.
+func emulatedGPUs(gpus string, n int, flag string) ([]*kernels.GPU, error) {
+	if gpus != "" {
+		var err error
+		if n, err = strconv.Atoi(gpus); err != nil || n < 1 {
+			return nil, usageErrorf("--gpus %q: with %s %s, a count N >= 1", gpus, flag, deviceCUDAEmulate)
+		}
+	}
+	gs := make([]*kernels.GPU, n)
+	for i := range gs {
+		g, err := kernels.NewEmulatedGPU(i, 0)
+		if err != nil {
+			return nil, usageErrorf("%s %s: %v", flag, deviceCUDAEmulate, err)
+		}
+		gs[i] = g
+	}
+	return gs, nil
 }

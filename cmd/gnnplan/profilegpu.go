@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/gnnplan/gnnplan/kernels"
@@ -44,19 +43,9 @@ func profileGPUs(ctx context.Context, o *profileOptions) ([]store.GPUProfile, []
 			gs = append(gs, g)
 		}
 	case deviceCUDAEmulate:
-		n := 1
-		if o.GPUs != "" {
-			var err error
-			if n, err = strconv.Atoi(o.GPUs); err != nil || n < 1 {
-				return nil, nil, usageErrorf("--gpus %q: with --gpu-device %s, a count N >= 1", o.GPUs, deviceCUDAEmulate)
-			}
-		}
-		for i := range n {
-			g, err := kernels.NewEmulatedGPU(i, 0)
-			if err != nil {
-				return nil, nil, usageErrorf("--gpu-device %s: %v", deviceCUDAEmulate, err)
-			}
-			gs = append(gs, g)
+		var err error
+		if gs, err = emulatedGPUs(o.GPUs, 1, "--gpu-device"); err != nil {
+			return nil, nil, err
 		}
 		// The emulation runs every GPU thread in turn: small sizes, and
 		// rates that describe the CPU.
