@@ -7,11 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/gnnplan/gnnplan/ddak"
 	"github.com/gnnplan/gnnplan/kernels"
+	"github.com/gnnplan/gnnplan/maxflow"
 	"github.com/gnnplan/gnnplan/trainer/nn"
+	"github.com/gnnplan/gnnplan/trainer/store"
 )
 
 // gpuTestOptions trains kind for a few steps with dropout on: masks,
@@ -194,4 +200,93 @@ func TestResidentBinTooLargeForTheGPU(t *testing.T) {
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), "GPU cache bin gpu0") || !strings.Contains(err.Error(), "out of memory") {
 		t.Fatalf("New: %v, want the GPU bin named and the device's out-of-memory error", err)
 	}
+}
+
+// twoGPUBinStore lays dir's n rows out over two GPU bins, a CPU cache and
+// an SSD bin, as a plan for two GPUs does, and opens the store.
+func twoGPUBinStore(t *testing.T, dir string, n int64) *store.Store {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(11, 12))
+	hot := make([]uint32, n)
+	for i := range hot {
+		hot[i] = uint32(rng.IntN(1000)) + 1
+	}
+	bins := []ddak.Bin{
+		{ID: "gpu0", Kind: maxflow.StorageGPUMem, CapacityRows: n / 5, TargetShare: 0.25},
+		{ID: "gpu1", Kind: maxflow.StorageGPUMem, CapacityRows: n / 5, TargetShare: 0.25},
+		{ID: "socket0", Kind: maxflow.StorageHostMem, CapacityRows: n / 10, TargetShare: 0.1},
+		{ID: "nvme0", Kind: maxflow.StorageSSD, CapacityRows: n, TargetShare: 0.4},
+	}
+	l, err := ddak.Place(hot, bins, ddak.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ddak.WriteLayout(dir, l, bins); err != nil {
+		t.Fatal(err)
+	}
+	ssd := filepath.Join(t.TempDir(), "ssd0")
+	if err := os.Mkdir(ssd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Materialize(context.Background(), dir, dir, []string{ssd}, store.MaterializeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.Open(dir, store.Options{QueueDepth: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestTwoGPUsEachWithItsBin trains a two-GPU plan's layout on two
+// (emulated) GPUs, each holding its own GPU bin resident, and wants the
+// bits of the same run copying every row in, and, after an interrupt
+// mid-epoch and a resume from the checkpoint, the bits of the run never
+// interrupted.
+func TestTwoGPUsEachWithItsBin(t *testing.T) {
+	const n = 1500
+	dir := synthDataset(t, n, 32)
+	d := load(t, dir)
+	s := twoGPUBinStore(t, dir, n)
+	o := gpuTestOptions(nn.GAT)
+	o.Workers, o.BatchSize, o.Epochs, o.Features = 2, 40, 3, s
+	gpus := func() []kernels.Backend { return []kernels.Backend{emuGPU(t, 0), emuGPU(t, 1)} }
+	resident, res := runOn(t, d, o, gpus())
+	copied, _ := runOn(t, d, withSource(o, plainSource{s}), gpus())
+	if !equalBits(resident, copied) {
+		t.Error("two GPUs holding their bins differ from two GPUs copying every row")
+	}
+	var rows store.GatherStats
+	for _, e := range res.Epochs {
+		rows.Add(e.Rows)
+	}
+	// Each worker holds one of the two bins: a row of the other worker's
+	// bin is copied from host memory.
+	if rows.ResidentHits == 0 || rows.ResidentHits >= rows.WorkerCacheHits {
+		t.Errorf("resident %d of %d GPU-bin rows: want some, not all (each worker holds one bin)", rows.ResidentHits, rows.WorkerCacheHits)
+	}
+
+	o.Checkpoint = t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	oi := o
+	oi.Backends = gpus()
+	first, err := New(oi.Backends[0], d.g, nil, oi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Run(ctx, &cancelAfter{n: 3, cancel: cancel}); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	o.Resume = true
+	resumed, _ := runOn(t, d, o, gpus())
+	if !equalBits(resident, resumed) {
+		t.Error("a two-GPU run resumed from its checkpoint differs from the run never interrupted")
+	}
+}
+
+func withSource(o Options, src FeatureSource) Options {
+	o.Features = src
+	return o
 }
