@@ -73,7 +73,7 @@ func newTrainCmd(d *deps, runF func(context.Context, *trainOptions) error) *cobr
 	opts := &trainOptions{IO: d}
 	cmd := &cobra.Command{
 		Use:   "train",
-		Short: "Train GraphSAGE, GCN or GAT on a dataset, in memory, on the CPU kernels",
+		Short: "Train GraphSAGE, GCN or GAT on a dataset, in memory or from the SSD feature store, on the CPU or on GPUs",
 		Long: `Train a GNN on a dataset's training split and report, per epoch, the time,
 samples/s, the time per stage (sampling, feature gather, forward+backward,
 optimizer), the loss and the train/validation/test accuracy; at the end, the
@@ -98,6 +98,13 @@ hottest share F of the rows in memory instead, for experiments. The loss
 curve is bitwise the one training in memory gives. --features memory reads
 features.npy whole instead.
 
+GPUs: a binary built with make build-cuda trains with --device cuda, one
+data-parallel worker per GPU (--gpus: all, a count, or ordinals; default the
+plan's GPU count), gradients averaged by peer copies; out of core each GPU
+holds one of the layout's GPU cache bins in its memory and the other rows
+are copied in through pinned buffers while the batch before computes.
+--device cuda-emulated runs the same path on the CPU, slowly, for checking.
+
 Without --dataset it generates a small synthetic graph and trains on it.
 Ctrl-C stops after the current batch, writes the checkpoint when
 --checkpoint is set, and exits 130; --resume continues from it and ends with
@@ -107,7 +114,8 @@ the parameters an uninterrupted run would have.`,
   gnnplan train --dataset data/cora --model gat --fanouts -1,-1 -o json
   gnnplan train --plan plan.json --dataset data/synth --epochs 3 --checkpoint ckpt
   gnnplan train --plan plan.json --dataset data/synth --epochs 3 --checkpoint ckpt --resume
-  gnnplan train --plan plan.json --dataset data/synth --epochs 1 --cache-fraction 0.1`,
+  gnnplan train --plan plan.json --dataset data/synth --epochs 1 --cache-fraction 0.1
+  gnnplan-cuda train --plan plan.json --dataset data/synth --device cuda --gpus all`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Set = func(name string) bool { return cmd.Flags().Changed(name) }
