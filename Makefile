@@ -14,7 +14,7 @@ FUZZTIME  ?= 5s
 # FUZZTIME many times over and end in "hung while minimizing").
 FUZZMINTIME ?= 2s
 
-.PHONY: all setup build demo test vet unit fuzz bench bench-deps cuda-deps cuda-check ptx build-cuda clean
+.PHONY: all setup build demo test vet unit fuzz bench bench-deps cuda-deps cuda-check ptx build-cuda clean gpu-bundle
 
 all: build
 
@@ -198,6 +198,21 @@ ptx: cuda-deps
 build-cuda: cuda-deps
 	CGO_CFLAGS='-I$(CUDA_DIR)/include' CGO_LDFLAGS='-L$(CUDA_DIR)/lib' \
 		$(GO) build -tags cuda -ldflags='$(LINKFLAGS)' -o bin/gnnplan-cuda ./cmd/gnnplan
+
+# gpu-bundle builds what .ci/gpu-check.sh runs on a machine with a GPU
+# (which needs no Go) into gpu-bundle/: the CUDA binary and the kernels'
+# and trainer's CUDA test binaries, without symbol tables so the three fit
+# what a device run carries (carry gpu-bundle, then run
+# `.ci/gpu-check.sh` there).
+gpu-bundle: cuda-deps
+	mkdir -p gpu-bundle
+	CGO_CFLAGS='-I$(CUDA_DIR)/include' CGO_LDFLAGS='-L$(CUDA_DIR)/lib' \
+		$(GO) build -tags cuda -ldflags='$(LINKFLAGS) -s -w' -o gpu-bundle/gnnplan-cuda ./cmd/gnnplan
+	CGO_CFLAGS='-I$(CUDA_DIR)/include' CGO_LDFLAGS='-L$(CUDA_DIR)/lib' \
+		$(GO) test -tags cuda -ldflags='$(LINKFLAGS) -s -w' -c -o gpu-bundle/kernels-cuda.test ./kernels
+	CGO_CFLAGS='-I$(CUDA_DIR)/include' CGO_LDFLAGS='-L$(CUDA_DIR)/lib' \
+		$(GO) test -tags cuda -ldflags='$(LINKFLAGS) -s -w' -c -o gpu-bundle/trainer-cuda.test ./trainer
+	@du -ch gpu-bundle/* | tail -1
 
 clean:
 	rm -rf bin
