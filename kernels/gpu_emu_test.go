@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -254,4 +255,56 @@ func TestStaging(t *testing.T) {
 	if d.live == 0 {
 		t.Error("the staging's device matrix is not on the device")
 	}
+}
+
+// TestGPUBufferSizing checks how the GPU backend sizes device memory: a
+// matrix resized smaller keeps its allocation and one resized larger gets
+// a new one with room to grow; a scratch buffer is reused while it is big
+// enough; a view cannot be resized; nothing leaks once unreferenced.
+func TestGPUBufferSizing(t *testing.T) {
+	g, d := newEmuGPU(0)
+	m := g.NewMat(100, 10)
+	first := m.buf
+	if first.bytes < 4*100*10 {
+		t.Fatalf("100x10 matrix on %d bytes", first.bytes)
+	}
+	g.Resize(m, 50, 10)
+	if m.buf != first {
+		t.Error("shrinking a matrix reallocated it")
+	}
+	g.Resize(m, 200, 10)
+	if m.buf == first || m.buf.bytes < 4*200*10 || m.buf.bytes > 4*200*10*9/8+4 {
+		t.Errorf("growing to 200x10: %d bytes (want 8000 plus at most an eighth)", m.buf.bytes)
+	}
+	s := g.takeScratch(scratchLoss, 400)
+	g.releaseScratch(scratchLoss)
+	if s2 := g.takeScratch(scratchLoss, 100); s2 != s {
+		t.Error("a smaller scratch request reallocated")
+	}
+	g.releaseScratch(scratchLoss)
+	if s3 := g.takeScratch(scratchLoss, 4000); s3 == s || s3.bytes < 4000 {
+		t.Errorf("a larger scratch request: %d bytes", s3.bytes)
+	}
+	g.releaseScratch(scratchLoss)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("resizing a column view did not panic")
+			}
+		}()
+		g.Resize(m.ColSlice(2, 5), 3, 3)
+	}()
+	live := d.live
+	m, s = nil, nil
+	for range 10 {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+		d.mu.Lock()
+		freed := d.live < live
+		d.mu.Unlock()
+		if freed {
+			return
+		}
+	}
+	t.Errorf("no allocation was freed after the matrix was dropped (%d live)", d.live)
 }
