@@ -51,6 +51,12 @@ type epochCheck struct {
 	Sample stageCheck `json:"sample"`
 	Gather stageCheck `json:"gather"`
 	Step   stageCheck `json:"step"`
+	// DiskRowsPerS is the rate the epoch read rows from disk at (0 when
+	// it read none), and WithEpochDisk the prediction made again with that
+	// rate in place of the test's before training: how much of the error
+	// is the disk's rate moving, and how much the model.
+	DiskRowsPerS  float64     `json:"disk_rows_per_s,omitempty"`
+	WithEpochDisk *stageCheck `json:"with_epoch_disk,omitempty"`
 }
 
 // check compares e with the prediction; false when e is not a whole epoch
@@ -59,10 +65,35 @@ func (p *trainPrediction) check(e trainer.EpochStats) (epochCheck, bool) {
 	if p == nil || e.Batches != p.FullBatches {
 		return epochCheck{}, false
 	}
-	return epochCheck{Epoch: e.Epoch, stageCheck: newStageCheck(e.Seconds, p.Epoch.EpochS),
+	c := epochCheck{Epoch: e.Epoch, stageCheck: newStageCheck(e.Seconds, p.Epoch.EpochS),
 		Sample: newStageCheck(e.Stages.Sample.BusySeconds, p.Epoch.SampleS),
 		Gather: newStageCheck(e.Stages.Gather.BusySeconds, p.Epoch.GatherS),
-		Step:   newStageCheck(e.GatherSeconds+e.ComputeSeconds+e.OptimizerSeconds, p.Epoch.StepS)}, true
+		Step:   newStageCheck(e.GatherSeconds+e.ComputeSeconds+e.OptimizerSeconds, p.Epoch.StepS)}
+	if rate := epochDiskRate(e, p.Costs.CopyRowS); rate > 0 && p.Epoch.HitShare < 1 {
+		c.DiskRowsPerS = rate
+		cc := p.Costs
+		cc.DiskRowsPerS = rate
+		if again, err := tpc.PredictPipeline(cc, p.Epoch.HitShare, p.Epoch.Batches); err == nil {
+			s := newStageCheck(e.Seconds, again.EpochS)
+			c.WithEpochDisk = &s
+		}
+	}
+	return c, true
+}
+
+// epochDiskRate is the rows per second an epoch read from disk: its disk
+// rows over the gather stage's busy time less the rows it copied from
+// memory (at the probe's copy time per row); 0 when it read none.
+func epochDiskRate(e trainer.EpochStats, copyRowS float64) float64 {
+	r := e.Rows
+	if r.SSDRows == 0 {
+		return 0
+	}
+	secs := e.Stages.Gather.BusySeconds - float64(r.Rows-r.SSDRows)*copyRowS
+	if !(secs > 0) {
+		return 0
+	}
+	return float64(r.SSDRows) / secs
 }
 
 // line is the check as printed after an epoch.
@@ -80,7 +111,11 @@ func (c epochCheck) line(outOfCore bool) string {
 		parts = append(parts, f("gather", c.Gather))
 	}
 	parts = append(parts, f("step", c.Step))
-	return "  measured/predicted: " + strings.Join(parts, ", ")
+	line := "  measured/predicted: " + strings.Join(parts, ", ")
+	if w := c.WithEpochDisk; w != nil {
+		line += fmt.Sprintf("; at this epoch's disk rate (%.0f rows/s) predicted %s (%+.1f%%)", c.DiskRowsPerS, fmtSeconds(w.PredictedS), w.ErrorPct)
+	}
+	return line
 }
 
 // predictTraining probes tr for a few batches, finds the share of rows
@@ -234,8 +269,39 @@ func printPredictionSummary(w io.Writer, r trainReport) {
 	if r.Prediction == nil || r.MeasuredEpochS == 0 {
 		return
 	}
-	fmt.Fprintf(w, "epoch time: measured %s (median of %d), predicted %s: %+.1f%%\n",
+	fmt.Fprintf(w, "epoch time: measured %s (median of %d), predicted %s: %+.1f%%",
 		fmtSeconds(r.MeasuredEpochS), len(r.Checks), fmtSeconds(r.PredictedEpochS), r.PredictionErrorPct)
+	if r.WithEpochDiskS > 0 {
+		fmt.Fprintf(w, "; at the disk rate the epochs read at (median %.0f rows/s, against %.0f before training) predicted %s: %+.1f%%",
+			r.EpochDiskRowsPerS, r.Prediction.Costs.DiskRowsPerS, fmtSeconds(r.WithEpochDiskS), tpc.ErrorPct(r.MeasuredEpochS, r.WithEpochDiskS))
+	}
+	fmt.Fprintln(w)
+}
+
+// withEpochDisk predicts an epoch again at the median of the disk rates
+// the checked epochs read at: 0, 0 when none read from disk.
+func withEpochDisk(p *trainPrediction, checks []epochCheck) (epochS, rowsPerS float64) {
+	var rates []float64
+	for _, c := range checks {
+		if c.DiskRowsPerS > 0 {
+			rates = append(rates, c.DiskRowsPerS)
+		}
+	}
+	if len(rates) == 0 {
+		return 0, 0
+	}
+	slices.Sort(rates)
+	rowsPerS = rates[len(rates)/2]
+	if len(rates)%2 == 0 {
+		rowsPerS = (rates[len(rates)/2-1] + rowsPerS) / 2
+	}
+	cc := p.Costs
+	cc.DiskRowsPerS = rowsPerS
+	again, err := tpc.PredictPipeline(cc, p.Epoch.HitShare, p.Epoch.Batches)
+	if err != nil {
+		return 0, 0
+	}
+	return again.EpochS, rowsPerS
 }
 
 // secondsUnit is the unit a time of s seconds reads best in, and its

@@ -222,11 +222,15 @@ type trainReport struct {
 	// MeasuredEpochS the median of the whole epochs trained (0 when
 	// none); PredictionErrorPct is how far the measurement was from the
 	// prediction, in percent of it.
-	PredictedEpochS    float64          `json:"predicted_epoch_s"`
-	MeasuredEpochS     float64          `json:"measured_epoch_s"`
-	PredictionErrorPct float64          `json:"prediction_error_pct"`
-	Prediction         *trainPrediction `json:"prediction,omitempty"`
-	Checks             []epochCheck     `json:"epoch_checks,omitempty"`
+	PredictedEpochS    float64 `json:"predicted_epoch_s"`
+	MeasuredEpochS     float64 `json:"measured_epoch_s"`
+	PredictionErrorPct float64 `json:"prediction_error_pct"`
+	// WithEpochDiskS is the epoch predicted again at the median disk rate
+	// the epochs read at (EpochDiskRowsPerS); 0 when none read from disk.
+	WithEpochDiskS    float64          `json:"predicted_with_epoch_disk_s,omitempty"`
+	EpochDiskRowsPerS float64          `json:"epoch_disk_rows_per_s,omitempty"`
+	Prediction        *trainPrediction `json:"prediction,omitempty"`
+	Checks            []epochCheck     `json:"epoch_checks,omitempty"`
 }
 
 // trainStoreReport describes an out-of-core run's feature store.
@@ -463,6 +467,7 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 		}
 		if r.MeasuredEpochS = medianEpochSeconds(pred, res.Epochs); r.MeasuredEpochS > 0 {
 			r.PredictionErrorPct = tpc.ErrorPct(r.MeasuredEpochS, r.PredictedEpochS)
+			r.WithEpochDiskS, r.EpochDiskRowsPerS = withEpochDisk(pred, r.Checks)
 		}
 	}
 	if o.Checkpoint != "" {

@@ -288,10 +288,16 @@ func TestTrainOutOfCore(t *testing.T) {
 			} `json:"batch_costs"`
 		} `json:"prediction"`
 		Checks []struct {
-			Epoch      int     `json:"epoch"`
-			MeasuredS  float64 `json:"measured_s"`
-			PredictedS float64 `json:"predicted_s"`
+			Epoch         int     `json:"epoch"`
+			MeasuredS     float64 `json:"measured_s"`
+			PredictedS    float64 `json:"predicted_s"`
+			DiskRowsPerS  float64 `json:"disk_rows_per_s"`
+			WithEpochDisk *struct {
+				PredictedS float64 `json:"predicted_s"`
+			} `json:"with_epoch_disk"`
 		} `json:"epoch_checks"`
+		WithEpochDiskS    float64 `json:"predicted_with_epoch_disk_s"`
+		EpochDiskRowsPerS float64 `json:"epoch_disk_rows_per_s"`
 	}
 	train := func(args ...string) report {
 		t.Helper()
@@ -353,6 +359,17 @@ func TestTrainOutOfCore(t *testing.T) {
 	}
 	if p := disk.Prediction; p != nil && (!(p.Costs.DiskRowsPerS > 0) || !(p.Epoch.DiskS > 0)) {
 		t.Errorf("cache 0: disk %v rows/s, %v s of reads predicted; want both measured and predicted", p.Costs.DiskRowsPerS, p.Epoch.DiskS)
+	}
+	// Reading from disk, each epoch also says the rate it read at and
+	// what the prediction gives at that rate; in memory, neither.
+	for _, ch := range disk.Checks {
+		if !(ch.DiskRowsPerS > 0) || ch.WithEpochDisk == nil || !(ch.WithEpochDisk.PredictedS > 0) {
+			t.Errorf("cache 0: epoch %d read at %v rows/s, predicted again %+v; want both", ch.Epoch, ch.DiskRowsPerS, ch.WithEpochDisk)
+		}
+	}
+	if !(disk.WithEpochDiskS > 0) || !(disk.EpochDiskRowsPerS > 0) || mem.WithEpochDiskS != 0 || mem.Checks[0].WithEpochDisk != nil {
+		t.Errorf("predicted again at the epochs' disk rate: %v s at %v rows/s (cache 0), %v s in memory; want only the former",
+			disk.WithEpochDiskS, disk.EpochDiskRowsPerS, mem.WithEpochDiskS)
 	}
 	if two := train("--workers", "2", "--probe-batches", "2"); len(two.Epochs) != 2 || len(two.Checks) != 2 || !(two.PredictedEpochS > 0) || two.Epochs[1].Loss >= two.Epochs[0].Loss {
 		t.Errorf("two workers: %d epochs, predicted %v s, losses %+v; want 2 epochs learning, predicted", len(two.Epochs), two.PredictedEpochS, two.Epochs)
