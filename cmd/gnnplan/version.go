@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
@@ -44,7 +45,8 @@ func newVersionCmd(d *deps) *cobra.Command {
 		Args:  cobra.NoArgs,
 		Long: `Print gnnplan's version, and the compute backend train uses: the CPU
 kernels with the GEMM library found at run time (OpenBLAS when its shared
-library loads, gonum's pure-Go BLAS otherwise, and why).`,
+library loads, gonum's pure-Go BLAS otherwise, and why), and the GPUs the
+CUDA backend sees (a binary built with make build-cuda).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := fmt.Fprintf(d.Out, "gnnplan %s\n", versionString()); err != nil {
 				return err
@@ -57,7 +59,24 @@ library loads, gonum's pure-Go BLAS otherwise, and why).`,
 			if n := be.Note(); n != "" {
 				fmt.Fprintf(d.Out, "note: %s\n", n)
 			}
+			fmt.Fprintf(d.Out, "gpus: %s\n", describeCUDA(kernels.CUDAGPUs()))
 			return nil
 		},
 	}
+}
+
+// describeCUDA says what the CUDA backend sees: the driver's GPUs, or why
+// there are none.
+func describeCUDA(gpus []kernels.GPUInfo, err error) string {
+	switch {
+	case err != nil:
+		return "none: " + err.Error()
+	case len(gpus) == 0:
+		return "none: the CUDA driver lists no GPU"
+	}
+	names := make([]string, len(gpus))
+	for i, g := range gpus {
+		names[i] = fmt.Sprintf("%d: %s (%.1f GiB, sm_%s, %s)", g.Ordinal, g.Name, float64(g.MemoryBytes)/(1<<30), strings.ReplaceAll(g.ComputeCapability, ".", ""), g.PCIBusID)
+	}
+	return fmt.Sprintf("%d on the CUDA backend: %s", len(gpus), strings.Join(names, "; "))
 }
