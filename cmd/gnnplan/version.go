@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 	"runtime"
-	"strings"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 
