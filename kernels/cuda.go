@@ -38,6 +38,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -58,6 +59,9 @@ type cudaDevice struct {
 	ctx     cu.CUContext
 	calls   chan func()
 	fns     [numKernels]cu.Function
+	// failed is the first launch or GEMM that failed: they are queued
+	// without waiting, so the next call that waits reports it.
+	failed atomic.Pointer[DeviceError]
 	// copies is the copy stream (not blocking with the default stream,
 	// where the kernels run); events are the fences, by number. Both are
 	// used only on the context's thread.
@@ -72,7 +76,7 @@ type cudaDevice struct {
 // kernels' PTX loaded and cuBLAS opened. It fails with a message naming
 // what is missing: the GPU, the driver's support for the PTX, or cuBLAS.
 func NewCUDA(ordinal int) (*GPU, error) {
-	d := &cudaDevice{ordinal: ordinal, calls: make(chan func())}
+	d := &cudaDevice{ordinal: ordinal, calls: make(chan func(), queuedCalls)}
 	ready := make(chan error)
 	go d.serve(ordinal, ready)
 	if err := <-ready; err != nil {
@@ -278,10 +282,44 @@ func (d *cudaDevice) peerCopy(dst uintptr, src device, srcPtr uintptr, bytes int
 }
 
 // do runs f on the context's thread and waits for it.
+//
+// It panics with the first failure of a launch or GEMM queued before it
+// (see queue).
 func (d *cudaDevice) do(f func()) {
+	d.wait(f)
+	if e := d.failed.Load(); e != nil {
+		panic(e)
+	}
+}
+
+// wait runs f on the context's thread and waits for it, reporting
+// nothing: what frees memory from cleanups uses it.
+func (d *cudaDevice) wait(f func()) {
 	done := make(chan struct{})
 	d.calls <- func() { f(); close(done) }
 	<-done
+}
+
+// queuedCalls is how many calls the context's thread may have waiting:
+// launches and GEMMs are queued without waiting for the driver to take
+// each (the thesis's launch grouping: the host prepares the next while the
+// thread issues the last), so a step's hundreds of launches do not each
+// cost the host a round trip.
+const queuedCalls = 256
+
+// queue runs f on the context's thread in order with every other call,
+// without waiting; f returns the failure to report (nil for none), which
+// the next call that waits raises. After a failure nothing more is
+// issued: the context is unusable.
+func (d *cudaDevice) queue(f func() *DeviceError) {
+	d.calls <- func() {
+		if d.failed.Load() != nil {
+			return
+		}
+		if e := f(); e != nil {
+			d.failed.CompareAndSwap(nil, e)
+		}
+	}
 }
 
 // must panics with a driver error: after a failed launch or copy the
@@ -308,7 +346,7 @@ func (d *cudaDevice) alloc(bytes int) (uintptr, error) {
 func (d *cudaDevice) free(p uintptr) {
 	// Freed on the context's thread, never waited for: cleanups must not
 	// block on a busy GPU.
-	go d.do(func() { _ = cu.MemFree(cu.DevicePtr(p)) })
+	go d.wait(func() { _ = cu.MemFree(cu.DevicePtr(p)) })
 }
 
 func (d *cudaDevice) upload(dst uintptr, src unsafe.Pointer, bytes int) {
@@ -323,31 +361,39 @@ func (d *cudaDevice) download(dst unsafe.Pointer, src uintptr, bytes int) {
 	d.must("copy from the GPU", err)
 }
 
+// launch queues the kernel (see queue): the arguments are copied, and the
+// operands' memory outlives the launch because a cleanup's free is queued
+// behind it.
 func (d *cudaDevice) launch(k kernelID, grid, block uint32, a *gpArgs) {
-	params := make([]unsafe.Pointer, 0, gpArgsFields)
-	for i := range a.P {
-		params = append(params, unsafe.Pointer(&a.P[i]))
-	}
-	for i := range a.N {
-		params = append(params, unsafe.Pointer(&a.N[i]))
-	}
-	for i := range a.F {
-		params = append(params, unsafe.Pointer(&a.F[i]))
-	}
-	var err error
-	d.do(func() { err = d.fns[k].Launch(int(grid), 1, 1, int(block), 1, 1, 0, cu.Stream{}, params) })
-	d.must("launching "+k.String(), err)
+	args := *a
+	d.queue(func() *DeviceError {
+		params := make([]unsafe.Pointer, 0, gpArgsFields)
+		for i := range args.P {
+			params = append(params, unsafe.Pointer(&args.P[i]))
+		}
+		for i := range args.N {
+			params = append(params, unsafe.Pointer(&args.N[i]))
+		}
+		for i := range args.F {
+			params = append(params, unsafe.Pointer(&args.F[i]))
+		}
+		if err := d.fns[k].Launch(int(grid), 1, 1, int(block), 1, 1, 0, cu.Stream{}, params); err != nil {
+			return &DeviceError{Device: "cuda: " + d.label, Op: "launching " + k.String(), Err: err}
+		}
+		return nil
+	})
 }
 
+// sgemm queues the product (see queue).
 func (d *cudaDevice) sgemm(g cublasGemm, alpha float32, a, b uintptr, beta float32, c uintptr) {
-	var r C.int
-	d.do(func() {
-		r = C.gp_cublas_sgemm(d.sgemmFn, d.cublas, cublasOp(g.TransA), cublasOp(g.TransB), C.int(g.M), C.int(g.N), C.int(g.K),
+	d.queue(func() *DeviceError {
+		r := C.gp_cublas_sgemm(d.sgemmFn, d.cublas, cublasOp(g.TransA), cublasOp(g.TransB), C.int(g.M), C.int(g.N), C.int(g.K),
 			C.float(alpha), C.ulonglong(a), C.int(g.LDA), C.ulonglong(b), C.int(g.LDB), C.float(beta), C.ulonglong(c), C.int(g.LDC))
+		if r != 0 {
+			return &DeviceError{Device: "cuda: " + d.label, Op: fmt.Sprintf("cublasSgemm_v2 %dx%dx%d", g.M, g.N, g.K), Err: fmt.Errorf("status %d", int(r))}
+		}
+		return nil
 	})
-	if r != 0 {
-		panic(&DeviceError{Device: "cuda: " + d.label, Op: fmt.Sprintf("cublasSgemm_v2 %dx%dx%d", g.M, g.N, g.K), Err: fmt.Errorf("status %d", int(r))})
-	}
 }
 
 // cublasOp is CUBLAS_OP_T (1) for a transposed operand, else CUBLAS_OP_N.
@@ -385,7 +431,7 @@ func (d *cudaDevice) hostAlloc(bytes int) (unsafe.Pointer, error) {
 
 // hostFree is queued, not waited for: cleanups call it.
 func (d *cudaDevice) hostFree(p unsafe.Pointer) {
-	go d.do(func() { C.gp_mem_free_host(p) })
+	go d.wait(func() { C.gp_mem_free_host(p) })
 }
 
 func (d *cudaDevice) newFence() (int, error) {
@@ -406,7 +452,7 @@ func (d *cudaDevice) newFence() (int, error) {
 }
 
 func (d *cudaDevice) freeFence(f int) {
-	go d.do(func() {
+	go d.wait(func() {
 		if ev, ok := d.events[f]; ok {
 			_ = cu.DestroyEvent(&ev)
 			delete(d.events, f)

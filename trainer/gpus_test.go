@@ -290,3 +290,34 @@ func withSource(o Options, src FeatureSource) Options {
 	o.Features = src
 	return o
 }
+
+// TestGPUFullWhileGathering: a GPU that runs out of memory on the
+// pipeline's goroutines (the blocks, a batch's staged rows) ends Run with
+// the device's error, not a crash, whichever stage hits it.
+func TestGPUFullWhileGathering(t *testing.T) {
+	const n = 900
+	dir := synthDataset(t, n, 256)
+	d := load(t, dir)
+	s := materializeStore(t, dir, n, storeMix{name: "all on SSD", ssds: 1, ssdShare: 1}, 5)
+	for _, limit := range []int64{48 << 10, 160 << 10, 400 << 10} {
+		g, err := kernels.NewEmulatedGPU(0, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := gpuTestOptions(nn.GraphSAGE)
+		o.Workers, o.BatchSize, o.EvalEvery, o.Features, o.Backends = 1, 64, 0, s, nil
+		tr, err := New(g, d.g, nil, o)
+		if err != nil {
+			var de *kernels.DeviceError
+			if !errors.As(err, &de) {
+				t.Errorf("%d KiB: New: %v, want a DeviceError", limit>>10, err)
+			}
+			continue
+		}
+		_, err = tr.Run(context.Background(), nil)
+		var de *kernels.DeviceError
+		if !errors.As(err, &de) || !strings.Contains(err.Error(), "out of memory") {
+			t.Errorf("%d KiB: Run: %v, want the GPU's out-of-memory error", limit>>10, err)
+		}
+	}
+}

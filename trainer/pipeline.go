@@ -94,7 +94,11 @@ func (t *Trainer) startPipeline(ctx context.Context, w *worker, epoch int) *pipe
 		first := min(t.st.NextBatch, w.smp.Batches(epoch))
 		err := w.smp.EpochFrom(ctx, epoch, first, func(mb *sample.MiniBatch) error {
 			start := time.Now()
-			g := gathered{preparedBatch: t.prepareBlocks(w, mb, true)}
+			pb, err := t.prepareOnPipeline(w, mb)
+			if err != nil {
+				return err
+			}
+			g := gathered{preparedBatch: pb}
 			sent := time.Now()
 			// A batch's wait for room is known only once it is sent: it
 			// rides with the next batch.
@@ -197,6 +201,14 @@ type stageBuf struct {
 	st   *kernels.Staging
 }
 
+// prepareOnPipeline is prepareBlocks on the pipeline's goroutine, where a
+// device's failure (the blocks go to the worker's GPU) is returned rather
+// than left to crash the process.
+func (t *Trainer) prepareOnPipeline(w *worker, mb *sample.MiniBatch) (pb preparedBatch, err error) {
+	defer recoverDeviceError(&err)
+	return t.prepareBlocks(w, mb, true), nil
+}
+
 // inputRows is a batch's gathered input: every row of mb.Input() in
 // buf, or, for a worker holding a cache bin on its device, the n rows it
 // does not hold packed in buf and idx saying where each row is (see
@@ -213,25 +225,26 @@ type inputRows struct {
 // gatherInput reads the feature rows of mb's outermost sources from the
 // feature source into sb (grown as needed), row-normalised as the
 // in-memory matrix would be; the rows of w's resident bin stay on its
-// device. On a GPU it starts copying them there.
-func (t *Trainer) gatherInput(ctx context.Context, w *worker, mb *sample.MiniBatch, sb *stageBuf) (inputRows, store.GatherStats, error) {
+// device. On a GPU it starts copying them there; a failure of the GPU's
+// is returned, since the gather runs on the pipeline's goroutine.
+func (t *Trainer) gatherInput(ctx context.Context, w *worker, mb *sample.MiniBatch, sb *stageBuf) (r inputRows, st store.GatherStats, err error) {
+	r.sb = sb
+	defer recoverDeviceError(&err)
 	in := mb.Input()
 	dim := t.cfg.InDim
 	n := len(in) * dim
 	if gpu, ok := w.b.(*kernels.GPU); ok {
 		if sb.st == nil || sb.st.Floats() < n {
-			st, err := gpu.NewStaging(n + n/4)
+			staging, err := gpu.NewStaging(n + n/4)
 			if err != nil {
-				return inputRows{sb: sb}, store.GatherStats{}, fmt.Errorf("epoch %d, batch %d: %w", mb.Epoch+1, mb.Index+1, err)
+				return r, st, fmt.Errorf("epoch %d, batch %d: %w", mb.Epoch+1, mb.Index+1, err)
 			}
-			sb.st, sb.host = st, st.Host()
+			sb.st, sb.host = staging, staging.Host()
 		}
 	} else if cap(sb.host) < n {
 		sb.host = make([]float32, n)
 	}
-	r := inputRows{buf: sb.host[:n], n: len(in), st: sb.st, sb: sb}
-	var st store.GatherStats
-	var err error
+	r = inputRows{buf: sb.host[:n], n: len(in), st: sb.st, sb: sb}
 	if w.cache != nil {
 		r.idx = make([]int32, len(in))
 		r.n, st, err = w.rs.GatherResident(ctx, in, r.buf, w.resident, r.idx)

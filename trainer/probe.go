@@ -61,7 +61,8 @@ const probeSalt = 0x70726f6265 // "probe"
 // one batch, the first epoch warms up and the next ones' batches are
 // timed as they are. The fill (FirstWaitSeconds) is the median over the
 // epochs after the first where there are several.
-func (t *Trainer) Probe(ctx context.Context, batches int) (Probe, error) {
+func (t *Trainer) Probe(ctx context.Context, batches int) (_ Probe, err error) {
+	defer recoverDeviceError(&err)
 	if batches < 1 {
 		return Probe{}, fmt.Errorf("probe: %d batches (want >= 1)", batches)
 	}
@@ -70,7 +71,6 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (Probe, error) {
 	o.Checkpoint, o.Resume, o.EvalEvery, o.Epochs = "", false, 0, 1
 	s := &Trainer{b: t.b, g: t.g, o: o, cfg: t.cfg, forms: t.forms, feat: t.feat, deg: t.deg, x: t.b.NewMat(0, 0),
 		bs: t.bs, feats: t.feats, concurrent: t.concurrent}
-	var err error
 	if s.ws, err = newWorkers(s.bs, s.feats, t.g, t.cfg, o); err != nil {
 		return Probe{}, err
 	}

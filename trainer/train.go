@@ -268,7 +268,8 @@ type bestState struct {
 
 // New prepares training of o.Model on g with features (num_nodes x
 // feature_dim, row-major; row-normalised in place when o.RowNormalize).
-func New(b kernels.Backend, g *dataset.Graph, features []float32, o Options) (*Trainer, error) {
+func New(b kernels.Backend, g *dataset.Graph, features []float32, o Options) (_ *Trainer, err error) {
+	defer recoverDeviceError(&err) // a GPU without room for the model or the features
 	m := g.Meta
 	bad := func(field, format string, args ...any) error {
 		return &topology.InputError{Path: g.Dir, Field: field, Msg: fmt.Sprintf(format, args...)}
@@ -316,7 +317,6 @@ func New(b kernels.Backend, g *dataset.Graph, features []float32, o Options) (*T
 		RowNormalize(features, m.FeatureDim)
 	}
 	t := &Trainer{b: b, g: g, o: o, cfg: cfg, forms: nn.Forms(cfg.Kind), x: b.NewMat(0, 0)}
-	var err error
 	t.adam = nn.NewAdam(o.LR, o.WeightDecay)
 	t.bs, t.concurrent = workerBackends(b, o)
 	if o.Features != nil {
