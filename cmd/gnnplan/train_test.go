@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -264,8 +265,9 @@ func TestTrainOutOfCore(t *testing.T) {
 		Store    *struct {
 			CachedFraction float64 `json:"cached_fraction"`
 			Rows           struct {
-				Rows    int `json:"rows"`
-				SSDRows int `json:"ssd_rows"`
+				Rows         int `json:"rows"`
+				SSDRows      int `json:"ssd_rows"`
+				ResidentHits int `json:"resident_hits"`
 			} `json:"rows"`
 			Bins []struct {
 				ID   string `json:"id"`
@@ -383,6 +385,26 @@ func TestTrainOutOfCore(t *testing.T) {
 	}
 	if r := train("--probe-batches", "0"); r.Prediction != nil || r.PredictedEpochS != 0 || len(r.Checks) != 0 {
 		t.Errorf("--probe-batches 0 still predicted: %v s", r.PredictedEpochS)
+	}
+	// On the plan's (emulated) GPU, its GPU cache bin stays in device
+	// memory: every row the bin serves is counted as resident, and the
+	// loss curve is the CPU's to float32 rounding.
+	gpu := train("--device", "cuda-emulated", "--probe-batches", "2")
+	gpuBinRows := 0
+	if gpu.Store != nil {
+		for _, b := range gpu.Store.Bins {
+			if strings.HasPrefix(b.ID, "gpu") {
+				gpuBinRows += b.Rows
+			}
+		}
+	}
+	if gpu.Store == nil || gpu.Store.Rows.ResidentHits == 0 || gpu.Store.Rows.ResidentHits != gpuBinRows {
+		t.Errorf("on the emulated GPU: rows %+v; want the GPU bin's rows resident", gpu.Store)
+	}
+	for e := range mem.Epochs {
+		if d := math.Abs(gpu.Epochs[e].Loss - layout.Epochs[e].Loss); !(d <= 1e-4*math.Abs(layout.Epochs[e].Loss)) {
+			t.Errorf("epoch %d: loss %v on the emulated GPU, %v on the CPU", e+1, gpu.Epochs[e].Loss, layout.Epochs[e].Loss)
+		}
 	}
 	for e := range mem.Epochs {
 		if layout.Epochs[e].Loss != mem.Epochs[e].Loss || disk.Epochs[e].Loss != mem.Epochs[e].Loss {
