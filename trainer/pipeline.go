@@ -199,6 +199,7 @@ func (p *pipeline) release(buf *stageBuf) {
 type stageBuf struct {
 	host []float32
 	st   *kernels.Staging
+	idx  []int32 // where each row is, for a worker holding a bin resident
 }
 
 // prepareOnPipeline is prepareBlocks on the pipeline's goroutine, where a
@@ -246,7 +247,10 @@ func (t *Trainer) gatherInput(ctx context.Context, w *worker, mb *sample.MiniBat
 	}
 	r = inputRows{buf: sb.host[:n], n: len(in), st: sb.st, sb: sb}
 	if w.cache != nil {
-		r.idx = make([]int32, len(in))
+		if cap(sb.idx) < len(in) {
+			sb.idx = make([]int32, len(in))
+		}
+		r.idx = sb.idx[:len(in)]
 		r.n, st, err = w.rs.GatherResident(ctx, in, r.buf, w.resident, r.idx)
 	} else {
 		st, err = t.src.Gather(ctx, in, r.buf)

@@ -254,14 +254,20 @@ func medianEpochSeconds(p *trainPrediction, epochs []trainer.EpochStats) float64
 			s = append(s, e.Seconds)
 		}
 	}
-	if len(s) == 0 {
+	return median(s)
+}
+
+// median is v's median (the mean of the middle two for an even count), 0
+// for none; v is sorted in place.
+func median(v []float64) float64 {
+	if len(v) == 0 {
 		return 0
 	}
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
 	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
 
 // printPredictionSummary is the end-of-run comparison.
@@ -290,11 +296,7 @@ func withEpochDisk(p *trainPrediction, checks []epochCheck) (epochS, rowsPerS fl
 	if len(rates) == 0 {
 		return 0, 0
 	}
-	slices.Sort(rates)
-	rowsPerS = rates[len(rates)/2]
-	if len(rates)%2 == 0 {
-		rowsPerS = (rates[len(rates)/2-1] + rowsPerS) / 2
-	}
+	rowsPerS = median(rates)
 	cc := p.Costs
 	cc.DiskRowsPerS = rowsPerS
 	again, err := tpc.PredictPipeline(cc, p.Epoch.HitShare, p.Epoch.Batches)
