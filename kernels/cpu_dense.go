@@ -10,11 +10,7 @@ import (
 // Gemm implements Backend.
 func (c *CPU) Gemm(transA, transB bool, alpha float32, a, b *Mat, beta float32, cm *Mat) {
 	m, n, k := gemmDims(transA, transB, a, b, cm)
-	if m == 0 || n == 0 {
-		return
-	}
-	if k == 0 {
-		c.Scale(cm, beta)
+	if gemmEmpty(c, m, n, k, beta, cm) {
 		return
 	}
 	c.blas.sgemm(transA, transB, m, n, k, alpha, a.h, a.Stride, b.h, b.Stride, beta, cm.h, cm.Stride)
@@ -29,6 +25,20 @@ func checkAdam(p, g, m, v *Mat, o AdamStep) {
 	if o.T < 1 {
 		panic(fmt.Sprintf("kernels: Adam step %d (steps count from 1)", o.T))
 	}
+}
+
+// gemmEmpty does a product with nothing to multiply: no output (m or n
+// 0), or no inner dimension (k 0: C = beta C, as BLAS defines it). It
+// reports whether it did, leaving the rest to the backend's GEMM.
+func gemmEmpty(b Backend, m, n, k int, beta float32, cm *Mat) bool {
+	if m == 0 || n == 0 {
+		return true
+	}
+	if k == 0 {
+		b.Scale(cm, beta)
+		return true
+	}
+	return false
 }
 
 // gemmDims returns C = op(A)*op(B)'s m, n and k, and panics when the

@@ -287,11 +287,7 @@ func (g *GPU) transpose(b *CSR) *gpuTranspose {
 func (g *GPU) Gemm(transA, transB bool, alpha float32, a, b *Mat, beta float32, cm *Mat) {
 	defer keepAlive(a, b, cm)
 	m, n, k := gemmDims(transA, transB, a, b, cm)
-	if m == 0 || n == 0 {
-		return
-	}
-	if k == 0 {
-		g.Scale(cm, beta)
+	if gemmEmpty(g, m, n, k, beta, cm) {
 		return
 	}
 	c := rowMajorToCublas(transA, transB, m, n, k, a.Stride, b.Stride, cm.Stride)
