@@ -80,6 +80,7 @@ func benchmarkPlace(b *testing.B, hot []uint32, allowWide bool) {
 	}
 	runtime.GC()
 	var l *Layout
+	var tm, sum phaseTimes
 	cpu0 := cpuSeconds()
 	for b.Loop() {
 		if l != nil { // free the previous layout, untimed, so peaks are one layout's
@@ -89,14 +90,24 @@ func benchmarkPlace(b *testing.B, hot []uint32, allowWide bool) {
 			b.StartTimer()
 		}
 		var err error
-		if l, err = place(context.Background(), hot, bins, Options{}, allowWide); err != nil {
+		if l, err = place(context.Background(), hot, bins, Options{}, allowWide, &tm); err != nil {
 			b.Fatal(err)
 		}
+		sum.count += tm.count
+		sum.decide += tm.decide
+		sum.apply += tm.apply
+		sum.faulted += tm.faulted
 	}
 	b.StopTimer()
 	// CPU seconds (user + sys, all threads) per op: on a shared machine
 	// the wall time also counts waiting for the CPUs.
 	b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu-s/op")
+	// Wall time per pass, and the share of the output the spare cores
+	// faulted in before the output pass.
+	b.ReportMetric(sum.count.Seconds()/float64(b.N), "count-s/op")
+	b.ReportMetric(sum.decide.Seconds()/float64(b.N), "decide-s/op")
+	b.ReportMetric(sum.apply.Seconds()/float64(b.N), "apply-s/op")
+	b.ReportMetric(sum.faulted/float64(b.N), "prefaulted")
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)

@@ -3,7 +3,6 @@ package ddak
 import (
 	"context"
 	"math"
-	"math/bits"
 	"runtime"
 	"slices"
 	"sync"
@@ -46,11 +45,12 @@ type order struct {
 	dense  []int32  // bucket of a value < denseLimit, -1 when absent
 	nLarge int      // buckets [0, nLarge) hold the values >= denseLimit
 	// quant says buckets [0, nLarge) are quantized values: qdense maps
-	// quantKey(h) to its bucket (-1 when absent) and sum holds each such
-	// bucket's total hotness.
+	// quantKey(h) to its bucket (-1 when absent), and each such bucket's
+	// total hotness is count x mean + extra (see prefix).
 	quant  bool
 	qdense []int32
-	sum    []uint64
+	mean   []uint64
+	extra  []int64
 	// spans split the vertices into contiguous ranges, one per worker;
 	// spanCount[w][k] is how many vertices of span w are in bucket k, so
 	// every worker knows where its vertices start in each bucket.
@@ -132,9 +132,14 @@ type tally struct {
 	lval   []uint32
 	lcnt   []int64
 	quant  []quantTally // per quantKey (allowWide): one cache line holds both counters
-	capped bool         // more than largeCap vertices >= denseLimit: quantize
-	sum    uint64
-	err    error
+	capped bool         // more than largeCap vertices >= denseLimit, or more than wideAt distinct ones: quantize
+	// checkAt is the length of large at which keep next looks at it (see
+	// check); wideAt is wideThreshold of the whole order (0: never
+	// quantize).
+	checkAt int64
+	wideAt  int
+	sum     uint64
+	err     error
 }
 
 // countCapped counts hs into small (values below smallLimit, four tables
@@ -189,14 +194,46 @@ func (t *tally) add(h uint32, small *[smallLimit]uint32, largeCap int64) {
 	}
 }
 
-// keep collects a value >= denseLimit, or marks the tally capped when
-// largeCap of them are collected already.
+// keep collects a value >= denseLimit, looking at what it has collected
+// whenever that reaches checkAt values.
 func (t *tally) keep(h uint32, largeCap int64) {
-	if int64(len(t.large)) < largeCap {
+	if int64(len(t.large)) < t.checkAt {
 		t.large = append(t.large, h)
-	} else {
-		t.capped = true
+		return
 	}
+	t.check(h, largeCap)
+}
+
+// check marks the tally capped, and drops what it collected, when largeCap
+// values are collected or more than wideAt of them are distinct: either way
+// the order is quantized, the second because the whole order has at least
+// as many distinct values as this span. Otherwise it keeps h and sets the
+// next check at twice the length. Checking at doubling lengths sorts no
+// more in all than the one sort the values get at the end, and on a wide
+// hotness it stops collecting after 2 x wideAt values instead of a
+// sixteenth of the span (at a billion vertices, 8 M values per worker
+// instead of 31 M, grown and copied as they came).
+func (t *tally) check(h uint32, largeCap int64) {
+	n := int64(len(t.large))
+	if n >= largeCap {
+		t.capped, t.large = true, nil
+		return
+	}
+	if t.wideAt > 0 {
+		slices.Sort(t.large)
+		distinct := 0
+		for i, v := range t.large {
+			if i == 0 || v != t.large[i-1] {
+				distinct++
+			}
+		}
+		if distinct > t.wideAt {
+			t.capped, t.large = true, nil
+			return
+		}
+	}
+	t.checkAt = min(2*n, largeCap)
+	t.large = append(slices.Grow(t.large, int(t.checkAt-n)), h)
 }
 
 // countOrder is newOrder that, with allowWide, quantizes the values >=
@@ -220,9 +257,12 @@ func countOrder(ctx context.Context, hot []uint32, allowWide bool) (*order, erro
 			// sixteenth of the span (a quarter byte per vertex): more of
 			// them are quantized whatever their distinct count.
 			largeCap := int64(math.MaxInt64)
+			t.checkAt = largeCap
 			if allowWide {
 				t.quant = make([]quantTally, 1<<16)
 				largeCap = max(1<<16, (hi-lo)>>4)
+				t.wideAt = wideThreshold(n)
+				t.checkAt = min(largeCap, max(1<<16, 2*int64(t.wideAt)))
 			}
 			for b := lo; b < hi; b += ctxEvery {
 				if err := ctx.Err(); err != nil {
@@ -324,7 +364,8 @@ func countOrder(ctx context.Context, hot []uint32, allowWide bool) (*order, erro
 			if qcnt[q] > 0 {
 				o.qdense[q] = int32(len(large))
 				large = append(large, quantFloor(q))
-				o.sum = append(o.sum, qsum[q])
+				o.mean = append(o.mean, qsum[q]/uint64(qcnt[q]))
+				o.extra = append(o.extra, int64(qsum[q]%uint64(qcnt[q])))
 			}
 		}
 	}
@@ -396,15 +437,18 @@ type accessCursor struct {
 }
 
 // prefix is the hotness of the first j positions of bucket k: exact for a
-// bucket of one value, a share of the bucket's total for a quantized one
-// (exact at the bucket's end, within 2^-12 of the truth before it).
+// bucket of one value. A quantized bucket's positions each count as its
+// mean, the first sum mod count of them one more (exact at the bucket's
+// end, within 2^-12 of the truth before it, since every value of the
+// bucket is within 2^-12 of the others). So pools of equal size within a
+// bucket carry equal accesses, which lets the decisions rank again only
+// the bin that took the last pool (see decide), and no pool pays a
+// division.
 func (o *order) prefix(k int, j int64) uint64 {
 	if k >= o.nLarge || !o.quant {
 		return uint64(j) * uint64(o.val[k])
 	}
-	hi, lo := bits.Mul64(o.sum[k], uint64(j))
-	q, _ := bits.Div64(hi, lo, uint64(o.count[k])) // hi < count: the share is <= sum
-	return q
+	return uint64(j)*o.mean[k] + uint64(min(j, o.extra[k]))
 }
 
 // take advances by n positions and returns the hotness they sum to.

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/gnnplan/gnnplan/topology"
@@ -186,12 +187,22 @@ func Place(hotness []uint32, bins []Bin, opt Options) (*Layout, error) {
 
 // PlaceContext is Place that stops when ctx is done.
 func PlaceContext(ctx context.Context, hotness []uint32, bins []Bin, opt Options) (*Layout, error) {
-	return place(ctx, hotness, bins, opt, true)
+	return place(ctx, hotness, bins, opt, true, nil)
+}
+
+// phaseTimes is how long each of Place's passes took (benchmarks report
+// them): counting the order, the decisions, and the output pass; faulted
+// is the share of the output's pages the spare cores faulted in before the
+// output pass began.
+type phaseTimes struct {
+	count, decide, apply time.Duration
+	faulted              float64
 }
 
 // place is PlaceContext; allowWide false keeps a bucket per distinct value
-// however many there are (the slower path tests compare the wide one with).
-func place(ctx context.Context, hotness []uint32, bins []Bin, opt Options, allowWide bool) (*Layout, error) {
+// however many there are (the slower path tests compare the wide one with);
+// tm, when not nil, gets the passes' times.
+func place(ctx context.Context, hotness []uint32, bins []Bin, opt Options, allowWide bool, tm *phaseTimes) (*Layout, error) {
 	opt, err := opt.withDefaults()
 	if err != nil {
 		return nil, err
@@ -213,14 +224,20 @@ func place(ctx context.Context, hotness []uint32, bins []Bin, opt Options, allow
 	adviseHuge(l.Bin)
 	adviseHuge(l.Row)
 	stopFaults := prefault(l.Bin, l.Row)
+	t0 := time.Now()
 	o, err := countOrder(ctx, hotness, allowWide)
 	if err != nil {
 		stopFaults()
 		return nil, fmt.Errorf("ddak: %w", err)
 	}
 	l.TotalAccesses = o.total
+	t1 := time.Now()
 	r, placed, err := decide(ctx, o, bins, opt, l.Stats, 3)
-	stopFaults()
+	faulted := stopFaults()
+	t2 := time.Now()
+	if tm != nil {
+		tm.count, tm.decide, tm.faulted = t1.Sub(t0), t2.Sub(t1), faulted
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -230,6 +247,9 @@ func place(ctx context.Context, hotness []uint32, bins []Bin, opt Options, allow
 	acc, err := applyRuns(ctx, o, hotness, r, l.Bin, l.Row)
 	if err != nil {
 		return nil, err
+	}
+	if tm != nil {
+		tm.apply = time.Since(t2)
 	}
 	if acc != nil {
 		// A quantized order's decisions knew pools' accesses to within
@@ -605,20 +625,21 @@ const faultChunk = 1 << 19
 
 // prefault touches the pages of bin and row on all but one core, so the
 // kernel maps (and zeroes) them while the caller works, and returns a
-// function that stops it and waits until it has: the caller may write the
-// slices only after that. It goes through the output pass's spans (order)
+// function that stops it, waits until it has, and returns the share of the
+// chunks it touched: the caller may write the slices only after that. It goes through the output pass's spans (order)
 // front to front, a chunk of each in turn, so the pages it did not reach,
 // which the output pass faults itself, are shared evenly by its workers.
-func prefault(bin []uint8, row []uint32) (stop func()) {
+func prefault(bin []uint8, row []uint32) (stop func() float64) {
 	helpers := runtime.GOMAXPROCS(0) - 1
 	n := len(bin)
 	if helpers < 1 || n < 1<<20 {
-		return func() {}
+		return func() float64 { return 0 }
 	}
 	w := workers(int64(n))
 	rowBytes := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(row))), 4*len(row))
 	var wg sync.WaitGroup
 	var done atomic.Bool
+	var touched atomic.Int64
 	for h := range helpers {
 		wg.Add(1)
 		go func() {
@@ -636,12 +657,14 @@ func prefault(bin []uint8, row []uint32) (stop func()) {
 					for i := 4 * lo; i < 4*hi; i += faultPage {
 						rowBytes[i] = 0
 					}
+					touched.Add(int64(max(hi-lo, 0)))
 				}
 			}
 		}()
 	}
-	return func() {
+	return func() float64 {
 		done.Store(true)
 		wg.Wait()
+		return float64(touched.Load()) / float64(n)
 	}
 }

@@ -66,11 +66,11 @@ func TestQuantizedOrder(t *testing.T) {
 			bins, _ := testBins(hot)
 			for _, prio := range Priorities() {
 				opt := Options{Priority: prio}
-				quant, err := place(context.Background(), hot, bins, opt, true)
+				quant, err := place(context.Background(), hot, bins, opt, true, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				exact, err := place(context.Background(), hot, bins, opt, false)
+				exact, err := place(context.Background(), hot, bins, opt, false, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
