@@ -121,3 +121,85 @@ func TestQuantKey(t *testing.T) {
 		t.Errorf("range: quantKey(2^16) = %d, quantKey(2^32-1) = %d", quantKey(denseLimit), quantKey(math.MaxUint32))
 	}
 }
+
+// TestWideIsSeenEarly: a counting worker stops collecting values >= 2^16
+// as soon as it holds more distinct ones than the order may keep (the
+// order is quantized then whatever else it sees), keeps collecting while
+// they repeat, and quantizes when it holds largeCap of them.
+func TestWideIsSeenEarly(t *testing.T) {
+	cases := []struct {
+		name       string
+		values     func(i int) uint32
+		n          int
+		wideAt     int
+		largeCap   int64
+		wantCapped bool
+		maxKept    int // the most values collected before capping
+	}{
+		{"distinct values past twice the threshold", func(i int) uint32 { return denseLimit + uint32(i) }, 40, 10, 1 << 20, true, 21},
+		{"repeating values under the threshold", func(i int) uint32 { return denseLimit + uint32(i%7) }, 1000, 10, 1 << 20, false, 1000},
+		{"repeating values up to the cap", func(i int) uint32 { return denseLimit + uint32(i%7) }, 1000, 10, 500, true, 501},
+		{"no threshold (an exact order)", func(i int) uint32 { return denseLimit + uint32(i) }, 1000, 0, math.MaxInt64, false, 1000},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tl := tally{wideAt: c.wideAt, checkAt: c.largeCap}
+			if c.wideAt > 0 {
+				tl.checkAt = min(c.largeCap, 2*int64(c.wideAt))
+			}
+			kept := 0
+			for i := range c.n {
+				if !tl.capped {
+					tl.keep(c.values(i), c.largeCap)
+					kept = i + 1
+				}
+			}
+			if tl.capped != c.wantCapped {
+				t.Fatalf("capped = %v after %d values, want %v", tl.capped, kept, c.wantCapped)
+			}
+			if tl.capped && tl.large != nil {
+				t.Errorf("a capped tally still holds %d values", len(tl.large))
+			}
+			if !tl.capped && len(tl.large) != c.n {
+				t.Errorf("kept %d of %d values", len(tl.large), c.n)
+			}
+			if kept > c.maxKept {
+				t.Errorf("collected %d values before capping, want at most %d", kept, c.maxKept)
+			}
+		})
+	}
+}
+
+// TestQuantizedPoolsAreEqual: within a quantized bucket, pools of one size
+// carry the same accesses (bar the bucket's remainder, one more each for
+// its first sum mod count positions), and the bucket's positions sum to its
+// exact total.
+func TestQuantizedPoolsAreEqual(t *testing.T) {
+	prev := wideThreshold
+	wideThreshold = func(int64) int { return 16 }
+	defer func() { wideThreshold = prev }()
+	hot := wideHotness(300_000, 0.9, 1<<32-denseLimit, 5)
+	o, err := countOrder(context.Background(), hot, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.quant {
+		t.Fatal("not quantized")
+	}
+	exact := make([]uint64, o.nLarge)
+	for _, h := range hot {
+		if h >= denseLimit {
+			exact[o.bucketOf(h)] += uint64(h)
+		}
+	}
+	for k := range o.nLarge {
+		if got := o.prefix(k, o.count[k]); got != exact[k] {
+			t.Fatalf("bucket %d sums to %d, want %d", k, got, exact[k])
+		}
+		for j := o.extra[k]; j+2 <= o.count[k]; j++ {
+			if a, b := o.prefix(k, j+1)-o.prefix(k, j), o.prefix(k, j+2)-o.prefix(k, j+1); a != b {
+				t.Fatalf("bucket %d: positions %d and %d carry %d and %d", k, j, j+1, a, b)
+			}
+		}
+	}
+}
