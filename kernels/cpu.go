@@ -16,14 +16,22 @@ type CPUOptions struct {
 	// library loads and gonum's pure-Go BLAS otherwise, "openblas",
 	// "gonum", or the path of a shared library exporting cblas_sgemm.
 	BLAS string
+	// BLASThreads is the number of threads OpenBLAS runs a product on; 0
+	// means Threads. Fewer leave cores to work that runs beside the
+	// products (a trainer's gather stage): a statically split product
+	// waits for its slowest thread, so one thread sharing its core with
+	// a busy goroutine slows the whole product. OpenBLAS gives the same
+	// bits on any count (TestOpenBLASDeterministic).
+	BLASThreads int
 }
 
 // CPU is the default Backend: matrices in host memory, GEMM in a BLAS,
 // every other kernel in Go on Threads goroutines.
 type CPU struct {
-	threads int
-	blas    blasLib
-	note    string
+	threads     int
+	blasThreads int
+	blas        blasLib
+	note        string
 }
 
 // NewCPU returns a CPU backend. It fails only when o.BLAS names a library
@@ -32,19 +40,29 @@ func NewCPU(o CPUOptions) (*CPU, error) {
 	if o.Threads < 0 {
 		return nil, fmt.Errorf("kernels: %d threads (want >= 1, or 0 for one per core)", o.Threads)
 	}
+	if o.BLASThreads < 0 {
+		return nil, fmt.Errorf("kernels: %d BLAS threads (want >= 1, or 0 for as many as the kernels)", o.BLASThreads)
+	}
 	t := o.Threads
 	if t == 0 {
 		t = runtime.GOMAXPROCS(0)
 	}
-	lib, note, err := loadBLAS(o.BLAS, t)
+	bt := o.BLASThreads
+	if bt == 0 {
+		bt = t
+	}
+	lib, note, err := loadBLAS(o.BLAS, bt)
 	if err != nil {
 		return nil, err
 	}
-	return &CPU{threads: t, blas: lib, note: note}, nil
+	return &CPU{threads: t, blasThreads: bt, blas: lib, note: note}, nil
 }
 
 // Name implements Backend.
 func (c *CPU) Name() string {
+	if _, ok := c.blas.(gonumBLAS); !ok && c.blasThreads != c.threads {
+		return fmt.Sprintf("cpu: %s, %d threads, products on %d", c.blas.name(), c.threads, c.blasThreads)
+	}
 	return fmt.Sprintf("cpu: %s, %d threads", c.blas.name(), c.threads)
 }
 

@@ -37,6 +37,8 @@ func TestNewCPU(t *testing.T) {
 		{"zero threads means GOMAXPROCS", CPUOptions{BLAS: "gonum"}, runtime.GOMAXPROCS(0), false},
 		{"explicit threads", CPUOptions{Threads: 3, BLAS: "gonum"}, 3, false},
 		{"negative threads", CPUOptions{Threads: -1, BLAS: "gonum"}, 0, true},
+		{"negative BLAS threads", CPUOptions{Threads: 2, BLASThreads: -1, BLAS: "gonum"}, 0, true},
+		{"BLAS threads leave gonum's kernels alone", CPUOptions{Threads: 2, BLASThreads: 1, BLAS: "gonum"}, 2, false},
 		{"unknown BLAS", CPUOptions{BLAS: "mkl-of-course"}, 0, true},
 		{"missing library", CPUOptions{BLAS: "/nonexistent/libcblas.so"}, 0, true},
 	}
@@ -59,6 +61,37 @@ func TestNewCPU(t *testing.T) {
 				t.Errorf("Name() = %q does not say %d threads", c.Name(), tc.wantThreads)
 			}
 		})
+	}
+}
+
+// TestCPUBLASThreads: products on fewer threads than the kernels set
+// OpenBLAS's own count, and the backend's name says so.
+func TestCPUBLASThreads(t *testing.T) {
+	lib, _, err := loadBLAS("openblas", 0)
+	if err != nil {
+		t.Skipf("OpenBLAS not tested: %v (install Debian's libopenblas0-pthread: make setup)", err)
+	}
+	defer restoreOpenBLASThreads(t, lib)()
+	cases := []struct {
+		o        CPUOptions
+		wantBLAS int
+		wantName string
+	}{
+		{CPUOptions{Threads: 2, BLASThreads: 1, BLAS: "openblas"}, 1, "2 threads, products on 1"},
+		{CPUOptions{Threads: 2, BLAS: "openblas"}, 2, "2 threads"},
+		{CPUOptions{Threads: 3, BLASThreads: 3, BLAS: "openblas"}, 3, "3 threads"},
+	}
+	for _, c := range cases {
+		cpu, err := NewCPU(c.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := lib.(interface{ threads() int }).threads(); got != c.wantBLAS {
+			t.Errorf("NewCPU(%+v): OpenBLAS runs on %d threads, want %d", c.o, got, c.wantBLAS)
+		}
+		if !strings.HasSuffix(cpu.Name(), c.wantName) {
+			t.Errorf("NewCPU(%+v).Name() = %q, want it to end %q", c.o, cpu.Name(), c.wantName)
+		}
 	}
 }
 

@@ -45,11 +45,13 @@ type trainOptions struct {
 
 	Epochs, Batch, Hidden, Heads, Patience, EvalEvery, Threads int
 	Layers                                                     int
-	LR, WeightDecay, Dropout, InputDropout                     float64
-	Seed                                                       uint64
-	RowNormalize                                               bool
-	Checkpoint                                                 string
-	Resume                                                     bool
+	// BLASThreads is --blas-threads: OpenBLAS's threads (0: auto).
+	BLASThreads                            int
+	LR, WeightDecay, Dropout, InputDropout float64
+	Seed                                   uint64
+	RowNormalize                           bool
+	Checkpoint                             string
+	Resume                                 bool
 	// SynthNodes sizes the synthetic graph trained on without --dataset.
 	SynthNodes int64
 	// Features is where feature rows come from: auto, memory or store.
@@ -164,6 +166,7 @@ the parameters an uninterrupted run would have.`,
 	f.IntVar(&opts.Threads, "threads", 0, "threads for kernels and sampling (0: one per core)")
 	f.StringVar(&opts.Device, "device", deviceCPU, "where the kernels run: cpu; cuda (a worker per GPU; needs a binary built with make build-cuda); or cuda-emulated (the CUDA kernels run on the CPU, slowly: the GPU code path without a GPU)")
 	f.StringVar(&opts.GPUs, "gpus", "", "with --device cuda: the GPUs to train on, a worker each: all, a count N (the first N), or ordinals such as 0,2 (default: the plan's GPU count, else all)")
+	f.IntVar(&opts.BLASThreads, "blas-threads", 0, "threads OpenBLAS runs each product on (0: as many as --threads, less one per worker when features come from a store, for the gather stage that runs beside the products)")
 	f.StringVar(&opts.BLAS, "blas", "", "GEMM library: openblas, gonum, or a path to a libopenblas.so (default: OpenBLAS when it loads)")
 	f.StringVar(&opts.Checkpoint, "checkpoint", "", "directory to checkpoint into after every epoch and on Ctrl-C")
 	f.BoolVar(&opts.Resume, "resume", false, "continue from the checkpoint in --checkpoint")
@@ -375,7 +378,11 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 			return err
 		}
 	}
-	bs, devNotes, err := trainBackends(o, plan)
+	beside := 0 // goroutines busy beside the products
+	if src != nil {
+		beside = to.Workers // a gather stage each
+	}
+	bs, devNotes, err := trainBackends(o, plan, beside)
 	if err != nil {
 		return err
 	}

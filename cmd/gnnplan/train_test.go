@@ -209,6 +209,8 @@ func TestTrainBadInputExitsTwo(t *testing.T) {
 		{"heads for a model without attention", []string{"--heads", "4"}, "only GAT"},
 		{"unknown output", []string{"-o", "yaml"}, "--output"},
 		{"unknown device", []string{"--device", "tpu"}, `--device "tpu": valid: cpu, cuda`},
+		{"negative BLAS threads", []string{"--blas-threads", "-1"}, "--blas-threads: -1 (valid: >= 1, or 0 for auto)"},
+		{"BLAS threads on a GPU", []string{"--device", "cuda-emulated", "--gpus", "1", "--blas-threads", "1"}, "--blas-threads 1: only with --device cpu"},
 		{"GPUs on the CPU", []string{"--gpus", "2"}, "--gpus 2: needs --device cuda"},
 		{"no emulated GPUs", []string{"--device", "cuda-emulated", "--gpus", "0"}, `--gpus "0": with --device cuda-emulated, a count N >= 1`},
 		{"workers other than the GPUs", []string{"--device", "cuda-emulated", "--gpus", "2", "--workers", "3"}, "--workers 3: --device cuda-emulated runs one worker per GPU, and --gpus gives 2"},
@@ -261,6 +263,7 @@ func TestTrainOutOfCore(t *testing.T) {
 		t.Fatalf("place: %s", errOut)
 	}
 	type report struct {
+		Backend  string `json:"backend"`
 		Features string `json:"features"`
 		Store    *struct {
 			CachedFraction float64 `json:"cached_fraction"`
@@ -318,6 +321,17 @@ func TestTrainOutOfCore(t *testing.T) {
 	disk := train("--cache-fraction", "0")
 	if mem.Features != "memory" || mem.Store != nil || layout.Features != "store" || disk.Features != "store" {
 		t.Fatalf("features %q, %q, %q; want memory, store, store", mem.Features, layout.Features, disk.Features)
+	}
+	// Out of core on two threads, the products leave a core to the gather
+	// stage (the loss curves below are still the in-memory run's, bit for
+	// bit).
+	if !strings.Contains(mem.Backend, "gonum") {
+		if !strings.HasSuffix(mem.Backend, ", 2 threads") || !strings.HasSuffix(layout.Backend, ", 2 threads, products on 1") {
+			t.Errorf("backends %q in memory and %q out of core; want the products on 2 threads, then on 1", mem.Backend, layout.Backend)
+		}
+		if r := train("--blas-threads", "2", "--probe-batches", "0"); !strings.HasSuffix(r.Backend, ", 2 threads") {
+			t.Errorf("--blas-threads 2 out of core: backend %q, want the products on 2 threads", r.Backend)
+		}
 	}
 	if disk.Store.CachedFraction != 0 || disk.Store.Rows.Rows == 0 || disk.Store.Rows.SSDRows != disk.Store.Rows.Rows {
 		t.Errorf("--cache-fraction 0: %+v, want every row from disk", *disk.Store)
@@ -447,6 +461,27 @@ func synthData(t *testing.T, dir string, args ...string) string {
 // TestSecondsReadInTheirUnit: epoch times print in s, ms or µs, so a small
 // graph's epoch is not "0.00 s", and a measured/predicted pair shares one
 // unit.
+// TestBLASThreads: the products get the kernels' threads less one per
+// busy gather stage, never fewer than one, unless --blas-threads says.
+func TestBLASThreads(t *testing.T) {
+	cases := []struct {
+		name                         string
+		flag, threads, beside, wantN int
+	}{
+		{"in memory", 0, 2, 0, 2},
+		{"out of core, one worker, two cores", 0, 2, 1, 1},
+		{"out of core, one worker, one core", 0, 1, 1, 1},
+		{"out of core, two workers, two cores", 0, 2, 2, 1},
+		{"out of core, four workers, 64 cores", 0, 64, 4, 60},
+		{"--blas-threads wins", 3, 2, 1, 3},
+	}
+	for _, c := range cases {
+		if got := blasThreads(c.flag, c.threads, c.beside); got != c.wantN {
+			t.Errorf("%s: blasThreads(%d, %d, %d) = %d, want %d", c.name, c.flag, c.threads, c.beside, got, c.wantN)
+		}
+	}
+}
+
 func TestSecondsReadInTheirUnit(t *testing.T) {
 	for _, c := range []struct {
 		s    float64
