@@ -74,10 +74,7 @@ func benchmarkDDAK(b *testing.B, n int) {
 func benchmarkPlace(b *testing.B, hot []uint32, allowWide bool) {
 	n := len(hot)
 	bins := benchBins(int64(n))
-	if os.Getenv("DDAK_HUGE") == "0" { // compare with small pages
-		hugePages = false
-		defer func() { hugePages = true }()
-	}
+	small := os.Getenv("DDAK_HUGE") == "0" // compare with small pages
 	runtime.GC()
 	var l *Layout
 	var tm, sum phaseTimes
@@ -90,7 +87,7 @@ func benchmarkPlace(b *testing.B, hot []uint32, allowWide bool) {
 			b.StartTimer()
 		}
 		var err error
-		if l, err = place(context.Background(), hot, bins, Options{}, allowWide, &tm); err != nil {
+		if l, err = place(context.Background(), hot, bins, Options{}, placeRun{wide: allowWide, smallPages: small, tm: &tm}); err != nil {
 			b.Fatal(err)
 		}
 		sum.count += tm.count
@@ -151,7 +148,7 @@ func BenchmarkDDAKWide20MBuckets(b *testing.B) {
 func BenchmarkCountOrder300M(b *testing.B) {
 	hot := zipfHotness(300_000_000, 1.0, 300_000_000, 1)
 	for b.Loop() {
-		if _, err := countOrder(context.Background(), hot, true); err != nil {
+		if _, err := countOrder(context.Background(), hot, wideThreshold(int64(len(hot)))); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -7,17 +7,13 @@ import (
 	"unsafe"
 )
 
-// hugePages asks the kernel to back the layout's arrays with transparent
-// huge pages (a variable so benchmarks can compare).
-var hugePages = true
-
 // adviseHuge marks the memory under s for transparent huge pages before it
 // is first written. A billion-vertex layout is 5 GB of fresh memory; in 4
 // KiB pages that is 1.2 M page faults, most of Place's time on a small
 // machine (issue 13), in 2 MiB pages 2,400. Best effort: where THP is off
 // or the call fails, the pages are simply small.
 func adviseHuge[T any](s []T) {
-	if !hugePages || len(s) == 0 {
+	if len(s) == 0 {
 		return
 	}
 	var zero T

@@ -2,6 +2,4 @@
 
 package ddak
 
-var hugePages = false
-
 func adviseHuge[T any](s []T) {}

@@ -85,8 +85,8 @@ func quantFloor(k int) uint32 {
 // newOrder quantizes them (see order) instead of keeping a bucket per value
 // (about 130 bytes per bucket over the passes, and a binary search per
 // vertex): past n/256 buckets the buckets would cost more than half a byte
-// per vertex. A variable so tests can force either path.
-var wideThreshold = func(n int64) int { return max(1<<12, int(n>>8)) }
+// per vertex. Tests force either path through countOrder's wideAt.
+func wideThreshold(n int64) int { return max(1<<12, int(n>>8)) }
 
 // bucketOf returns the bucket of hotness value h.
 func (o *order) bucketOf(h uint32) int32 {
@@ -122,7 +122,7 @@ func workers(n int64) int {
 // newOrder counts the hotness values in parallel, one bucket per distinct
 // value.
 func newOrder(ctx context.Context, hot []uint32) (*order, error) {
-	return countOrder(ctx, hot, false)
+	return countOrder(ctx, hot, 0)
 }
 
 // tally is one counting worker's counts (see countOrder).
@@ -134,8 +134,7 @@ type tally struct {
 	quant  []quantTally // per quantKey (allowWide): one cache line holds both counters
 	capped bool         // more than largeCap vertices >= denseLimit, or more than wideAt distinct ones: quantize
 	// checkAt is the length of large at which keep next looks at it (see
-	// check); wideAt is wideThreshold of the whole order (0: never
-	// quantize).
+	// check); wideAt is countOrder's (0: never quantize).
 	checkAt int64
 	wideAt  int
 	sum     uint64
@@ -236,10 +235,11 @@ func (t *tally) check(h uint32, largeCap int64) {
 	t.large = append(slices.Grow(t.large, int(t.checkAt-n)), h)
 }
 
-// countOrder is newOrder that, with allowWide, quantizes the values >=
-// denseLimit when they have more than wideThreshold distinct values (see
-// order); only Place asks for that.
-func countOrder(ctx context.Context, hot []uint32, allowWide bool) (*order, error) {
+// countOrder is newOrder that, with wideAt > 0, quantizes the values >=
+// denseLimit when they have more than wideAt distinct values (see order;
+// Place passes wideThreshold); 0 keeps every distinct value.
+func countOrder(ctx context.Context, hot []uint32, wideAt int) (*order, error) {
+	allowWide := wideAt > 0
 	n := int64(len(hot))
 	w := workers(n)
 	o := &order{n: n, spans: make([][2]int64, w)}
@@ -261,7 +261,7 @@ func countOrder(ctx context.Context, hot []uint32, allowWide bool) (*order, erro
 			if allowWide {
 				t.quant = make([]quantTally, 1<<16)
 				largeCap = max(1<<16, (hi-lo)>>4)
-				t.wideAt = wideThreshold(n)
+				t.wideAt = wideAt
 				t.checkAt = min(largeCap, max(1<<16, 2*int64(t.wideAt)))
 			}
 			for b := lo; b < hi; b += ctxEvery {
@@ -343,7 +343,7 @@ func countOrder(ctx context.Context, hot []uint32, allowWide bool) (*order, erro
 		slices.Sort(large)
 		large = slices.Compact(large)
 		slices.Reverse(large)
-		wide = allowWide && len(large) > wideThreshold(n)
+		wide = allowWide && len(large) > wideAt
 	}
 	var qcnt []int64
 	var qsum []uint64

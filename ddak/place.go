@@ -1,6 +1,7 @@
 package ddak
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -187,7 +188,7 @@ func Place(hotness []uint32, bins []Bin, opt Options) (*Layout, error) {
 
 // PlaceContext is Place that stops when ctx is done.
 func PlaceContext(ctx context.Context, hotness []uint32, bins []Bin, opt Options) (*Layout, error) {
-	return place(ctx, hotness, bins, opt, true, nil)
+	return place(ctx, hotness, bins, opt, placeRun{wide: true})
 }
 
 // phaseTimes is how long each of Place's passes took (benchmarks report
@@ -199,10 +200,26 @@ type phaseTimes struct {
 	faulted              float64
 }
 
-// place is PlaceContext; allowWide false keeps a bucket per distinct value
-// however many there are (the slower path tests compare the wide one with);
-// tm, when not nil, gets the passes' times.
-func place(ctx context.Context, hotness []uint32, bins []Bin, opt Options, allowWide bool, tm *phaseTimes) (*Layout, error) {
+// placeRun is how place runs: what Place does, or what a test or a
+// benchmark compares it with.
+type placeRun struct {
+	// wide quantizes a hotness with more than wideThreshold distinct
+	// values >= denseLimit (Place's way); false keeps a bucket per
+	// distinct value however many there are (the slower path tests
+	// compare the wide one with).
+	wide bool
+	// wideAt, with wide, replaces wideThreshold (tests that take the
+	// quantized path on small inputs).
+	wideAt int
+	// smallPages leaves the output in the kernel's default pages instead
+	// of asking for transparent huge pages (a benchmark's comparison).
+	smallPages bool
+	// tm, when not nil, gets the passes' times.
+	tm *phaseTimes
+}
+
+// place is PlaceContext run as run says.
+func place(ctx context.Context, hotness []uint32, bins []Bin, opt Options, run placeRun) (*Layout, error) {
 	opt, err := opt.withDefaults()
 	if err != nil {
 		return nil, err
@@ -221,11 +238,17 @@ func place(ctx context.Context, hotness []uint32, bins []Bin, opt Options, allow
 	// are done, the output pass faults itself.
 	l := &Layout{Policy: PolicyDDAK, Priority: opt.Priority, Pool: opt.Pool, Stats: make([]BinStats, len(bins))}
 	l.Bin, l.Row = make([]uint8, n), make([]uint32, n)
-	adviseHuge(l.Bin)
-	adviseHuge(l.Row)
+	if !run.smallPages {
+		adviseHuge(l.Bin)
+		adviseHuge(l.Row)
+	}
 	stopFaults := prefault(l.Bin, l.Row)
 	t0 := time.Now()
-	o, err := countOrder(ctx, hotness, allowWide)
+	wideAt := 0
+	if run.wide {
+		wideAt = cmp.Or(run.wideAt, wideThreshold(n))
+	}
+	o, err := countOrder(ctx, hotness, wideAt)
 	if err != nil {
 		stopFaults()
 		return nil, fmt.Errorf("ddak: %w", err)
@@ -235,7 +258,7 @@ func place(ctx context.Context, hotness []uint32, bins []Bin, opt Options, allow
 	r, placed, err := decide(ctx, o, bins, opt, l.Stats, 3)
 	faulted := stopFaults()
 	t2 := time.Now()
-	if tm != nil {
+	if tm := run.tm; tm != nil {
 		tm.count, tm.decide, tm.faulted = t1.Sub(t0), t2.Sub(t1), faulted
 	}
 	if err != nil {
@@ -248,7 +271,7 @@ func place(ctx context.Context, hotness []uint32, bins []Bin, opt Options, allow
 	if err != nil {
 		return nil, err
 	}
-	if tm != nil {
+	if tm := run.tm; tm != nil {
 		tm.apply = time.Since(t2)
 	}
 	if acc != nil {

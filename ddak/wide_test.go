@@ -49,11 +49,8 @@ func TestQuantizedOrder(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			prev := wideThreshold
-			wideThreshold = func(int64) int { return 16 }
-			defer func() { wideThreshold = prev }()
 			hot := wideHotness(c.n, c.large, c.span, 3)
-			o, err := countOrder(context.Background(), hot, true)
+			o, err := countOrder(context.Background(), hot, 16)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,11 +63,11 @@ func TestQuantizedOrder(t *testing.T) {
 			bins, _ := testBins(hot)
 			for _, prio := range Priorities() {
 				opt := Options{Priority: prio}
-				quant, err := place(context.Background(), hot, bins, opt, true, nil)
+				quant, err := place(context.Background(), hot, bins, opt, placeRun{wide: true, wideAt: 16})
 				if err != nil {
 					t.Fatal(err)
 				}
-				exact, err := place(context.Background(), hot, bins, opt, false, nil)
+				exact, err := place(context.Background(), hot, bins, opt, placeRun{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -175,11 +172,8 @@ func TestWideIsSeenEarly(t *testing.T) {
 // its first sum mod count positions), and the bucket's positions sum to its
 // exact total.
 func TestQuantizedPoolsAreEqual(t *testing.T) {
-	prev := wideThreshold
-	wideThreshold = func(int64) int { return 16 }
-	defer func() { wideThreshold = prev }()
 	hot := wideHotness(300_000, 0.9, 1<<32-denseLimit, 5)
-	o, err := countOrder(context.Background(), hot, true)
+	o, err := countOrder(context.Background(), hot, 16)
 	if err != nil {
 		t.Fatal(err)
 	}
