@@ -187,6 +187,16 @@ func (l *cblas) name() string {
 	return s.String()
 }
 
+// setThreadCount sets OpenBLAS's thread count (process-wide), when the
+// library can.
+func (l *cblas) setThreadCount(n int) error {
+	if l.setThreads == nil {
+		return fmt.Errorf("%s: cannot set %d threads: no openblas_set_num_threads", l.file, n)
+	}
+	C.gnnplan_set_int(l.setThreads, C.int(n))
+	return nil
+}
+
 // threads returns OpenBLAS's current thread count, 0 when the library
 // does not say.
 func (l *cblas) threads() int {

@@ -66,6 +66,26 @@ func (c *CPU) Name() string {
 	return fmt.Sprintf("cpu: %s, %d threads", c.blas.name(), c.threads)
 }
 
+// BLASThreads is the number of threads the products run on.
+func (c *CPU) BLASThreads() int { return c.blasThreads }
+
+// SetBLASThreads runs the products on n threads from now on. OpenBLAS's
+// count is the library's, process-wide: every CPU backend on the same
+// library follows. With gonum's BLAS (which splits its own work) it only
+// records n.
+func (c *CPU) SetBLASThreads(n int) error {
+	if n < 1 {
+		return fmt.Errorf("kernels: %d BLAS threads (want >= 1)", n)
+	}
+	if l, ok := c.blas.(interface{ setThreadCount(int) error }); ok {
+		if err := l.setThreadCount(n); err != nil {
+			return fmt.Errorf("kernels: %w", err)
+		}
+	}
+	c.blasThreads = n
+	return nil
+}
+
 // Note says why the preferred BLAS was not used, or "".
 func (c *CPU) Note() string { return c.note }
 

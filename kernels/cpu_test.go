@@ -92,6 +92,19 @@ func TestCPUBLASThreads(t *testing.T) {
 		if !strings.HasSuffix(cpu.Name(), c.wantName) {
 			t.Errorf("NewCPU(%+v).Name() = %q, want it to end %q", c.o, cpu.Name(), c.wantName)
 		}
+	} // SetBLASThreads moves the library's count and the name with it.
+	cpu, err := NewCPU(CPUOptions{Threads: 2, BLAS: "openblas"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cpu.SetBLASThreads(1); err != nil {
+		t.Fatal(err)
+	}
+	if got := lib.(interface{ threads() int }).threads(); got != 1 || cpu.BLASThreads() != 1 || !strings.HasSuffix(cpu.Name(), "2 threads, products on 1") {
+		t.Errorf("after SetBLASThreads(1): library on %d, BLASThreads() %d, name %q", got, cpu.BLASThreads(), cpu.Name())
+	}
+	if err := cpu.SetBLASThreads(0); err == nil {
+		t.Error("SetBLASThreads(0) did not fail")
 	}
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"runtime"
 	"strconv"
 	"strings"
 
@@ -67,11 +66,9 @@ func gpuOrdinals(flag string, available, planned int) ([]int, error) {
 }
 
 // trainBackends opens the backends --device and --gpus ask for: one CPU
-// backend, or one GPU backend per GPU (a worker each). beside is how many
-// goroutines stay busy beside the products (a CPU run's gather stages),
-// for the BLAS's thread count. notes are what the user should know about
-// them.
-func trainBackends(o *trainOptions, plan *tpc.Plan, beside int) (bs []kernels.Backend, notes []string, err error) {
+// backend, or one GPU backend per GPU (a worker each). notes are what the
+// user should know about them.
+func trainBackends(o *trainOptions, plan *tpc.Plan) (bs []kernels.Backend, notes []string, err error) {
 	if o.BLASThreads < 0 {
 		return nil, nil, usageErrorf("--blas-threads: %d (valid: >= 1, or 0 for auto)", o.BLASThreads)
 	}
@@ -87,11 +84,7 @@ func trainBackends(o *trainOptions, plan *tpc.Plan, beside int) (bs []kernels.Ba
 		if o.GPUs != "" {
 			return nil, nil, usageErrorf("--gpus %s: needs --device cuda", o.GPUs)
 		}
-		threads := o.Threads
-		if threads == 0 {
-			threads = runtime.GOMAXPROCS(0)
-		}
-		cpu, err := kernels.NewCPU(kernels.CPUOptions{Threads: threads, BLAS: o.BLAS, BLASThreads: blasThreads(o.BLASThreads, threads, beside)})
+		cpu, err := kernels.NewCPU(kernels.CPUOptions{Threads: o.Threads, BLAS: o.BLAS, BLASThreads: o.BLASThreads})
 		if err != nil {
 			return nil, nil, usageErrorf("--blas: %v", err)
 		}
@@ -130,20 +123,6 @@ func trainBackends(o *trainOptions, plan *tpc.Plan, beside int) (bs []kernels.Ba
 		return bs, []string{"--device cuda-emulated runs the CUDA kernels on the CPU one thread at a time: it checks the GPU code path, slowly; its times say nothing about a GPU"}, nil
 	}
 	return nil, nil, usageErrorf("--device %q: valid: %s, %s, %s", o.Device, deviceCPU, deviceCUDA, deviceCUDAEmulate)
-}
-
-// blasThreads is the BLAS's thread count for a CPU run with threads
-// kernel threads: flag when it is given, else threads less one for each
-// goroutine that stays busy beside the products, at least one. A product
-// split statically among threads waits for the slowest; one sharing its
-// core with a gather stage holds up the rest (an epoch of the 17M-vertex
-// graph out of core ran about a fifth faster on two cores with the
-// products on one; docs/benchmarks.md).
-func blasThreads(flag, threads, beside int) int {
-	if flag > 0 {
-		return flag
-	}
-	return max(1, threads-beside)
 }
 
 // describeBackends names the backend, or the GPUs with a worker each.

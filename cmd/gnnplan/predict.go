@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/tpc"
 	"github.com/gnnplan/gnnplan/trainer"
 	"github.com/gnnplan/gnnplan/trainer/sample"
@@ -30,6 +32,23 @@ type trainPrediction struct {
 	// FullBatches is the batches of a whole epoch (its last one may be
 	// short): only whole epochs are compared with the prediction.
 	FullBatches int `json:"epoch_batches"`
+	// BLAS is the products' thread counts the probe tried, when it tried
+	// fewer (see chooseBLASThreads).
+	BLAS *blasChoice `json:"blas_threads,omitempty"`
+}
+
+// blasChoice is the probe's pick of the products' thread count.
+type blasChoice struct {
+	// Tried lists each count with the probe's time per batch on it.
+	Tried []blasTry `json:"tried"`
+	// Threads is the count training runs on: the faster one.
+	Threads int `json:"threads"`
+}
+
+// blasTry is one probe at a thread count.
+type blasTry struct {
+	Threads int     `json:"threads"`
+	BatchS  float64 `json:"batch_s"`
 }
 
 // stageCheck is one stage's measured and predicted seconds in an epoch.
@@ -119,8 +138,10 @@ func (c epochCheck) line(outOfCore bool) string {
 }
 
 // predictTraining probes tr for a few batches, finds the share of rows
-// served from memory and the disks' read rate, and predicts an epoch.
-func predictTraining(ctx context.Context, o *trainOptions, tr *trainer.Trainer, src *store.Store, dir string, nodes int64, seeds, batch, workers int) (*trainPrediction, error) {
+// served from memory and the disks' read rate, and predicts an epoch. On
+// a CPU backend (cpu not nil) out of core it also picks the products'
+// thread count (chooseBLASThreads).
+func predictTraining(ctx context.Context, o *trainOptions, tr *trainer.Trainer, cpu *kernels.CPU, src *store.Store, dir string, nodes int64, seeds, batch, workers int) (*trainPrediction, error) {
 	errw := o.IO.Err
 	fmt.Fprintf(errw, "predicting: timing %d batches with every row in memory ...\n", o.ProbeBatches)
 	pr, err := tr.Probe(ctx, o.ProbeBatches)
@@ -128,6 +149,13 @@ func predictTraining(ctx context.Context, o *trainOptions, tr *trainer.Trainer, 
 		return nil, err
 	}
 	p := &trainPrediction{Probe: pr}
+	if cpu != nil && src != nil && o.BLASThreads == 0 {
+		probe := func(ctx context.Context) (trainer.Probe, error) { return tr.Probe(ctx, o.ProbeBatches) }
+		if p.Probe, p.BLAS, err = chooseBLASThreads(ctx, errw, probe, cpu, pr, workers); err != nil {
+			return nil, err
+		}
+		pr = p.Probe
+	}
 	// A step trains a batch on each worker; worker 0 has the most seeds.
 	workers = max(workers, 1)
 	share := (seeds + workers - 1) / workers
@@ -176,6 +204,44 @@ func predictTraining(ctx context.Context, o *trainOptions, tr *trainer.Trainer, 
 	}
 	p.Costs = c
 	return p, nil
+}
+
+// chooseBLASThreads decides the products' thread count out of core, where
+// each worker's gather stage runs beside the step. A product split among
+// threads waits for its slowest, so on few cores a thread that shares its
+// core with a busy gather stage holds up the rest; but where the products
+// dominate (wide rows, big layers) every thread counts. When the probe's
+// gather stage was busy for more than half of each batch, the probe runs
+// again (the same batches) with one thread fewer per worker, and training
+// keeps whichever was faster. It returns the probe to predict from and
+// what was tried (nil when nothing was).
+func chooseBLASThreads(ctx context.Context, errw io.Writer, probe func(context.Context) (trainer.Probe, error), cpu blasThreader, first trainer.Probe, workers int) (trainer.Probe, *blasChoice, error) {
+	full := cpu.BLASThreads()
+	fewer := max(1, full-max(workers, 1))
+	if fewer == full || !(first.GatherSeconds > 0.5*first.BatchSeconds) {
+		return first, nil, nil
+	}
+	fmt.Fprintf(errw, "predicting: the gather stage was busy %.0f%% of each batch; timing the batches again with the products on %d threads instead of %d ...\n",
+		100*first.GatherSeconds/first.BatchSeconds, fewer, full)
+	if err := cpu.SetBLASThreads(fewer); err != nil {
+		return first, nil, err
+	}
+	second, err := probe(ctx)
+	if err != nil {
+		return first, nil, errors.Join(err, cpu.SetBLASThreads(full))
+	}
+	ch := &blasChoice{Tried: []blasTry{{full, first.BatchSeconds}, {fewer, second.BatchSeconds}}, Threads: fewer}
+	if second.BatchSeconds < first.BatchSeconds {
+		return second, ch, nil
+	}
+	ch.Threads = full
+	return first, ch, cpu.SetBLASThreads(full)
+}
+
+// blasThreader is what chooseBLASThreads needs of a CPU backend.
+type blasThreader interface {
+	BLASThreads() int
+	SetBLASThreads(n int) error
 }
 
 // diskRate fills c's disk read rate and the reads' CPU time: from a
@@ -243,7 +309,23 @@ func describePrediction(p *trainPrediction) string {
 	if p.Costs.DiskRowsPerS > 0 {
 		s += fmt.Sprintf(", disk %.0f rows/s", p.Costs.DiskRowsPerS)
 	}
-	return s + ")"
+	s += ")"
+	if b := p.BLAS; b != nil {
+		var tried []string
+		for i, t := range b.Tried {
+			unit := " ms"
+			if i == 0 {
+				unit = " ms a batch"
+			}
+			tried = append(tried, fmt.Sprintf("%.1f%s on %d", 1000*t.BatchS, unit, t.Threads))
+		}
+		plural := "s"
+		if b.Threads == 1 {
+			plural = ""
+		}
+		s += fmt.Sprintf("; products on %d thread%s (probed %s)", b.Threads, plural, strings.Join(tried, ", "))
+	}
+	return s
 }
 
 // medianEpochSeconds is the median of the whole epochs' times.

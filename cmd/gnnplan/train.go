@@ -17,6 +17,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/tpc"
 	"github.com/gnnplan/gnnplan/trainer"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
@@ -166,7 +167,7 @@ the parameters an uninterrupted run would have.`,
 	f.IntVar(&opts.Threads, "threads", 0, "threads for kernels and sampling (0: one per core)")
 	f.StringVar(&opts.Device, "device", deviceCPU, "where the kernels run: cpu; cuda (a worker per GPU; needs a binary built with make build-cuda); or cuda-emulated (the CUDA kernels run on the CPU, slowly: the GPU code path without a GPU)")
 	f.StringVar(&opts.GPUs, "gpus", "", "with --device cuda: the GPUs to train on, a worker each: all, a count N (the first N), or ordinals such as 0,2 (default: the plan's GPU count, else all)")
-	f.IntVar(&opts.BLASThreads, "blas-threads", 0, "threads OpenBLAS runs each product on (0: as many as --threads, less one per worker when features come from a store, for the gather stage that runs beside the products)")
+	f.IntVar(&opts.BLASThreads, "blas-threads", 0, "threads OpenBLAS runs each product on (0: as many as --threads; out of core, where the gather stage is busy beside the step, the prediction's probe also tries one fewer per worker and keeps the faster)")
 	f.StringVar(&opts.BLAS, "blas", "", "GEMM library: openblas, gonum, or a path to a libopenblas.so (default: OpenBLAS when it loads)")
 	f.StringVar(&opts.Checkpoint, "checkpoint", "", "directory to checkpoint into after every epoch and on Ctrl-C")
 	f.BoolVar(&opts.Resume, "resume", false, "continue from the checkpoint in --checkpoint")
@@ -378,11 +379,7 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 			return err
 		}
 	}
-	beside := 0 // goroutines busy beside the products
-	if src != nil {
-		beside = to.Workers // a gather stage each
-	}
-	bs, devNotes, err := trainBackends(o, plan, beside)
+	bs, devNotes, err := trainBackends(o, plan)
 	if err != nil {
 		return err
 	}
@@ -413,7 +410,8 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 	}
 	var pred *trainPrediction
 	if o.ProbeBatches > 0 && !o.Resume { // a resumed run was predicted when it started
-		pred, err = predictTraining(ctx, o, tr, src, dir, g.Meta.NumNodes, len(g.Train), to.BatchSize, to.Workers)
+		cpu, _ := be.(*kernels.CPU)
+		pred, err = predictTraining(ctx, o, tr, cpu, src, dir, g.Meta.NumNodes, len(g.Train), to.BatchSize, to.Workers)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			// Interrupted while predicting: the run below stops at once,
