@@ -8,11 +8,16 @@ import (
 
 // gcn is DGL's GraphConv with norm "both" on a graph with self-loops:
 // y_i = W^T sum_{u in N(i) + i} x_u / sqrt((d_i+1)(d_u+1)) + b (see the
-// package comment for sampled blocks). It multiplies by W first when that
-// makes the aggregation narrower, as DGL does.
+// package comment for sampled blocks). It multiplies the sources by W
+// before aggregating them where that costs less on the block
+// (transformFirst), as DGL does on whole graphs.
 type gcn struct {
 	b       kernels.Backend
 	in, out int
+	// order forces the order (1: transform first, -1: aggregate first;
+	// tests); 0 decides per block.
+	order int
+	tf    bool // the current block's order, forward's for backward
 	w, bias *Param
 
 	g          *Block
@@ -33,16 +38,28 @@ func newGCN(b kernels.Backend, r *rand.Rand, name string, in, out int) *gcn {
 
 func (l *gcn) params() []*Param { return []*Param{l.w, l.bias} }
 
-func (l *gcn) transformFirst() bool { return l.in > l.out }
+// transformFirst reports whether the layer transforms first on g (see
+// sage.transformFirst): the product covers the sources that way, the
+// destinations the other.
+func (l *gcn) transformFirst(g *Block) bool {
+	switch {
+	case g.DstRows != nil:
+		if l.order > 0 {
+			panic("nn: a GCN layer that transforms first cannot read the features in place")
+		}
+		return false
+	case l.order != 0:
+		return l.order > 0
+	}
+	return transformFirst(l.in, l.out, g.NumSrc, g.NumDst, g.Self.NumEdges)
+}
 
 func (l *gcn) forward(g *Block, x *kernels.Mat, _ bool, _ uint64) *kernels.Mat {
 	b := l.b
 	l.g, l.x = g, x
 	b.Resize(l.y, g.NumDst, l.out)
-	if g.DstRows != nil && l.transformFirst() {
-		panic("nn: a GCN layer that transforms first cannot read the features in place")
-	}
-	if l.transformFirst() {
+	l.tf = l.transformFirst(g)
+	if l.tf {
 		b.Resize(l.p, g.NumSrc, l.out)
 		b.Gemm(false, false, 1, x, l.w.W, 0, l.p)
 		b.WeightedSum(l.y, l.p, g.GCNWeight, g.Self)
@@ -58,7 +75,7 @@ func (l *gcn) forward(g *Block, x *kernels.Mat, _ bool, _ uint64) *kernels.Mat {
 func (l *gcn) backward(dy *kernels.Mat, needInput bool) *kernels.Mat {
 	b, g := l.b, l.g
 	b.SumRows(l.bias.G, dy, 0)
-	if l.transformFirst() {
+	if l.tf {
 		b.Resize(l.dp, g.NumSrc, l.out)
 		b.Zero(l.dp)
 		b.WeightedSumBackward(l.dp, dy, g.GCNWeight, g.Self)

@@ -306,15 +306,18 @@ func TestLayerGradients(t *testing.T) {
 		heads     int
 		attnDrop  float32
 		meanHeads bool
+		order     int // GraphSAGE and GCN: 1 transforms first, -1 aggregates first, 0 decides
 	}
 	cases := []tc{
-		{"graphsage aggregates first when the output is wider", GraphSAGE, 5, 7, 0, 0, false},
-		{"graphsage transforms first when the input is wider", GraphSAGE, 9, 3, 0, 0, false},
-		{"gcn aggregates first when the output is wider", GCN, 4, 6, 0, 0, false},
-		{"gcn transforms first when the input is wider", GCN, 8, 3, 0, 0, false},
-		{"gat hidden layer concatenates heads", GAT, 6, 3, 4, 0, false},
-		{"gat output layer averages heads", GAT, 5, 3, 2, 0, true},
-		{"gat with attention dropout", GAT, 5, 2, 3, 0.4, false},
+		{"graphsage aggregates first when the output is wider", GraphSAGE, 5, 7, 0, 0, false, 0},
+		{"graphsage transforms first", GraphSAGE, 9, 3, 0, 0, false, 1},
+		{"graphsage aggregates first though the input is wider", GraphSAGE, 9, 3, 0, 0, false, -1},
+		{"gcn aggregates first when the output is wider", GCN, 4, 6, 0, 0, false, 0},
+		{"gcn transforms first", GCN, 8, 3, 0, 0, false, 1},
+		{"gcn aggregates first though the input is wider", GCN, 8, 3, 0, 0, false, -1},
+		{"gat hidden layer concatenates heads", GAT, 6, 3, 4, 0, false, 0},
+		{"gat output layer averages heads", GAT, 5, 3, 2, 0, true, 0},
+		{"gat with attention dropout", GAT, 5, 2, 3, 0.4, false, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -326,11 +329,13 @@ func TestLayerGradients(t *testing.T) {
 			var ref refLayer
 			switch c.kind {
 			case GraphSAGE:
-				ly = newSAGE(b, r, "l", c.in, c.out)
-				ref = refSAGE(tb, c.in, c.out)
+				l := newSAGE(b, r, "l", c.in, c.out)
+				l.order = c.order
+				ly, ref = l, refSAGE(tb, c.in, c.out)
 			case GCN:
-				ly = newGCN(b, r, "l", c.in, c.out)
-				ref = refGCN(tb, c.in, c.out)
+				l := newGCN(b, r, "l", c.in, c.out)
+				l.order = c.order
+				ly, ref = l, refGCN(tb, c.in, c.out)
 			case GAT:
 				ly = newGAT(b, r, "l", c.in, c.heads, c.out, 0.2, c.attnDrop, c.meanHeads)
 			}
@@ -481,6 +486,36 @@ func TestModelGradients(t *testing.T) {
 				checkClose(t, fmt.Sprintf("%s %s", kind, p.Name), fromMat(b, p.G), finiteDiff(params[i], loss))
 			}
 		})
+	}
+}
+
+// TestTransformFirst: a layer transforms its sources first only where
+// that costs less on the block: on a whole graph whenever its input is
+// wider (as DGL), on a sampled block with many more sources than
+// destinations not even then, and never when its output is wider.
+func TestTransformFirst(t *testing.T) {
+	cases := []struct {
+		name                         string
+		in, out, tfRows, afRows, edg int
+		want                         bool
+	}{
+		// GCN on Cora, full graph: sources are the destinations.
+		{"gcn, whole graph, 1433 into 16", 1433, 16, 2708, 2708, 13264, true},
+		{"gcn, whole graph, 16 into 7", 16, 7, 2708, 2708, 13264, true},
+		{"graphsage, whole graph, 1433 into 16", 1433, 16, 2 * 2708, 2 * 2708, 10556, true},
+		// The 4 KiB rows' first layer: 11k destinations of 96k sources.
+		{"graphsage, sampled, 1024 into 256", 1024, 256, 96_000 + 11_000, 2 * 11_000, 275_000, false},
+		{"gcn, sampled, 1024 into 256", 1024, 256, 96_000, 11_000, 286_000, false},
+		// A sampled block a little wider at its sources still transforms
+		// first when the output is much narrower.
+		{"graphsage, sampled, 1024 into 16", 1024, 16, 12_000 + 11_000, 2 * 11_000, 275_000, true},
+		{"output wider", 128, 256, 58_000 + 25_000, 2 * 25_000, 250_000, false},
+		{"equal widths, whole graph: a tie aggregates first", 64, 64, 1000, 1000, 5000, false},
+	}
+	for _, c := range cases {
+		if got := transformFirst(c.in, c.out, c.tfRows, c.afRows, c.edg); got != c.want {
+			t.Errorf("%s: transformFirst = %v, want %v", c.name, got, c.want)
+		}
 	}
 }
 

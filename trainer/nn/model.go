@@ -170,11 +170,12 @@ func (m *Model) ReadsFeaturesInPlace(train bool) bool {
 	if train && m.cfg.InputDropout > 0 {
 		return false
 	}
+	// With in <= out every block aggregates first (transformFirst).
 	switch l := m.layers[0].(type) {
 	case *sage:
-		return !l.transformFirst()
+		return l.in <= l.out && l.order <= 0
 	case *gcn:
-		return !l.transformFirst()
+		return l.in <= l.out && l.order <= 0
 	}
 	return false
 }

@@ -7,12 +7,16 @@ import (
 )
 
 // sage is DGL's SAGEConv with the mean aggregator:
-// y_i = W_self x_i + W_neigh mean_{u in N(i)} x_u + b. When the input is
-// wider than the output it transforms before aggregating (DGL's
-// lin_before_mp), which gives the same result with fewer operations.
+// y_i = W_self x_i + W_neigh mean_{u in N(i)} x_u + b. It transforms the
+// sources before aggregating them (DGL's lin_before_mp) where that costs
+// less on the block (transformFirst): the same result either way.
 type sage struct {
 	b       kernels.Backend
 	in, out int
+	// order forces the order (1: transform first, -1: aggregate first;
+	// tests); 0 decides per block.
+	order int
+	tf    bool // the current block's order, forward's for backward
 	// w stacks W_self (rows [0, in)) over W_neigh (rows [in, 2in)), so
 	// the aggregate-first path is one GEMM of [x_i | mean] (2in wide).
 	w, bias *Param
@@ -40,7 +44,23 @@ func newSAGE(b kernels.Backend, r *rand.Rand, name string, in, out int) *sage {
 
 func (l *sage) params() []*Param { return []*Param{l.w, l.bias} }
 
-func (l *sage) transformFirst() bool { return l.in > l.out }
+// transformFirst reports whether the layer transforms first on g: never
+// when it reads the features in place (its sources are then the whole
+// matrix), else as order says or as costs less. Transforming first
+// multiplies the sources and the destinations (W_neigh and W_self),
+// aggregating first the destinations by a 2in-wide stack.
+func (l *sage) transformFirst(g *Block) bool {
+	switch {
+	case g.DstRows != nil:
+		if l.order > 0 {
+			panic("nn: a GraphSAGE layer that transforms first cannot read the features in place")
+		}
+		return false
+	case l.order != 0:
+		return l.order > 0
+	}
+	return transformFirst(l.in, l.out, g.NumSrc+g.NumDst, 2*g.NumDst, g.Nbr.NumEdges)
+}
 
 func (l *sage) forward(g *Block, x *kernels.Mat, _ bool, _ uint64) *kernels.Mat {
 	b := l.b
@@ -48,10 +68,8 @@ func (l *sage) forward(g *Block, x *kernels.Mat, _ bool, _ uint64) *kernels.Mat 
 	b.Resize(l.y, g.NumDst, l.out)
 	wSelf, wNeigh := l.w.W.RowSlice(0, l.in), l.w.W.RowSlice(l.in, 2*l.in)
 	xDst := x.RowSlice(0, g.NumDst)
-	if g.DstRows != nil && l.transformFirst() {
-		panic("nn: a GraphSAGE layer that transforms first cannot read the features in place")
-	}
-	if l.transformFirst() {
+	l.tf = l.transformFirst(g)
+	if l.tf {
 		b.Resize(l.p, g.NumSrc, l.out)
 		b.Gemm(false, false, 1, x, wNeigh, 0, l.p)
 		b.SegmentMean(l.y, l.p, g.Nbr)
@@ -73,7 +91,7 @@ func (l *sage) forward(g *Block, x *kernels.Mat, _ bool, _ uint64) *kernels.Mat 
 func (l *sage) backward(dy *kernels.Mat, needInput bool) *kernels.Mat {
 	b, g := l.b, l.g
 	b.SumRows(l.bias.G, dy, 0)
-	if l.transformFirst() {
+	if l.tf {
 		gSelf, gNeigh := l.w.G.RowSlice(0, l.in), l.w.G.RowSlice(l.in, 2*l.in)
 		b.Gemm(true, false, 1, l.x.RowSlice(0, g.NumDst), dy, 0, gSelf)
 		b.Resize(l.dp, g.NumSrc, l.out)
