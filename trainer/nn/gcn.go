@@ -16,8 +16,8 @@ type gcn struct {
 	in, out int
 	// order forces the order (1: transform first, -1: aggregate first;
 	// tests); 0 decides per block.
-	order int
-	tf    bool // the current block's order, forward's for backward
+	order   int
+	tf      bool // the current block's order, forward's for backward
 	w, bias *Param
 
 	g          *Block
