@@ -221,8 +221,8 @@ func chooseBLASThreads(ctx context.Context, errw io.Writer, probe func(context.C
 	if fewer == full || !(first.GatherSeconds > 0.5*first.BatchSeconds) {
 		return first, nil, nil
 	}
-	fmt.Fprintf(errw, "predicting: the gather stage was busy %.0f%% of each batch; timing the batches again with the products on %d threads instead of %d ...\n",
-		100*first.GatherSeconds/first.BatchSeconds, fewer, full)
+	fmt.Fprintf(errw, "predicting: the gather stage was busy %.0f%% of each batch; timing the batches again with the products on %s instead of %d ...\n",
+		100*first.GatherSeconds/first.BatchSeconds, threadsName(fewer), full)
 	if err := cpu.SetBLASThreads(fewer); err != nil {
 		return first, nil, err
 	}
@@ -236,6 +236,14 @@ func chooseBLASThreads(ctx context.Context, errw io.Writer, probe func(context.C
 	}
 	ch.Threads = full
 	return first, ch, cpu.SetBLASThreads(full)
+}
+
+// threadsName is "1 thread" or "N threads".
+func threadsName(n int) string {
+	if n == 1 {
+		return "1 thread"
+	}
+	return fmt.Sprintf("%d threads", n)
 }
 
 // blasThreader is what chooseBLASThreads needs of a CPU backend.
@@ -319,11 +327,7 @@ func describePrediction(p *trainPrediction) string {
 			}
 			tried = append(tried, fmt.Sprintf("%.1f%s on %d", 1000*t.BatchS, unit, t.Threads))
 		}
-		plural := "s"
-		if b.Threads == 1 {
-			plural = ""
-		}
-		s += fmt.Sprintf("; products on %d thread%s (probed %s)", b.Threads, plural, strings.Join(tried, ", "))
+		s += fmt.Sprintf("; products on %s (probed %s)", threadsName(b.Threads), strings.Join(tried, ", "))
 	}
 	return s
 }
