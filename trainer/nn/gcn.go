@@ -42,14 +42,8 @@ func (l *gcn) params() []*Param { return []*Param{l.w, l.bias} }
 // sage.transformFirst): the product covers the sources that way, the
 // destinations the other.
 func (l *gcn) transformFirst(g *Block) bool {
-	switch {
-	case g.DstRows != nil:
-		if l.order > 0 {
-			panic("nn: a GCN layer that transforms first cannot read the features in place")
-		}
-		return false
-	case l.order != 0:
-		return l.order > 0
+	if g.DstRows != nil || l.order != 0 {
+		return forcedOrder("GCN", g, l.order)
 	}
 	return transformFirst(l.in, l.out, g.NumSrc, g.NumDst, g.Self.NumEdges)
 }

@@ -28,3 +28,17 @@ func transformFirst(in, out int, tfRows, afRows, edges int) bool {
 	af := 2*2*i*o*float64(afRows) + flopsPerRowByte*4*float64(edges)*i
 	return tf < af
 }
+
+// forcedOrder is a layer's order where the costs do not decide it: a
+// layer reading the features in place (g.DstRows) aggregates first, its
+// sources being the whole matrix; otherwise order says (1: transform
+// first, -1: aggregate first).
+func forcedOrder(kind string, g *Block, order int) bool {
+	if g.DstRows != nil {
+		if order > 0 {
+			panic("nn: a " + kind + " layer that transforms first cannot read the features in place")
+		}
+		return false
+	}
+	return order > 0
+}

@@ -50,14 +50,8 @@ func (l *sage) params() []*Param { return []*Param{l.w, l.bias} }
 // multiplies the sources and the destinations (W_neigh and W_self),
 // aggregating first the destinations by a 2in-wide stack.
 func (l *sage) transformFirst(g *Block) bool {
-	switch {
-	case g.DstRows != nil:
-		if l.order > 0 {
-			panic("nn: a GraphSAGE layer that transforms first cannot read the features in place")
-		}
-		return false
-	case l.order != 0:
-		return l.order > 0
+	if g.DstRows != nil || l.order != 0 {
+		return forcedOrder("GraphSAGE", g, l.order)
 	}
 	return transformFirst(l.in, l.out, g.NumSrc+g.NumDst, 2*g.NumDst, g.Nbr.NumEdges)
 }
