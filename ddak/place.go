@@ -649,8 +649,9 @@ const faultChunk = 1 << 19
 // prefault touches the pages of bin and row on all but one core, so the
 // kernel maps (and zeroes) them while the caller works, and returns a
 // function that stops it, waits until it has, and returns the share of the
-// chunks it touched: the caller may write the slices only after that. It goes through the output pass's spans (order)
-// front to front, a chunk of each in turn, so the pages it did not reach,
+// vertices whose pages it touched: the caller may write the slices only
+// after that. It goes through the output pass's spans (order) front to
+// front, a chunk of each in turn, so the pages it did not reach,
 // which the output pass faults itself, are shared evenly by its workers.
 func prefault(bin []uint8, row []uint32) (stop func() float64) {
 	helpers := runtime.GOMAXPROCS(0) - 1

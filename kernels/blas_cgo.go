@@ -86,10 +86,9 @@ func openCBLAS(names []string, threads int) (blasLib, error) {
 			continue
 		}
 		if threads > 0 {
-			if lib.setThreads == nil {
-				return nil, fmt.Errorf("%s: cannot set %d threads: no openblas_set_num_threads", lib.file, threads)
+			if err := lib.setThreadCount(threads); err != nil {
+				return nil, err
 			}
-			C.gnnplan_set_int(lib.setThreads, C.int(threads))
 		}
 		return lib, nil
 	}
