@@ -268,8 +268,21 @@ def main():
         nds = [b[2] for b in blocks] + [n_src]
         flops.append(gemm_flops(dims, [(nds[h], nds[h + 1]) for h in reversed(range(len(blocks)))]))
 
+    # The first layer's mean alone (embedding_bag over the feature matrix in
+    # place, or over the gathered rows), on the last batch's block: the
+    # median of 5 runs back to back.
+    first_mean = []
+    offsets, src_idx, nd, dst_ids = tblocks[-1]
+    table = feats if in_place else x
+    with torch.no_grad():
+        for _ in range(5):
+            t0 = time.perf_counter()
+            F.embedding_bag(src_idx, table, offsets, mode="mean", include_last_offset=True)
+            first_mean.append(time.perf_counter() - t0)
+
     out = {
         "torch_version": torch.__version__,
+        "first_mean_s": statistics.median(first_mean),
         "threads": torch.get_num_threads(),
         "batches": len(batch_s),
         "samples_per_s": seeds_timed / sum(batch_s) if batch_s else 0.0,
