@@ -1,8 +1,10 @@
 package trainer
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -10,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -45,6 +48,95 @@ type countingBackend struct {
 	// kept in mean.
 	keepMean bool
 	mean     *meanCall
+
+	// times is each kernel's time in the recorded step (the step's own
+	// goroutine calls them), by method name.
+	times map[string]*kernelTime
+}
+
+// kernelTime is one kernel's calls and their time within a step.
+type kernelTime struct {
+	calls   int
+	seconds float64
+}
+
+// timed runs f, adding its time to name's while a step is recorded.
+func (c *countingBackend) timed(name string, f func()) {
+	if !c.record {
+		f()
+		return
+	}
+	start := time.Now()
+	f()
+	if c.times == nil {
+		c.times = map[string]*kernelTime{}
+	}
+	kt := c.times[name]
+	if kt == nil {
+		kt = &kernelTime{}
+		c.times[name] = kt
+	}
+	kt.calls++
+	kt.seconds += time.Since(start).Seconds()
+}
+
+// stepKernels lists the recorded step's kernels, slowest first.
+func (c *countingBackend) stepKernels() string {
+	names := make([]string, 0, len(c.times))
+	for n := range c.times {
+		names = append(names, n)
+	}
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(c.times[b].seconds, c.times[a].seconds) })
+	var sb strings.Builder
+	for i, n := range names {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		fmt.Fprintf(&sb, "%s %.1f ms (%d)", n, 1e3*c.times[n].seconds, c.times[n].calls)
+	}
+	return sb.String()
+}
+
+func (c *countingBackend) SegmentMeanBackward(dx, dout *kernels.Mat, g *kernels.CSR) {
+	c.timed("SegmentMeanBackward", func() { c.Backend.SegmentMeanBackward(dx, dout, g) })
+}
+func (c *countingBackend) GatherRows(dst, src *kernels.Mat, idx *kernels.Index) {
+	c.timed("GatherRows", func() { c.Backend.GatherRows(dst, src, idx) })
+}
+func (c *countingBackend) Copy(dst, src *kernels.Mat) {
+	c.timed("Copy", func() { c.Backend.Copy(dst, src) })
+}
+func (c *countingBackend) Zero(m *kernels.Mat) { c.timed("Zero", func() { c.Backend.Zero(m) }) }
+func (c *countingBackend) AddBias(m, bias *kernels.Mat) {
+	c.timed("AddBias", func() { c.Backend.AddBias(m, bias) })
+}
+func (c *countingBackend) SumRows(out, m *kernels.Mat, beta float32) {
+	c.timed("SumRows", func() { c.Backend.SumRows(out, m, beta) })
+}
+func (c *countingBackend) Act(f kernels.Activation, y, x *kernels.Mat) {
+	c.timed("Act", func() { c.Backend.Act(f, y, x) })
+}
+func (c *countingBackend) ActBackward(f kernels.Activation, dx, dy, x, y *kernels.Mat) {
+	c.timed("ActBackward", func() { c.Backend.ActBackward(f, dx, dy, x, y) })
+}
+func (c *countingBackend) ActDropout(f kernels.Activation, y, x *kernels.Mat, p float32, seed uint64) {
+	c.timed("ActDropout", func() { c.Backend.ActDropout(f, y, x, p, seed) })
+}
+func (c *countingBackend) ActDropoutBackward(f kernels.Activation, dx, dy, y *kernels.Mat, p float32, seed uint64) {
+	c.timed("ActDropoutBackward", func() { c.Backend.ActDropoutBackward(f, dx, dy, y, p, seed) })
+}
+func (c *countingBackend) Dropout(y, x *kernels.Mat, p float32, seed uint64) {
+	c.timed("Dropout", func() { c.Backend.Dropout(y, x, p, seed) })
+}
+func (c *countingBackend) DropoutBackward(dx, dy *kernels.Mat, p float32, seed uint64) {
+	c.timed("DropoutBackward", func() { c.Backend.DropoutBackward(dx, dy, p, seed) })
+}
+func (c *countingBackend) SoftmaxCrossEntropy(dlogits, logits *kernels.Mat, labels *kernels.Index, scale float32) (loss float64, correct int) {
+	c.timed("SoftmaxCrossEntropy", func() { loss, correct = c.Backend.SoftmaxCrossEntropy(dlogits, logits, labels, scale) })
+	return loss, correct
+}
+func (c *countingBackend) Adam(p, g, m, v *kernels.Mat, o kernels.AdamStep) {
+	c.timed("Adam", func() { c.Backend.Adam(p, g, m, v, o) })
 }
 
 // blockCopy is a block's adjacency, copied.
@@ -90,7 +182,7 @@ func (c *countingBackend) SegmentMean(out, x *kernels.Mat, g *kernels.CSR) {
 		}
 		c.mu.Unlock()
 	}
-	c.Backend.SegmentMean(out, x, g)
+	c.timed("SegmentMean", func() { c.Backend.SegmentMean(out, x, g) })
 }
 
 func (c *countingBackend) Gemm(transA, transB bool, alpha float32, a, b *kernels.Mat, beta float32, m *kernels.Mat) {
@@ -101,7 +193,7 @@ func (c *countingBackend) Gemm(transA, transB bool, alpha float32, a, b *kernels
 		}
 		c.calls = append(c.calls, gemmCall{transA, transB, m.Rows, m.Cols, k})
 	}
-	c.Backend.Gemm(transA, transB, alpha, a, b, beta, m)
+	c.timed("Gemm", func() { c.Backend.Gemm(transA, transB, alpha, a, b, beta, m) })
 }
 
 // meanSeconds times the kept first-layer mean run back to back: the least
@@ -282,6 +374,7 @@ func BenchmarkGraphSAGE(b *testing.B) {
 			turn+1, last.SamplesPerSecond, 1e3*perBatch, 1e3*last.WaitSeconds/float64(last.Batches), 1e3*last.GatherSeconds/float64(last.Batches),
 			1e3*last.ComputeSeconds/float64(last.Batches), 1e3*last.OptimizerSeconds/float64(last.Batches), 1e3*gs, flops/gs/1e9, 100*gs/perBatch,
 			1e3*ms, 100*gs/(gs+ms), 1e3*last.Stages.Sample.BusySeconds/float64(last.Batches), be.Name())
+		b.Logf("turn %d gnnplan: one step's kernels, in the step: %s", turn+1, cb.stepKernels())
 		if py == "" {
 			continue
 		}
