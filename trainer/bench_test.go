@@ -29,8 +29,9 @@ type gemmCall struct {
 }
 
 // countingBackend records the GEMMs a step runs, so the benchmark can
-// count the model's FLOPs and time the same GEMMs alone, and keeps one
-// first-layer block, so it can time that layer's mean alone too.
+// count the model's FLOPs and time the same GEMMs alone; keeps one
+// first-layer block, so it can time that layer's mean alone too; and times
+// each kernel of the recorded step where it runs, inside the step.
 type countingBackend struct {
 	kernels.Backend
 	record bool
@@ -297,7 +298,8 @@ func python() string {
 // present it runs the same workload in PyTorch (testdata/torch_sage.py,
 // its first layer reading the feature matrix in place as ours does, the
 // faster of its two modes here) in alternating turns and reports both, the
-// ratios, and PyTorch's first-layer mean (embedding_bag) alone.
+// ratios, and PyTorch's first-layer mean (embedding_bag) alone. Each turn
+// also logs one step's kernels as timed inside the step.
 //
 //	go test -ldflags=-checklinkname=0 -run '^$' -bench GraphSAGE -benchtime 1x -timeout 60m ./trainer/
 func BenchmarkGraphSAGE(b *testing.B) {
