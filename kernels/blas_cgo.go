@@ -3,9 +3,10 @@
 package kernels
 
 /*
-#cgo LDFLAGS: -ldl
+#cgo LDFLAGS: -ldl -lpthread
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 // CBLAS's enum values (cblas.h), spelled out so the build needs no BLAS
@@ -16,12 +17,43 @@ typedef void (*gnnplan_sgemm_fn)(int order, int transA, int transB, int m, int n
 	float alpha, const float *a, int lda, const float *b, int ldb,
 	float beta, float *c, int ldc);
 
+// OpenBLAS's pthread build keeps one pool of worker threads per process,
+// and after each product they spin (sched_yield) for 2^28 cycles, about a
+// tenth of a second, before they sleep: through the Go kernels that follow
+// a product they hold a core the kernels' goroutines need. gnnplan_park
+// stops them (blas_thread_shutdown_, OpenBLAS's own fork handler; the next
+// product starts them again, exec_blas's lazy re-init). The pool is the
+// process's, so the lock and the flag are too: a park never runs while any
+// product does (products hold the lock shared, a park tries it exclusive
+// and gives up when it cannot have it at once), and only after a product
+// has run since the last one.
+static pthread_rwlock_t gnnplan_blas_lock = PTHREAD_RWLOCK_INITIALIZER;
+static int gnnplan_blas_warm;
+
 static void gnnplan_sgemm(void *f, int transA, int transB, int m, int n, int k,
 	float alpha, const float *a, int lda, const float *b, int ldb,
 	float beta, float *c, int ldc) {
+	pthread_rwlock_rdlock(&gnnplan_blas_lock);
 	((gnnplan_sgemm_fn)f)(gnnplanRowMajor,
 		transA ? gnnplanTrans : gnnplanNoTrans, transB ? gnnplanTrans : gnnplanNoTrans,
 		m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+	__atomic_store_n(&gnnplan_blas_warm, 1, __ATOMIC_RELEASE);
+	pthread_rwlock_unlock(&gnnplan_blas_lock);
+}
+
+// gnnplan_park stops the library's idle workers (shutdown is
+// blas_thread_shutdown_) and returns 1, or returns 0 when no product ran
+// since the last park or one is running now.
+static int gnnplan_park(void *shutdown) {
+	if (!__atomic_load_n(&gnnplan_blas_warm, __ATOMIC_ACQUIRE)) return 0;
+	if (pthread_rwlock_trywrlock(&gnnplan_blas_lock) != 0) return 0;
+	int parked = __atomic_load_n(&gnnplan_blas_warm, __ATOMIC_ACQUIRE);
+	if (parked) {
+		((int (*)(void))shutdown)();
+		__atomic_store_n(&gnnplan_blas_warm, 0, __ATOMIC_RELEASE);
+	}
+	pthread_rwlock_unlock(&gnnplan_blas_lock);
+	return parked;
 }
 
 static void gnnplan_set_int(void *f, int v) { ((void (*)(int))f)(v); }
@@ -73,6 +105,9 @@ type cblas struct {
 	// sgemmFn is cblas_sgemm; the others are OpenBLAS extensions and nil
 	// when the library lacks them.
 	sgemmFn, setThreads, getThreads, getConfig, getParallel, getCorename unsafe.Pointer
+	// shutdownFn is blas_thread_shutdown_ in OpenBLAS's pthread build
+	// (the one whose idle workers spin), else nil.
+	shutdownFn unsafe.Pointer
 }
 
 // openCBLAS opens the first of names that loads and exports cblas_sgemm.
@@ -131,6 +166,9 @@ func openOneCBLAS(name string) (*cblas, error) {
 	if lib.sgemmFn == nil {
 		C.dlclose(h)
 		return nil, fmt.Errorf("%s has no cblas_sgemm", name)
+	}
+	if lib.getParallel != nil && C.gnnplan_get_int(lib.getParallel) == 1 {
+		lib.shutdownFn = sym("blas_thread_shutdown_")
 	}
 	if f := C.gnnplan_file(lib.sgemmFn); f != nil {
 		lib.file = C.GoString(f)
@@ -203,6 +241,19 @@ func (l *cblas) threads() int {
 		return 0
 	}
 	return int(C.gnnplan_get_int(l.getThreads))
+}
+
+// parkWorkers stops OpenBLAS's idle worker threads, which would otherwise
+// spin beside the Go kernels for a tenth of a second after each product,
+// and reports whether it did. It does nothing (false) for a build without
+// such workers, when no product ran since the last park, or while one is
+// running (on any goroutine: the pool is the process's). The next product
+// starts the workers again.
+func (l *cblas) parkWorkers() bool {
+	if l.shutdownFn == nil {
+		return false
+	}
+	return C.gnnplan_park(l.shutdownFn) == 1
 }
 
 func (l *cblas) sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {

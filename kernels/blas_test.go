@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -453,4 +455,104 @@ func countDiffering(x, y []float32) int {
 		}
 	}
 	return n
+}
+
+// parkableOpenBLAS loads OpenBLAS on 2 threads and returns it with its
+// parkWorkers, skipping the test where OpenBLAS is missing or is not the
+// pthread build (the one whose idle workers spin).
+func parkableOpenBLAS(t *testing.T) (blasLib, func() bool) {
+	t.Helper()
+	lib, _, err := loadBLAS("openblas", 2)
+	if err != nil {
+		t.Skipf("OpenBLAS not tested: %v (install Debian's libopenblas0-pthread: make setup)", err)
+	}
+	p, ok := lib.(interface{ parkWorkers() bool })
+	if !ok || !strings.Contains(lib.name(), "pthread") {
+		t.Skipf("%s: no pthread workers to park", lib.name())
+	}
+	t.Cleanup(restoreOpenBLASThreads(t, lib))
+	return lib, p.parkWorkers
+}
+
+// TestOpenBLASParkWorkers: stopping OpenBLAS's idle workers between
+// products changes no bit of any product, parks only after a product, and
+// never stops them under a product running on another goroutine (the
+// products there come out right and nothing hangs).
+func TestOpenBLASParkWorkers(t *testing.T) {
+	lib, park := parkableOpenBLAS(t)
+	c := gemmCase{m: 512, n: 256, k: 384, alpha: 1}
+	a, lda, b, ldb, c0, ldc := gemmOperands(c, rand.New(rand.NewPCG(5, 6)))
+	product := func() []float32 {
+		out := append([]float32(nil), c0...)
+		lib.sgemm(false, false, c.m, c.n, c.k, 1, a, lda, b, ldb, 0, out, ldc)
+		return out
+	}
+	ref := product()
+	if !park() {
+		t.Fatal("parkWorkers after a product did not park")
+	}
+	if park() {
+		t.Fatal("parkWorkers parked again with no product since the last park")
+	}
+	if got := product(); !bitwiseEqual(got, ref) {
+		t.Fatalf("after a park: %d of %d elements differ", countDiffering(got, ref), len(ref))
+	}
+
+	var wg sync.WaitGroup
+	var done atomic.Bool
+	var bad atomic.Int64
+	for range 3 {
+		wg.Go(func() {
+			for range 30 {
+				if !bitwiseEqual(product(), ref) {
+					bad.Add(1)
+				}
+			}
+		})
+	}
+	var parked atomic.Int64
+	parker := make(chan struct{})
+	go func() {
+		defer close(parker)
+		for !done.Load() {
+			if park() {
+				parked.Add(1)
+			}
+		}
+	}()
+	wg.Wait()
+	done.Store(true)
+	<-parker
+	if n := bad.Load(); n > 0 {
+		t.Fatalf("%d of 90 products on 3 goroutines differ while another parks the workers", n)
+	}
+	t.Logf("%d parks between 90 products on 3 goroutines", parked.Load())
+}
+
+// TestCPUParksBLASWorkers: the CPU backend stops OpenBLAS's idle workers
+// before a kernel large enough to spread over the cores, and leaves them
+// spinning with BLASSpin.
+func TestCPUParksBLASWorkers(t *testing.T) {
+	_, park := parkableOpenBLAS(t)
+	for _, spin := range []bool{false, true} {
+		cpu, err := NewCPU(CPUOptions{Threads: 2, BLAS: "openblas", BLASSpin: spin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, y, z := cpu.NewMat(512, 512), cpu.NewMat(512, 512), cpu.NewMat(512, 512)
+		big := cpu.NewMat(4096, 256)
+		cpu.Gemm(false, false, 1, x, y, 0, z)
+		cpu.Zero(big)
+		// The kernel parked them already unless spin, so a park now
+		// finds a product since the last park only with spin.
+		if got := park(); got != spin {
+			t.Errorf("BLASSpin %v: a park after the product and a %dx%d Zero parked = %v, want %v", spin, big.Rows, big.Cols, got, spin)
+		}
+		small := cpu.NewMat(8, 8)
+		cpu.Gemm(false, false, 1, x, y, 0, z)
+		cpu.Zero(small)
+		if !park() {
+			t.Errorf("BLASSpin %v: an 8x8 Zero parked the workers; only kernels spread over the cores should", spin)
+		}
+	}
 }

@@ -16,6 +16,17 @@ type CPUOptions struct {
 	// library loads and gonum's pure-Go BLAS otherwise, "openblas",
 	// "gonum", or the path of a shared library exporting cblas_sgemm.
 	BLAS string
+	// BLASSpin leaves OpenBLAS's idle worker threads spinning between
+	// products, as the library does on its own. By default they are
+	// stopped before a Go kernel large enough to spread over the cores
+	// (parkRows): spinning for about a tenth of a second after each
+	// product, they take a core from the kernels that follow it, which
+	// costs a GraphSAGE step on two cores about a fifth of its speed. The
+	// next product starts them again (under 0.1 ms, and its first
+	// product a few tenths of a millisecond slower); on a machine whose
+	// cores other processes keep busy, waiting for a core to start them
+	// can cost more than the spinning (docs/benchmarks.md).
+	BLASSpin bool
 	// BLASThreads is the number of threads OpenBLAS runs a product on; 0
 	// means Threads. Fewer leave cores to work that runs beside the
 	// products (a trainer's gather stage): a statically split product
@@ -31,7 +42,10 @@ type CPU struct {
 	threads     int
 	blasThreads int
 	blas        blasLib
-	note        string
+	// park stops the BLAS's idle workers (nil: BLASSpin, or a BLAS
+	// without such workers).
+	park func() bool
+	note string
 }
 
 // NewCPU returns a CPU backend. It fails only when o.BLAS names a library
@@ -55,7 +69,11 @@ func NewCPU(o CPUOptions) (*CPU, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &CPU{threads: t, blasThreads: bt, blas: lib, note: note}, nil
+	c := &CPU{threads: t, blasThreads: bt, blas: lib, note: note}
+	if p, ok := lib.(interface{ parkWorkers() bool }); ok && !o.BLASSpin {
+		c.park = p.parkWorkers
+	}
+	return c, nil
 }
 
 // Name implements Backend.
@@ -194,6 +212,13 @@ func sameShape(op string, a, b *Mat) {
 // another goroutine.
 const grainElems = 1 << 14
 
+// parkRows is how many minimum chunks of work a parallel kernel must have
+// before it stops the BLAS's idle workers (see CPUOptions.BLASSpin): about
+// 128k elements for the row kernels, a tenth of a millisecond or more,
+// where starting the workers again at the next product costs less than
+// sharing the cores with them.
+const parkRows = 8
+
 // parallel runs fn over [0, n) split into chunks of at least minChunk on
 // up to Threads goroutines. fn must write disjoint outputs per index, so
 // the result does not depend on the split.
@@ -205,6 +230,9 @@ func (c *CPU) parallel(n, minChunk int, fn func(lo, hi int)) {
 	if c.threads <= 1 || n <= minChunk {
 		fn(0, n)
 		return
+	}
+	if c.park != nil && n >= parkRows*minChunk {
+		c.park()
 	}
 	// A few chunks per thread balance uneven rows (hubs).
 	chunks := min(4*c.threads, (n+minChunk-1)/minChunk)
