@@ -31,11 +31,15 @@ type gemmCall struct {
 // countingBackend records the GEMMs a step runs, so the benchmark can
 // count the model's FLOPs and time the same GEMMs alone; keeps one
 // first-layer block, so it can time that layer's mean alone too; and times
-// each kernel of the recorded step where it runs, inside the step.
+// each kernel where it runs, inside the steps of the timed epoch.
 type countingBackend struct {
 	kernels.Backend
-	record bool
+	record bool // the recorded step: its GEMMs' shapes
 	calls  []gemmCall
+	// timing times the kernels (the timed epoch's steps); steps counts
+	// the steps timed (one cross-entropy each).
+	timing bool
+	steps  int
 	// featRows is the feature matrix's row count: a SegmentMean over a
 	// matrix of that many rows is the first layer's, reading it in place.
 	featRows int
@@ -50,7 +54,7 @@ type countingBackend struct {
 	keepMean bool
 	mean     *meanCall
 
-	// times is each kernel's time in the recorded step (the step's own
+	// times is each kernel's time in the timed steps (the steps' own
 	// goroutine calls them), by method name.
 	times map[string]*kernelTime
 }
@@ -61,9 +65,9 @@ type kernelTime struct {
 	seconds float64
 }
 
-// timed runs f, adding its time to name's while a step is recorded.
+// timed runs f, adding its time to name's while the steps are timed.
 func (c *countingBackend) timed(name string, f func()) {
-	if !c.record {
+	if !c.timing {
 		f()
 		return
 	}
@@ -81,8 +85,12 @@ func (c *countingBackend) timed(name string, f func()) {
 	kt.seconds += time.Since(start).Seconds()
 }
 
-// stepKernels lists the recorded step's kernels, slowest first.
-func (c *countingBackend) stepKernels() string {
+// stepKernels lists the timed steps' kernels, slowest first, in ms and
+// calls per step, and returns the time per step of those that run in the
+// forward and backward passes (all but Adam).
+func (c *countingBackend) stepKernels() (string, float64) {
+	steps := float64(max(c.steps, 1))
+	fb := 0.0
 	names := make([]string, 0, len(c.times))
 	for n := range c.times {
 		names = append(names, n)
@@ -93,9 +101,12 @@ func (c *countingBackend) stepKernels() string {
 		if i > 0 {
 			sb.WriteString(", ")
 		}
-		fmt.Fprintf(&sb, "%s %.1f ms (%d)", n, 1e3*c.times[n].seconds, c.times[n].calls)
+		fmt.Fprintf(&sb, "%s %.1f ms (%.0f)", n, 1e3*c.times[n].seconds/steps, float64(c.times[n].calls)/steps)
+		if n != "Adam" {
+			fb += c.times[n].seconds / steps
+		}
 	}
-	return sb.String()
+	return sb.String(), fb
 }
 
 func (c *countingBackend) SegmentMeanBackward(dx, dout *kernels.Mat, g *kernels.CSR) {
@@ -133,6 +144,9 @@ func (c *countingBackend) DropoutBackward(dx, dy *kernels.Mat, p float32, seed u
 	c.timed("DropoutBackward", func() { c.Backend.DropoutBackward(dx, dy, p, seed) })
 }
 func (c *countingBackend) SoftmaxCrossEntropy(dlogits, logits *kernels.Mat, labels *kernels.Index, scale float32) (loss float64, correct int) {
+	if c.timing && dlogits != nil {
+		c.steps++
+	}
 	c.timed("SoftmaxCrossEntropy", func() { loss, correct = c.Backend.SoftmaxCrossEntropy(dlogits, logits, labels, scale) })
 	return loss, correct
 }
@@ -197,26 +211,46 @@ func (c *countingBackend) Gemm(transA, transB bool, alpha float32, a, b *kernels
 	c.timed("Gemm", func() { c.Backend.Gemm(transA, transB, alpha, a, b, beta, m) })
 }
 
-// meanSeconds times the kept first-layer mean run back to back: the least
-// time that layer's aggregation takes on this machine.
-func meanSeconds(b kernels.Backend, m *meanCall, reps int) float64 {
+// meanSeconds times the kept first-layer mean, reps times: run back to
+// back (warm: the rows the last run read are partly still in the caches,
+// the least time that layer's aggregation takes on this machine), and run
+// each after writing evictBytes of other memory (cold: as in a step, where
+// the block's rows were last read a batch or more ago). Medians.
+func meanSeconds(b kernels.Backend, m *meanCall, reps int) (warm, cold float64) {
 	g := b.NewCSR(m.g.offsets, m.g.srcIdx, m.g.numSrc)
 	out := b.NewMat(len(m.g.offsets)-1, m.x.Cols)
-	var times []float64
+	var warmTimes, coldTimes []float64
 	for range reps {
 		start := time.Now()
 		b.SegmentMean(out, m.x, g)
-		times = append(times, time.Since(start).Seconds())
+		warmTimes = append(warmTimes, time.Since(start).Seconds())
 	}
-	return median(times)
+	evict := make([]byte, evictBytes)
+	for r := range reps {
+		for i := 0; i < len(evict); i += 64 {
+			evict[i] = byte(r)
+		}
+		start := time.Now()
+		b.SegmentMean(out, m.x, g)
+		coldTimes = append(coldTimes, time.Since(start).Seconds())
+	}
+	return median(warmTimes), median(coldTimes)
 }
 
-// stepRecorder turns recording on for one step of the second epoch, and
-// has the first layer's block of one step of the first kept.
+// evictBytes is what meanSeconds writes to push a block's rows out of the
+// caches: eight times this machine's 32 MiB L3, and more than the last-level
+// cache of most servers' sockets.
+const evictBytes = 256 << 20
+
+// stepRecorder records one step of the second epoch, times the kernels of
+// all its steps, and has the first layer's block of one step of the first
+// kept.
 type stepRecorder struct{ c *countingBackend }
 
 func (r stepRecorder) Batch(p BatchProgress) {
-	r.c.record = p.Epoch == 2 && p.Batch == 1 // the step after this one
+	// The step after this one.
+	r.c.record = p.Epoch == 2 && p.Batch == 1
+	r.c.timing = p.Epoch == 1 && p.Batch == p.Batches || p.Epoch == 2 && p.Batch < p.Batches
 	if p.Epoch == 1 && p.Batch == 1 {
 		r.c.mu.Lock()
 		r.c.keepMean = true
@@ -292,14 +326,16 @@ func python() string {
 // and reports samples/s, seconds per stage per batch, the model's GEMM
 // FLOPs per batch, the compute bound (those GEMMs timed alone on this
 // BLAS) and end-to-end throughput as a share of it, and the first layer's
-// mean over the feature matrix timed alone: a batch cannot take less than
+// mean over the feature matrix timed alone, warm (back to back) and cold
+// (after evicting the caches, as in a step): a batch cannot take less than
 // the GEMMs and that mean (both keep every core busy), so
-// bound-over-gemms+mean caps share-of-bound. With Debian's python3-torch
+// bound-over-gemms+mean and bound-over-gemms+cold-mean cap share-of-bound,
+// the warm one loosely. With Debian's python3-torch
 // present it runs the same workload in PyTorch (testdata/torch_sage.py,
 // its first layer reading the feature matrix in place as ours does, the
 // faster of its two modes here) in alternating turns and reports both, the
 // ratios, and PyTorch's first-layer mean (embedding_bag) alone. Each turn
-// also logs one step's kernels as timed inside the step.
+// also logs the kernels as timed inside the timed epoch's steps.
 //
 //	go test -ldflags=-checklinkname=0 -run '^$' -bench GraphSAGE -benchtime 1x -timeout 60m ./trainer/
 func BenchmarkGraphSAGE(b *testing.B) {
@@ -336,7 +372,7 @@ func BenchmarkGraphSAGE(b *testing.B) {
 	py := python()
 	script, _ := filepath.Abs(filepath.Join("testdata", "torch_sage.py"))
 
-	var ours, bound, torch, torchFB, oursFB, mean, ceiling, torchMean []float64
+	var ours, bound, torch, torchFB, oursFB, mean, ceiling, meanCold, ceilingCold, torchMean []float64
 	var last EpochStats
 	var flops float64
 	for turn := range turns {
@@ -363,7 +399,7 @@ func BenchmarkGraphSAGE(b *testing.B) {
 		if cb.mean == nil {
 			b.Fatal("no first-layer block reading the features in place was kept: the benchmark's model no longer reads them in place")
 		}
-		ms := meanSeconds(be, cb.mean, 5)
+		ms, msCold := meanSeconds(be, cb.mean, 5)
 		ours = append(ours, last.SamplesPerSecond)
 		oursFB = append(oursFB, last.ComputeSeconds/float64(last.Batches))
 		bound = append(bound, gs)
@@ -372,11 +408,14 @@ func BenchmarkGraphSAGE(b *testing.B) {
 		// share of the bound end to end.
 		mean = append(mean, ms)
 		ceiling = append(ceiling, gs/(gs+ms))
-		b.Logf("turn %d gnnplan: %.0f samples/s, %.1f ms/batch (wait %.1f, gather %.1f, fwd+bwd %.1f, optim %.1f ms); GEMMs alone %.1f ms (%.1f GFLOP/s): %.0f%% of the bound; first layer's mean alone %.1f ms: GEMMs + mean alone are %.0f%% of the bound; sampler busy %.1f ms/batch beside the step; %s",
+		meanCold = append(meanCold, msCold)
+		ceilingCold = append(ceilingCold, gs/(gs+msCold))
+		b.Logf("turn %d gnnplan: %.0f samples/s, %.1f ms/batch (wait %.1f, gather %.1f, fwd+bwd %.1f, optim %.1f ms); GEMMs alone %.1f ms (%.1f GFLOP/s): %.0f%% of the bound; first layer's mean alone %.1f ms warm, %.1f ms cold: GEMMs + mean alone are %.0f%% of the bound warm, %.0f%% cold; sampler busy %.1f ms/batch beside the step; %s",
 			turn+1, last.SamplesPerSecond, 1e3*perBatch, 1e3*last.WaitSeconds/float64(last.Batches), 1e3*last.GatherSeconds/float64(last.Batches),
 			1e3*last.ComputeSeconds/float64(last.Batches), 1e3*last.OptimizerSeconds/float64(last.Batches), 1e3*gs, flops/gs/1e9, 100*gs/perBatch,
-			1e3*ms, 100*gs/(gs+ms), 1e3*last.Stages.Sample.BusySeconds/float64(last.Batches), be.Name())
-		b.Logf("turn %d gnnplan: one step's kernels, in the step: %s", turn+1, cb.stepKernels())
+			1e3*ms, 1e3*msCold, 100*gs/(gs+ms), 100*gs/(gs+msCold), 1e3*last.Stages.Sample.BusySeconds/float64(last.Batches), be.Name())
+		kern, kernFB := cb.stepKernels()
+		b.Logf("turn %d gnnplan: kernels in the steps, per step: %s; forward and backward's kernels %.1f ms of the stage's %.1f", turn+1, kern, 1e3*kernFB, 1e3*last.ComputeSeconds/float64(last.Batches))
 		if py == "" {
 			continue
 		}
@@ -407,6 +446,8 @@ func BenchmarkGraphSAGE(b *testing.B) {
 	b.ReportMetric(1e3*median(oursFB), "fwd+bwd-ms/batch")
 	b.ReportMetric(1e3*median(mean), "mean-alone-ms/batch")
 	b.ReportMetric(median(ceiling), "bound-over-gemms+mean")
+	b.ReportMetric(1e3*median(meanCold), "mean-cold-ms/batch")
+	b.ReportMetric(median(ceilingCold), "bound-over-gemms+cold-mean")
 	if len(torch) > 0 {
 		b.ReportMetric(1e3*median(torchMean), "torch-mean-alone-ms/batch")
 		b.ReportMetric(median(torch), "torch-samples/s")
