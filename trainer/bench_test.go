@@ -336,6 +336,8 @@ func python() string {
 // faster of its two modes here) in alternating turns and reports both, the
 // ratios, and PyTorch's first-layer mean (embedding_bag) alone. Each turn
 // also logs the kernels as timed inside the timed epoch's steps.
+// GNNPLAN_BENCH_BLAS_SPIN=1 leaves OpenBLAS's idle workers spinning
+// (kernels.CPUOptions.BLASSpin, train's --blas-spin).
 //
 //	go test -ldflags=-checklinkname=0 -run '^$' -bench GraphSAGE -benchtime 1x -timeout 60m ./trainer/
 func BenchmarkGraphSAGE(b *testing.B) {
@@ -376,7 +378,7 @@ func BenchmarkGraphSAGE(b *testing.B) {
 	var last EpochStats
 	var flops float64
 	for turn := range turns {
-		be, err := kernels.NewCPU(kernels.CPUOptions{})
+		be, err := kernels.NewCPU(kernels.CPUOptions{BLASSpin: os.Getenv("GNNPLAN_BENCH_BLAS_SPIN") == "1"})
 		if err != nil {
 			b.Fatal(err)
 		}
