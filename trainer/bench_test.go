@@ -260,8 +260,10 @@ func (r stepRecorder) Batch(p BatchProgress) {
 func (r stepRecorder) Epoch(EpochStats) {}
 
 // gemmSeconds times calls run back to back on random matrices of their
-// shapes: the least time the step's dense compute can take on this BLAS.
-func gemmSeconds(b kernels.Backend, calls []gemmCall, reps int) float64 {
+// shapes (warm: the least time the step's dense compute can take on this
+// BLAS, the compute bound) and each after evicting the caches (cold).
+// Medians of reps.
+func gemmSeconds(b kernels.Backend, calls []gemmCall, reps int) (warm, cold float64) {
 	r := rand.New(rand.NewPCG(1, 2))
 	type operands struct{ a, b, c *kernels.Mat }
 	ops := make([]operands, len(calls))
@@ -293,7 +295,23 @@ func gemmSeconds(b kernels.Backend, calls []gemmCall, reps int) float64 {
 		}
 		times = append(times, time.Since(start).Seconds())
 	}
-	return median(times)
+	// Cold: each product after evicting the caches, as in a step, where
+	// its operands were last touched a few kernels before.
+	evict := make([]byte, evictBytes)
+	var coldTimes []float64
+	for r := range reps {
+		var t float64
+		for i, c := range calls {
+			for j := 0; j < len(evict); j += 64 {
+				evict[j] = byte(r)
+			}
+			start := time.Now()
+			b.Gemm(c.transA, c.transB, 1, ops[i].a, ops[i].b, 0, ops[i].c)
+			t += time.Since(start).Seconds()
+		}
+		coldTimes = append(coldTimes, t)
+	}
+	return median(times), median(coldTimes)
 }
 
 // torchResult is what trainer/testdata/torch_sage.py prints.
@@ -397,7 +415,7 @@ func BenchmarkGraphSAGE(b *testing.B) {
 		for _, c := range cb.calls {
 			flops += 2 * float64(c.m) * float64(c.n) * float64(c.k)
 		}
-		gs := gemmSeconds(be, cb.calls, 5)
+		gs, gsCold := gemmSeconds(be, cb.calls, 5)
 		if cb.mean == nil {
 			b.Fatal("no first-layer block reading the features in place was kept: the benchmark's model no longer reads them in place")
 		}
@@ -416,6 +434,7 @@ func BenchmarkGraphSAGE(b *testing.B) {
 			turn+1, last.SamplesPerSecond, 1e3*perBatch, 1e3*last.WaitSeconds/float64(last.Batches), 1e3*last.GatherSeconds/float64(last.Batches),
 			1e3*last.ComputeSeconds/float64(last.Batches), 1e3*last.OptimizerSeconds/float64(last.Batches), 1e3*gs, flops/gs/1e9, 100*gs/perBatch,
 			1e3*ms, 1e3*msCold, 100*gs/(gs+ms), 100*gs/(gs+msCold), 1e3*last.Stages.Sample.BusySeconds/float64(last.Batches), be.Name())
+		b.Logf("turn %d gnnplan: GEMMs alone %.1f ms warm (the bound), %.1f ms cold", turn+1, 1e3*gs, 1e3*gsCold)
 		kern, kernFB := cb.stepKernels()
 		b.Logf("turn %d gnnplan: kernels in the steps, per step: %s; forward and backward's kernels %.1f ms of the stage's %.1f", turn+1, kern, 1e3*kernFB, 1e3*last.ComputeSeconds/float64(last.Batches))
 		if py == "" {
