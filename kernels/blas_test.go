@@ -556,3 +556,33 @@ func TestCPUParksBLASWorkers(t *testing.T) {
 		}
 	}
 }
+
+// TestCPUParksByWork: how much work a kernel needs before it stops the
+// workers grows with the threads the next product must restart, and with
+// products on one thread (no workers at work) no kernel parks.
+func TestCPUParksByWork(t *testing.T) {
+	_, park := parkableOpenBLAS(t)
+	cases := []struct {
+		blasThreads, rows int
+		wantParked        bool
+	}{
+		{2, 4096, true},   // 16 chunks of 64k elements, parkWork(2) = 8
+		{4, 4096, false},  // parkWork(4) = 48
+		{4, 16384, true},  // 64 chunks
+		{1, 16384, false}, // no workers to stop
+	}
+	for _, c := range cases {
+		cpu, err := NewCPU(CPUOptions{Threads: 2, BLAS: "openblas", BLASThreads: c.blasThreads})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, y, z := cpu.NewMat(512, 512), cpu.NewMat(512, 512), cpu.NewMat(512, 512)
+		cpu.Gemm(false, false, 1, x, y, 0, z)
+		cpu.Zero(cpu.NewMat(c.rows, 256))
+		// The kernel parked the workers already when park finds no
+		// product since the last park.
+		if parked := !park(); parked != c.wantParked {
+			t.Errorf("products on %d threads, a %dx256 Zero after one: parked %v, want %v", c.blasThreads, c.rows, parked, c.wantParked)
+		}
+	}
+}

@@ -19,7 +19,7 @@ type CPUOptions struct {
 	// BLASSpin leaves OpenBLAS's idle worker threads spinning between
 	// products, as the library does on its own. By default they are
 	// stopped before a Go kernel large enough to spread over the cores
-	// (parkRows): spinning for about a tenth of a second after each
+	// (parkWork: the more threads, the larger): spinning for about a tenth of a second after each
 	// product, they take a core from the kernels that follow it, which
 	// costs a GraphSAGE step on two cores about a fifth of its speed. The
 	// next product starts them again (under 0.1 ms, and its first
@@ -213,11 +213,27 @@ func sameShape(op string, a, b *Mat) {
 const grainElems = 1 << 14
 
 // parkRows is how many minimum chunks of work a parallel kernel must have
-// before it stops the BLAS's idle workers (see CPUOptions.BLASSpin): about
-// 128k elements for the row kernels, a tenth of a millisecond or more,
-// where starting the workers again at the next product costs less than
-// sharing the cores with them.
+// before it stops the BLAS's idle workers (see CPUOptions.BLASSpin), with
+// products on two threads: about 128k elements for the row kernels, a
+// tenth of a millisecond or more, where starting the worker again at the
+// next product costs less than sharing the cores with it (measured on two
+// cores, docs/benchmarks.md). parkWork scales it to more threads.
 const parkRows = 8
+
+// parkWork is the least work, in minimum chunks, before which a kernel
+// stops the BLAS's idle workers when products run on blasThreads threads
+// (0: never). The next product starts blasThreads-1 threads again, one
+// after another, while a kernel of n chunks runs about n/blasThreads on
+// each core: the work must grow with both, so parkRows x t(t-1)/2 (parkRows
+// on two threads, 28 times it on eight, 2016 on sixty-four). Not measured
+// beyond two cores: there a machine to itself keeps --blas-spin's choice
+// to the user.
+func parkWork(blasThreads int) int {
+	if blasThreads <= 1 {
+		return 0
+	}
+	return parkRows * blasThreads * (blasThreads - 1) / 2
+}
 
 // parallel runs fn over [0, n) split into chunks of at least minChunk on
 // up to Threads goroutines. fn must write disjoint outputs per index, so
@@ -231,7 +247,7 @@ func (c *CPU) parallel(n, minChunk int, fn func(lo, hi int)) {
 		fn(0, n)
 		return
 	}
-	if c.park != nil && n >= parkRows*minChunk {
+	if w := parkWork(c.blasThreads); c.park != nil && w > 0 && n >= w*minChunk {
 		c.park()
 	}
 	// A few chunks per thread balance uneven rows (hubs).
