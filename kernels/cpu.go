@@ -19,13 +19,14 @@ type CPUOptions struct {
 	// BLASSpin leaves OpenBLAS's idle worker threads spinning between
 	// products, as the library does on its own. By default they are
 	// stopped before a Go kernel large enough to spread over the cores
-	// (parkWork: the more threads, the larger): spinning for about a tenth of a second after each
-	// product, they take a core from the kernels that follow it, which
-	// costs a GraphSAGE step on two cores about a fifth of its speed. The
-	// next product starts them again (under 0.1 ms, and its first
-	// product a few tenths of a millisecond slower); on a machine whose
-	// cores other processes keep busy, waiting for a core to start them
-	// can cost more than the spinning (docs/benchmarks.md).
+	// (parkWork: the more threads, the larger). Spinning for about a
+	// tenth of a second after each product, they take a core from the
+	// kernels that follow it, which costs a GraphSAGE step on two cores
+	// about a fifth of its speed. The next product starts them again
+	// (under 0.1 ms, and its first product a few tenths of a millisecond
+	// slower); on a machine whose cores other processes keep busy,
+	// waiting for a core to start them can cost more than the spinning
+	// (docs/benchmarks.md).
 	BLASSpin bool
 	// BLASThreads is the number of threads OpenBLAS runs a product on; 0
 	// means Threads. Fewer leave cores to work that runs beside the
@@ -225,9 +226,9 @@ const parkRows = 8
 // (0: never). The next product starts blasThreads-1 threads again, one
 // after another, while a kernel of n chunks runs about n/blasThreads on
 // each core: the work must grow with both, so parkRows x t(t-1)/2 (parkRows
-// on two threads, 28 times it on eight, 2016 on sixty-four). Not measured
-// beyond two cores: there a machine to itself keeps --blas-spin's choice
-// to the user.
+// on two threads, 28 times it on eight, 2016 on sixty-four). Only the
+// two-thread figure is measured; the growth errs towards parking less,
+// which is the library's own behaviour.
 func parkWork(blasThreads int) int {
 	if blasThreads <= 1 {
 		return 0

@@ -214,7 +214,7 @@ func (c *countingBackend) Gemm(transA, transB bool, alpha float32, a, b *kernels
 // meanSeconds times the kept first-layer mean, reps times: run back to
 // back (warm: the rows the last run read are partly still in the caches,
 // the least time that layer's aggregation takes on this machine), and run
-// each after writing evictBytes of other memory (cold: as in a step, where
+// each after evictCaches (cold: as in a step, where
 // the block's rows were last read a batch or more ago). Medians.
 func meanSeconds(b kernels.Backend, m *meanCall, reps int) (warm, cold float64) {
 	g := b.NewCSR(m.g.offsets, m.g.srcIdx, m.g.numSrc)
@@ -227,9 +227,7 @@ func meanSeconds(b kernels.Backend, m *meanCall, reps int) (warm, cold float64) 
 	}
 	evict := make([]byte, evictBytes)
 	for r := range reps {
-		for i := 0; i < len(evict); i += 64 {
-			evict[i] = byte(r)
-		}
+		evictCaches(evict, r)
 		start := time.Now()
 		b.SegmentMean(out, m.x, g)
 		coldTimes = append(coldTimes, time.Since(start).Seconds())
@@ -241,6 +239,15 @@ func meanSeconds(b kernels.Backend, m *meanCall, reps int) (warm, cold float64) 
 // caches: eight times this machine's 32 MiB L3, and more than the last-level
 // cache of most servers' sockets.
 const evictBytes = 256 << 20
+
+// evictCaches writes a byte of every cache line of buf (evictBytes long),
+// pushing what the caches held out of them; r varies the byte so no pass
+// is a no-op.
+func evictCaches(buf []byte, r int) {
+	for i := 0; i < len(buf); i += 64 {
+		buf[i] = byte(r)
+	}
+}
 
 // stepRecorder records one step of the second epoch, times the kernels of
 // all its steps, and has the first layer's block of one step of the first
@@ -302,9 +309,7 @@ func gemmSeconds(b kernels.Backend, calls []gemmCall, reps int) (warm, cold floa
 	for r := range reps {
 		var t float64
 		for i, c := range calls {
-			for j := 0; j < len(evict); j += 64 {
-				evict[j] = byte(r)
-			}
+			evictCaches(evict, r)
 			start := time.Now()
 			b.Gemm(c.transA, c.transB, 1, ops[i].a, ops[i].b, 0, ops[i].c)
 			t += time.Since(start).Seconds()
