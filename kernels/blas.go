@@ -14,11 +14,14 @@ type blasLib interface {
 	// sgemm computes C = alpha*op(A)*op(B) + beta*C on row-major data
 	// with leading dimensions lda, ldb, ldc (CBLAS semantics,
 	// CblasRowMajor): op(A) is m x k, op(B) is k x n, C is m x n. When
-	// beta is 0, C's contents on input are ignored (NaNs included).
-	sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
-	// name says what computes the products, e.g. "OpenBLAS 0.3.21
-	// (pthread, SkylakeX kernels, 2 threads) via dlopen
-	// /usr/lib/x86_64-linux-gnu/libopenblas.so.0" or "gonum pure-Go BLAS".
+	// beta is 0, C's contents on input are ignored (NaNs included). It
+	// runs on up to threads threads, and its result does not depend on
+	// how many.
+	sgemm(threads int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
+	// name says what computes the products and who chose its kernels,
+	// e.g. "OpenBLAS 0.3.21 (pthread, Cooperlake kernels, the library's
+	// choice) via dlopen /usr/lib/x86_64-linux-gnu/libopenblas.so.0" or
+	// "gonum pure-Go BLAS".
 	name() string
 }
 
@@ -35,28 +38,6 @@ func openBLASCandidates() []string {
 	}
 }
 
-// kAlign makes OpenBLAS's results independent of its thread count: a
-// product whose k is not a multiple of kAlign is computed as two calls,
-// the largest multiple of kAlign first and the rest (fewer than kAlign
-// terms) added into C with beta = 1.
-//
-// Why: OpenBLAS cuts k into blocks of GEMM_Q (448 for sgemm on SkylakeX,
-// 320 on Haswell and Zen), each block's products added into C in turn, and
-// halves a remainder between GEMM_Q and 2*GEMM_Q; its single-threaded
-// driver (driver/level3/level3.c) rounds the half up to a multiple of
-// GEMM_UNROLL_M, its threaded one (level3_thread.c) does not, so for k
-// such as 500 or 999 one thread and two cut k differently and most of C
-// differs in its last bits (measured on 0.3.21 with SkylakeX kernels: 894
-// of the k in 1..1400 differ, the first at 449). Threads split C, never
-// k, so when the cuts agree the bits do. With k a multiple of 32, every
-// remainder is a multiple of 2*GEMM_UNROLL_M (GEMM_Q is, on the x86-64
-// targets of 0.3.21 but AMD's first Bulldozer, GEMM_Q 168), its half a
-// multiple of GEMM_UNROLL_M, and both drivers cut alike; a k below 32 is
-// one block. TestOpenBLASDeterministic checks it on the machine it runs
-// on. The extra call costs one pass over C for fewer than 32 terms, where
-// cutting k into blocks no longer than GEMM_Q would add a call per block.
-const kAlign = 32
-
 // loadBLAS picks the GEMM provider.
 //
 //   - "": OpenBLAS when its shared library loads, else gonum's pure-Go
@@ -66,36 +47,36 @@ const kAlign = 32
 //   - a path (containing '/' or ending in ".so" or ".so.N"): that shared
 //     library, which must export cblas_sgemm.
 //
-// threads > 0 sets OpenBLAS's thread count (openblas_set_num_threads, when
-// the library has it); 0 leaves its default (OPENBLAS_NUM_THREADS, else
-// the number of cores). The count is the library's process-wide setting,
-// shared by every blasLib loaded from the same library.
-func loadBLAS(choice string, threads int) (lib blasLib, note string, err error) {
-	return loadBLASFrom(choice, threads, openBLASCandidates())
+// A C library runs every call on one thread of its own (OpenBLAS's
+// openblas_set_num_threads(1)); gnnplan cuts products into pieces and
+// runs them on threads of its own (planGemm), so that the bits do not
+// depend on the thread count. Before an OpenBLAS is loaded, its kernels
+// are chosen where its own detection would fall back to generic ones
+// (coreProbe.choose).
+func loadBLAS(choice string) (lib blasLib, note string, err error) {
+	return loadBLASFrom(choice, openBLASCandidates(), hostCoreProbe())
 }
 
-// loadBLASFrom is loadBLAS looking for OpenBLAS under the given names.
-func loadBLASFrom(choice string, threads int, openBLASNames []string) (lib blasLib, note string, err error) {
-	if threads < 0 {
-		return nil, "", fmt.Errorf("BLAS threads %d: want 0 (library default) or more", threads)
-	}
+// loadBLASFrom is loadBLAS looking for OpenBLAS under the given names,
+// with the CPU, environment and versions probe reads.
+func loadBLASFrom(choice string, openBLASNames []string, probe coreProbe) (lib blasLib, note string, err error) {
 	switch {
 	case choice == "gonum":
 		return gonumBLAS{}, "", nil
 	case choice == "":
-		lib, err := openCBLAS(openBLASNames, threads)
+		lib, err := openCBLAS(openBLASNames, probe)
 		if err != nil {
 			return gonumBLAS{}, fmt.Sprintf("OpenBLAS not used: %v", err), nil
 		}
 		return lib, "", nil
 	case choice == "openblas":
-		lib, err := openCBLAS(openBLASNames, threads)
+		lib, err := openCBLAS(openBLASNames, probe)
 		if err != nil {
 			return nil, "", fmt.Errorf("load OpenBLAS: %w", err)
 		}
 		return lib, "", nil
 	case isLibraryPath(choice):
-		lib, err := openCBLAS([]string{choice}, threads)
+		lib, err := openCBLAS([]string{choice}, probe)
 		if err != nil {
 			return nil, "", fmt.Errorf("load BLAS %s: %w", choice, err)
 		}
@@ -118,14 +99,14 @@ func isLibraryPath(s string) bool {
 	return rest == "" || rest[0] == '.'
 }
 
-// gonumBLAS is gonum's pure-Go BLAS: parallel over 64 x 64 blocks of C,
-// each block summed along k in one fixed order, so its results do not
-// depend on the number of threads.
+// gonumBLAS is gonum's pure-Go BLAS: parallel over 64 x 64 blocks of C
+// on its own goroutines, each block summed along k in one fixed order, so
+// its results do not depend on the number of threads.
 type gonumBLAS struct{}
 
 func (gonumBLAS) name() string { return "gonum pure-Go BLAS" }
 
-func (gonumBLAS) sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+func (gonumBLAS) sgemm(_ int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	checkSgemm(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
 	if m == 0 || n == 0 {
 		return

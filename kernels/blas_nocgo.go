@@ -9,6 +9,6 @@ const haveDlopen = false
 
 // openCBLAS fails: without cgo there is no dlopen, so loadBLAS("") runs on
 // gonum and loadBLAS("openblas") reports why.
-func openCBLAS(names []string, threads int) (blasLib, error) {
+func openCBLAS(names []string, probe coreProbe) (blasLib, error) {
 	return nil, errors.New("built without cgo")
 }

@@ -16,24 +16,11 @@ type CPUOptions struct {
 	// library loads and gonum's pure-Go BLAS otherwise, "openblas",
 	// "gonum", or the path of a shared library exporting cblas_sgemm.
 	BLAS string
-	// BLASSpin leaves OpenBLAS's idle worker threads spinning between
-	// products, as the library does on its own. By default they are
-	// stopped before a Go kernel large enough to spread over the cores
-	// (parkWork: the more threads, the larger). Spinning for about a
-	// tenth of a second after each product, they take a core from the
-	// kernels that follow it, which costs a GraphSAGE step on two cores
-	// about a fifth of its speed. The next product starts them again
-	// (under 0.1 ms, and its first product a few tenths of a millisecond
-	// slower); on a machine whose cores other processes keep busy,
-	// waiting for a core to start them can cost more than the spinning
-	// (docs/benchmarks.md).
-	BLASSpin bool
-	// BLASThreads is the number of threads OpenBLAS runs a product on; 0
-	// means Threads. Fewer leave cores to work that runs beside the
-	// products (a trainer's gather stage): a statically split product
-	// waits for its slowest thread, so one thread sharing its core with
-	// a busy goroutine slows the whole product. OpenBLAS gives the same
-	// bits on any count (TestOpenBLASDeterministic).
+	// BLASThreads is the number of threads a product runs on; 0 means
+	// Threads. Fewer leave cores to work that runs beside the products (a
+	// trainer's gather stage): a product waits for its slowest piece, so
+	// one thread sharing its core with a busy goroutine slows it all. A
+	// product gives the same bits on any count (planGemm).
 	BLASThreads int
 }
 
@@ -43,10 +30,7 @@ type CPU struct {
 	threads     int
 	blasThreads int
 	blas        blasLib
-	// park stops the BLAS's idle workers (nil: BLASSpin, or a BLAS
-	// without such workers).
-	park func() bool
-	note string
+	note        string
 }
 
 // NewCPU returns a CPU backend. It fails only when o.BLAS names a library
@@ -66,15 +50,11 @@ func NewCPU(o CPUOptions) (*CPU, error) {
 	if bt == 0 {
 		bt = t
 	}
-	lib, note, err := loadBLAS(o.BLAS, bt)
+	lib, note, err := loadBLAS(o.BLAS)
 	if err != nil {
 		return nil, err
 	}
-	c := &CPU{threads: t, blasThreads: bt, blas: lib, note: note}
-	if p, ok := lib.(interface{ parkWorkers() bool }); ok && !o.BLASSpin {
-		c.park = p.parkWorkers
-	}
-	return c, nil
+	return &CPU{threads: t, blasThreads: bt, blas: lib, note: note}, nil
 }
 
 // Name implements Backend.
@@ -88,18 +68,11 @@ func (c *CPU) Name() string {
 // BLASThreads is the number of threads the products run on.
 func (c *CPU) BLASThreads() int { return c.blasThreads }
 
-// SetBLASThreads runs the products on n threads from now on. OpenBLAS's
-// count is the library's, process-wide: every CPU backend on the same
-// library follows. With gonum's BLAS (which splits its own work) it only
-// records n.
+// SetBLASThreads runs this backend's products on n threads from now on.
+// gonum's BLAS splits its own work over every core, whatever n.
 func (c *CPU) SetBLASThreads(n int) error {
 	if n < 1 {
 		return fmt.Errorf("kernels: %d BLAS threads (want >= 1)", n)
-	}
-	if l, ok := c.blas.(interface{ setThreadCount(int) error }); ok {
-		if err := l.setThreadCount(n); err != nil {
-			return fmt.Errorf("kernels: %w", err)
-		}
 	}
 	c.blasThreads = n
 	return nil
@@ -213,29 +186,6 @@ func sameShape(op string, a, b *Mat) {
 // another goroutine.
 const grainElems = 1 << 14
 
-// parkRows is how many minimum chunks of work a parallel kernel must have
-// before it stops the BLAS's idle workers (see CPUOptions.BLASSpin), with
-// products on two threads: about 128k elements for the row kernels, a
-// tenth of a millisecond or more, where starting the worker again at the
-// next product costs less than sharing the cores with it (measured on two
-// cores, docs/benchmarks.md). parkWork scales it to more threads.
-const parkRows = 8
-
-// parkWork is the least work, in minimum chunks, before which a kernel
-// stops the BLAS's idle workers when products run on blasThreads threads
-// (0: never). The next product starts blasThreads-1 threads again, one
-// after another, while a kernel of n chunks runs about n/blasThreads on
-// each core: the work must grow with both, so parkRows x t(t-1)/2 (parkRows
-// on two threads, 28 times it on eight, 2016 on sixty-four). Only the
-// two-thread figure is measured; the growth errs towards parking less,
-// which is the library's own behaviour.
-func parkWork(blasThreads int) int {
-	if blasThreads <= 1 {
-		return 0
-	}
-	return parkRows * blasThreads * (blasThreads - 1) / 2
-}
-
 // parallel runs fn over [0, n) split into chunks of at least minChunk on
 // up to Threads goroutines. fn must write disjoint outputs per index, so
 // the result does not depend on the split.
@@ -247,9 +197,6 @@ func (c *CPU) parallel(n, minChunk int, fn func(lo, hi int)) {
 	if c.threads <= 1 || n <= minChunk {
 		fn(0, n)
 		return
-	}
-	if w := parkWork(c.blasThreads); c.park != nil && w > 0 && n >= w*minChunk {
-		c.park()
 	}
 	// A few chunks per thread balance uneven rows (hubs).
 	chunks := min(4*c.threads, (n+minChunk-1)/minChunk)

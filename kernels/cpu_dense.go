@@ -13,7 +13,7 @@ func (c *CPU) Gemm(transA, transB bool, alpha float32, a, b *Mat, beta float32, 
 	if gemmEmpty(c, m, n, k, beta, cm) {
 		return
 	}
-	c.blas.sgemm(transA, transB, m, n, k, alpha, a.h, a.Stride, b.h, b.Stride, beta, cm.h, cm.Stride)
+	c.blas.sgemm(c.blasThreads, transA, transB, m, n, k, alpha, a.h, a.Stride, b.h, b.Stride, beta, cm.h, cm.Stride)
 }
 
 // checkAdam panics unless p, g, m and v have one shape and o's step

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"testing"
@@ -78,34 +79,43 @@ func newGemmProblem(tb testing.TB, shape string) *gemmProblem {
 }
 
 func (p *gemmProblem) run(lib blasLib) {
-	lib.sgemm(p.transA, p.transB, p.m, p.n, p.k, 1, p.a, p.lda, p.b, p.ldb, 0, p.c, p.ldc)
+	lib.sgemm(runtime.GOMAXPROCS(0), p.transA, p.transB, p.m, p.n, p.k, 1, p.a, p.lda, p.b, p.ldb, 0, p.c, p.ldc)
 }
 
 func (p *gemmProblem) flops() float64 { return 2 * float64(p.m) * float64(p.n) * float64(p.k) }
 
 // BenchmarkGemm times each provider on the trainer's shapes, in GFLOP/s
-// (2*M*N*K flops per product).
+// (2*M*N*K flops per product), on GOMAXPROCS threads: OpenBLAS as gnnplan
+// runs it (planGemm's pieces on its own threads), OpenBLAS as one call on
+// the library's own threads, and gonum.
 func BenchmarkGemm(b *testing.B) {
-	libs := []struct {
+	type provider struct {
 		name string
-		lib  blasLib
-	}{{"gonum", gonumBLAS{}}}
-	if lib, _, err := loadBLAS("openblas", 0); err == nil {
-		libs = append([]struct {
-			name string
-			lib  blasLib
-		}{{"openblas", lib}}, libs...)
+		run  func(p *gemmProblem)
+	}
+	providers := []provider{{"gonum", func(p *gemmProblem) { p.run(gonumBLAS{}) }}}
+	if lib, _, err := loadBLAS("openblas"); err == nil {
+		cb := lib.(*cblas)
+		threads := runtime.GOMAXPROCS(0)
+		providers = append([]provider{
+			{"openblas", func(p *gemmProblem) { p.run(lib) }},
+			{"openblas-own-threads", func(p *gemmProblem) {
+				cb.setThreadCount(threads)
+				defer cb.setThreadCount(1)
+				cb.sgemmWhole(p.transA, p.transB, p.m, p.n, p.k, 1, p.a, p.lda, p.b, p.ldb, 0, p.c, p.ldc)
+			}},
+		}, providers...)
 		b.Logf("openblas: %s", lib.name())
 	} else {
 		b.Logf("openblas not benchmarked: %v", err)
 	}
-	for _, l := range libs {
-		for _, shape := range benchGemmShapes {
-			b.Run(l.name+"/"+shape, func(b *testing.B) {
+	for _, shape := range benchGemmShapes {
+		for _, l := range providers {
+			b.Run(shape+"/"+l.name, func(b *testing.B) {
 				p := newGemmProblem(b, shape)
-				p.run(l.lib) // warm-up: the library's threads, C's pages
+				l.run(p) // warm-up: the threads, C's pages
 				for b.Loop() {
-					p.run(l.lib)
+					l.run(p)
 				}
 				b.ReportMetric(p.flops()*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
@@ -155,6 +165,17 @@ func startNumpy(b *testing.B) *numpyServer {
 		b.Skipf("numpy not available to %s (%v: %s); install Debian's python3-numpy (make bench-deps) or set GNNPLAN_PYTHON", py, err, bytes.TrimSpace(out))
 	}
 	s := &numpyServer{cmd: exec.Command(py, "testdata/gemm_numpy.py", "--serve")}
+	// numpy runs the kernels this CPU runs best (bestCore), unless
+	// GNNPLAN_NUMPY_CORETYPE names others.
+	core := os.Getenv("GNNPLAN_NUMPY_CORETYPE")
+	if core == "" {
+		core = bestCore(hostCPU())
+	}
+	s.cmd.Env = os.Environ()
+	if core != "" {
+		s.cmd.Env = append(s.cmd.Env, coreTypeEnv+"="+core)
+	}
+	b.Logf("numpy with %s=%s", coreTypeEnv, core)
 	s.cmd.Stderr = os.Stderr
 	var err error
 	if s.in, err = s.cmd.StdinPipe(); err != nil {
@@ -227,7 +248,7 @@ func timeGemm(p *gemmProblem, lib blasLib, seconds float64) float64 {
 // are logged. One iteration is the whole comparison: run it with
 // -benchtime 1x.
 func BenchmarkGemmVsNumpy(b *testing.B) {
-	lib, _, err := loadBLAS("openblas", 0)
+	lib, _, err := loadBLAS("openblas")
 	if err != nil {
 		b.Skipf("OpenBLAS does not load: %v (install Debian's libopenblas0-pthread: make setup)", err)
 	}

@@ -359,8 +359,6 @@ func python() string {
 // faster of its two modes here) in alternating turns and reports both, the
 // ratios, and PyTorch's first-layer mean (embedding_bag) alone. Each turn
 // also logs the kernels as timed inside the timed epoch's steps.
-// GNNPLAN_BENCH_BLAS_SPIN=1 leaves OpenBLAS's idle workers spinning
-// (kernels.CPUOptions.BLASSpin, train's --blas-spin).
 //
 //	go test -ldflags=-checklinkname=0 -run '^$' -bench GraphSAGE -benchtime 1x -timeout 60m ./trainer/
 func BenchmarkGraphSAGE(b *testing.B) {
@@ -401,7 +399,7 @@ func BenchmarkGraphSAGE(b *testing.B) {
 	var last EpochStats
 	var flops float64
 	for turn := range turns {
-		be, err := kernels.NewCPU(kernels.CPUOptions{BLASSpin: os.Getenv("GNNPLAN_BENCH_BLAS_SPIN") == "1"})
+		be, err := kernels.NewCPU(kernels.CPUOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -75,9 +75,6 @@ func trainBackends(o *trainOptions, plan *tpc.Plan) (bs []kernels.Backend, notes
 	if o.BLASThreads > 0 && o.Device != deviceCPU {
 		return nil, nil, usageErrorf("--blas-threads %d: only with --device cpu", o.BLASThreads)
 	}
-	if o.BLASSpin && o.Device != deviceCPU {
-		return nil, nil, usageErrorf("--blas-spin: only with --device cpu")
-	}
 	planned := 0
 	if plan != nil {
 		planned = plan.Hardware.GPUs
@@ -87,7 +84,7 @@ func trainBackends(o *trainOptions, plan *tpc.Plan) (bs []kernels.Backend, notes
 		if o.GPUs != "" {
 			return nil, nil, usageErrorf("--gpus %s: needs --device cuda", o.GPUs)
 		}
-		cpu, err := kernels.NewCPU(kernels.CPUOptions{Threads: o.Threads, BLAS: o.BLAS, BLASThreads: o.BLASThreads, BLASSpin: o.BLASSpin})
+		cpu, err := kernels.NewCPU(kernels.CPUOptions{Threads: o.Threads, BLAS: o.BLAS, BLASThreads: o.BLASThreads})
 		if err != nil {
 			return nil, nil, usageErrorf("--blas: %v", err)
 		}

@@ -48,8 +48,6 @@ type trainOptions struct {
 	Layers                                                     int
 	// BLASThreads is --blas-threads: OpenBLAS's threads (0: auto).
 	BLASThreads int
-	// BLASSpin is --blas-spin: leave OpenBLAS's idle workers spinning.
-	BLASSpin bool
 
 	LR, WeightDecay, Dropout, InputDropout float64
 	Seed                                   uint64
@@ -170,7 +168,10 @@ the parameters an uninterrupted run would have.`,
 	f.IntVar(&opts.Threads, "threads", 0, "threads for kernels and sampling (0: one per core)")
 	f.StringVar(&opts.Device, "device", deviceCPU, "where the kernels run: cpu; cuda (a worker per GPU; needs a binary built with make build-cuda); or cuda-emulated (the CUDA kernels run on the CPU, slowly: the GPU code path without a GPU)")
 	f.StringVar(&opts.GPUs, "gpus", "", "with --device cuda: the GPUs to train on, a worker each: all, a count N (the first N), or ordinals such as 0,2 (default: the plan's GPU count, else all)")
-	f.BoolVar(&opts.BLASSpin, "blas-spin", false, "leave OpenBLAS's idle worker threads spinning between products, as the library does (default: stopped before each large Go kernel, faster on a machine to itself; spinning can be faster where other processes keep the cores busy)")
+	// --blas-spin steered OpenBLAS's own worker threads, which gnnplan no
+	// longer uses; kept so scripts that pass it still run.
+	f.Bool("blas-spin", false, "no effect")
+	_ = f.MarkDeprecated("blas-spin", "products run on gnnplan's own threads, which sleep between products; the flag does nothing")
 	f.IntVar(&opts.BLASThreads, "blas-threads", 0, "threads OpenBLAS runs each product on (0: as many as --threads; out of core, where the gather stage is busy beside the step, the prediction's probe also tries one fewer per worker and keeps the faster)")
 	f.StringVar(&opts.BLAS, "blas", "", "GEMM library: openblas, gonum, or a path to a libopenblas.so (default: OpenBLAS when it loads)")
 	f.StringVar(&opts.Checkpoint, "checkpoint", "", "directory to checkpoint into after every epoch and on Ctrl-C")

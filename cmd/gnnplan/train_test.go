@@ -211,7 +211,6 @@ func TestTrainBadInputExitsTwo(t *testing.T) {
 		{"unknown device", []string{"--device", "tpu"}, `--device "tpu": valid: cpu, cuda`},
 		{"negative BLAS threads", []string{"--blas-threads", "-1"}, "--blas-threads: -1 (valid: >= 1, or 0 for auto)"},
 		{"BLAS threads on a GPU", []string{"--device", "cuda-emulated", "--gpus", "1", "--blas-threads", "1"}, "--blas-threads 1: only with --device cpu"},
-		{"spinning BLAS workers on a GPU", []string{"--device", "cuda-emulated", "--gpus", "1", "--blas-spin"}, "--blas-spin: only with --device cpu"},
 		{"GPUs on the CPU", []string{"--gpus", "2"}, "--gpus 2: needs --device cuda"},
 		{"no emulated GPUs", []string{"--device", "cuda-emulated", "--gpus", "0"}, `--gpus "0": with --device cuda-emulated, a count N >= 1`},
 		{"workers other than the GPUs", []string{"--device", "cuda-emulated", "--gpus", "2", "--workers", "3"}, "--workers 3: --device cuda-emulated runs one worker per GPU, and --gpus gives 2"},
