@@ -247,9 +247,9 @@ func (ch coreChoice) describe() string {
 // their kernels use: 0 for the pre-AVX ones and any it does not know.
 func coreRank(name string) int {
 	switch strings.ToLower(name) {
-	case "sandybridge":
+	case "sandybridge", "bulldozer", "piledriver", "steamroller":
 		return 1
-	case "haswell", "zen", "excavator", "steamroller", "piledriver":
+	case "haswell", "zen", "excavator":
 		return 2
 	case "skylakex", "cooperlake", "sapphirerapids":
 		return 3
@@ -292,7 +292,7 @@ func libraryVersion(name string) (libVersion, bool) {
 		return libVersion{}, false
 	}
 	if i := bytes.Index(data, []byte("OpenBLAS 0.")); i >= 0 {
-		return parseVersion(string(data[i+len("OpenBLAS "):min(len(data), i+len("OpenBLAS ")+12)]))
+		return parseVersion(string(data[i+len("OpenBLAS ") : min(len(data), i+len("OpenBLAS ")+12)]))
 	}
 	return libVersion{}, false
 }
