@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -509,5 +510,58 @@ func TestSecondsReadInTheirUnit(t *testing.T) {
 	}
 	if got := fmtSecondsPair(0.9, 1.2); got != "0.90/1.20 s" {
 		t.Errorf("pair = %q", got)
+	}
+}
+
+// TestTrainSameParametersOnAnyThreadCount: the README's promise. The same
+// seed gives bitwise the same parameters (and Adam's moments) after an
+// epoch with the products on 1 thread, on 2, and out of core on the count
+// train's probe chooses. The hidden layer is wide enough that the
+// products are cut into pieces (kernels.planGemm), as a real model's are.
+func TestTrainSameParametersOnAnyThreadCount(t *testing.T) {
+	dir := t.TempDir()
+	data := synthData(t, dir, "--nodes", "4000", "--edges", "20000", "--feature-dim", "128", "--train-fraction", "0.3")
+	plan := filepath.Join(dir, "plan.json")
+	if code, _, errOut := runCLI(t, "recommend", "--dataset", data, "--gpus", "1", "--ssds", "2", "-o", plan); code != 0 {
+		t.Fatalf("recommend: %s", errOut)
+	}
+	ssd0, ssd1 := filepath.Join(dir, "ssd0"), filepath.Join(dir, "ssd1")
+	os.Mkdir(ssd0, 0o755)
+	os.Mkdir(ssd1, 0o755)
+	if code, _, errOut := runCLI(t, "place", "--plan", plan, "--dataset", data, "--materialize", "--ssd-dir", ssd0, "--ssd-dir", ssd1); code != 0 {
+		t.Fatalf("place: %s", errOut)
+	}
+	params := func(name string, args ...string) []byte {
+		t.Helper()
+		ckpt := filepath.Join(dir, name)
+		args = append([]string{"train", "--plan", plan, "--dataset", data, "--epochs", "1", "--threads", "2", "--workers", "1",
+			"--hidden", "256", "--measure-seconds", "0.2", "--checkpoint", ckpt, "-o", "json"}, args...)
+		if code, _, errOut := runCLI(t, args...); code != 0 {
+			t.Fatalf("train %v: exit %d: %s", args, code, errOut)
+		}
+		b, err := os.ReadFile(filepath.Join(ckpt, trainer.CheckpointFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Magic line, header length, JSON header (it holds the run's
+		// timings), then the parameters and moments, then a CRC.
+		i := bytes.IndexByte(b, '\n') + 1
+		if i == 0 || len(b) < i+4 {
+			t.Fatalf("%s: not a checkpoint", name)
+		}
+		start := i + 4 + int(binary.LittleEndian.Uint32(b[i:]))
+		if start > len(b)-4 {
+			t.Fatalf("%s: header runs past the file", name)
+		}
+		return b[start : len(b)-4]
+	}
+	one := params("one", "--features", "memory", "--blas-threads", "1")
+	two := params("two", "--features", "memory", "--blas-threads", "2")
+	probed := params("probed")
+	if len(one) == 0 || !bytes.Equal(one, two) {
+		t.Errorf("in memory, products on 1 and 2 threads: parameters differ (%d bytes)", len(one))
+	}
+	if !bytes.Equal(one, probed) {
+		t.Errorf("out of core on the probe's thread count: parameters differ from the in-memory run's")
 	}
 }
