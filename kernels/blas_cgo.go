@@ -173,6 +173,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"unsafe"
 )
 
@@ -192,6 +193,8 @@ type cblas struct {
 	// core says who chose the kernels (coreChoice.describe).
 	core coreChoice
 	pool *C.gnnplan_pool
+	// scratch recycles the partial products of k's chunks (*[]float32).
+	scratch sync.Pool
 }
 
 // openCBLAS opens the first of names that loads and exports cblas_sgemm,
@@ -361,7 +364,14 @@ func (l *cblas) run(s gemmSplit, threads int, transA, transB bool, m, n, k int, 
 	tm, tn, tk := ceilDiv(m, s.rows), ceilDiv(n, s.cols), ceilDiv(k, s.kChunk)
 	var scratch []float32
 	if tk > 1 {
-		scratch = make([]float32, (tk-1)*m*n)
+		// Every element is written (beta 0) before it is read.
+		need := (tk - 1) * m * n
+		if p, ok := l.scratch.Get().(*[]float32); ok && cap(*p) >= need {
+			scratch = (*p)[:need]
+		} else {
+			scratch = make([]float32, need)
+		}
+		defer l.scratch.Put(&scratch)
 	}
 	g := C.gnnplan_gemm{
 		f: l.sgemmFn, transA: cblasFlag(transA), transB: cblasFlag(transB),
@@ -386,7 +396,7 @@ func (l *cblas) run(s gemmSplit, threads int, transA, transB bool, m, n, k int, 
 	}
 	C.gnnplan_run(l.pool, &g, C.int(max(threads, 1)))
 	if tk > 1 {
-		addChunks(threads, m, n, s.rows, tk-1, scratch, c, ldc)
+		addChunks(threads, m, n, tk-1, scratch, c, ldc)
 	}
 }
 

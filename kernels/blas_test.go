@@ -133,8 +133,8 @@ var gemmCases = []gemmCase{
 	{name: "cut into row tiles, the last ragged", m: 2100, n: 300, k: 64, padA: 3, padC: 5, alpha: 1, beta: 0.5},
 	{name: "cut into row tiles transposed", transA: true, transB: true, m: 2090, n: 70, k: 96, padA: 1, padB: 2, alpha: -1, beta: 0},
 	{name: "cut into column tiles", m: 300, n: 1100, k: 40, padB: 7, alpha: 1, beta: 1},
-	{name: "cut into chunks of k with beta", transA: true, m: 100, n: 90, k: 5000, padA: 2, padB: 1, padC: 3, alpha: 0.5, beta: -2},
-	{name: "cut into chunks of k with NaN in C", transB: true, m: 64, n: 70, k: 4500, alpha: 1, beta: 0, nanC: true},
+	{name: "cut into chunks of k with beta", transA: true, m: 100, n: 90, k: 9000, padA: 2, padB: 1, padC: 3, alpha: 0.5, beta: -2},
+	{name: "cut into chunks of k with NaN in C", transB: true, m: 64, n: 70, k: 8500, alpha: 1, beta: 0, nanC: true},
 }
 
 func randomGemmCases(rng *rand.Rand, count int) []gemmCase {

@@ -272,7 +272,7 @@ func TestLoadChoosesCore(t *testing.T) {
 				return
 			}
 			// A product cut in tiles and chunks of k, on the fake library.
-			g := gemmCase{transA: true, m: 64, n: 600, k: 4200, padC: 3, alpha: 1, beta: 0.5}
+			g := gemmCase{transA: true, m: 64, n: 600, k: 8400, padC: 3, alpha: 1, beta: 0.5}
 			if s := planGemm(g.m, g.n, g.k); s.pieces(g.m, g.n, g.k) != 9 {
 				t.Fatalf("split %+v: %d pieces, want 3 column tiles x 3 chunks of k", s, s.pieces(g.m, g.n, g.k))
 			}

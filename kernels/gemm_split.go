@@ -23,7 +23,7 @@ const (
 	splitMinRows = 1024
 	splitMinCols = 256
 	// splitMinK is the shortest chunk of k a product is cut into.
-	splitMinK = 2048
+	splitMinK = 4096
 	// splitMaxPieces bounds the pieces of one product: enough for 16
 	// threads to balance, few enough that each does real work.
 	splitMaxPieces = 64
@@ -74,9 +74,9 @@ func (s gemmSplit) pieces(m, n, k int) int {
 
 // addChunks adds the partial products of k's chunks after the first
 // (chunks of them, each m x n in scratch) into C, in chunk order for
-// every element, rows split in blocks of rows among up to threads
-// goroutines.
-func addChunks(threads, m, n, rows, chunks int, scratch, c []float32, ldc int) {
+// every element, rows split in blocks among up to threads goroutines.
+func addChunks(threads, m, n, chunks int, scratch, c []float32, ldc int) {
+	rows := max(1, grainElems/max(n*chunks, 1))
 	blocks := ceilDiv(m, rows)
 	add := func(blk int) {
 		for i := blk * rows; i < min((blk+1)*rows, m); i++ {

@@ -17,11 +17,11 @@ func TestPlanGemm(t *testing.T) {
 		{"sampled sources: more row tiles", 26624, 256, 256, gemmSplit{1024, 256, 256}},
 		{"a billion rows: at most 64 tiles", 1 << 30, 256, 128, gemmSplit{1 << 24, 256, 128}},
 		{"wide C: column tiles", 300, 4096, 256, gemmSplit{300, 256, 256}},
-		{"weight gradient: chunks of k", 256, 256, 8192, gemmSplit{256, 256, 2048}},
-		{"weight gradient over 9999 rows: a ragged last chunk", 256, 256, 9999, gemmSplit{256, 256, 2048}},
+		{"weight gradient: chunks of k", 256, 256, 8192, gemmSplit{256, 256, 4096}},
+		{"weight gradient over 9999 rows: a ragged last chunk", 256, 256, 9999, gemmSplit{256, 256, 4096}},
 		{"weight gradient over a million rows: 64 chunks", 256, 256, 1 << 20, gemmSplit{256, 256, 1 << 14}},
-		{"short k is not chunked", 256, 256, 3000, gemmSplit{256, 256, 3000}},
-		{"two row tiles and chunks of k", 2048, 128, 8192, gemmSplit{1024, 128, 2048}},
+		{"short k is not chunked", 256, 256, 8000, gemmSplit{256, 256, 8000}},
+		{"two row tiles and chunks of k", 2048, 128, 16384, gemmSplit{1024, 128, 4096}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
