@@ -104,27 +104,6 @@ func (c *CPU) GatherRows(dst, src *Mat, idx *Index) {
 	})
 }
 
-// GatherRowsDropout implements Backend: each row is read where it lies
-// and written once, masked, instead of copied and then masked in a
-// second pass over dst.
-func (c *CPU) GatherRowsDropout(dst, src *Mat, idx *Index, p float32, seed uint64) {
-	if dst.Rows != idx.N || dst.Cols != src.Cols {
-		panic(fmt.Sprintf("kernels: GatherRowsDropout of %d rows of %d columns into %dx%d", idx.N, src.Cols, dst.Rows, dst.Cols))
-	}
-	m := dropMask(p, seed)
-	if m.Threshold == 0 {
-		c.GatherRows(dst, src, idx)
-		return
-	}
-	ix := idx.h
-	c.rows(dst.Rows, dst.Cols, func(r int) {
-		if r+gatherAhead < len(ix) {
-			prefetchRow(src.row(int(ix[r+gatherAhead])))
-		}
-		vec.Dropout(dst.row(r), src.row(int(ix[r])), r*dst.Cols, m)
-	})
-}
-
 // GatherRowsTwo implements Backend.
 func (c *CPU) GatherRowsTwo(dst, a, b *Mat, idx *Index) {
 	checkGatherTwo(dst, a, b, idx)

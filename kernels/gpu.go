@@ -305,13 +305,6 @@ func (g *GPU) GatherRows(dst, src *Mat, idx *Index) {
 	g.run(kGatherRows, int64(dst.Len()), &a)
 }
 
-// GatherRowsDropout implements Backend: the gather, then the dropout in
-// place on the device (two launches, no host round trip).
-func (g *GPU) GatherRowsDropout(dst, src *Mat, idx *Index, p float32, seed uint64) {
-	g.GatherRows(dst, src, idx)
-	g.Dropout(dst, dst, p, seed)
-}
-
 // GatherRowsTwo implements Backend.
 func (g *GPU) GatherRowsTwo(dst, a, b *Mat, idx *Index) {
 	defer keepAlive(dst, a, b, idx)

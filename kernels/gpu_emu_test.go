@@ -78,45 +78,6 @@ func TestGPUBitsMatchCPU(t *testing.T) {
 	}
 }
 
-// TestGatherRowsDropout: the fused gather and dropout gives the bits of
-// GatherRows then Dropout, on the CPU and the emulated GPU, for a drop
-// rate and for none, with rows repeated and a strided source.
-func TestGatherRowsDropout(t *testing.T) {
-	cpu, err := NewCPU(CPUOptions{Threads: 3, BLAS: "gonum"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, _ := newEmuGPU(0)
-	rng := rand.New(rand.NewPCG(3, 3))
-	const rows, cols, picked = 3000, 37, 5000
-	vals := make([]float32, rows*(cols+3))
-	for i := range vals {
-		vals[i] = float32(rng.NormFloat64())
-	}
-	idx := make([]int32, picked)
-	for i := range idx {
-		idx[i] = int32(rng.IntN(rows))
-	}
-	for _, b := range []Backend{cpu, g} {
-		for _, p := range []float32{0, 0.5, 0.9} {
-			all := b.NewMat(0, 0)
-			b.Upload(all, rows, cols+3, vals)
-			src := all.ColSlice(1, 1+cols)
-			ix := b.NewIndex(idx)
-			want, got := b.NewMat(picked, cols), b.NewMat(picked, cols)
-			b.GatherRows(want, src, ix)
-			b.Dropout(want, want, p, 77)
-			b.GatherRowsDropout(got, src, ix, p, 77)
-			w, o := make([]float32, picked*cols), make([]float32, picked*cols)
-			b.Download(w, want)
-			b.Download(o, got)
-			if n := countDiffering(o, w); n > 0 {
-				t.Errorf("%s, p=%g: %d of %d elements differ from GatherRows then Dropout", b.Name(), p, n, len(w))
-			}
-		}
-	}
-}
-
 // TestLaunchGeometry checks that a launch covers any size with its
 // grid-stride loop, never launches more than launchMaxGrid blocks, and
 // launches nothing for nothing.

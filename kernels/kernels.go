@@ -127,10 +127,6 @@ type Backend interface {
 
 	// GatherRows sets dst row i to src row idx[i].
 	GatherRows(dst, src *Mat, idx *Index)
-	// GatherRowsDropout sets dst to Dropout(the rows of src idx lists, p,
-	// seed): the bits of GatherRows then Dropout of dst, in one pass (a
-	// model's input rows and its input dropout).
-	GatherRowsDropout(dst, src *Mat, idx *Index, p float32, seed uint64)
 	// GatherRowsTwo sets dst row i to a's row idx[i] when idx[i] >= 0,
 	// else to b's row -1-idx[i]: a batch's input from rows copied in (a)
 	// and rows resident on the device (b, a cache).

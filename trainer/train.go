@@ -831,21 +831,10 @@ func (t *Trainer) step(gs []gathered, p *partialEpoch) (loss float64, labeled, c
 	pass := func(i int) {
 		g, w, r := gs[i], t.ws[i], &rs[i]
 		b := w.b
-		seed := stepSeed(w.seed, g.mb.Epoch, g.mb.Index)
 		t0 := time.Now()
-		var logits *kernels.Mat
-		var t1 time.Time
-		if t.src == nil && !w.model.ReadsFeaturesInPlace(true) {
-			// In memory, the sources' rows are gathered as the first
-			// layer's input is made (with its dropout, in one pass): the
-			// gather is timed with the step.
-			t1 = t0
-			logits = w.model.ForwardRows(g.blocks, w.feat, b.NewIndex(g.mb.Input()), w.x, true, seed)
-		} else {
-			x := t.input(w, g.preparedBatch, g.rows, true, w.x)
-			t1 = time.Now()
-			logits = w.model.Forward(g.blocks, x, true, seed)
-		}
+		x := t.input(w, g.preparedBatch, g.rows, true, w.x)
+		t1 := time.Now()
+		logits := w.model.Forward(g.blocks, x, true, stepSeed(w.seed, g.mb.Epoch, g.mb.Index))
 		b.Resize(w.dl, logits.Rows, logits.Cols)
 		r.loss, r.correct = b.SoftmaxCrossEntropy(w.dl, logits, g.labels, 1/float32(max(g.labeled, 1)))
 		w.model.Backward(w.dl)

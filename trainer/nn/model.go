@@ -184,54 +184,28 @@ func (m *Model) ReadsFeaturesInPlace(train bool) bool {
 // batch's seeds). blocks are ordered as the sampler returns them,
 // innermost hop first (one per layer); x holds the features of the
 // outermost block's sources, or the whole feature matrix when the
-// outermost block is an input block (see ReadsFeaturesInPlace). With
-// train, dropout is applied with masks drawn from seed (one seed per step
-// makes steps differ and runs repeat).
+// outermost block is an input block (see ReadsFeaturesInPlace). With train, dropout is applied with masks
+// drawn from seed (one seed per step makes steps differ and runs repeat).
 func (m *Model) Forward(blocks []*Block, x *kernels.Mat, train bool, seed uint64) *kernels.Mat {
-	m.begin(blocks, train, seed)
-	if p := m.cfg.InputDropout; train && p > 0 {
-		m.b.Resize(m.dropped[0], x.Rows, x.Cols)
-		m.b.Dropout(m.dropped[0], x, p, m.seeds[0])
-		x = m.dropped[0]
-	}
-	return m.forward(blocks, x)
-}
-
-// ForwardRows is Forward on the rows of src that rows lists (the
-// outermost block's sources): gathered into buf, or, training with input
-// dropout, gathered and dropped in one pass, which gives the same bits
-// without writing and rereading a gathered copy.
-func (m *Model) ForwardRows(blocks []*Block, src *kernels.Mat, rows *kernels.Index, buf *kernels.Mat, train bool, seed uint64) *kernels.Mat {
-	p := m.cfg.InputDropout
-	if !train || p == 0 {
-		m.b.Resize(buf, rows.N, src.Cols)
-		m.b.GatherRows(buf, src, rows)
-		return m.Forward(blocks, buf, train, seed)
-	}
-	m.begin(blocks, train, seed)
-	m.b.Resize(m.dropped[0], rows.N, src.Cols)
-	m.b.GatherRowsDropout(m.dropped[0], src, rows, p, m.seeds[0])
-	return m.forward(blocks, m.dropped[0])
-}
-
-// begin checks the blocks and sets the pass's dropout streams.
-func (m *Model) begin(blocks []*Block, train bool, seed uint64) {
-	if len(blocks) != len(m.layers) {
-		panic(fmt.Sprintf("nn: %d blocks for %d layers", len(blocks), len(m.layers)))
+	L := len(m.layers)
+	if len(blocks) != L {
+		panic(fmt.Sprintf("nn: %d blocks for %d layers", len(blocks), L))
 	}
 	m.train = train
+	b := m.b
 	for i := range m.seeds {
 		m.seeds[i] = mixSeed(seed, uint64(i))
 	}
-}
-
-// forward runs the layers on x, the input after its dropout.
-func (m *Model) forward(blocks []*Block, x *kernels.Mat) *kernels.Mat {
-	L := len(m.layers)
-	b, train := m.b, m.train
 	h := x
 	for l, ly := range m.layers {
-		y := ly.forward(blocks[L-1-l], h, train, m.seeds[2*l+1])
+		g := blocks[L-1-l]
+		in := h
+		if p := m.cfg.InputDropout; l == 0 && train && p > 0 {
+			b.Resize(m.dropped[0], h.Rows, h.Cols)
+			b.Dropout(m.dropped[0], h, p, m.seeds[0])
+			in = m.dropped[0]
+		}
+		y := ly.forward(g, in, train, m.seeds[2*l+1])
 		if l == L-1 {
 			return y
 		}
