@@ -46,7 +46,7 @@ type trainOptions struct {
 
 	Epochs, Batch, Hidden, Heads, Patience, EvalEvery, Threads int
 	Layers                                                     int
-	// BLASThreads is --blas-threads: OpenBLAS's threads (0: auto).
+	// BLASThreads is --blas-threads: the dense products' threads (0: auto).
 	BLASThreads int
 
 	LR, WeightDecay, Dropout, InputDropout float64
@@ -172,7 +172,7 @@ the parameters an uninterrupted run would have.`,
 	// longer uses; kept so scripts that pass it still run.
 	f.Bool("blas-spin", false, "no effect")
 	_ = f.MarkDeprecated("blas-spin", "products run on gnnplan's own threads, which sleep between products; the flag does nothing")
-	f.IntVar(&opts.BLASThreads, "blas-threads", 0, "threads OpenBLAS runs each product on (0: as many as --threads; out of core, where the gather stage is busy beside the step, the prediction's probe also tries one fewer per worker and keeps the faster)")
+	f.IntVar(&opts.BLASThreads, "blas-threads", 0, "threads each dense product runs on (0: --threads; out of core the probe may choose one fewer); the bits are the same on any count")
 	f.StringVar(&opts.BLAS, "blas", "", "GEMM library: openblas, gonum, or a path to a libopenblas.so (default: OpenBLAS when it loads)")
 	f.StringVar(&opts.Checkpoint, "checkpoint", "", "directory to checkpoint into after every epoch and on Ctrl-C")
 	f.BoolVar(&opts.Resume, "resume", false, "continue from the checkpoint in --checkpoint")

@@ -45,8 +45,10 @@ func newVersionCmd(d *deps) *cobra.Command {
 		Args:  cobra.NoArgs,
 		Long: `Print gnnplan's version, and the compute backend train uses: the CPU
 kernels with the GEMM library found at run time (OpenBLAS when its shared
-library loads, gonum's pure-Go BLAS otherwise, and why), and the GPUs the
-CUDA backend sees (a binary built with make build-cuda).`,
+library loads, gonum's pure-Go BLAS otherwise, and why), which OpenBLAS
+kernels run and who chose them (the library, OPENBLAS_CORETYPE, or gnnplan
+where the library's release would fall back to generic ones on this CPU),
+and the GPUs the CUDA backend sees (a binary built with make build-cuda).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := fmt.Fprintf(d.Out, "gnnplan %s\n", versionString()); err != nil {
 				return err
