@@ -239,10 +239,7 @@ func TestTrainBadInputExitsTwo(t *testing.T) {
 func TestTrainOutOfCore(t *testing.T) {
 	dir := t.TempDir()
 	data := synthData(t, dir, "--nodes", "3000", "--edges", "15000", "--feature-dim", "128", "--train-fraction", "0.2")
-	plan := filepath.Join(dir, "plan.json")
-	if code, _, errOut := runCLI(t, "recommend", "--dataset", data, "--gpus", "1", "--ssds", "2", "-o", plan); code != 0 {
-		t.Fatalf("recommend: %s", errOut)
-	}
+	plan := planFor(t, dir, data)
 	// Before the store exists: --features store and --cache-fraction say
 	// what to run first.
 	for _, args := range [][]string{{"--features", "store"}, {"--cache-fraction", "0.5"}} {
@@ -257,12 +254,7 @@ func TestTrainOutOfCore(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "GPU") || !strings.Contains(errOut, "--workers 1") || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
 		t.Errorf("a GPU plan on CPU: exit %d, %q; want 2 and one line suggesting --workers", code, errOut)
 	}
-	ssd0, ssd1 := filepath.Join(dir, "ssd0"), filepath.Join(dir, "ssd1")
-	os.Mkdir(ssd0, 0o755)
-	os.Mkdir(ssd1, 0o755)
-	if code, _, errOut := runCLI(t, "place", "--plan", plan, "--dataset", data, "--materialize", "--ssd-dir", ssd0, "--ssd-dir", ssd1); code != 0 {
-		t.Fatalf("place: %s", errOut)
-	}
+	materialize(t, dir, plan, data)
 	type report struct {
 		Backend  string `json:"backend"`
 		Features string `json:"features"`
@@ -481,6 +473,28 @@ func TestTrainOutOfCore(t *testing.T) {
 
 // synthData generates a dataset under dir/data with gnnplan dataset synth
 // and the given options, and returns its directory.
+// planFor recommends one GPU and two SSDs for data into dir/plan.json.
+func planFor(t *testing.T, dir, data string) string {
+	t.Helper()
+	plan := filepath.Join(dir, "plan.json")
+	if code, _, errOut := runCLI(t, "recommend", "--dataset", data, "--gpus", "1", "--ssds", "2", "-o", plan); code != 0 {
+		t.Fatalf("recommend: %s", errOut)
+	}
+	return plan
+}
+
+// materialize places data as plan says and writes its store into
+// dir/ssd0 and dir/ssd1.
+func materialize(t *testing.T, dir, plan, data string) {
+	t.Helper()
+	ssd0, ssd1 := filepath.Join(dir, "ssd0"), filepath.Join(dir, "ssd1")
+	os.Mkdir(ssd0, 0o755)
+	os.Mkdir(ssd1, 0o755)
+	if code, _, errOut := runCLI(t, "place", "--plan", plan, "--dataset", data, "--materialize", "--ssd-dir", ssd0, "--ssd-dir", ssd1); code != 0 {
+		t.Fatalf("place: %s", errOut)
+	}
+}
+
 func synthData(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	data := filepath.Join(dir, "data")
@@ -521,16 +535,8 @@ func TestSecondsReadInTheirUnit(t *testing.T) {
 func TestTrainSameParametersOnAnyThreadCount(t *testing.T) {
 	dir := t.TempDir()
 	data := synthData(t, dir, "--nodes", "4000", "--edges", "20000", "--feature-dim", "128", "--train-fraction", "0.3")
-	plan := filepath.Join(dir, "plan.json")
-	if code, _, errOut := runCLI(t, "recommend", "--dataset", data, "--gpus", "1", "--ssds", "2", "-o", plan); code != 0 {
-		t.Fatalf("recommend: %s", errOut)
-	}
-	ssd0, ssd1 := filepath.Join(dir, "ssd0"), filepath.Join(dir, "ssd1")
-	os.Mkdir(ssd0, 0o755)
-	os.Mkdir(ssd1, 0o755)
-	if code, _, errOut := runCLI(t, "place", "--plan", plan, "--dataset", data, "--materialize", "--ssd-dir", ssd0, "--ssd-dir", ssd1); code != 0 {
-		t.Fatalf("place: %s", errOut)
-	}
+	plan := planFor(t, dir, data)
+	materialize(t, dir, plan, data)
 	params := func(name string, args ...string) []byte {
 		t.Helper()
 		ckpt := filepath.Join(dir, name)
