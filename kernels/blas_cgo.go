@@ -284,11 +284,20 @@ func dlerrorString() string {
 	return C.GoString(e)
 }
 
+// config is OpenBLAS's build configuration ("OpenBLAS 0.3.21 NO_LAPACKE
+// DYNAMIC_ARCH ..."), "" for another library.
+func (l *cblas) config() string {
+	if l.getConfig == nil {
+		return ""
+	}
+	return C.GoString(C.gnnplan_get_str(l.getConfig))
+}
+
 func (l *cblas) name() string {
 	var s strings.Builder
-	if l.getConfig != nil {
-		// "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ...": name and version.
-		f := strings.Fields(C.GoString(C.gnnplan_get_str(l.getConfig)))
+	if cfg := l.config(); cfg != "" {
+		// Its name and version.
+		f := strings.Fields(cfg)
 		s.WriteString(strings.Join(f[:min(2, len(f))], " "))
 	} else {
 		s.WriteString("cblas_sgemm")
