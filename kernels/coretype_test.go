@@ -265,7 +265,7 @@ func TestLoadChoosesCore(t *testing.T) {
 			if got, set := os.LookupEnv(coreTypeEnv); got != c.user || set != (c.user != "") {
 				t.Errorf("after loading, %s=%q (set %v), want it as it was: %q", coreTypeEnv, got, set, c.user)
 			}
-			if n := lib.(*cblas).threads(); n != 1 {
+			if n := lib.(cLib).threads(); n != 1 {
 				t.Errorf("the library is left on %d threads of its own, want 1", n)
 			}
 			if i > 0 {

@@ -100,7 +100,7 @@ func TestCPUBLASThreads(t *testing.T) {
 	if cpu.BLASThreads() != 1 || !strings.HasSuffix(cpu.Name(), "2 threads, products on 1") {
 		t.Errorf("after SetBLASThreads(1): BLASThreads() %d, name %q", cpu.BLASThreads(), cpu.Name())
 	}
-	if n := lib.(*cblas).threads(); n != 1 {
+	if n := lib.(cLib).threads(); n != 1 {
 		t.Errorf("the library runs on %d threads of its own, want 1", n)
 	}
 	if err := cpu.SetBLASThreads(0); err == nil {

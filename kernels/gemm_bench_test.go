@@ -95,7 +95,7 @@ func BenchmarkGemm(b *testing.B) {
 	}
 	providers := []provider{{"gonum", func(p *gemmProblem) { p.run(gonumBLAS{}) }}}
 	if lib, _, err := loadBLAS("openblas"); err == nil {
-		cb := lib.(*cblas)
+		cb := lib.(cLib)
 		threads := runtime.GOMAXPROCS(0)
 		providers = append([]provider{
 			{"openblas", func(p *gemmProblem) { p.run(lib) }},
