@@ -51,7 +51,8 @@ static void gnnplan_piece(const gnnplan_gemm *g, int p) {
 
 // gnnplan_pool is one backend's threads for the pieces of its products.
 // Threads are C threads, started when first needed, that sleep on a
-// condition variable between products (they never spin). The Go caller
+// condition variable between products (they never spin) and live as long
+// as the process, as the backend does. The Go caller
 // makes one cgo call per product and works on the pieces too; Go
 // goroutines each in a long cgo call would have the runtime's sysmon
 // hand their Ps to fresh threads every few tens of microseconds, which
