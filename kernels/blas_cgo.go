@@ -7,6 +7,7 @@ package kernels
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 
 // CBLAS's enum values (cblas.h), spelled out so the build needs no BLAS
@@ -116,15 +117,23 @@ static int gnnplan_run(gnnplan_pool *p, const gnnplan_gemm *g, int threads) {
 		return 1;
 	}
 	pthread_mutex_lock(&p->mu);
-	while (p->started < helpers) {
-		pthread_t t;
-		pthread_attr_t attr;
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		int err = pthread_create(&t, &attr, gnnplan_worker, p);
-		pthread_attr_destroy(&attr);
-		if (err != 0) break;
-		p->started++;
+	if (p->started < helpers) {
+		// The threads start with every signal blocked, so that signals
+		// sent to the process (Ctrl-C, SIGHUP) reach Go's threads.
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		while (p->started < helpers) {
+			pthread_t t;
+			pthread_attr_t attr;
+			pthread_attr_init(&attr);
+			pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+			int err = pthread_create(&t, &attr, gnnplan_worker, p);
+			pthread_attr_destroy(&attr);
+			if (err != 0) break;
+			p->started++;
+		}
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	if (helpers > p->started) helpers = p->started;
 	p->job = *g;
