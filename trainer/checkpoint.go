@@ -140,29 +140,15 @@ func CheckCheckpointDir(dir string) error {
 	return os.Remove(f.Name())
 }
 
-// writeFileAtomic writes data to path through path.tmp, fsync and rename.
+// writeFileAtomic writes data to path through a temporary file of a
+// unique name in the same directory (created with O_EXCL, so a link
+// planted there is never followed), fsync and rename.
 func writeFileAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
+	if err := topology.WriteFileAtomic(path, data); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	if d, err := os.Open(filepath.Dir(path)); err == nil {
 		d.Sync()
@@ -204,12 +190,22 @@ func (t *Trainer) loadCheckpoint() error {
 	if len(h.Params) != len(params) {
 		return bad("holds %d parameters, the model has %d", len(h.Params), len(params))
 	}
-	off := 0
+	want := 0
 	for i, p := range params {
 		hp := h.Params[i]
 		if hp.Name != p.Name || hp.Rows != p.W.Rows || hp.Cols != p.W.Cols {
 			return bad("parameter %d is %s %dx%d, the model's is %s %dx%d", i, hp.Name, hp.Rows, hp.Cols, p.Name, p.W.Rows, p.W.Cols)
 		}
+		want += 3 * 4 * p.W.Len() // values, Adam's two moments
+	}
+	if len(payload) != want {
+		return bad("%d bytes of parameters, the model has %d", len(payload), want)
+	}
+	if err := t.checkState(h.State); err != nil {
+		return bad("%s", err)
+	}
+	off := 0
+	for _, p := range params {
 		n := p.W.Len()
 		for _, m := range []*kernels.Mat{p.W, p.M, p.V} {
 			vals := make([]float32, n)
@@ -220,12 +216,33 @@ func (t *Trainer) loadCheckpoint() error {
 			off += n
 		}
 	}
-	if 4*off != len(payload) {
-		return bad("%d bytes of parameters, the model has %d", len(payload), 4*off)
-	}
 	t.st = h.State
 	t.adam.Steps = h.State.AdamSteps
 	t.broadcast()
+	return nil
+}
+
+// checkState refuses a run state no run of these options could have
+// saved: an epoch, batch or step count out of range.
+func (t *Trainer) checkState(st runState) error {
+	switch {
+	case st.Epoch < 0:
+		return fmt.Errorf("state.epoch %d: want 0 or more", st.Epoch)
+	case st.Epoch < t.o.Epochs && (st.NextBatch < 0 || st.NextBatch > t.batches(st.Epoch)):
+		return fmt.Errorf("state.next_batch %d: want 0 to the epoch's %d batches", st.NextBatch, t.batches(st.Epoch))
+	case st.AdamSteps < 0:
+		return fmt.Errorf("state.adam_steps %d: want 0 or more", st.AdamSteps)
+	case len(st.History) > st.Epoch:
+		return fmt.Errorf("state.history holds %d epochs, state.epoch is %d", len(st.History), st.Epoch)
+	case st.Best.Epoch < 0 || st.Best.Epoch > st.Epoch:
+		return fmt.Errorf("state.best.epoch %d: want 0 to state.epoch %d", st.Best.Epoch, st.Epoch)
+	}
+	p := st.Partial
+	for _, v := range []int{p.Labeled, p.Correct, p.Samples, p.Batches} {
+		if v < 0 {
+			return fmt.Errorf("state.partial holds a negative count (%d)", v)
+		}
+	}
 	return nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -598,6 +600,24 @@ func (t *Trainer) fillResult(res *Result, stop string) {
 	res.Stop = stop
 }
 
+// ErrDiverged is returned, wrapped, when a batch's loss is not finite:
+// the step has already made the parameters NaN, so training stops
+// before anything is checkpointed.
+var ErrDiverged = errors.New("training diverged")
+
+// diverged is the error for a non-finite loss at step of epoch.
+func (t *Trainer) diverged(epoch, step int, loss float64) error {
+	where := "no checkpoint was kept (--checkpoint)"
+	if t.o.Checkpoint != "" {
+		where = "no checkpoint was written yet"
+		if _, err := os.Stat(filepath.Join(t.o.Checkpoint, CheckpointFile)); err == nil {
+			where = "the last good checkpoint is in " + t.o.Checkpoint
+		}
+	}
+	return fmt.Errorf("%w at epoch %d, batch %d: the loss is %v (features too large? try --row-normalize, or a lower --lr); %s",
+		ErrDiverged, epoch+1, step+1, loss, where)
+}
+
 // runEpoch trains the rest of epoch t.st.Epoch, then evaluates.
 func (t *Trainer) runEpoch(ctx context.Context, rep Reporter) error {
 	epoch := t.st.Epoch
@@ -647,6 +667,9 @@ func (t *Trainer) runEpoch(ctx context.Context, rep Reporter) error {
 			}
 		}
 		loss, labeled, correct, samples := t.step(gs, p)
+		if math.IsNaN(loss) || math.IsInf(loss, 0) {
+			return t.diverged(epoch, step, loss)
+		}
 		t.lastInputs = t.lastInputs[:0]
 		for i, g := range gs {
 			if g.mb != nil {

@@ -2,9 +2,13 @@ package trainer
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/binary"
+	"encoding/json"
 	"errors"
+	"hash/crc32"
 	"io"
 	"math"
 	"os"
@@ -284,6 +288,20 @@ func TestCheckpointRefusals(t *testing.T) {
 		{"another width is named", nil, func(o *Options) { o.Model.Hidden = 32 }, "model.hidden"},
 		{"other options are named", nil, func(o *Options) { o.LR = 0.1 }, "lr"},
 		{"another split is named", nil, func(o *Options) {}, "dataset.num_train"},
+		// Edited with the checksum recomputed, as a hostile user can.
+		{"a truncated payload", func(b []byte) []byte { return reforge(t, b, nil, 100) }, nil, "bytes of parameters"},
+		{"negative Adam steps", func(b []byte) []byte {
+			return reforge(t, b, func(h map[string]any) { h["state"].(map[string]any)["adam_steps"] = -100 }, 0)
+		}, nil, "state.adam_steps -100"},
+		{"a negative epoch", func(b []byte) []byte {
+			return reforge(t, b, func(h map[string]any) { h["state"].(map[string]any)["epoch"] = -5 }, 0)
+		}, nil, "state.epoch -5"},
+		{"a batch past the epoch's end", func(b []byte) []byte {
+			return reforge(t, b, func(h map[string]any) {
+				st := h["state"].(map[string]any)
+				st["epoch"], st["next_batch"], st["history"] = 0, 1e9, nil
+			}, 0)
+		}, nil, "state.next_batch 1000000000"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -311,6 +329,94 @@ func TestCheckpointRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCheckpointNeverWritesThroughALink: a link planted where the writer
+// once put its temporary file is never followed: the file it points to
+// keeps its bytes and the checkpoint is a regular file of its own.
+func TestCheckpointNeverWritesThroughALink(t *testing.T) {
+	d := load(t, coraDir(t))
+	o := smallOptions(nn.GCN)
+	o.Epochs, o.EvalEvery = 1, 0
+	o.Checkpoint = t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("someone else's file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(o.Checkpoint, CheckpointFile+".tmp")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newTrainer(t, d, o, 1).Run(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "someone else's file" {
+		t.Errorf("the linked file now holds %d bytes (%v), want its own", len(b), err)
+	}
+	if fi, err := os.Lstat(filepath.Join(o.Checkpoint, CheckpointFile)); err != nil {
+		t.Error(err)
+	} else if !fi.Mode().IsRegular() {
+		t.Errorf("checkpoint: mode %v, want a regular file", fi.Mode())
+	}
+}
+
+// TestNonFiniteLossStops: a loss that overflows (finite features of 3e38,
+// not normalised) stops training at its batch with ErrDiverged, naming
+// the epoch, the batch and where the last good checkpoint is, and writes
+// no checkpoint of NaN parameters over it.
+func TestNonFiniteLossStops(t *testing.T) {
+	d := load(t, coraDir(t))
+	o := smallOptions(nn.GraphSAGE)
+	o.Epochs, o.EvalEvery, o.RowNormalize = 2, 0, false
+	o.Checkpoint = t.TempDir()
+	// Train an epoch on the real features, then resume on damaged ones.
+	o1 := o
+	o1.Epochs = 1
+	if _, err := newTrainer(t, d, o1, 1).Run(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(o.Checkpoint, CheckpointFile)
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dim := int(d.g.Meta.FeatureDim)
+	bad := loaded{d.g, append([]float32(nil), d.feat...)}
+	for r := 0; r < len(bad.feat)/dim; r++ {
+		bad.feat[r*dim] = 3e38
+	}
+	o.Resume = true
+	_, err = newTrainer(t, bad, o, 1).Run(context.Background(), nil)
+	if !errors.Is(err, ErrDiverged) || !strings.Contains(err.Error(), "at epoch 2, batch 1:") ||
+		!strings.Contains(err.Error(), "the last good checkpoint is in "+o.Checkpoint) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("Run = %v; want ErrDiverged at epoch 2, batch 1, naming the checkpoint, on one line", err)
+	}
+	if now, err := os.ReadFile(path); err != nil || !bytes.Equal(now, good) {
+		t.Errorf("the checkpoint changed (%v): a diverged run must leave the last good one", err)
+	}
+}
+
+// reforge rewrites a checkpoint as someone editing it would: its header
+// through edit (on the decoded JSON), its last cut bytes of parameters
+// dropped, and the checksum recomputed so that only validation can tell.
+func reforge(t *testing.T, b []byte, edit func(map[string]any), cut int) []byte {
+	t.Helper()
+	i := len(checkpointMagic)
+	n := int(binary.LittleEndian.Uint32(b[i:]))
+	var h map[string]any
+	if err := json.Unmarshal(b[i+4:i+4+n], &h); err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(h)
+	}
+	hdr, err := json.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := b[i+4+n : len(b)-4-cut]
+	out := append([]byte(checkpointMagic), binary.LittleEndian.AppendUint32(nil, uint32(len(hdr)))...)
+	out = append(append(out, hdr...), payload...)
+	return binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, crc32.MakeTable(crc32.Castagnoli)))
 }
 
 func TestNewRefusesBadInput(t *testing.T) {
