@@ -15,6 +15,7 @@ import (
 	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
+	"github.com/gnnplan/gnnplan/trainer/internal/fslock"
 	"github.com/gnnplan/gnnplan/trainer/nn"
 	"github.com/gnnplan/gnnplan/trainer/sample"
 	"github.com/gnnplan/gnnplan/trainer/store"
@@ -559,6 +560,18 @@ func (t *Trainer) Run(ctx context.Context, rep Reporter) (_ *Result, err error) 
 		if err := CheckCheckpointDir(t.o.Checkpoint); err != nil {
 			return nil, err
 		}
+	}
+	if t.o.Checkpoint != "" {
+		// One run writes a checkpoint directory at a time.
+		lk, err := fslock.TryLock(t.o.Checkpoint)
+		switch {
+		case errors.Is(err, fslock.ErrBusy):
+			return nil, &topology.InputError{Path: t.o.Checkpoint, Field: "--checkpoint",
+				Msg: "in use by another gnnplan train: wait for it to end, or give another directory"}
+		case err != nil && !errors.Is(err, os.ErrNotExist): // resuming from nothing is loadCheckpoint's to say
+			return nil, &topology.InputError{Path: t.o.Checkpoint, Field: "--checkpoint", Msg: "cannot lock the directory", Err: err}
+		}
+		defer lk.Unlock()
 	}
 	if t.o.Resume {
 		if err := t.loadCheckpoint(); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
+	"github.com/gnnplan/gnnplan/trainer/internal/fslock"
 	"github.com/gnnplan/gnnplan/trainer/nn"
 )
 
@@ -392,6 +393,31 @@ func TestNonFiniteLossStops(t *testing.T) {
 	}
 	if now, err := os.ReadFile(path); err != nil || !bytes.Equal(now, good) {
 		t.Errorf("the checkpoint changed (%v): a diverged run must leave the last good one", err)
+	}
+}
+
+// TestCheckpointDirectoryIsLocked: while another run holds a checkpoint
+// directory, a second one refuses it with a one-line bad-input error and
+// writes nothing there; once it is free, the run goes ahead.
+func TestCheckpointDirectoryIsLocked(t *testing.T) {
+	d := load(t, coraDir(t))
+	o := smallOptions(nn.GCN)
+	o.Epochs, o.EvalEvery = 1, 0
+	o.Checkpoint = t.TempDir()
+	other, err := fslock.TryLock(o.Checkpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = newTrainer(t, d, o, 1).Run(context.Background(), nil)
+	if !topology.IsBadInput(err) || !strings.Contains(err.Error(), "in use by another gnnplan train") {
+		t.Fatalf("Run beside another holder: %v, want a bad-input error saying the directory is in use", err)
+	}
+	if _, err := os.Stat(filepath.Join(o.Checkpoint, CheckpointFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a checkpoint was written beside the other run (%v)", err)
+	}
+	other.Unlock()
+	if _, err := newTrainer(t, d, o, 1).Run(context.Background(), nil); err != nil {
+		t.Fatalf("Run once the directory is free: %v", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -15,6 +16,7 @@ import (
 	"github.com/gnnplan/gnnplan/maxflow"
 	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
+	"github.com/gnnplan/gnnplan/trainer/internal/fslock"
 )
 
 // chunkBytes is how much of features.npy Materialize and Open hold at a
@@ -96,6 +98,16 @@ func Materialize(ctx context.Context, datasetDir, layoutDir string, ssdDirs []st
 	if meta.FeatureDim == 0 {
 		return nil, &topology.InputError{Path: datasetDir, Field: "--dataset", Msg: "the dataset has no features to materialize"}
 	}
+	// One writer of a dataset's store at a time.
+	lk, err := fslock.TryLock(datasetDir)
+	if errors.Is(err, fslock.ErrBusy) {
+		return nil, &topology.InputError{Path: datasetDir, Field: "--dataset",
+			Msg: "its store is being written by another gnnplan (materialize or place --materialize): wait for it to end"}
+	}
+	if err != nil {
+		return nil, &topology.InputError{Path: datasetDir, Field: "--dataset", Msg: "cannot lock the dataset directory", Err: err}
+	}
+	defer lk.Unlock()
 	l, bins, err := ddak.ReadLayout(layoutDir)
 	if err != nil {
 		return nil, err

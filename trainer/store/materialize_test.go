@@ -16,6 +16,7 @@ import (
 	"github.com/gnnplan/gnnplan/ddak"
 	"github.com/gnnplan/gnnplan/maxflow"
 	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/trainer/internal/fslock"
 )
 
 func TestMaterializeWritesEachSSDBinInRowOrder(t *testing.T) {
@@ -295,4 +296,28 @@ func TestMaterializeLayoutOutsideTheDataset(t *testing.T) {
 		t.Errorf("layout_dir %q, want %q (absolute: outside the dataset)", m.LayoutDir, layoutDir)
 	}
 	fx.checkBinFiles(t, m, l)
+}
+
+// TestMaterializeOneWriterAtATime: while another process writes a
+// dataset's store, a second materialize refuses with a one-line bad-input
+// error and leaves the store alone; once free, it goes ahead.
+func TestMaterializeOneWriterAtATime(t *testing.T) {
+	fx := newFixture(t, 300, 8, 9)
+	rng := rand.New(rand.NewPCG(9, 9))
+	fx.place(t, randomBins(300, mixMixed, rng), rng)
+	other, err := fslock.TryLock(fx.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Materialize(context.Background(), fx.dir, fx.dir, ssdDirs(t, 1), MaterializeOptions{})
+	if !topology.IsBadInput(err) || !strings.Contains(err.Error(), "being written by another gnnplan") {
+		t.Fatalf("Materialize beside another writer: %v, want a bad-input error saying so", err)
+	}
+	if _, err := os.Stat(filepath.Join(fx.dir, ManifestFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a store was written beside the other writer (%v)", err)
+	}
+	other.Unlock()
+	if _, err := Materialize(context.Background(), fx.dir, fx.dir, ssdDirs(t, 1), MaterializeOptions{}); err != nil {
+		t.Fatalf("once free: %v", err)
+	}
 }
