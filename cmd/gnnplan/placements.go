@@ -91,6 +91,9 @@ func (o *placementsOptions) loadMachine(ctx context.Context) (*topology.Machine,
 }
 
 func runPlacements(ctx context.Context, o *placementsOptions) error {
+	if o.Top < 1 {
+		return usageErrorf("--top: %d (valid: >= 1)", o.Top)
+	}
 	m, err := o.loadMachine(ctx)
 	if err != nil {
 		return err

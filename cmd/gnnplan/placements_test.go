@@ -75,6 +75,7 @@ func TestPlacementsBadInputExitsTwo(t *testing.T) {
 		{"negative capacity in a machine file", []string{"placements", "--machine", bad}, "m.json: links[0].GBps: -3"},
 		{"two machines", []string{"placements", "--profile", "moment-b", "--machine", bad}, "at most one"},
 		{"no SSD for the SSD share", []string{"placements", "--profile", "moment-b", "--ssds", "0"}, "cannot serve the epoch"},
+		{"a negative top", []string{"placements", "--profile", "moment-b", "--top", "-5"}, "--top: -5 (valid: >= 1)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -212,6 +212,9 @@ func (o *recommendOptions) request(ctx context.Context) (tpc.Request, error) {
 }
 
 func runRecommend(ctx context.Context, o *recommendOptions) error {
+	if o.Top < 1 {
+		return usageErrorf("--top: %d (valid: >= 1)", o.Top)
+	}
 	req, err := o.request(ctx)
 	if err != nil {
 		return err

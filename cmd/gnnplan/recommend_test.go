@@ -85,6 +85,7 @@ func TestRecommendBadInputExitsTwo(t *testing.T) {
 		{"unknown workload", []string{"recommend", "--workload", "reddit"}, "igb-hom"},
 		{"unknown model", []string{"recommend", "--model", "gin"}, "graphsage"},
 		{"bad GPU range", []string{"recommend", "--gpus", "4-1"}, "--gpus"},
+		{"a negative top", []string{"recommend", "--top", "-5"}, "--top: -5 (valid: >= 1)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

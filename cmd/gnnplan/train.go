@@ -318,6 +318,9 @@ func describeStore(s *store.Store) string {
 }
 
 func runTrain(ctx context.Context, o *trainOptions) error {
+	if err := checkTrainFlags(o); err != nil {
+		return err
+	}
 	var plan *tpc.Plan
 	if o.Plan != "" {
 		p, err := tpc.LoadPlan(o.Plan)
@@ -617,6 +620,31 @@ func trainSettings(o *trainOptions, plan *tpc.Plan) (trainer.Options, error) {
 	to.Threads = o.Threads
 	to.Checkpoint, to.Resume = o.Checkpoint, o.Resume
 	return to, nil
+}
+
+// maxThreads is the most threads a flag may ask for: four per core, and
+// at least 64, beyond which threads only queue for the cores (and a
+// mistyped count would start them all before failing).
+func maxThreads() int { return max(64, 4*runtime.NumCPU()) }
+
+// checkTrainFlags refuses counts and durations no run can use, before
+// anything is read or allocated.
+func checkTrainFlags(o *trainOptions) error {
+	set := func(name string) bool { return o.Set != nil && o.Set(name) }
+	limit := maxThreads()
+	switch {
+	case o.Threads < 0 || o.Threads > limit:
+		return usageErrorf("--threads: %d (valid: 1 to %d, or 0 for one per core)", o.Threads, limit)
+	case o.BLASThreads > limit:
+		return usageErrorf("--blas-threads: %d (valid: 1 to %d, or 0 for auto)", o.BLASThreads, limit)
+	case set("workers") && o.Workers == 0:
+		return usageErrorf("--workers: 0 (valid: >= 1)")
+	case o.ProbeBatches < 0:
+		return usageErrorf("--probe-batches: %d (valid: >= 1, or 0 for no prediction)", o.ProbeBatches)
+	case !(o.MeasureSeconds > 0 && o.MeasureSeconds <= 3600):
+		return usageErrorf("--measure-seconds: %v (valid: above 0, at most 3600)", o.MeasureSeconds)
+	}
+	return nil
 }
 
 // checkComputeDevices refuses a plan that trains on GPUs when this build
