@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
@@ -140,7 +139,7 @@ func WritePlan(path string, p *Plan) error {
 
 // LoadPlan reads a plan.json, checking its schema version and machine.
 func LoadPlan(path string) (*Plan, error) {
-	data, err := os.ReadFile(path)
+	data, err := topology.ReadRegularFile(path)
 	if err != nil {
 		return nil, &topology.InputError{Path: path, Field: "--plan", Msg: "cannot read plan", Err: err}
 	}

@@ -23,7 +23,7 @@ func LoadFeatures(dir string, m dataset.Meta) ([]float32, error) {
 	if m.FeatureDim < 1 {
 		return nil, &topology.InputError{Path: filepath.Join(dir, dataset.MetaFile), Field: "feature_dim", Msg: "0: the dataset has no features to train on"}
 	}
-	f, err := os.Open(path)
+	f, err := topology.OpenRegular(path)
 	if err != nil {
 		return nil, &topology.InputError{Path: path, Msg: "cannot read features", Err: err}
 	}

@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gnnplan/gnnplan/tpc"
 	"github.com/gnnplan/gnnplan/trainer"
@@ -575,5 +577,54 @@ func TestTrainSameParametersOnAnyThreadCount(t *testing.T) {
 	}
 	if !bytes.Equal(one, probed) {
 		t.Errorf("out of core on the probe's thread count: parameters differ from the in-memory run's")
+	}
+}
+
+// TestFIFOsAreRefusedAtOnce: a FIFO where a plan or a dataset's array
+// should be is refused with a one-line error naming it, exit 2, instead of
+// blocking in open until a writer comes (forever, and past SIGTERM).
+func TestFIFOsAreRefusedAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "g")
+	os.MkdirAll(good, 0o755)
+	writeDataset(t, good, 300, 4, 8)
+	fifoLabels := filepath.Join(dir, "fifo-labels")
+	os.MkdirAll(fifoLabels, 0o755)
+	writeDataset(t, fifoLabels, 300, 4, 8)
+	plan := filepath.Join(dir, "plan.json")
+	for _, p := range []string{filepath.Join(fifoLabels, dataset.LabelsFile), plan} {
+		os.Remove(p)
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Skipf("no FIFOs here: %v", err)
+		}
+	}
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"labels.npy a FIFO", []string{"train", "--epochs", "1", "--dataset", fifoLabels}, "labels.npy: not a regular file (a FIFO)"},
+		{"--plan a FIFO", []string{"train", "--epochs", "1", "--dataset", good, "--plan", plan}, "plan.json: not a regular file (a FIFO)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			type result struct {
+				code   int
+				errOut string
+			}
+			done := make(chan result, 1)
+			go func() {
+				code, _, errOut := runCLI(t, c.args...)
+				done <- result{code, errOut}
+			}()
+			select {
+			case r := <-done:
+				if r.code != 2 || !strings.Contains(r.errOut, c.want) || strings.Count(strings.TrimSpace(r.errOut), "\n") > 0 {
+					t.Errorf("exit %d, stderr %q; want exit 2 and one line saying %q", r.code, r.errOut, c.want)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("still blocked after 20 s: the FIFO was opened for reading")
+			}
+		})
 	}
 }

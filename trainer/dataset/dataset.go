@@ -93,7 +93,7 @@ func ReadMeta(dir string) (Meta, error) {
 		return Meta{}, &topology.InputError{Path: dir, Field: "--dataset", Msg: "is a file (want a dataset directory holding meta.json)"}
 	}
 	path := filepath.Join(dir, MetaFile)
-	data, err := os.ReadFile(path)
+	data, err := topology.ReadRegularFile(path)
 	if err != nil {
 		return Meta{}, &topology.InputError{Path: dir, Field: "--dataset", Msg: "not a dataset directory (no readable meta.json)", Err: err}
 	}
@@ -280,7 +280,7 @@ type FeatureReader struct {
 // OpenFeatures opens dir/features.npy for row reads.
 func OpenFeatures(dir string, m Meta) (*FeatureReader, error) {
 	path := filepath.Join(dir, FeaturesFile)
-	f, err := os.Open(path)
+	f, err := topology.OpenRegular(path)
 	if err != nil {
 		return nil, &topology.InputError{Path: path, Msg: "cannot read features", Err: err}
 	}

@@ -41,7 +41,7 @@ func elemSize(dtype string) int64 {
 // exactly the header plus want elements: a truncated or padded array is
 // refused. A missing file is an empty array when want is 0.
 func mapInts(path string, want int64) (*mappedArray, error) {
-	f, err := os.Open(path)
+	f, err := topology.OpenRegular(path)
 	if err != nil {
 		if want == 0 && errors.Is(err, os.ErrNotExist) {
 			return &mappedArray{path: path, dtype: "<i8"}, nil

@@ -152,7 +152,7 @@ func readHeader(f io.ReaderAt) ([]byte, error) {
 // the manifest's data checksum. It reads one block. The error is an
 // InputError naming the file and the bin.
 func checkBin(m *Manifest, i int) error {
-	f, err := os.Open(m.Bins[i].Path)
+	f, err := topology.OpenRegular(m.Bins[i].Path)
 	if err != nil {
 		return binError(m, i, "cannot read its file", err)
 	}
@@ -331,7 +331,7 @@ func Verify(ctx context.Context, datasetDir string, opt VerifyOptions) (*VerifyR
 // verifyBin checks bin i's header and reads its rows for their checksum.
 func verifyBin(ctx context.Context, m *Manifest, i int, done func(int64)) error {
 	b := m.Bins[i]
-	f, err := os.Open(b.Path)
+	f, err := topology.OpenRegular(b.Path)
 	if err != nil {
 		return binError(m, i, "cannot read its file", err)
 	}
@@ -359,7 +359,7 @@ func verifyBin(ctx context.Context, m *Manifest, i int, done func(int64)) error 
 // Materialize then keeps; it returns the checksum.
 func sameHeader(ctx context.Context, m *Manifest, i int, done func(int64)) (uint32, bool) {
 	b := m.Bins[i]
-	f, err := os.Open(b.Path)
+	f, err := topology.OpenRegular(b.Path)
 	if err != nil {
 		return 0, false
 	}
@@ -392,7 +392,7 @@ func sameHeader(ctx context.Context, m *Manifest, i int, done func(int64)) (uint
 // isBinOf reports whether the file at path carries a header of the store
 // with id storeID (read before removing a previous store's files).
 func isBinOf(path, storeID string) bool {
-	f, err := os.Open(path)
+	f, err := topology.OpenRegular(path)
 	if err != nil {
 		return false
 	}

@@ -127,7 +127,7 @@ func ReadManifest(datasetDir string) (*Manifest, error) {
 }
 
 func readManifestFile(path string) (*Manifest, error) {
-	data, err := os.ReadFile(path)
+	data, err := topology.ReadRegularFile(path)
 	if err != nil {
 		msg := "cannot read the feature store's manifest"
 		if errors.Is(err, os.ErrNotExist) {

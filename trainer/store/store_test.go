@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -192,6 +193,12 @@ func TestOpenRefusesAStoreThatIsNotWhatItsManifestSays(t *testing.T) {
 			os.Remove(b.Path)
 			os.Mkdir(b.Path, 0o755)
 		}, "not a regular file"},
+		{"a bin file that is a FIFO (opening it would wait for a writer)", func(t *testing.T, _ *fixture, _ *Manifest, b BinFile) {
+			os.Remove(b.Path)
+			if err := syscall.Mkfifo(b.Path, 0o644); err != nil {
+				t.Skipf("no FIFOs here: %v", err)
+			}
+		}, "not a regular file (a FIFO)"},
 		{"a layout placed again", func(t *testing.T, fx *fixture, _ *Manifest, _ BinFile) {
 			rng := rand.New(rand.NewPCG(99, 99))
 			fx.place(t, randomBins(int(fx.meta.NumNodes), mixMixed, rng), rng)
