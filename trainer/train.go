@@ -316,6 +316,11 @@ func New(b kernels.Backend, g *dataset.Graph, features []float32, o Options) (_ 
 	if err := cfg.Check(); err != nil {
 		return nil, &topology.InputError{Field: "model", Msg: err.Error()}
 	}
+	if _, onHost := b.(*kernels.CPU); onHost {
+		if err := checkHostMemory(cfg, o, m.NumNodes, m.NumEdges, len(g.Train)); err != nil {
+			return nil, &topology.InputError{Path: g.Dir, Field: "model", Msg: err.Error()}
+		}
+	}
 	if o.RowNormalize && features != nil {
 		RowNormalize(features, m.FeatureDim)
 	}

@@ -180,6 +180,13 @@ func TestTrainBadInputExitsTwo(t *testing.T) {
 	dataset.WriteMeta(noSplit, m)
 	dataset.WriteArray(filepath.Join(noSplit, dataset.TrainFile), "<i8", []int64{}, 0)
 
+	manyClasses := filepath.Join(t.TempDir(), "manyclasses")
+	os.MkdirAll(manyClasses, 0o755)
+	writeDataset(t, manyClasses, 300, 4, 8)
+	m, _ = dataset.ReadMeta(manyClasses)
+	m.NumClasses = 1e12
+	dataset.WriteMeta(manyClasses, m)
+
 	plan := filepath.Join(t.TempDir(), "plan.json")
 	if code, _, errOut := runCLI(t, "recommend", "--budget", "80000", "-o", plan); code != 0 {
 		t.Fatalf("recommend: %s", errOut)
@@ -214,6 +221,9 @@ func TestTrainBadInputExitsTwo(t *testing.T) {
 		{"unknown device", []string{"--device", "tpu"}, `--device "tpu": valid: cpu, cuda`},
 		{"negative BLAS threads", []string{"--blas-threads", "-1"}, "--blas-threads: -1 (valid: >= 1, or 0 for auto)"},
 		{"a hundred thousand threads", []string{"--threads", "100000"}, "--threads: 100000 (valid: 1 to"},
+		{"a billion hidden units", []string{"--hidden", "1000000000"}, "need about"},
+		{"a hundred million GAT heads", []string{"--model", "gat", "--heads", "100000000"}, "need about"},
+		{"a trillion classes", []string{"--dataset", manyClasses}, "need about"},
 		{"a hundred thousand BLAS threads", []string{"--blas-threads", "100000"}, "--blas-threads: 100000 (valid: 1 to"},
 		{"no workers", []string{"--workers", "0"}, "--workers: 0 (valid: >= 1)"},
 		{"negative probe batches", []string{"--probe-batches", "-1"}, "--probe-batches: -1"},
@@ -236,6 +246,18 @@ func TestTrainBadInputExitsTwo(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q; want exit 2 and one line mentioning %q", code, errOut, c.want)
 			}
 		})
+	}
+}
+
+// TestTrainHugeFanoutIsAllNeighbours: a fanout of a hundred million
+// takes every neighbour, as -1 does, instead of reserving room for a
+// hundred million per seed.
+func TestTrainHugeFanoutIsAllNeighbours(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "g")
+	os.MkdirAll(dir, 0o755)
+	writeDataset(t, dir, 300, 4, 8)
+	if code, _, errOut := runCLI(t, "train", "--dataset", dir, "--epochs", "1", "--fanouts", "100000000,10"); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
 	}
 }
 

@@ -483,7 +483,13 @@ func (s *Sampler) sample(sc *sampleScratch, epoch, batch int) *MiniBatch {
 
 	// all is the batch's vertex list in order of first reach; every
 	// block's Dst and Src are prefixes of it.
-	all := make([]int32, 0, 2*(hi-lo)*(1+max(s.fanouts[0], 0)))
+	// Room for the seeds' first hop, and never more than every vertex
+	// (a fanout of a hundred million must not ask for 800 GB).
+	room := len(indptr) - 1
+	if per := 2 * (1 + min(max(s.fanouts[0], 0), room)); hi-lo <= room/per {
+		room = (hi - lo) * per
+	}
+	all := make([]int32, 0, room)
 	for _, v := range order[lo:hi] {
 		local[v] = int32(len(all))
 		all = append(all, v)
