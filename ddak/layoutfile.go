@@ -161,7 +161,7 @@ func writeNpy[T uint8 | uint32](w io.Writer, dtype string, data []T) error {
 // readNpy reads a 1-d .npy of the given dtype ("|u1" or "<u4") with want
 // elements.
 func readNpy[T uint8 | uint32](path, dtype string, want int64) ([]T, error) {
-	f, err := os.Open(path)
+	f, err := topology.OpenRegular(path)
 	if err != nil {
 		return nil, &topology.InputError{Path: path, Msg: "cannot read layout", Err: err}
 	}
@@ -321,7 +321,7 @@ func readNpyHeader(r io.Reader) (npyHeader, error) {
 // whole: every bin index names a bin and every row lies within its bin.
 func ReadLayout(dir string) (*Layout, []Bin, error) {
 	path := filepath.Join(dir, LayoutMetaFile)
-	data, err := os.ReadFile(path)
+	data, err := topology.ReadRegularFile(path)
 	if err != nil {
 		return nil, nil, &topology.InputError{Path: path, Msg: "cannot read layout", Err: err}
 	}

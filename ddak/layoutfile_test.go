@@ -135,3 +135,50 @@ func FuzzReadNpyHeader(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReadLayout reads layouts whose layout.json is anything, beside a
+// real layout's arrays: refused or read, never a panic, and what is read
+// places every vertex in a bin it lists.
+func FuzzReadLayout(f *testing.F) {
+	hot := zipfHotness(500, 1, 500, 4)
+	bins, _ := testBins(hot)
+	l, err := Place(hot, bins, Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	seedDir := f.TempDir()
+	if err := WriteLayout(seedDir, l, bins); err != nil {
+		f.Fatal(err)
+	}
+	meta, err := os.ReadFile(filepath.Join(seedDir, LayoutMetaFile))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(meta)
+	f.Add([]byte(`{"schema_version": 1, "vertices": 1000000000000000, "bins": [{}]}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, meta []byte) {
+		dir := t.TempDir()
+		for _, name := range []string{LayoutBinFile, LayoutRowFile} {
+			data, err := os.ReadFile(filepath.Join(seedDir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, LayoutMetaFile), meta, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, gotBins, err := ReadLayout(dir)
+		if err != nil {
+			return
+		}
+		for v, b := range got.Bin {
+			if int(b) >= len(gotBins) {
+				t.Fatalf("vertex %d in bin %d of %d", v, b, len(gotBins))
+			}
+		}
+	})
+}

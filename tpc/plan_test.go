@@ -58,3 +58,29 @@ func TestLoadPlanDamaged(t *testing.T) {
 		t.Fatalf("the plan recommend wrote: %v", err)
 	}
 }
+
+// FuzzLoadPlan reads plan.json files that are anything: refused with an
+// error or read, never a panic.
+func FuzzLoadPlan(f *testing.F) {
+	rec := recommend(f, request(f, "moment-b", "igb-hom", 80000))
+	seed := filepath.Join(f.TempDir(), "plan.json")
+	if err := WritePlan(seed, rec.Plan()); err != nil {
+		f.Fatal(err)
+	}
+	data, err := os.ReadFile(seed)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data)
+	f.Add([]byte(`{"schema_version": 1}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "plan.json")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := LoadPlan(path); err == nil && (p.Machine == nil || p.Workload.Validate() != nil) {
+			t.Fatalf("LoadPlan accepted a plan without a valid machine and workload")
+		}
+	})
+}
