@@ -127,6 +127,9 @@ func runPlace(ctx context.Context, o *placeOptions) error {
 	if g.Meta.FeatureDim == 0 {
 		return usageErrorf("--dataset %s: it has no features to place", o.Dataset)
 	}
+	if err := checkPlanMatches(plan, g.Meta, o.Plan); err != nil {
+		return err
+	}
 	rowBytes := int64(g.Meta.FeatureDim) * 4
 	hot, hotRep, err := placeHotness(ctx, o, plan, g)
 	if err != nil {

@@ -105,6 +105,9 @@ func TestPlaceBadInputExitsTwo(t *testing.T) {
 	if code, _, errOut := runCLI(t, "recommend", "--dataset", data, "--gpus", "1", "-o", plan); code != 0 {
 		t.Fatalf("recommend: %s", errOut)
 	}
+	other := filepath.Join(dir, "other")
+	os.Mkdir(other, 0o755)
+	writeDataset(t, other, 400, 4, 8)
 	short := filepath.Join(dir, "short.npy")
 	sample.WriteHotness(short, make([]uint32, 10))
 	cases := []struct {
@@ -118,6 +121,7 @@ func TestPlaceBadInputExitsTwo(t *testing.T) {
 		{"unknown policy", []string{"place", "--plan", plan, "--dataset", data, "--policy", "random"}, "--policy"},
 		{"flags missing", []string{"place", "--plan", plan}, "--dataset"},
 		{"negative epochs", []string{"place", "--plan", plan, "--dataset", data, "--epochs", "-1"}, "--epochs: -1"},
+		{"another dataset's plan", []string{"place", "--plan", plan, "--dataset", other}, "vertices"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

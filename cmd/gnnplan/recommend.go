@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -195,6 +196,12 @@ func (o *recommendOptions) request(ctx context.Context) (tpc.Request, error) {
 		p, err := loadMeasured(o.Measured)
 		if err != nil {
 			return req, err
+		}
+		switch {
+		case math.IsNaN(p.SSDGBps) || p.SSDGBps < 0 || math.IsInf(p.SSDGBps, 0):
+			return req, &topology.InputError{Path: o.Measured, Field: "ssd_GBps", Msg: fmt.Sprintf("%v (want a measured rate above 0: gnnplan profile --ssd-dir DIR --save FILE)", p.SSDGBps)}
+		case p.SSDGBps == 0:
+			fmt.Fprintf(o.IO.Err, "note: --measured %s: the profile measured no SSD; the catalog's SSD rates are used\n", o.Measured)
 		}
 		req.MeasuredSSDGBps = p.SSDGBps
 		if p.MemcpyGBps > 0 {

@@ -71,6 +71,8 @@ func TestRecommendFlags(t *testing.T) {
 
 func TestRecommendBadInputExitsTwo(t *testing.T) {
 	dir := t.TempDir()
+	negSSD := filepath.Join(dir, "negssd.json")
+	os.WriteFile(negSSD, []byte(`{"schema_version": 1, "feature_bytes": 512, "memcpy_GBps": 5, "ssd_GBps": -1}`), 0o644)
 	cat := filepath.Join(dir, "catalog.yaml")
 	os.WriteFile(cat, []byte("schema_version: 1\ngpus:\n  - key: my-gpu\n    name: My GPU\n    memory_GiB: 24\n    pcie_gen: 4\n    lanes: 16\n    fp32_TFLOPS: 40\n    mem_GBps: 900\n"), 0o644)
 	cases := []struct {
@@ -86,6 +88,7 @@ func TestRecommendBadInputExitsTwo(t *testing.T) {
 		{"unknown model", []string{"recommend", "--model", "gin"}, "graphsage"},
 		{"bad GPU range", []string{"recommend", "--gpus", "4-1"}, "--gpus"},
 		{"a negative top", []string{"recommend", "--top", "-5"}, "--top: -5 (valid: >= 1)"},
+		{"a measured SSD rate below 0", []string{"recommend", "--measured", negSSD}, "ssd_GBps: -1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

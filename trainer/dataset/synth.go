@@ -254,6 +254,10 @@ func (o *SynthOptions) resolve() error {
 		return bad("--nodes", "%d (want 1 to %d: CSR indices are int32)", o.Nodes, math.MaxInt32)
 	case o.Edges < 0 || o.Edges > maxSynthEdges:
 		return bad("--edges", "%d (want 0 to %d)", o.Edges, int64(maxSynthEdges))
+	case o.Nodes < 1<<30 && o.Edges > 10*(o.Nodes*(o.Nodes-1)/2)+1000: // (larger: maxSynthEdges binds first)
+		// Edges are draws, duplicates merged: past ten draws per possible
+		// edge more add nothing but bucket files.
+		return bad("--edges", "%d (want at most %d: %d vertices have %d distinct edges)", o.Edges, 10*(o.Nodes*(o.Nodes-1)/2)+1000, o.Nodes, o.Nodes*(o.Nodes-1)/2)
 	case o.FeatureDim < 0 || o.FeatureDim > maxSynthDim:
 		return bad("--feature-dim", "%d (want 0 to %d)", o.FeatureDim, maxSynthDim)
 	case o.Classes < 1 || o.Classes > maxSynthClasses || int64(o.Classes) > o.Nodes:

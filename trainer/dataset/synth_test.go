@@ -361,6 +361,8 @@ func TestSynthBadOptions(t *testing.T) {
 		{"no vertices", func(o *SynthOptions) { o.Nodes = 0 }, "--nodes"},
 		{"more vertices than int32 ids", func(o *SynthOptions) { o.Nodes = 1 << 31 }, "--nodes"},
 		{"negative edges", func(o *SynthOptions) { o.Edges = -1 }, "--edges"},
+		{"more edges than the vertices can have", func(o *SynthOptions) { o.Nodes, o.Classes, o.Edges = 100, 4, 1e12 }, "--edges"},
+		{"more draws than ten per possible edge", func(o *SynthOptions) { o.Nodes, o.Classes, o.Edges = 100, 4, 50501 }, "--edges"},
 		{"negative feature dim", func(o *SynthOptions) { o.FeatureDim = -1 }, "--feature-dim"},
 		{"no classes", func(o *SynthOptions) { o.Classes = 0 }, "--classes"},
 		{"more classes than vertices", func(o *SynthOptions) { o.Classes = 2000 }, "--classes"},
