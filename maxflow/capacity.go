@@ -125,8 +125,12 @@ func BuildGraph(m *topology.Machine, tiers Tiers) (*Graph, error) {
 	g := &Graph{Net: net, Tiers: tiers, Node: map[string]int{}}
 	g.Source = net.AddNode("source")
 	g.Sink = net.AddNode("sink")
-	for _, n := range m.Nodes {
+	firstNode := 0 // m.Nodes[i] is network node firstNode+i
+	for i, n := range m.Nodes {
 		g.Node[n.ID] = net.AddNode(n.ID)
+		if i == 0 {
+			firstNode = g.Node[n.ID]
+		}
 	}
 	g.Link = make([]int, 0, cap(net.from))
 	virtual := func(int) { g.Link = append(g.Link, -1) }
@@ -178,7 +182,7 @@ func BuildGraph(m *topology.Machine, tiers Tiers) (*Graph, error) {
 		pool := net.AddNode("ssd-pool")
 		virtual(net.AddCappedEdge(g.Source, pool, math.Inf(1), ssdShare*D))
 		for _, id := range ssds {
-			rate := m.Node(id).ReadGBps
+			rate := m.Nodes[g.Node[id]-firstNode].ReadGBps
 			if rate <= 0 {
 				rate = tiers.SSDReadGBps
 			}

@@ -38,9 +38,13 @@ func newFastEvaluator(m *topology.Machine, inv Inventory, groups []slotGroup, ti
 	u := &topology.Machine{SchemaVersion: m.SchemaVersion, Name: m.Name, Source: m.Source,
 		Nodes: append([]topology.Node(nil), m.Nodes...), Links: append([]topology.Link(nil), m.Links...)}
 	gpuOf, ssdOf := map[string]string{}, map[string]string{}
+	byID := make(map[string]*topology.Node, len(m.Nodes))
+	for i := range m.Nodes {
+		byID[m.Nodes[i].ID] = &m.Nodes[i]
+	}
 	for _, g := range groups {
 		for _, s := range g.slots {
-			slot := m.Node(s)
+			slot := byID[s]
 			for _, dev := range []struct {
 				tmpl  topology.Node
 				stem  string
@@ -72,39 +76,55 @@ func newFastEvaluator(m *topology.Machine, inv Inventory, groups []slotGroup, ti
 	}
 	f := &fastEvaluator{net: g.Net, src: g.Source, sink: g.Sink, tiers: tiers, nGPU: inv.GPUs, nSSD: inv.SSDs,
 		slot: map[string]*slotEdges{}}
+	// The first link edge from each node to each other, found once: a
+	// scan per lookup made this quadratic in the slots (seconds at 10k).
+	linkEdge := map[[2]int]int{}
+	for e := 0; e < g.Net.Edges(); e++ {
+		k := [2]int{int(g.Net.from[e]), int(g.Net.to[e])}
+		if _, seen := linkEdge[k]; !seen && g.Link[e] >= 0 {
+			linkEdge[k] = e
+		}
+	}
 	edgeBetween := func(a, b string) int {
-		na, nb := g.Node[a], g.Node[b]
-		for e := 0; e < g.Net.Edges(); e++ {
-			if int(g.Net.from[e]) == na && int(g.Net.to[e]) == nb && g.Link[e] >= 0 {
-				return e
-			}
+		if e, ok := linkEdge[[2]int{g.Node[a], g.Node[b]}]; ok {
+			return e
+		}
+		return -1
+	}
+	// Each device's sink and storage edges, by id (last wins, as a scan
+	// would have it).
+	sinkOf := make(map[string]int, len(g.Compute))
+	for _, c := range g.Compute {
+		sinkOf[c.ID] = c.Edge
+	}
+	storeOf := make(map[[2]string]int, len(g.Storage))
+	for _, st := range g.Storage {
+		storeOf[[2]string{st.ID, string(st.Kind)}] = st.Edge
+	}
+	edgeOr := func(m map[string]int, k string) int {
+		if e, ok := m[k]; ok {
+			return e
+		}
+		return -1
+	}
+	storeEdge := func(id string, k StorageKind) int {
+		if e, ok := storeOf[[2]string{id, string(k)}]; ok {
+			return e
 		}
 		return -1
 	}
 	for _, gr := range groups {
 		for _, s := range gr.slots {
 			se := &slotEdges{gpuSink: -1, gpuCache: -1, gpuLink: -1, ssdRead: -1, ssdLinks: [2]int{-1, -1}, slotUp: [2]int{-1, -1}}
-			parent := m.Node(s).Parent
+			parent := byID[s].Parent
 			se.slotUp = [2]int{edgeBetween(parent, s), edgeBetween(s, parent)}
 			if id, ok := gpuOf[s]; ok {
 				se.gpuLink = edgeBetween(s, id)
-				for _, c := range g.Compute {
-					if c.ID == id {
-						se.gpuSink = c.Edge
-					}
-				}
-				for _, st := range g.Storage {
-					if st.ID == id && st.Kind == StorageGPUMem {
-						se.gpuCache = st.Edge
-					}
-				}
+				se.gpuSink = edgeOr(sinkOf, id)
+				se.gpuCache = storeEdge(id, StorageGPUMem)
 			}
 			if id, ok := ssdOf[s]; ok {
-				for _, st := range g.Storage {
-					if st.ID == id && st.Kind == StorageSSD {
-						se.ssdRead = st.Edge
-					}
-				}
+				se.ssdRead = storeEdge(id, StorageSSD)
 				se.ssdLinks = [2]int{edgeBetween(s, id), edgeBetween(id, s)}
 			}
 			f.slot[s] = se

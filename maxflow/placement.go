@@ -548,6 +548,17 @@ func (b *bnb) run() error {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
+	// Ctrl-C and SIGTERM stop the search from here on, each worker at its
+	// next node.
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-b.ctx.Done():
+			b.stop.Store(true)
+		case <-done:
+		}
+	}()
 	// The whole tree's bound: every subtree starts from it, so once a
 	// placement ties it the rest are settled by walk order alone.
 	root := task{counts: make([][2]int, len(b.groups)), g: b.inv.GPUs, s: b.inv.SSDs}
@@ -564,7 +575,7 @@ func (b *bnb) run() error {
 	// are handed out in order, so good placements found early (the walk
 	// tries more devices in the earlier groups first) prune the rest.
 	tasks := []task{root}
-	for len(tasks) < 8*workers {
+	for len(tasks) < 8*workers && !b.stop.Load() {
 		var next []task
 		grew := false
 		for _, t := range tasks {
@@ -580,15 +591,6 @@ func (b *bnb) run() error {
 			break
 		}
 	}
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-b.ctx.Done():
-			b.stop.Store(true)
-		case <-done:
-		}
-	}()
 	var wg sync.WaitGroup
 	work := make(chan task)
 	for w := 0; w < workers; w++ {

@@ -3,11 +3,13 @@ package maxflow
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gnnplan/gnnplan/profiles"
 	"github.com/gnnplan/gnnplan/topology"
@@ -598,5 +600,38 @@ func TestInstalledOutsideTheSearch(t *testing.T) {
 	}
 	if !found {
 		t.Error("the installed placement is not listed")
+	}
+}
+
+// TestSearchStopsSoonAfterCancel: on a machine of 10,000 slots, where the
+// search runs for minutes, a cancelled context (Ctrl-C, SIGTERM) ends it
+// within a second, even while the workers are still building their
+// evaluators.
+func TestSearchStopsSoonAfterCancel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 10,000-slot machine; skipped with -short")
+	}
+	m := &topology.Machine{SchemaVersion: 1, Name: "wide",
+		Nodes: []topology.Node{{ID: "socket0", Kind: topology.KindSocket, Cores: 16, MemoryGiB: 256}, {ID: "rp0", Kind: topology.KindRootPort, Parent: "socket0"}},
+		Links: []topology.Link{{From: "socket0", To: "rp0", Kind: topology.LinkPCIe, GBps: 48, PCIeGen: 5, Lanes: 16}}}
+	for i := range 10000 {
+		sw := fmt.Sprintf("sw%d", i/64)
+		if i%64 == 0 {
+			m.Nodes = append(m.Nodes, topology.Node{ID: sw, Kind: topology.KindSwitch, Parent: "rp0"})
+			m.Links = append(m.Links, topology.Link{From: "rp0", To: sw, Kind: topology.LinkPCIe, GBps: 48, PCIeGen: 5, Lanes: 16})
+		}
+		slot := fmt.Sprintf("slot%d", i)
+		m.Nodes = append(m.Nodes, topology.Node{ID: slot, Kind: topology.KindSlot, Parent: sw, Lanes: 16, PCIeGen: 4, DoubleWidth: true})
+		m.Links = append(m.Links, topology.Link{From: sw, To: slot, Kind: topology.LinkPCIe, GBps: 24, PCIeGen: 4, Lanes: 16})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := SearchWith(ctx, m, Inventory{GPUs: 4, SSDs: 8, GPU: DefaultGPU(), SSD: DefaultSSD()}, DefaultTiers(), SearchOptions{Top: 5})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("SearchWith = %v, want the context's error", err)
+	}
+	if late := time.Since(start) - 300*time.Millisecond; late > 1500*time.Millisecond {
+		t.Errorf("returned %v after the cancel, want within 1.5 s", late.Round(time.Millisecond))
 	}
 }
