@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -289,11 +290,29 @@ func (s *Store) loadCaches(src *features) error {
 		for j := int64(0); j*rb < int64(len(data)); j++ {
 			v := first + j
 			if c := views[s.bin[v]]; c != nil {
-				copy(c[int64(s.row[v])*rb:], data[j*rb:(j+1)*rb])
+				row := data[j*rb : (j+1)*rb]
+				// Cached rows are checked as memory mode checks them: a
+				// non-finite feature would train to NaN.
+				if col := nonFinite(row); col >= 0 {
+					x := math.Float32frombits(binary.LittleEndian.Uint32(row[4*col:]))
+					return &topology.InputError{Path: src.path, Msg: fmt.Sprintf("row %d column %d is %v (features must be finite)", v, col, x)}
+				}
+				copy(c[int64(s.row[v])*rb:], row)
 			}
 		}
 		return nil
 	})
+}
+
+// nonFinite returns the first column of a little-endian float32 row that
+// is NaN or infinite, or -1.
+func nonFinite(row []byte) int {
+	for i := 0; i+4 <= len(row); i += 4 {
+		if binary.LittleEndian.Uint32(row[i:])&0x7f800000 == 0x7f800000 {
+			return i / 4
+		}
+	}
+	return -1
 }
 
 // Dim is the feature dimension: Gather writes Dim floats per vertex.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -454,5 +455,44 @@ func TestGatherResident(t *testing.T) {
 		if _, err := s.BinData(b); err == nil {
 			t.Errorf("BinData(%d): no error", b)
 		}
+	}
+}
+
+// TestOpenRefusesANonFiniteCachedRow: a row the store holds in memory is
+// checked finite when loaded, as memory mode checks every row: +Inf in
+// features.npy (edited in place, same size) is refused naming the row and
+// column instead of training to NaN.
+func TestOpenRefusesANonFiniteCachedRow(t *testing.T) {
+	fx, l, m := materialized(t, 800, 16, mixMixed, 1, 77)
+	cached := -1
+	for v, b := range l.Bin {
+		if m.Bins[b].Kind != maxflow.StorageSSD {
+			cached = v
+			break
+		}
+	}
+	if cached < 0 {
+		t.Fatal("the layout caches no row")
+	}
+	path := filepath.Join(fx.dir, dataset.FeaturesFile)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := f.Stat()
+	rowBytes := int64(16 * 4)
+	off := fi.Size() - 800*rowBytes + int64(cached)*rowBytes + 4*3
+	if _, err := f.WriteAt(binary.LittleEndian.AppendUint32(nil, math.Float32bits(float32(math.Inf(1)))), off); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	s, err := Open(fx.dir, Options{})
+	if err == nil {
+		s.Close()
+		t.Fatal("Open succeeded on a cached row of +Inf")
+	}
+	want := fmt.Sprintf("row %d column 3 is +Inf", cached)
+	if !topology.IsBadInput(err) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Open: %v, want a bad-input error saying %q", err, want)
 	}
 }
