@@ -193,9 +193,19 @@ func BinsFromPlan(p *tpc.Plan, rows int64, rowBytes int64, opt BinOptions) ([]Bi
 	if reserve == 0 {
 		reserve = p.Assumptions.GPUReserveGiB
 	}
+	// capRows turns a capacity in rows into an int64 that cannot wrap: a
+	// plan's 1e15 GiB is 2^53 rows, not a negative count. Capacities stay
+	// what the hardware holds, above the dataset's rows included; nothing
+	// is allocated by them.
+	capRows := func(x float64) int64 {
+		if !(x > 0) {
+			return 0
+		}
+		return int64(min(x, 1<<53))
+	}
 	cpuRows := opt.CPUCacheRows
 	if cpuRows == 0 && p.Workload.Vertices > 0 {
-		cpuRows = int64(p.Prediction.Shares.CPUCacheRows / float64(p.Workload.Vertices) * float64(rows))
+		cpuRows = capRows(p.Prediction.Shares.CPUCacheRows / float64(p.Workload.Vertices) * float64(rows))
 	}
 	ssdGB := opt.SSDCapacityGB
 	if ssdGB <= 0 {
@@ -218,7 +228,7 @@ func BinsFromPlan(p *tpc.Plan, rows int64, rowBytes int64, opt BinOptions) ([]Bi
 					mem = g.MemoryGiB
 				}
 			}
-			b.CapacityRows = int64(math.Max(0, mem-reserve) * (1 << 30) / float64(rowBytes))
+			b.CapacityRows = capRows((mem - reserve) * (1 << 30) / float64(rowBytes))
 		case maxflow.StorageHostMem:
 			b.CapacityRows = cpuRows / int64(hosts)
 			if int64(hostSeen) < cpuRows%int64(hosts) {
@@ -227,7 +237,7 @@ func BinsFromPlan(p *tpc.Plan, rows int64, rowBytes int64, opt BinOptions) ([]Bi
 			hostSeen++
 			gb = math.Max(0, gb-topoGB/float64(hosts))
 		case maxflow.StorageSSD:
-			b.CapacityRows = int64(ssdGB * 1e9 / float64(rowBytes))
+			b.CapacityRows = capRows(ssdGB * 1e9 / float64(rowBytes))
 		}
 		if featGB > 0 {
 			b.TargetShare = gb / featGB

@@ -239,3 +239,23 @@ func TestBinsFromPlanBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestBinsFromPlanHugeMemory: a plan whose GPU claims 1e15 GiB gives a
+// bin of a huge capacity, not one wrapped negative.
+func TestBinsFromPlanHugeMemory(t *testing.T) {
+	p := momentAPlan(t, zipfHotness(1000, 1, 1000, 1), 0.01)
+	for i := range p.Machine.Nodes {
+		if p.Machine.Nodes[i].Kind == topology.KindGPU {
+			p.Machine.Nodes[i].MemoryGiB = 1e15
+		}
+	}
+	bins, err := BinsFromPlan(p, 1000, 512, BinOptions{SSDCapacityGB: 1e30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bins {
+		if b.Kind != maxflow.StorageHostMem && b.CapacityRows < 1000 {
+			t.Errorf("bin %s: capacity %d rows, want at least the dataset's 1000", b.ID, b.CapacityRows)
+		}
+	}
+}
