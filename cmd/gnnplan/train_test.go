@@ -165,27 +165,20 @@ func TestTrainBadInputExitsTwo(t *testing.T) {
 	os.MkdirAll(good, 0o755)
 	writeDataset(t, good, 300, 4, 8)
 
-	noLabels := filepath.Join(t.TempDir(), "nolabels")
-	os.MkdirAll(noLabels, 0o755)
-	writeDataset(t, noLabels, 300, 4, 8)
-	m, _ := dataset.ReadMeta(noLabels)
-	m.NumClasses = 0
-	dataset.WriteMeta(noLabels, m)
-
-	noSplit := filepath.Join(t.TempDir(), "nosplit")
-	os.MkdirAll(noSplit, 0o755)
-	writeDataset(t, noSplit, 300, 4, 8)
-	m, _ = dataset.ReadMeta(noSplit)
-	m.NumTrain = 0
-	dataset.WriteMeta(noSplit, m)
+	// edited is a small dataset whose meta.json edit changes.
+	edited := func(edit func(*dataset.Meta)) string {
+		dir := filepath.Join(t.TempDir(), "d")
+		os.MkdirAll(dir, 0o755)
+		writeDataset(t, dir, 300, 4, 8)
+		m, _ := dataset.ReadMeta(dir)
+		edit(&m)
+		dataset.WriteMeta(dir, m)
+		return dir
+	}
+	noLabels := edited(func(m *dataset.Meta) { m.NumClasses = 0 })
+	noSplit := edited(func(m *dataset.Meta) { m.NumTrain = 0 })
 	dataset.WriteArray(filepath.Join(noSplit, dataset.TrainFile), "<i8", []int64{}, 0)
-
-	manyClasses := filepath.Join(t.TempDir(), "manyclasses")
-	os.MkdirAll(manyClasses, 0o755)
-	writeDataset(t, manyClasses, 300, 4, 8)
-	m, _ = dataset.ReadMeta(manyClasses)
-	m.NumClasses = 1e12
-	dataset.WriteMeta(manyClasses, m)
+	manyClasses := edited(func(m *dataset.Meta) { m.NumClasses = 1e12 })
 
 	plan := filepath.Join(t.TempDir(), "plan.json")
 	if code, _, errOut := runCLI(t, "recommend", "--budget", "80000", "-o", plan); code != 0 {
