@@ -16,6 +16,7 @@ import (
 
 	"github.com/gnnplan/gnnplan/maxflow"
 	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
 // HeaderBytes is the identity block at the start of every SSD bin file: one
@@ -130,8 +131,8 @@ func expectedHeader(m *Manifest, i int) (binHeader, error) {
 // apart by its header.
 func storeID(m *Manifest) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "gnnplan store %d\n%q %d %d %d %08x %d %d\n", ManifestSchemaVersion, m.Dataset, m.NumNodes, m.FeatureDim,
-		m.RowBytes, m.LayoutCRC32C, m.FeaturesBytes, m.FeaturesMtimeUnixNs)
+	fmt.Fprintf(h, "gnnplan store %d\n%q %d %d %d %08x %d %d %08x\n", ManifestSchemaVersion, m.Dataset, m.NumNodes, m.FeatureDim,
+		m.RowBytes, m.LayoutCRC32C, m.FeaturesBytes, m.FeaturesMtimeUnixNs, m.FeaturesSampleCRC32C)
 	for i, b := range m.Bins {
 		fmt.Fprintf(h, "%d %q %s %d %d %d\n", i, b.ID, b.Kind, b.Rows, b.StrideBytes, b.FileBytes)
 	}
@@ -294,6 +295,23 @@ func Verify(ctx context.Context, datasetDir string, opt VerifyOptions) (*VerifyR
 		return nil, err
 	}
 	rep := &VerifyReport{SchemaVersion: VerifyReportSchemaVersion, Manifest: manifestPath, StoreID: m.StoreID}
+	// The store must still be of these features, as Open requires.
+	meta, err := dataset.ReadMeta(datasetDir)
+	if err != nil {
+		return nil, err
+	}
+	src, err := openFeatures(datasetDir, meta)
+	if err != nil {
+		return nil, err
+	}
+	crc, err := src.sampleCRC()
+	src.f.Close()
+	if err != nil {
+		return nil, err
+	}
+	if src.size != m.FeaturesBytes || crc != m.FeaturesSampleCRC32C {
+		return nil, &topology.InputError{Path: manifestPath, Msg: fmt.Sprintf("%s changed since the store was materialized (size or sampled rows differ): materialize it again", src.path)}
+	}
 	var total int64
 	for _, b := range m.Bins {
 		if b.Kind == maxflow.StorageSSD {

@@ -24,8 +24,9 @@ const ManifestFile = "store.json"
 const legacyJournalFile = "store.partial.json"
 
 // ManifestSchemaVersion versions store.json. Version 2 added the store id
-// and the bin files' header block.
-const ManifestSchemaVersion = 2
+// and the bin files' header block; version 3 the sampled checksum of the
+// features' rows.
+const ManifestSchemaVersion = 3
 
 // Alignment of the SSD bin files.
 const (
@@ -94,9 +95,14 @@ type Manifest struct {
 	// FeaturesBytes and FeaturesMtimeUnixNs identify the features.npy the
 	// files were cut from; a rerun of Materialize keeps a bin file only
 	// when both match.
-	FeaturesBytes       int64     `json:"features_bytes"`
-	FeaturesMtimeUnixNs int64     `json:"features_mtime_unix_ns"`
-	Bins                []BinFile `json:"bins"`
+	FeaturesBytes       int64 `json:"features_bytes"`
+	FeaturesMtimeUnixNs int64 `json:"features_mtime_unix_ns"`
+	// FeaturesSampleCRC32C is the CRC-32C of featureSampleRows rows of
+	// features.npy spread over the file: checked at every Open, so a
+	// features file rewritten in place at the same size is not served
+	// from a store cut from the old one.
+	FeaturesSampleCRC32C uint32    `json:"features_sample_crc32c"`
+	Bins                 []BinFile `json:"bins"`
 }
 
 // BinFile is one bin of the layout. Cache bins (GPU and host memory) have

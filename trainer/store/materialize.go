@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math"
 	"os"
@@ -256,6 +257,9 @@ func newManifest(datasetDir, layoutDir string, meta dataset.Meta, l *ddak.Layout
 	stride := StrideFor(rowBytes)
 	m := &Manifest{SchemaVersion: ManifestSchemaVersion, Dataset: meta.Name, NumNodes: meta.NumNodes, FeatureDim: meta.FeatureDim,
 		RowBytes: rowBytes, LayoutDir: ld, LayoutCRC32C: layoutCRC(l), FeaturesBytes: src.size, FeaturesMtimeUnixNs: src.mtime}
+	if m.FeaturesSampleCRC32C, err = src.sampleCRC(); err != nil {
+		return nil, err
+	}
 	dirs := make([]string, len(ssdDirs))
 	for i, d := range ssdDirs {
 		st, err := os.Stat(d)
@@ -323,6 +327,30 @@ type features struct {
 	mtime  int64
 	rows   int64
 	rowB   int64
+}
+
+// featureSampleRows is how many rows sampleCRC reads: spread evenly, so a
+// file rewritten with other values changes them, at a few hundred small
+// reads per Open.
+const featureSampleRows = 256
+
+// sampleCRC is the CRC-32C of featureSampleRows rows spread evenly over
+// the features (all of them when there are fewer), in row order.
+func (f *features) sampleCRC() (uint32, error) {
+	n := min(f.rows, featureSampleRows)
+	if n == 0 {
+		return 0, nil
+	}
+	buf := make([]byte, f.rowB)
+	var crc uint32
+	for i := range n {
+		v := i * (f.rows - 1) / max(n-1, 1)
+		if _, err := f.f.ReadAt(buf, f.offset+v*f.rowB); err != nil {
+			return 0, fmt.Errorf("read %s row %d: %w", f.path, v, err)
+		}
+		crc = crc32.Update(crc, castagnoli(), buf)
+	}
+	return crc, nil
 }
 
 // openFeatures checks dir/features.npy against the dataset's meta (by

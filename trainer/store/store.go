@@ -215,6 +215,11 @@ func Open(datasetDir string, opt Options) (*Store, error) {
 	if src.size != m.FeaturesBytes {
 		return nil, stale(fmt.Sprintf("%s changed (%d bytes, the store was cut from %d)", src.path, src.size, m.FeaturesBytes))
 	}
+	if crc, err := src.sampleCRC(); err != nil {
+		return nil, err
+	} else if crc != m.FeaturesSampleCRC32C {
+		return nil, stale(fmt.Sprintf("%s changed (its sampled rows differ from those the store was cut from)", src.path))
+	}
 
 	s := &Store{m: m, dim: m.FeatureDim, rowBytes: m.RowBytes, bin: l.Bin, row: l.Row}
 	var inMemory int64

@@ -496,3 +496,35 @@ func TestOpenRefusesANonFiniteCachedRow(t *testing.T) {
 		t.Errorf("Open: %v, want a bad-input error saying %q", err, want)
 	}
 }
+
+// TestOpenRefusesFeaturesRewrittenInPlace: features.npy rewritten with
+// other values at the same size (its rows scaled) no longer matches the
+// store's sampled checksum, so the store is refused as stale instead of
+// serving the old rows.
+func TestOpenRefusesFeaturesRewrittenInPlace(t *testing.T) {
+	fx, _, _ := materialized(t, 800, 16, mixMixed, 1, 78)
+	path := filepath.Join(fx.dir, dataset.FeaturesFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := len(data) - 800*16*4
+	for i := start; i+4 <= len(data); i += 4 {
+		x := math.Float32frombits(binary.LittleEndian.Uint32(data[i:]))
+		binary.LittleEndian.PutUint32(data[i:], math.Float32bits(2*x+1))
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(fx.dir, Options{})
+	if err == nil {
+		s.Close()
+		t.Fatal("Open served a store cut from other features")
+	}
+	if !topology.IsBadInput(err) || !strings.Contains(err.Error(), "sampled rows differ") || !strings.Contains(err.Error(), "materialize it again") {
+		t.Errorf("Open: %v, want a bad-input error saying the features changed", err)
+	}
+	if _, err := Verify(context.Background(), fx.dir, VerifyOptions{}); !topology.IsBadInput(err) || !strings.Contains(err.Error(), "sampled rows differ") {
+		t.Errorf("Verify: %v, want it to refuse the store as Open does, not call it intact", err)
+	}
+}
