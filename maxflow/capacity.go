@@ -125,12 +125,8 @@ func BuildGraph(m *topology.Machine, tiers Tiers) (*Graph, error) {
 	g := &Graph{Net: net, Tiers: tiers, Node: map[string]int{}}
 	g.Source = net.AddNode("source")
 	g.Sink = net.AddNode("sink")
-	firstNode := 0 // m.Nodes[i] is network node firstNode+i
-	for i, n := range m.Nodes {
+	for _, n := range m.Nodes {
 		g.Node[n.ID] = net.AddNode(n.ID)
-		if i == 0 {
-			firstNode = g.Node[n.ID]
-		}
 	}
 	g.Link = make([]int, 0, cap(net.from))
 	virtual := func(int) { g.Link = append(g.Link, -1) }
@@ -181,8 +177,9 @@ func BuildGraph(m *topology.Machine, tiers Tiers) (*Graph, error) {
 		// caps their sum, each SSD reads at its own rate.
 		pool := net.AddNode("ssd-pool")
 		virtual(net.AddCappedEdge(g.Source, pool, math.Inf(1), ssdShare*D))
+		byID := m.NodesByID()
 		for _, id := range ssds {
-			rate := m.Nodes[g.Node[id]-firstNode].ReadGBps
+			rate := byID[id].ReadGBps
 			if rate <= 0 {
 				rate = tiers.SSDReadGBps
 			}

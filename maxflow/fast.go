@@ -38,10 +38,7 @@ func newFastEvaluator(m *topology.Machine, inv Inventory, groups []slotGroup, ti
 	u := &topology.Machine{SchemaVersion: m.SchemaVersion, Name: m.Name, Source: m.Source,
 		Nodes: append([]topology.Node(nil), m.Nodes...), Links: append([]topology.Link(nil), m.Links...)}
 	gpuOf, ssdOf := map[string]string{}, map[string]string{}
-	byID := make(map[string]*topology.Node, len(m.Nodes))
-	for i := range m.Nodes {
-		byID[m.Nodes[i].ID] = &m.Nodes[i]
-	}
+	byID := m.NodesByID()
 	for _, g := range groups {
 		for _, s := range g.slots {
 			slot := byID[s]
@@ -85,33 +82,19 @@ func newFastEvaluator(m *topology.Machine, inv Inventory, groups []slotGroup, ti
 			linkEdge[k] = e
 		}
 	}
-	edgeBetween := func(a, b string) int {
-		if e, ok := linkEdge[[2]int{g.Node[a], g.Node[b]}]; ok {
-			return e
-		}
-		return -1
-	}
-	// Each device's sink and storage edges, by id (last wins, as a scan
-	// would have it).
+	edgeBetween := func(a, b string) int { return edgeIn(linkEdge, [2]int{g.Node[a], g.Node[b]}) }
+	// Each device's sink and storage edges, by id and kind.
 	sinkOf := make(map[string]int, len(g.Compute))
 	for _, c := range g.Compute {
 		sinkOf[c.ID] = c.Edge
 	}
-	storeOf := make(map[[2]string]int, len(g.Storage))
+	type store struct {
+		id   string
+		kind StorageKind
+	}
+	storeOf := make(map[store]int, len(g.Storage))
 	for _, st := range g.Storage {
-		storeOf[[2]string{st.ID, string(st.Kind)}] = st.Edge
-	}
-	edgeOr := func(m map[string]int, k string) int {
-		if e, ok := m[k]; ok {
-			return e
-		}
-		return -1
-	}
-	storeEdge := func(id string, k StorageKind) int {
-		if e, ok := storeOf[[2]string{id, string(k)}]; ok {
-			return e
-		}
-		return -1
+		storeOf[store{st.ID, st.Kind}] = st.Edge
 	}
 	for _, gr := range groups {
 		for _, s := range gr.slots {
@@ -120,11 +103,11 @@ func newFastEvaluator(m *topology.Machine, inv Inventory, groups []slotGroup, ti
 			se.slotUp = [2]int{edgeBetween(parent, s), edgeBetween(s, parent)}
 			if id, ok := gpuOf[s]; ok {
 				se.gpuLink = edgeBetween(s, id)
-				se.gpuSink = edgeOr(sinkOf, id)
-				se.gpuCache = storeEdge(id, StorageGPUMem)
+				se.gpuSink = edgeIn(sinkOf, id)
+				se.gpuCache = edgeIn(storeOf, store{id, StorageGPUMem})
 			}
 			if id, ok := ssdOf[s]; ok {
-				se.ssdRead = storeEdge(id, StorageSSD)
+				se.ssdRead = edgeIn(storeOf, store{id, StorageSSD})
 				se.ssdLinks = [2]int{edgeBetween(s, id), edgeBetween(id, s)}
 			}
 			f.slot[s] = se
@@ -224,4 +207,12 @@ func (f *fastEvaluator) unboundSSDs(p Placement) {
 			}
 		}
 	}
+}
+
+// edgeIn is the edge m holds for k, -1 when none.
+func edgeIn[K comparable](m map[K]int, k K) int {
+	if e, ok := m[k]; ok {
+		return e
+	}
+	return -1
 }

@@ -151,6 +151,16 @@ func (m *Machine) Node(id string) *Node {
 	return nil
 }
 
+// NodesByID indexes the nodes by id, for callers that look up many: Node
+// scans. The pointers are into m.Nodes, valid until it is appended to.
+func (m *Machine) NodesByID() map[string]*Node {
+	byID := make(map[string]*Node, len(m.Nodes))
+	for i := range m.Nodes {
+		byID[m.Nodes[i].ID] = &m.Nodes[i]
+	}
+	return byID
+}
+
 // NodesOfKind returns the nodes of kind k in file order.
 func (m *Machine) NodesOfKind(k Kind) []*Node {
 	var out []*Node
