@@ -25,11 +25,12 @@ import (
 const HeaderBytes = 4096
 
 // The header's layout (little-endian): magic, version, bin index, store id,
-// rows, row bytes, stride, file bytes, data CRC, the bin id's length and
-// bytes, zeros, and the CRC-32C of everything before it in its last 4 bytes.
+// rows, row bytes, stride, file bytes, data CRC, row checksums' CRC, the
+// bin id's length and bytes, zeros, and the CRC-32C of everything before
+// it in its last 4 bytes. Version 2 added the row checksums.
 const (
 	binMagic         = "GNNPBIN\x00"
-	binHeaderVersion = 1
+	binHeaderVersion = 2
 	hdrIndex         = 12
 	hdrStoreID       = 16
 	hdrRows          = 32
@@ -37,8 +38,9 @@ const (
 	hdrStride        = 48
 	hdrFileBytes     = 56
 	hdrDataCRC       = 64
-	hdrIDLen         = 68
-	hdrID            = 70
+	hdrRowCRCsCRC    = 68
+	hdrIDLen         = 72
+	hdrID            = 74
 	hdrCRC           = HeaderBytes - 4
 	// maxBinIDBytes bounds a bin id so that it fits the header.
 	maxBinIDBytes = 1024
@@ -49,19 +51,21 @@ const (
 func castagnoli() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) }
 
 // binHeader is what an SSD bin file says about itself: which store and
-// which bin of it the file is, the rows' shape, and the CRC-32C of the data
-// area (everything after the header), so that a file swapped with another
-// or a manifest path pointed at the wrong file is caught by reading one
-// block, and damaged rows by reading the file.
+// which bin of it the file is, the rows' shape, the CRC-32C of the data
+// area (everything after the header) and that of its table of row
+// checksums, so that a file swapped with another or a manifest path
+// pointed at the wrong file is caught by reading one block, and damaged
+// rows by reading the file or, one row at a time, by the reads of training.
 type binHeader struct {
-	StoreID     [storeIDBytes]byte
-	Index       uint32
-	ID          string
-	Rows        int64
-	RowBytes    int64
-	StrideBytes int64
-	FileBytes   int64
-	DataCRC32C  uint32
+	StoreID       [storeIDBytes]byte
+	Index         uint32
+	ID            string
+	Rows          int64
+	RowBytes      int64
+	StrideBytes   int64
+	FileBytes     int64
+	DataCRC32C    uint32
+	RowCRCsCRC32C uint32
 }
 
 func (h *binHeader) marshal() []byte {
@@ -76,6 +80,7 @@ func (h *binHeader) marshal() []byte {
 	le.PutUint64(p[hdrStride:], uint64(h.StrideBytes))
 	le.PutUint64(p[hdrFileBytes:], uint64(h.FileBytes))
 	le.PutUint32(p[hdrDataCRC:], h.DataCRC32C)
+	le.PutUint32(p[hdrRowCRCsCRC:], h.RowCRCsCRC32C)
 	le.PutUint16(p[hdrIDLen:], uint16(len(h.ID)))
 	copy(p[hdrID:], h.ID)
 	le.PutUint32(p[hdrCRC:], crc32.Checksum(p[:hdrCRC], castagnoli()))
@@ -94,7 +99,7 @@ func parseBinHeader(p []byte) (binHeader, error) {
 	case le.Uint32(p[hdrCRC:]) != crc32.Checksum(p[:hdrCRC], castagnoli()):
 		return h, fmt.Errorf("header damaged (its CRC-32C does not match)")
 	case le.Uint32(p[8:]) != binHeaderVersion:
-		return h, fmt.Errorf("header version %d (want %d)", le.Uint32(p[8:]), binHeaderVersion)
+		return h, fmt.Errorf("header version %d (want %d: a file written before rows had checksums)", le.Uint32(p[8:]), binHeaderVersion)
 	}
 	n := int(le.Uint16(p[hdrIDLen:]))
 	if n > maxBinIDBytes {
@@ -107,6 +112,7 @@ func parseBinHeader(p []byte) (binHeader, error) {
 	h.StrideBytes = int64(le.Uint64(p[hdrStride:]))
 	h.FileBytes = int64(le.Uint64(p[hdrFileBytes:]))
 	h.DataCRC32C = le.Uint32(p[hdrDataCRC:])
+	h.RowCRCsCRC32C = le.Uint32(p[hdrRowCRCsCRC:])
 	h.ID = string(p[hdrID : hdrID+n])
 	return h, nil
 }
@@ -115,7 +121,7 @@ func parseBinHeader(p []byte) (binHeader, error) {
 func expectedHeader(m *Manifest, i int) (binHeader, error) {
 	b := m.Bins[i]
 	h := binHeader{Index: uint32(i), ID: b.ID, Rows: b.Rows, RowBytes: b.RowBytes, StrideBytes: b.StrideBytes,
-		FileBytes: b.FileBytes, DataCRC32C: b.CRC32C}
+		FileBytes: b.FileBytes, DataCRC32C: b.CRC32C, RowCRCsCRC32C: b.RowCRCsCRC32C}
 	id, err := hex.DecodeString(m.StoreID)
 	if err != nil || len(id) != storeIDBytes {
 		return h, fmt.Errorf("store id %q is not %d hex digits", m.StoreID, 2*storeIDBytes)
@@ -190,8 +196,8 @@ func checkOpenBin(m *Manifest, i int, f *os.File) error {
 	case got.Index != want.Index || got.ID != want.ID:
 		return binError(m, i, fmt.Sprintf("the file holds bin %s (bins[%d]) of this store: files swapped or a path edited; materialize again", got.ID, got.Index), nil)
 	case got != want:
-		return binError(m, i, fmt.Sprintf("the header (%d rows, stride %d, %d bytes, data CRC-32C %08x) disagrees with the manifest (%d rows, stride %d, %d bytes, %08x); materialize again",
-			got.Rows, got.StrideBytes, got.FileBytes, got.DataCRC32C, want.Rows, want.StrideBytes, want.FileBytes, want.DataCRC32C), nil)
+		return binError(m, i, fmt.Sprintf("the header (%d rows, stride %d, %d bytes, data CRC-32C %08x, row checksums' %08x) disagrees with the manifest (%d rows, stride %d, %d bytes, %08x, %08x); materialize again",
+			got.Rows, got.StrideBytes, got.FileBytes, got.DataCRC32C, got.RowCRCsCRC32C, want.Rows, want.StrideBytes, want.FileBytes, want.DataCRC32C, want.RowCRCsCRC32C), nil)
 	}
 	return nil
 }
@@ -373,38 +379,110 @@ func verifyBin(ctx context.Context, m *Manifest, i int, done func(int64)) error 
 }
 
 // sameHeader reports whether the file at path already is bin i of m (size,
-// header with any data checksum, and rows matching that checksum), which
-// Materialize then keeps; it returns the checksum.
-func sameHeader(ctx context.Context, m *Manifest, i int, done func(int64)) (uint32, bool) {
+// header with any checksums, rows matching the data checksum and a table
+// of row checksums matching its own), which Materialize then keeps; it
+// returns the two checksums.
+func sameHeader(ctx context.Context, m *Manifest, i int, done func(int64)) (data, rowCRCs uint32, ok bool) {
 	b := m.Bins[i]
 	f, err := topology.OpenRegular(b.Path)
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil || !st.Mode().IsRegular() || st.Size() != b.FileBytes {
-		return 0, false
+		return 0, 0, false
 	}
 	p, err := readHeader(f)
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
 	got, err := parseBinHeader(p)
 	want, werr := expectedHeader(m, i)
 	if err != nil || werr != nil {
-		return 0, false
+		return 0, 0, false
 	}
-	want.DataCRC32C = got.DataCRC32C
+	want.DataCRC32C, want.RowCRCsCRC32C = got.DataCRC32C, got.RowCRCsCRC32C
 	if got != want {
-		return 0, false
+		return 0, 0, false
 	}
 	c, err := dataCRC(ctx, f, b.FileBytes, done)
 	unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
 	if err != nil || c != got.DataCRC32C {
-		return 0, false
+		return 0, 0, false
 	}
-	return c, true
+	if _, err := readRowCRCs(f, b.Rows, b.StrideBytes, got.RowCRCsCRC32C); err != nil {
+		return 0, 0, false
+	}
+	return c, got.RowCRCsCRC32C, true
+}
+
+// rowCRCsOffset is where the table of row checksums of a bin file of rows
+// at stride starts: after the rows, on a FileAlignBytes boundary. Entry r
+// (4 bytes, little-endian) is rowCRC of row r.
+func rowCRCsOffset(rows, stride int64) int64 {
+	return HeaderBytes + roundUp(rows*stride, FileAlignBytes)
+}
+
+// rowCRC is what the table of row checksums records for a row: the
+// CRC-32C of its bytes (the row, not the stride's padding).
+func rowCRC(row []byte) uint32 { return crc32.Checksum(row, castagnoli()) }
+
+// rowCRCsCRC is the CRC-32C of a table of row checksums as it lies in the
+// file (little-endian, without the padding after it).
+func rowCRCsCRC(t []uint32) uint32 {
+	var c uint32
+	buf := make([]byte, 4*min(len(t), 1<<14))
+	for len(t) > 0 {
+		n := min(len(t), len(buf)/4)
+		for j, x := range t[:n] {
+			binary.LittleEndian.PutUint32(buf[4*j:], x)
+		}
+		c = crc32.Update(c, castagnoli(), buf[:4*n])
+		t = t[n:]
+	}
+	return c
+}
+
+// readRowCRCs reads the table of row checksums of a bin file of rows at
+// stride and checks it against want, the checksum its header records.
+func readRowCRCs(f io.ReaderAt, rows, stride int64, want uint32) ([]uint32, error) {
+	t := make([]uint32, rows)
+	buf := make([]byte, min(4*rows, chunkBytes))
+	off := rowCRCsOffset(rows, stride)
+	var c uint32
+	for r := int64(0); r < rows; {
+		n := min(int64(len(buf))/4, rows-r)
+		if _, err := f.ReadAt(buf[:4*n], off+4*r); err != nil {
+			return nil, fmt.Errorf("read its row checksums: %w", err)
+		}
+		c = crc32.Update(c, castagnoli(), buf[:4*n])
+		for j := range n {
+			t[r+j] = binary.LittleEndian.Uint32(buf[4*j:])
+		}
+		r += n
+	}
+	if c != want {
+		return nil, fmt.Errorf("its row checksums are damaged (their CRC-32C is %08x, the header records %08x); materialize again", c, want)
+	}
+	return t, nil
+}
+
+// loadRowCRCs is Open's read of SSD bin i's row checksums, after checkBin.
+func loadRowCRCs(m *Manifest, i int) ([]uint32, error) {
+	b := m.Bins[i]
+	f, err := topology.OpenRegular(b.Path)
+	if err != nil {
+		return nil, binError(m, i, "cannot read its file", err)
+	}
+	defer f.Close()
+	t, err := readRowCRCs(f, b.Rows, b.StrideBytes, b.RowCRCsCRC32C)
+	off := rowCRCsOffset(b.Rows, b.StrideBytes)
+	unix.Fadvise(int(f.Fd()), off, b.FileBytes-off, unix.FADV_DONTNEED)
+	if err != nil {
+		return nil, binError(m, i, err.Error(), nil)
+	}
+	return t, nil
 }
 
 // isBinOf reports whether the file at path carries a header of the store

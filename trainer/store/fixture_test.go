@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -135,8 +136,8 @@ func (fx *fixture) rowBytes(v int) []byte {
 }
 
 // checkBinFiles checks every SSD bin file of m byte for byte: the header
-// naming the store and the bin, each vertex's row at its offset, zeros
-// elsewhere.
+// naming the store and the bin, each vertex's row at its offset, the
+// CRC-32C of each row in the table after the rows, zeros elsewhere.
 func (fx *fixture) checkBinFiles(t testing.TB, m *Manifest, l *ddak.Layout) {
 	t.Helper()
 	want := map[int][]byte{}
@@ -153,7 +154,10 @@ func (fx *fixture) checkBinFiles(t testing.TB, m *Manifest, l *ddak.Layout) {
 	}
 	for v, b := range l.Bin {
 		if w, ok := want[int(b)]; ok {
-			copy(w[HeaderBytes+int64(l.Row[v])*m.Bins[b].StrideBytes:], fx.rowBytes(v))
+			bf := m.Bins[b]
+			copy(w[HeaderBytes+int64(l.Row[v])*bf.StrideBytes:], fx.rowBytes(v))
+			table := HeaderBytes + (bf.Rows*bf.StrideBytes+4095)/4096*4096
+			binary.LittleEndian.PutUint32(w[table+4*int64(l.Row[v]):], crc32.Checksum(fx.rowBytes(v), crc32.MakeTable(crc32.Castagnoli)))
 		}
 	}
 	for i, w := range want {

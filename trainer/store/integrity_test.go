@@ -372,8 +372,9 @@ func TestMaterializeWritesInLargeAlignedChunks(t *testing.T) {
 			fx.checkBinFiles(t, m, l)
 			fx.checkGather(t, l)
 			// Per bin: one write per stage in the first pass, one per chunk
-			// in the second (none for rows already in order), the header;
-			// plus one per bucket for the buckets' ends.
+			// in the second (none for rows already in order), one per chunk
+			// of row checksums, the header; plus one per bucket for the
+			// buckets' ends.
 			var rows, limit int64
 			perPass := map[string]int64{}
 			for _, b := range m.Bins {
@@ -382,11 +383,11 @@ func TestMaterializeWritesInLargeAlignedChunks(t *testing.T) {
 				}
 				data := b.Rows * b.StrideBytes
 				rows += b.Rows
-				limit += 1 + (data+stage-1)/stage
+				limit += 1 + (data+stage-1)/stage + (4*b.Rows+chunk-1)/chunk
 				if !tc.hashOrder {
 					limit += (data + chunk - 1) / chunk
 				}
-				perPass[b.Path+".tmp"] = data
+				perPass[b.Path+".tmp"] = data + 4*b.Rows // rows, checksums
 			}
 			buckets := int64(0)
 			if tc.small {
@@ -422,7 +423,7 @@ func TestMaterializeWritesInLargeAlignedChunks(t *testing.T) {
 				data += d
 			}
 			if tc.hashOrder && written != data {
-				t.Errorf("%d bytes of rows written for %d: rows in order should be written once", written, data)
+				t.Errorf("%d bytes of rows and checksums written for %d: rows in order should be written once", written, data)
 			}
 		})
 	}

@@ -25,8 +25,8 @@ const legacyJournalFile = "store.partial.json"
 
 // ManifestSchemaVersion versions store.json. Version 2 added the store id
 // and the bin files' header block; version 3 the sampled checksum of the
-// features' rows.
-const ManifestSchemaVersion = 3
+// features' rows; version 4 a checksum per row in every bin file.
+const ManifestSchemaVersion = 4
 
 // Alignment of the SSD bin files.
 const (
@@ -116,15 +116,19 @@ type BinFile struct {
 	RowBytes int64 `json:"row_bytes"`
 	// Path is the SSD bin's file (absolute): a header block of HeaderBytes
 	// naming the store and the bin, then the rows, row r at
-	// HeaderBytes + r x StrideBytes.
+	// HeaderBytes + r x StrideBytes, then, from the next multiple of
+	// FileAlignBytes, the CRC-32C of each row (4 bytes, little-endian),
+	// which every read of a row is checked against.
 	Path        string `json:"path,omitempty"`
 	StrideBytes int64  `json:"stride_bytes,omitempty"`
-	// FileBytes is the file's size: HeaderBytes plus Rows x StrideBytes
-	// rounded up to FileAlignBytes.
+	// FileBytes is the file's size: HeaderBytes, plus Rows x StrideBytes
+	// and Rows x 4, each rounded up to FileAlignBytes.
 	FileBytes int64 `json:"file_bytes,omitempty"`
 	// CRC32C is the Castagnoli CRC of the file's data area (everything
-	// after the header, padding included); the header records it too.
-	CRC32C uint32 `json:"crc32c,omitempty"`
+	// after the header, padding and row checksums included);
+	// RowCRCsCRC32C that of its row checksums. The header records both.
+	CRC32C        uint32 `json:"crc32c,omitempty"`
+	RowCRCsCRC32C uint32 `json:"row_crcs_crc32c,omitempty"`
 }
 
 // ReadManifest reads and checks datasetDir/store.json.
@@ -149,8 +153,8 @@ func readManifestFile(path string) (*Manifest, error) {
 	}
 	if m.SchemaVersion != ManifestSchemaVersion {
 		msg := fmt.Sprintf("%d (want %d)", m.SchemaVersion, ManifestSchemaVersion)
-		if m.SchemaVersion == 1 {
-			msg += ": a store written before bin files had headers; materialize it again"
+		if m.SchemaVersion >= 1 && m.SchemaVersion < ManifestSchemaVersion {
+			msg += ": a store written before its rows had checksums; materialize it again"
 		}
 		return nil, &topology.InputError{Path: path, Field: "schema_version", Msg: msg}
 	}
@@ -172,7 +176,7 @@ func readManifestFile(path string) (*Manifest, error) {
 		case b.Kind == maxflow.StorageSSD:
 			if !filepath.IsAbs(b.Path) || !validStride(b.StrideBytes, rowBytes) ||
 				b.FileBytes != binFileBytes(b.Rows, b.StrideBytes) || len(b.ID) > maxBinIDBytes {
-				return nil, bad(fmt.Sprintf("path %q, stride_bytes %d, file_bytes %d, id of %d bytes (want an absolute path, a stride of at least %d, a power of two below %d or a multiple of it, file_bytes = %d + rows x stride rounded up to %d, an id of at most %d bytes)",
+				return nil, bad(fmt.Sprintf("path %q, stride_bytes %d, file_bytes %d, id of %d bytes (want an absolute path, a stride of at least %d, a power of two below %d or a multiple of it, file_bytes = %d + rows x stride and 4 x rows, each rounded up to %d, an id of at most %d bytes)",
 					b.Path, b.StrideBytes, b.FileBytes, len(b.ID), rowBytes, RowAlignBytes, HeaderBytes, FileAlignBytes, maxBinIDBytes))
 			}
 		case b.Kind == maxflow.StorageGPUMem || b.Kind == maxflow.StorageHostMem:
@@ -239,7 +243,7 @@ func resolve(base, path string) string {
 
 // binFileBytes is the size of an SSD bin file of rows at stride.
 func binFileBytes(rows, stride int64) int64 {
-	return HeaderBytes + roundUp(rows*stride, FileAlignBytes)
+	return rowCRCsOffset(rows, stride) + roundUp(4*rows, FileAlignBytes)
 }
 
 func roundUp(n, align int64) int64 { return (n + align - 1) / align * align }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -71,7 +72,9 @@ type binWriterFile interface {
 // order, row r at HeaderBytes + r x stride, where stride is
 // StrideFor(row bytes): rows below a sector pack into it, larger ones
 // start on sectors; the rows are zero-padded to a
-// multiple of FileAlignBytes so that the file can be read with O_DIRECT.
+// multiple of FileAlignBytes so that the file can be read with O_DIRECT;
+// then the CRC-32C of each row, which Gather checks every read row
+// against.
 // Cache bins get no file: Open fills them from features.npy.
 //
 // All or nothing: every file is written as path.tmp and synced; only when
@@ -83,7 +86,7 @@ type binWriterFile interface {
 // rewrites the rest; files of the previous store that the new one does not
 // use are removed once the new manifest is in place.
 //
-// Memory: the layout (5 bytes per vertex), 4 bytes per SSD row, and the
+// Memory: the layout (5 bytes per vertex), 8 bytes per SSD row, and the
 // write buffers: about sqrt(2 x T x 1 MiB) for T bytes of SSD rows (450
 // MiB for 100 GB). Features are read once, sequentially; bin files are
 // written in writes of 1-8 MiB (see writeBins).
@@ -426,8 +429,8 @@ func keptFiles(ctx context.Context, m *Manifest, opt MaterializeOptions, log io.
 		if b.Kind != maxflow.StorageSSD || ctx.Err() != nil {
 			continue
 		}
-		if c, ok := sameHeader(ctx, m, i, done); ok {
-			b.CRC32C = c
+		if c, rc, ok := sameHeader(ctx, m, i, done); ok {
+			b.CRC32C, b.RowCRCsCRC32C = c, rc
 			kept[i] = true
 			fmt.Fprintf(log, "materialize: bin %s: %s is up to date\n", b.ID, b.Path)
 		}
@@ -452,6 +455,8 @@ type binWriter struct {
 	// those of them already in the file.
 	placed, written []int64
 	stage           [][]byte // per bucket: rows not yet written
+	// crcs[r] is row r's checksum (rowCRC), taken as it is placed.
+	crcs []uint32
 }
 
 // bucketRowsOf is how many rows bucket k of w holds.
@@ -521,7 +526,7 @@ func writeBins(ctx context.Context, m *Manifest, l *ddak.Layout, src *features, 
 		ws = append(ws, w)
 		wb[i] = w
 		nb := (b.Rows + bucketRows - 1) / bucketRows
-		w.slot = make([]uint32, b.Rows)
+		w.slot, w.crcs = make([]uint32, b.Rows), make([]uint32, b.Rows)
 		w.placed, w.written, w.stage = make([]int64, nb), make([]int64, nb), make([][]byte, nb)
 	}
 
@@ -598,6 +603,7 @@ func (w *binWriter) place(row uint32, data []byte, stageRows int64) error {
 	k := int64(row) / w.bucketRows
 	s := w.placed[k]
 	w.slot[k*w.bucketRows+s] = row
+	w.crcs[row] = rowCRC(data)
 	if w.stage[k] == nil {
 		w.stage[k] = make([]byte, min(stageRows, w.bucketRowsOf(int(k)))*stride)
 	}
@@ -658,8 +664,9 @@ func (w *binWriter) order(k int, bufs [2][]byte, done func(int64)) error {
 	return nil
 }
 
-// finish pads the file, checksums its rows as read back from it, writes
-// the header with that checksum, syncs and closes it.
+// finish writes the row checksums after the rows and pads the file,
+// checksums its data area as read back from it, writes the header with
+// the checksums, syncs and closes it.
 func (w *binWriter) finish(ctx context.Context, m *Manifest, done func(int64)) error {
 	b := w.bin
 	fail := func(err error) error {
@@ -668,6 +675,21 @@ func (w *binWriter) finish(ctx context.Context, m *Manifest, done func(int64)) e
 	if err := w.f.Truncate(b.FileBytes); err != nil {
 		return fail(err)
 	}
+	off := rowCRCsOffset(b.Rows, b.StrideBytes)
+	buf := make([]byte, 4*min(len(w.crcs), chunkBytes/4))
+	for t := w.crcs; len(t) > 0; {
+		n := min(len(t), len(buf)/4)
+		for j, x := range t[:n] {
+			binary.LittleEndian.PutUint32(buf[4*j:], x)
+		}
+		if _, err := w.f.WriteAt(buf[:4*n], off); err != nil {
+			return fail(err)
+		}
+		off += int64(4 * n)
+		t = t[n:]
+	}
+	b.RowCRCsCRC32C = rowCRCsCRC(w.crcs)
+	w.crcs = nil
 	c, err := dataCRC(ctx, w.f, b.FileBytes, done)
 	if err != nil {
 		return fail(err)

@@ -76,6 +76,9 @@ type binSrc struct {
 	file         int // index among the reader's files; -1: none
 	path         string
 	base, stride int64
+	// crcs[r] is row r's CRC-32C, which every read of it is checked
+	// against (SSD bins and the override's features.npy rows).
+	crcs []uint32
 }
 
 // tier is where a bin's rows are served from.
@@ -237,6 +240,11 @@ func Open(datasetDir string, opt Options) (*Store, error) {
 			if err := checkBin(m, i); err != nil {
 				return nil, err
 			}
+			if b.Rows > 0 {
+				if bs.crcs, err = loadRowCRCs(m, i); err != nil {
+					return nil, err
+				}
+			}
 		}
 		if bs.tier != tierSSD {
 			inMemory += b.Rows
@@ -271,13 +279,23 @@ func Open(datasetDir string, opt Options) (*Store, error) {
 	return s, nil
 }
 
-// loadCaches fills the cache bins from features.npy in one pass.
+// loadCaches fills the cache bins from features.npy in one pass, and
+// takes the checksums of the rows a cache override reads from it.
 func (s *Store) loadCaches(src *features) error {
 	views := make([][]byte, len(s.bins))
 	s.caches = make([][]float32, len(s.bins))
 	have := false
+	npy := -1
 	for i, b := range s.bins {
-		if b.tier == tierSSD || b.rows == 0 {
+		if b.rows == 0 {
+			continue
+		}
+		if b.tier == tierSSD {
+			if b.crcs == nil {
+				// Read from features.npy by vertex id (the override).
+				s.bins[i].crcs = make([]uint32, s.m.NumNodes)
+				npy, have = i, true
+			}
 			continue
 		}
 		s.caches[i] = make([]float32, b.rows*int64(s.dim))
@@ -294,7 +312,12 @@ func (s *Store) loadCaches(src *features) error {
 	return src.scan(context.Background(), func(first int64, data []byte) error {
 		for j := int64(0); j*rb < int64(len(data)); j++ {
 			v := first + j
-			if c := views[s.bin[v]]; c != nil {
+			b := int(s.bin[v])
+			if b == npy {
+				s.bins[b].crcs[v] = rowCRC(data[j*rb : (j+1)*rb])
+				continue
+			}
+			if c := views[b]; c != nil {
 				row := data[j*rb : (j+1)*rb]
 				// Cached rows are checked as memory mode checks them: a
 				// non-finite feature would train to NaN.
@@ -489,7 +512,30 @@ func (s *Store) readSSD(ctx context.Context, vertices []int32, ssd, slots []int,
 	if err != nil {
 		return rs, s.readError(err, vertices, ssd)
 	}
+	// Every row is checked against the checksum taken when it was written
+	// before it reaches a kernel.
+	for _, q := range reqs {
+		v := vertices[q.Tag]
+		b := &s.bins[s.bin[v]]
+		r := s.row[v]
+		if got := rowCRC(q.Dst[:rb]); got != b.crcs[r] {
+			return rs, s.damagedRow(int(s.bin[v]), v, got)
+		}
+	}
 	return rs, nil
+}
+
+// damagedRow is the error for vertex v's row in bin i, whose bytes as read
+// have checksum got instead of the one recorded.
+func (s *Store) damagedRow(i int, v int32, got uint32) error {
+	b := &s.bins[i]
+	r := s.row[v]
+	if i >= len(s.m.Bins) { // the cache override's rows of features.npy
+		return &topology.InputError{Path: b.path, Msg: fmt.Sprintf("row %d (vertex %d) read back differs from when the store was opened: its CRC-32C is %08x, it was %08x; the file changed or the disk returned wrong bytes",
+			r, v, got, b.crcs[r])}
+	}
+	return binError(s.m, i, fmt.Sprintf("row %d (vertex %d) read back damaged: its CRC-32C is %08x, the store recorded %08x; run gnnplan materialize --verify, then materialize again",
+		r, v, got, b.crcs[r]), nil)
 }
 
 // readError says which bin, row and vertex a failed read was for, and

@@ -1,0 +1,189 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
+)
+
+// rewrite changes the bytes of path at off with edit.
+func rewrite(t *testing.T, path string, off int64, n int, edit func(p []byte)) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p := make([]byte, n)
+	if _, err := f.ReadAt(p, off); err != nil {
+		t.Fatal(err)
+	}
+	edit(p)
+	if _, err := f.WriteAt(p, off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEveryReadRowIsChecked damages rows of every SSD bin in the ways a
+// disk or a person can (a flipped bit, two rows swapped, a row read as
+// zeros) and gathers: every batch holding a damaged row fails naming the
+// bin's file, the row and the vertex, and a batch without one still reads,
+// on both reader engines and at 512-byte and 4 KiB rows.
+func TestEveryReadRowIsChecked(t *testing.T) {
+	for _, dim := range []int{128, 1024} {
+		for _, engine := range []string{"pread", "auto"} {
+			t.Run(fmt.Sprintf("dim=%d/%s", dim, engine), func(t *testing.T) {
+				const n = 600
+				fx, l, m := materialized(t, n, dim, mixMixed, 2, uint64(dim))
+				rng := rand.New(rand.NewPCG(uint64(dim), 3))
+				byBin := map[int][]int32{} // vertices of each SSD bin
+				for v, b := range l.Bin {
+					if m.Bins[b].Kind == maxflow.StorageSSD {
+						byBin[int(b)] = append(byBin[int(b)], int32(v))
+					}
+				}
+				if len(byBin) < 3 {
+					t.Fatalf("want rows in at least 3 SSD bins, have %d", len(byBin))
+				}
+				for b, vs := range byBin {
+					bf := m.Bins[b]
+					rowOff := func(v int32) int64 { return HeaderBytes + int64(l.Row[v])*bf.StrideBytes }
+					for trial := range 3 {
+						v := vs[rng.IntN(len(vs))]
+						w := vs[rng.IntN(len(vs))]
+						var undo func()
+						what := ""
+						switch trial {
+						case 0:
+							i, bit := rng.IntN(4*dim), byte(1)<<rng.IntN(8)
+							what = fmt.Sprintf("bit %d of byte %d flipped", bit, i)
+							flipBit := func(p []byte) { p[i] ^= bit }
+							rewrite(t, bf.Path, rowOff(v), 4*dim, flipBit)
+							undo = func() { rewrite(t, bf.Path, rowOff(v), 4*dim, flipBit) }
+						case 1:
+							if v == w {
+								continue
+							}
+							what = fmt.Sprintf("swapped with vertex %d's row", w)
+							swap := func() {
+								a, c := make([]byte, 4*dim), make([]byte, 4*dim)
+								rewrite(t, bf.Path, rowOff(v), 4*dim, func(p []byte) { copy(a, p) })
+								rewrite(t, bf.Path, rowOff(w), 4*dim, func(p []byte) { copy(c, p); copy(p, a) })
+								rewrite(t, bf.Path, rowOff(v), 4*dim, func(p []byte) { copy(p, c) })
+							}
+							swap()
+							undo = swap
+						case 2:
+							what = "read as zeros"
+							old := make([]byte, 4*dim)
+							rewrite(t, bf.Path, rowOff(v), 4*dim, func(p []byte) { copy(old, p); clear(p) })
+							undo = func() { rewrite(t, bf.Path, rowOff(v), 4*dim, func(p []byte) { copy(p, old) }) }
+						}
+						s, err := Open(fx.dir, Options{Engine: engine, QueueDepth: 8})
+						if err != nil {
+							t.Fatalf("open (the rows are checked as read, not at open): %v", err)
+						}
+						batch := append(randomBatch(n, 200, rng), v)
+						rng.Shuffle(len(batch), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
+						dst := make([]float32, len(batch)*dim)
+						_, err = gatherNoHang(t, s, context.Background(), batch, dst)
+						var ie *topology.InputError
+						want := fmt.Sprintf("row %d (vertex %d)", l.Row[v], v)
+						if trial == 1 {
+							// Either of the two swapped rows may be met first.
+							if !strings.Contains(fmt.Sprint(err), want) {
+								want = fmt.Sprintf("row %d (vertex %d)", l.Row[w], w)
+							}
+						}
+						if !errors.As(err, &ie) || ie.Path != bf.Path || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "damaged") {
+							t.Errorf("bin %s, vertex %d's row %s: gather gave %v; want an input error naming %s and %q", bf.ID, v, what, err, bf.Path, want)
+						}
+						// Rows other than the damaged ones still read right.
+						var clean []int32
+						for _, u := range randomBatch(n, 200, rng) {
+							if u != v && u != w {
+								clean = append(clean, u)
+							}
+						}
+						got := make([]float32, len(clean)*dim)
+						if _, err := gatherNoHang(t, s, context.Background(), clean, got); err != nil {
+							t.Errorf("a batch without the damaged row: %v", err)
+						}
+						for i, u := range clean {
+							if !slices.Equal(got[i*dim:(i+1)*dim], fx.feats[int(u)*dim:(int(u)+1)*dim]) {
+								t.Fatalf("vertex %d read wrong", u)
+							}
+						}
+						s.Close()
+						undo()
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestOpenRefusesDamagedRowChecksums: the table of row checksums is itself
+// checked when Open loads it.
+func TestOpenRefusesDamagedRowChecksums(t *testing.T) {
+	fx, _, m := materialized(t, 500, 64, mixAllSSD, 1, 9)
+	for i, b := range m.Bins {
+		if b.Kind != maxflow.StorageSSD || b.Rows < 2 {
+			continue
+		}
+		rewrite(t, b.Path, rowCRCsOffset(b.Rows, b.StrideBytes)+5, 1, func(p []byte) { p[0] ^= 4 })
+		_, err := Open(fx.dir, Options{Engine: "pread"})
+		var ie *topology.InputError
+		if !errors.As(err, &ie) || ie.Path != b.Path || !strings.Contains(err.Error(), "row checksums are damaged") || !strings.Contains(err.Error(), fmt.Sprintf("bins[%d]", i)) {
+			t.Errorf("open with bin %d's row checksums damaged: %v", i, err)
+		}
+		return
+	}
+	t.Fatal("no SSD bin with rows")
+}
+
+// TestCacheOverrideChecksRowsReadFromFeatures: with a cache override, the
+// rows the layout keeps in memory are read from features.npy; a row that
+// changes there after Open is refused, not trained on.
+func TestCacheOverrideChecksRowsReadFromFeatures(t *testing.T) {
+	const n, dim = 800, 64
+	fx, l, m := materialized(t, n, dim, mixMixed, 2, 21)
+	hot := make([]uint32, n) // nothing hot: a cache of 0 rows
+	s, err := Open(fx.dir, Options{Engine: "pread", QueueDepth: 8, Cache: &CacheOverride{Fraction: 0, Hotness: hot}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	v := int32(-1)
+	for u, b := range l.Bin {
+		if m.Bins[b].Kind != maxflow.StorageSSD {
+			v = int32(u)
+			break
+		}
+	}
+	if v < 0 {
+		t.Fatal("the layout keeps no row in memory")
+	}
+	path := filepath.Join(fx.dir, dataset.FeaturesFile)
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := st.Size() - int64(n-int(v))*4*dim + 3
+	rewrite(t, path, off, 1, func(p []byte) { p[0] ^= 1 })
+	dst := make([]float32, dim)
+	_, err = gatherNoHang(t, s, context.Background(), []int32{v}, dst)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("vertex %d", v)) || !strings.Contains(err.Error(), dataset.FeaturesFile) {
+		t.Errorf("vertex %d's row changed in %s after open: gather gave %v, want an error naming the file and the vertex", v, path, err)
+	}
+}
