@@ -73,7 +73,7 @@ whose header and checksum match and removes temporary files a killed run left.`,
 	f.StringVar(&opts.Dataset, "dataset", "", "the dataset directory")
 	f.StringVar(&opts.Layout, "layout", "", "the layout directory (default: the dataset directory, where place writes it)")
 	f.StringArrayVar(&opts.SSDDirs, "ssd-dir", nil, "a directory on one SSD for its bin file (repeat for each SSD)")
-	f.BoolVar(&opts.Verify, "verify", false, "read the existing store's bin files whole and check their checksums (writes nothing)")
+	f.BoolVar(&opts.Verify, "verify", false, "check the existing store as train opens it, then read features.npy and every bin file whole against their checksums (writes nothing)")
 	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, json (the manifest, or the verify report)")
 	return cmd
 }
@@ -134,12 +134,24 @@ func runVerify(ctx context.Context, o *materializeOptions) error {
 	}
 	t := tablewriter.NewTable(o.IO.Out, tablewriter.WithHeaderAutoFormat(tw.Off))
 	t.Header("BIN", "FILE MiB", "STATUS", "FILE")
-	for _, c := range rep.Bins {
-		status := "ok"
-		if !c.OK {
-			status = "DAMAGED"
+	status := func(c store.FileCheck) string {
+		if c.OK {
+			return "ok"
 		}
-		if aerr := t.Append(c.ID, fmt.Sprintf("%.1f", float64(c.Bytes)/(1<<20)), status, c.Path); aerr != nil {
+		if c.Path == "" {
+			return "not read"
+		}
+		return "DAMAGED"
+	}
+	if aerr := t.Append("(features)", fmt.Sprintf("%.1f", float64(rep.Features.Bytes)/(1<<20)), status(rep.Features), rep.Features.Path); aerr != nil {
+		return aerr
+	}
+	for _, c := range rep.Bins {
+		st := status(c.FileCheck)
+		if c.DamagedRows > 0 {
+			st = fmt.Sprintf("DAMAGED (%d rows)", c.DamagedRows)
+		}
+		if aerr := t.Append(c.ID, fmt.Sprintf("%.1f", float64(c.Bytes)/(1<<20)), st, c.Path); aerr != nil {
 			return aerr
 		}
 	}
@@ -147,7 +159,7 @@ func runVerify(ctx context.Context, o *materializeOptions) error {
 		return rerr
 	}
 	if err == nil {
-		fmt.Fprintf(o.IO.Out, "store %s: %d SSD bin files intact\n", rep.StoreID, len(rep.Bins))
+		fmt.Fprintf(o.IO.Out, "store %s: features and %d SSD bin files intact\n", rep.StoreID, len(rep.Bins))
 	}
 	return err
 }

@@ -227,7 +227,7 @@ func TestMaterializeVerifyNamesTheDamagedFile(t *testing.T) {
 		t.Errorf("a progress bar on a stderr that is not a terminal:\n%q", errOut)
 	}
 	code, out, errOut := runCLI(t, "materialize", "--dataset", data, "--verify")
-	if code != 0 || !strings.Contains(out, "3 SSD bin files intact") || !strings.Contains(errOut, "verify: reading 3 SSD bin files") {
+	if code != 0 || !strings.Contains(out, "features and 3 SSD bin files intact") || !strings.Contains(errOut, "verify: reading 3 SSD bin files") {
 		t.Fatalf("verify of an intact store: exit %d\n%s\n%s", code, out, errOut)
 	}
 	m, err := store.ReadManifest(data)
@@ -251,8 +251,13 @@ func TestMaterializeVerifyNamesTheDamagedFile(t *testing.T) {
 		t.Errorf("verify of a damaged store: exit %d, stderr %q: want exit 2 and one line naming %s", code, errOut, bad.Path)
 	}
 	var rep store.VerifyReport
-	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Damaged != 1 {
-		t.Errorf("report %s (%v): want one damaged bin", out, err)
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Damaged != 1 || !rep.Features.OK {
+		t.Errorf("report %s (%v): want one damaged bin, the features intact", out, err)
+	}
+	for _, c := range rep.Bins {
+		if c.Path == bad.Path && (c.DamagedRows != 1 || c.FirstDamagedRow != 1) {
+			t.Errorf("report for %s: %+v, want row 1 named as the one damaged row", c.Path, c)
+		}
 	}
 }
 

@@ -16,7 +16,6 @@ import (
 
 	"github.com/gnnplan/gnnplan/maxflow"
 	"github.com/gnnplan/gnnplan/topology"
-	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
 // HeaderBytes is the identity block at the start of every SSD bin file: one
@@ -263,9 +262,8 @@ type VerifyOptions struct {
 	Progress func(Progress)
 }
 
-// BinCheck is Verify's finding for one SSD bin.
-type BinCheck struct {
-	ID    string `json:"id"`
+// FileCheck is Verify's finding for one file.
+type FileCheck struct {
 	Path  string `json:"path"`
 	Bytes int64  `json:"bytes"`
 	OK    bool   `json:"ok"`
@@ -273,23 +271,39 @@ type BinCheck struct {
 	Problem string `json:"problem,omitempty"`
 }
 
+// BinCheck is Verify's finding for one SSD bin.
+type BinCheck struct {
+	ID string `json:"id"`
+	FileCheck
+	// DamagedRows counts the rows that fail their own checksum, and
+	// FirstDamagedRow is the first of them (-1: none, or the row
+	// checksums themselves are damaged).
+	DamagedRows     int64 `json:"damaged_rows,omitempty"`
+	FirstDamagedRow int64 `json:"first_damaged_row,omitempty"`
+}
+
 // VerifyReport is what Verify found.
 type VerifyReport struct {
 	SchemaVersion int        `json:"schema_version"`
 	Manifest      string     `json:"manifest"`
 	StoreID       string     `json:"store_id"`
+	Features      FileCheck  `json:"features"`
 	Bins          []BinCheck `json:"bins"`
 	Damaged       int        `json:"damaged"`
 }
 
-// VerifyReportSchemaVersion versions VerifyReport's JSON.
-const VerifyReportSchemaVersion = 1
+// VerifyReportSchemaVersion versions VerifyReport's JSON. Version 2 added
+// the features' check and the damaged rows.
+const VerifyReportSchemaVersion = 2
 
-// Verify reads every SSD bin file of the store in datasetDir whole and
-// checks it against the manifest: what Open checks (size and header:
-// this store, this bin, this shape) and the CRC-32C of its rows. It
-// returns the report with, when some bin is damaged, an InputError naming
-// the first damaged bin's file (materialize again to repair).
+// Verify checks the store in datasetDir as Open does (the dataset, the
+// layout, the features' size and sampled rows, each bin file's size and
+// header), then reads features.npy whole against the checksum of its rows
+// the manifest records (and for a non-finite feature), then every SSD bin
+// file whole against the CRC-32C of its data, naming the damaged rows by
+// their own checksums. It returns the report with, when something is
+// damaged, an InputError naming the first damaged file (materialize again
+// to repair). A store Verify passes is one Open accepts.
 func Verify(ctx context.Context, datasetDir string, opt VerifyOptions) (*VerifyReport, error) {
 	log := opt.Log
 	if log == nil {
@@ -301,22 +315,32 @@ func Verify(ctx context.Context, datasetDir string, opt VerifyOptions) (*VerifyR
 		return nil, err
 	}
 	rep := &VerifyReport{SchemaVersion: VerifyReportSchemaVersion, Manifest: manifestPath, StoreID: m.StoreID}
-	// The store must still be of these features, as Open requires.
-	meta, err := dataset.ReadMeta(datasetDir)
+	// The store must still be of this dataset, layout and features, as
+	// Open requires; then the features are read whole for their checksum.
+	_, src, err := checkDataset(datasetDir, m)
 	if err != nil {
 		return nil, err
 	}
-	src, err := openFeatures(datasetDir, meta)
-	if err != nil {
-		return nil, err
-	}
-	crc, err := src.sampleCRC()
+	fmt.Fprintf(log, "verify: reading %s (%.1f MiB)\n", src.path, float64(src.rows*src.rowB)/(1<<20))
+	content := &contentCheck{path: src.path, rowB: src.rowB}
+	done := progressFunc(opt.Progress).phase("verify features", src.rows*src.rowB)
+	err = src.scan(ctx, func(first int64, data []byte) error {
+		done(int64(len(data)))
+		return content.add(first, data)
+	})
 	src.f.Close()
-	if err != nil {
-		return nil, err
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("verify: %w", ctx.Err())
 	}
-	if src.size != m.FeaturesBytes || crc != m.FeaturesSampleCRC32C {
-		return nil, &topology.InputError{Path: manifestPath, Msg: fmt.Sprintf("%s changed since the store was materialized (size or sampled rows differ): materialize it again", src.path)}
+	rep.Features = FileCheck{Path: src.path, Bytes: src.size, OK: err == nil}
+	if err == nil && content.crc != m.FeaturesCRC32C {
+		err = &topology.InputError{Path: src.path, Msg: fmt.Sprintf("changed since the store was materialized (the rows' CRC-32C is %08x, the store was cut from %08x): materialize it again", content.crc, m.FeaturesCRC32C)}
+		rep.Features.OK = false
+	}
+	if err != nil {
+		rep.Features.Problem = err.Error()
+		fmt.Fprintf(log, "verify: %v\n", err)
+		return rep, err
 	}
 	var total int64
 	for _, b := range m.Bins {
@@ -325,17 +349,18 @@ func Verify(ctx context.Context, datasetDir string, opt VerifyOptions) (*VerifyR
 		}
 	}
 	fmt.Fprintf(log, "verify: reading %d SSD bin files (%.1f MiB) of %s\n", countSSD(m), float64(total)/(1<<20), manifestPath)
-	done := progressFunc(opt.Progress).phase("verify", total)
+	done = progressFunc(opt.Progress).phase("verify", total)
 	var first error
 	for i, b := range m.Bins {
 		if b.Kind != maxflow.StorageSSD {
 			continue
 		}
-		err := verifyBin(ctx, m, i, done)
+		c := BinCheck{ID: b.ID, FileCheck: FileCheck{Path: b.Path, Bytes: b.FileBytes}}
+		err := verifyBin(ctx, m, i, done, &c.DamagedRows, &c.FirstDamagedRow)
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("verify: %w", ctx.Err())
 		}
-		c := BinCheck{ID: b.ID, Path: b.Path, Bytes: b.FileBytes, OK: err == nil}
+		c.OK = err == nil
 		if err != nil {
 			c.Problem = err.Error()
 			rep.Damaged++
@@ -352,8 +377,9 @@ func Verify(ctx context.Context, datasetDir string, opt VerifyOptions) (*VerifyR
 	return rep, nil
 }
 
-// verifyBin checks bin i's header and reads its rows for their checksum.
-func verifyBin(ctx context.Context, m *Manifest, i int, done func(int64)) error {
+// verifyBin checks bin i's header and reads its rows for their checksum;
+// it sets rows and firstRow when it finds damaged rows.
+func verifyBin(ctx context.Context, m *Manifest, i int, done func(int64), rows, firstRow *int64) error {
 	b := m.Bins[i]
 	f, err := topology.OpenRegular(b.Path)
 	if err != nil {
@@ -373,9 +399,52 @@ func verifyBin(ctx context.Context, m *Manifest, i int, done func(int64)) error 
 		return binError(m, i, "cannot read its rows", err)
 	}
 	if c != b.CRC32C {
-		return binError(m, i, fmt.Sprintf("rows damaged: their CRC-32C is %08x, the manifest records %08x; materialize again", c, b.CRC32C), nil)
+		msg := fmt.Sprintf("data damaged: its CRC-32C is %08x, the manifest records %08x", c, b.CRC32C)
+		switch n, first, err := damagedRows(ctx, f, b); {
+		case err != nil:
+			msg += "; " + err.Error()
+		case n == 1:
+			msg += fmt.Sprintf("; row %d damaged", first)
+			*rows, *firstRow = n, first
+		case n > 1:
+			msg += fmt.Sprintf("; %d rows damaged, the first row %d", n, first)
+			*rows, *firstRow = n, first
+		default:
+			msg += "; every row matches its checksum: the padding is damaged"
+		}
+		return binError(m, i, msg+"; materialize again", nil)
 	}
 	return nil
+}
+
+// damagedRows counts the rows of bin b (file f) that do not match their
+// checksums and finds the first.
+func damagedRows(ctx context.Context, f io.ReaderAt, b BinFile) (n, first int64, err error) {
+	t, err := readRowCRCs(f, b.Rows, b.StrideBytes, b.RowCRCsCRC32C)
+	if err != nil {
+		return 0, 0, err
+	}
+	first = -1
+	per := max(1, chunkBytes/b.StrideBytes)
+	buf := make([]byte, min(per, b.Rows)*b.StrideBytes)
+	for r := int64(0); r < b.Rows; r += per {
+		if err := ctx.Err(); err != nil {
+			return 0, 0, err
+		}
+		k := min(per, b.Rows-r)
+		if _, err := f.ReadAt(buf[:k*b.StrideBytes], HeaderBytes+r*b.StrideBytes); err != nil {
+			return 0, 0, fmt.Errorf("read its rows: %w", err)
+		}
+		for j := range k {
+			if rowCRC(buf[j*b.StrideBytes:j*b.StrideBytes+b.RowBytes]) != t[r+j] {
+				if n == 0 {
+					first = r + j
+				}
+				n++
+			}
+		}
+	}
+	return n, first, nil
 }
 
 // sameHeader reports whether the file at path already is bin i of m (size,

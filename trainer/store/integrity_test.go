@@ -77,10 +77,10 @@ func TestDamagedBinIsRefusedNamingIt(t *testing.T) {
 	}{
 		{"a row's byte flipped", func(m *Manifest, _ string) {
 			flip(m.Bins[2].Path, HeaderBytes+5*m.Bins[2].StrideBytes+7)
-		}, false, "rows damaged", 2},
+		}, false, "row 5 damaged", 2},
 		{"a padding byte flipped", func(m *Manifest, _ string) {
 			flip(m.Bins[2].Path, m.Bins[2].FileBytes-1)
-		}, false, "rows damaged", 2},
+		}, false, "the padding is damaged", 2},
 		{"a header byte flipped", func(m *Manifest, _ string) {
 			flip(m.Bins[2].Path, hdrRows+1)
 		}, true, "header damaged", 2},
@@ -474,8 +474,8 @@ func TestVerifyReportsEveryDamagedBin(t *testing.T) {
 	if rep.Damaged != 2 || len(rep.Bins) != 3 || rep.Bins[0].OK || !rep.Bins[1].OK || rep.Bins[2].OK {
 		t.Errorf("report %s: want nvme0 and nvme2 damaged, nvme1 intact", js)
 	}
-	if len(phases) == 0 || phases[0].Phase != "verify" || phases[len(phases)-1].DoneBytes > phases[0].TotalBytes {
-		t.Errorf("progress %+v", phases)
+	if len(phases) == 0 || phases[0].Phase != "verify features" || phases[len(phases)-1].Phase != "verify" || phases[len(phases)-1].DoneBytes > phases[len(phases)-1].TotalBytes {
+		t.Errorf("progress %+v: want the features, then the bin files", phases)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -101,8 +101,12 @@ type Manifest struct {
 	// features.npy spread over the file: checked at every Open, so a
 	// features file rewritten in place at the same size is not served
 	// from a store cut from the old one.
-	FeaturesSampleCRC32C uint32    `json:"features_sample_crc32c"`
-	Bins                 []BinFile `json:"bins"`
+	FeaturesSampleCRC32C uint32 `json:"features_sample_crc32c"`
+	// FeaturesCRC32C is the CRC-32C of all of features.npy's rows, in
+	// vertex order: checked by Verify, and by every Open that reads the
+	// file whole to fill its caches.
+	FeaturesCRC32C uint32    `json:"features_crc32c"`
+	Bins           []BinFile `json:"bins"`
 }
 
 // BinFile is one bin of the layout. Cache bins (GPU and host memory) have

@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -185,5 +187,81 @@ func TestCacheOverrideChecksRowsReadFromFeatures(t *testing.T) {
 	_, err = gatherNoHang(t, s, context.Background(), []int32{v}, dst)
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("vertex %d", v)) || !strings.Contains(err.Error(), dataset.FeaturesFile) {
 		t.Errorf("vertex %d's row changed in %s after open: gather gave %v, want an error naming the file and the vertex", v, path, err)
+	}
+}
+
+// setFeature writes x as vertex v's feature col in features.npy of fx.
+func (fx *fixture) setFeature(t *testing.T, v, col int, x float32) {
+	t.Helper()
+	path := filepath.Join(fx.dir, dataset.FeaturesFile)
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dim := fx.meta.FeatureDim
+	off := st.Size() - int64(fx.meta.NumNodes)*int64(4*dim) + int64(v*dim+col)*4
+	rewrite(t, path, off, 4, func(p []byte) { binary.LittleEndian.PutUint32(p, math.Float32bits(x)) })
+}
+
+// TestMaterializeRefusesNonFiniteFeatures: a NaN or infinite feature in
+// any row, cached or on SSD, is refused when the store is cut, naming the
+// row and column, as memory mode refuses it: no store holds one.
+func TestMaterializeRefusesNonFiniteFeatures(t *testing.T) {
+	for _, x := range []float32{float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())} {
+		fx := newFixture(t, 700, 16, 3)
+		fx.place(t, randomBins(700, mixMixed, rand.New(rand.NewPCG(3, 3))), rand.New(rand.NewPCG(3, 4)))
+		fx.setFeature(t, 611, 9, x)
+		_, err := Materialize(context.Background(), fx.dir, fx.dir, ssdDirs(t, 1), MaterializeOptions{})
+		want := fmt.Sprintf("row 611 column 9 is %v", x)
+		if !topology.IsBadInput(err) || !strings.Contains(err.Error(), want) {
+			t.Errorf("a feature of %v: materialize gave %v, want a bad-input error saying %q", x, err, want)
+		}
+		if _, err := os.Stat(filepath.Join(fx.dir, ManifestFile)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a feature of %v: a manifest was written (%v)", x, err)
+		}
+	}
+}
+
+// TestVerifyRefusesWhatOpenRefuses damages a store's inputs in the ways
+// that leave every bin file intact: Verify must not call a store intact
+// that Open (and so train) refuses, and it finds a features.npy changed
+// in a row the sampled check does not read.
+func TestVerifyRefusesWhatOpenRefuses(t *testing.T) {
+	cases := []struct {
+		name   string
+		damage func(fx *fixture)
+		want   string
+	}{
+		{"features changed in a row off the sample", func(fx *fixture) { fx.setFeature(t, 2, 0, 0.5) }, "the rows' CRC-32C"},
+		{"features made infinite in a row off the sample", func(fx *fixture) { fx.setFeature(t, 5, 2, float32(math.Inf(1))) }, "row 5 column 2 is +Inf"},
+		{"features rewritten in a sampled row", func(fx *fixture) { fx.setFeature(t, 0, 0, 0.25) }, "sampled rows differ"},
+		{"the layout replaced", func(fx *fixture) {
+			fx.place(t, randomBins(int(fx.meta.NumNodes), mixMixed, rand.New(rand.NewPCG(9, 9))), rand.New(rand.NewPCG(9, 10)))
+		}, "the layout"},
+		{"the dataset's shape changed", func(fx *fixture) {
+			meta := fx.meta
+			meta.NumNodes--
+			if err := dataset.WriteMeta(fx.dir, meta); err != nil {
+				t.Fatal(err)
+			}
+		}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			// 1000 rows: the sampled check reads 256 of them, every fourth.
+			fx, _, _ := materialized(t, 1000, 16, mixMixed, 1, 5)
+			tc.damage(fx)
+			s, oerr := Open(fx.dir, Options{Engine: "pread"})
+			if oerr == nil {
+				s.Close()
+			}
+			_, verr := Verify(context.Background(), fx.dir, VerifyOptions{})
+			if verr == nil || !strings.Contains(verr.Error(), tc.want) {
+				t.Errorf("Verify: %v, want an error saying %q", verr, tc.want)
+			}
+			if oerr == nil {
+				t.Errorf("Open accepted the store (Verify: %v)", verr)
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"path/filepath"
 	"runtime"
@@ -185,44 +186,11 @@ func Open(datasetDir string, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	manifestPath := filepath.Join(datasetDir, ManifestFile)
-	stale := func(what string) error {
-		return &topology.InputError{Path: manifestPath, Msg: what + " since the store was materialized: materialize it again"}
-	}
-	meta, err := dataset.ReadMeta(datasetDir)
-	if err != nil {
-		return nil, err
-	}
-	if meta.NumNodes != m.NumNodes || meta.FeatureDim != m.FeatureDim {
-		return nil, stale(fmt.Sprintf("the dataset changed (%d x %d features, the store has %d x %d)", meta.NumNodes, meta.FeatureDim, m.NumNodes, m.FeatureDim))
-	}
-	l, bins, err := ddak.ReadLayout(resolve(datasetDir, m.LayoutDir))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(l.Bin)) != m.NumNodes || len(bins) != len(m.Bins) || layoutCRC(l) != m.LayoutCRC32C {
-		return nil, stale("the layout in " + resolve(datasetDir, m.LayoutDir) + " changed")
-	}
-	for i, b := range bins {
-		if b.ID != m.Bins[i].ID || b.Kind != m.Bins[i].Kind || l.Stats[i].Rows != m.Bins[i].Rows {
-			return nil, stale("the layout in " + resolve(datasetDir, m.LayoutDir) + " changed")
-		}
-	}
-	src, err := openFeatures(datasetDir, meta)
+	l, src, err := checkDataset(datasetDir, m)
 	if err != nil {
 		return nil, err
 	}
 	defer src.f.Close()
-	// Size only, not the modification time Materialize also keeps: a
-	// copied dataset gets new times but keeps its rows.
-	if src.size != m.FeaturesBytes {
-		return nil, stale(fmt.Sprintf("%s changed (%d bytes, the store was cut from %d)", src.path, src.size, m.FeaturesBytes))
-	}
-	if crc, err := src.sampleCRC(); err != nil {
-		return nil, err
-	} else if crc != m.FeaturesSampleCRC32C {
-		return nil, stale(fmt.Sprintf("%s changed (its sampled rows differ from those the store was cut from)", src.path))
-	}
 
 	s := &Store{m: m, dim: m.FeatureDim, rowBytes: m.RowBytes, bin: l.Bin, row: l.Row}
 	var inMemory int64
@@ -279,8 +247,59 @@ func Open(datasetDir string, opt Options) (*Store, error) {
 	return s, nil
 }
 
+// checkDataset checks what the store of m was cut from against what
+// datasetDir now holds, as Open and Verify both must: the dataset's shape,
+// the layout (by checksum), features.npy's size and sampled rows. It
+// returns the layout and features.npy opened; the caller closes it.
+func checkDataset(datasetDir string, m *Manifest) (*ddak.Layout, *features, error) {
+	manifestPath := filepath.Join(datasetDir, ManifestFile)
+	stale := func(what string) error {
+		return &topology.InputError{Path: manifestPath, Msg: what + " since the store was materialized: materialize it again"}
+	}
+	meta, err := dataset.ReadMeta(datasetDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if meta.NumNodes != m.NumNodes || meta.FeatureDim != m.FeatureDim {
+		return nil, nil, stale(fmt.Sprintf("the dataset changed (%d x %d features, the store has %d x %d)", meta.NumNodes, meta.FeatureDim, m.NumNodes, m.FeatureDim))
+	}
+	layoutDir := resolve(datasetDir, m.LayoutDir)
+	l, bins, err := ddak.ReadLayout(layoutDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if int64(len(l.Bin)) != m.NumNodes || len(bins) != len(m.Bins) || layoutCRC(l) != m.LayoutCRC32C {
+		return nil, nil, stale("the layout in " + layoutDir + " changed")
+	}
+	for i, b := range bins {
+		if b.ID != m.Bins[i].ID || b.Kind != m.Bins[i].Kind || l.Stats[i].Rows != m.Bins[i].Rows {
+			return nil, nil, stale("the layout in " + layoutDir + " changed")
+		}
+	}
+	src, err := openFeatures(datasetDir, meta)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Size only, not the modification time Materialize also keeps: a
+	// copied dataset gets new times but keeps its rows.
+	if src.size != m.FeaturesBytes {
+		src.f.Close()
+		return nil, nil, stale(fmt.Sprintf("%s changed (%d bytes, the store was cut from %d)", src.path, src.size, m.FeaturesBytes))
+	}
+	if crc, err := src.sampleCRC(); err != nil {
+		src.f.Close()
+		return nil, nil, err
+	} else if crc != m.FeaturesSampleCRC32C {
+		src.f.Close()
+		return nil, nil, stale(fmt.Sprintf("%s changed (its sampled rows differ from those the store was cut from)", src.path))
+	}
+	return l, src, nil
+}
+
 // loadCaches fills the cache bins from features.npy in one pass, and
-// takes the checksums of the rows a cache override reads from it.
+// takes the checksums of the rows a cache override reads from it. The
+// pass reads every row, so it checks the whole file against the
+// checksum Materialize recorded as well.
 func (s *Store) loadCaches(src *features) error {
 	views := make([][]byte, len(s.bins))
 	s.caches = make([][]float32, len(s.bins))
@@ -309,7 +328,9 @@ func (s *Store) loadCaches(src *features) error {
 		return nil
 	}
 	rb := s.rowBytes
-	return src.scan(context.Background(), func(first int64, data []byte) error {
+	var all uint32
+	err := src.scan(context.Background(), func(first int64, data []byte) error {
+		all = crc32.Update(all, castagnoli(), data)
 		for j := int64(0); j*rb < int64(len(data)); j++ {
 			v := first + j
 			b := int(s.bin[v])
@@ -330,6 +351,10 @@ func (s *Store) loadCaches(src *features) error {
 		}
 		return nil
 	})
+	if err == nil && all != s.m.FeaturesCRC32C {
+		err = &topology.InputError{Path: filepath.Join(src.path), Msg: fmt.Sprintf("changed since the store was materialized (the rows' CRC-32C is %08x, the store was cut from %08x): materialize it again", all, s.m.FeaturesCRC32C)}
+	}
+	return err
 }
 
 // nonFinite returns the first column of a little-endian float32 row that
