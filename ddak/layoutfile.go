@@ -347,12 +347,21 @@ func ReadLayout(dir string) (*Layout, []Bin, error) {
 	if l.Row, err = readNpy[uint32](filepath.Join(dir, LayoutRowFile), "<u4", meta.Vertices); err != nil {
 		return nil, nil, err
 	}
+	count := make([]int64, len(bins))
 	for v, b := range l.Bin {
 		if int(b) >= len(bins) {
 			return nil, nil, &topology.InputError{Path: filepath.Join(dir, LayoutBinFile), Msg: fmt.Sprintf("vertex %d: bin %d, the layout has %d bins", v, b, len(bins))}
 		}
 		if int64(l.Row[v]) >= l.Stats[b].Rows {
 			return nil, nil, &topology.InputError{Path: filepath.Join(dir, LayoutRowFile), Msg: fmt.Sprintf("vertex %d: row %d of bin %s, which holds %d rows", v, l.Row[v], bins[b].ID, l.Stats[b].Rows)}
+		}
+		count[b]++
+	}
+	// A bin's row count is what its files and caches are sized by: it
+	// must be the number of vertices the layout puts in it.
+	for i, n := range count {
+		if l.Stats[i].Rows != n {
+			return nil, nil, &topology.InputError{Path: path, Field: fmt.Sprintf("bins[%d].rows", i), Msg: fmt.Sprintf("%d, but %s puts %d vertices in bin %s", l.Stats[i].Rows, LayoutBinFile, n, bins[i].ID)}
 		}
 	}
 	return l, bins, nil

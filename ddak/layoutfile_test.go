@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -86,6 +87,13 @@ func TestReadLayoutBadInput(t *testing.T) {
 			os.WriteFile(p, bytes.Replace(b, []byte(`"vertices": 5`), []byte(`"vertices": 5000000000000`), 1), 0o644)
 		}, "5000000000000"},
 		{"missing array", func(dir string) { os.Remove(filepath.Join(dir, LayoutRowFile)) }, "cannot read"},
+		// materialize sizes a bin's file by its rows: 1e15 would ask for
+		// 125 TB before anything else was read.
+		{"a bin of 1e15 rows", func(dir string) {
+			p := filepath.Join(dir, LayoutMetaFile)
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, regexp.MustCompile(`"rows": 3`).ReplaceAll(b, []byte(`"rows": 1000000000000000`)), 0o644)
+		}, "bins[0].rows: 1000000000000000, but layout_bin.npy puts 3 vertices"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

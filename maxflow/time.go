@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 )
 
 // DefaultTolerance is MinTimeBisect's relative tolerance on the time.
@@ -43,7 +44,19 @@ type DemandError struct {
 }
 
 func (e *DemandError) Error() string {
-	return fmt.Sprintf("demand %g cannot be met: the network delivers at most %g in any time (limited by %v)", e.Demand, e.Deliverable, e.Cut)
+	return fmt.Sprintf("demand %.4g cannot be met: the network delivers at most %.4g in any time (limited by %s)", e.Demand, e.Deliverable, listSome(e.Cut, maxCutNamed))
+}
+
+// maxCutNamed is how many of a cut's edges an error names: enough to
+// see which links bind, few enough for one line on any machine.
+const maxCutNamed = 6
+
+// listSome joins the first n of names, saying how many more there are.
+func listSome(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more edges", strings.Join(names[:n], ", "), len(names)-n)
 }
 
 // BadInput marks the error as the caller's to fix.

@@ -2,7 +2,9 @@ package maxflow
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -143,5 +145,24 @@ func TestCutReachesDemandEqualToVolumesUpToRounding(t *testing.T) {
 	}
 	if got := net.cutReaches(seen, sum*(1+1e-6)); !math.IsInf(got, 1) {
 		t.Errorf("demand 1e-6 above the volumes reached at %v, want never", got)
+	}
+}
+
+// TestDemandErrorStaysOneShortLine: a cut through 2,000 links (a machine
+// with 2,000 GPUs) once made a 60 KB error line; it names a few edges and
+// counts the rest, and prints its figures without float noise.
+func TestDemandErrorStaysOneShortLine(t *testing.T) {
+	cut := make([]string, 2000)
+	for i := range cut {
+		cut[i] = fmt.Sprintf("source->mem:u-gpu-gslot%d", i)
+	}
+	msg := (&DemandError{Demand: 1810.7465106744944, Deliverable: 1753.2116380983698, Cut: cut}).Error()
+	for _, want := range []string{"demand 1811 ", "at most 1753 ", "gslot0, ", "gslot5 and 1994 more edges"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("%q lacks %q", msg, want)
+		}
+	}
+	if len(msg) > 400 {
+		t.Errorf("a %d-byte error for a cut of %d edges", len(msg), len(cut))
 	}
 }

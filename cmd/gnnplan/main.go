@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/gnnplan/gnnplan/topology"
@@ -41,10 +42,21 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return exitOK
 	}
+	if ctx.Err() != nil {
+		// Stopped by Ctrl-C, SIGTERM or SIGHUP: what was stopped, not
+		// the context's own words.
+		msg := strings.TrimSuffix(strings.TrimSuffix(oneLine(err.Error()), "context canceled"), ": ")
+		if msg == "" {
+			msg = root.CalledAs()
+			if c, _, ferr := root.Find(args); ferr == nil {
+				msg = c.Name()
+			}
+		}
+		fmt.Fprintf(stderr, "gnnplan: %s: interrupted, nothing more written\n", msg)
+		return 130
+	}
 	fmt.Fprintf(stderr, "gnnplan: %s\n", oneLine(err.Error()))
 	switch {
-	case ctx.Err() != nil:
-		return 130
 	case topology.IsBadInput(err) || isUsageError(err):
 		return exitBadInput
 	}

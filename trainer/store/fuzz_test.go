@@ -14,10 +14,10 @@ import (
 func FuzzReadManifest(f *testing.F) {
 	seed, _ := json.Marshal(Manifest{SchemaVersion: ManifestSchemaVersion, Dataset: "d", NumNodes: 10, FeatureDim: 2, RowBytes: 8, StoreID: "00112233445566778899aabbccddeeff", LayoutDir: ".",
 		Bins: []BinFile{{ID: "gpu0", Kind: "gpu_memory", Rows: 4, RowBytes: 8},
-			{ID: "nvme0", Kind: "ssd", Rows: 6, RowBytes: 8, Path: "/ssd/d-nvme0.rows", StrideBytes: 512, FileBytes: 8192, CRC32C: 7}}})
+			{ID: "nvme0", Kind: "ssd", Rows: 6, RowBytes: 8, Path: "/ssd/d-nvme0.rows", StrideBytes: 512, FileBytes: 12288, CRC32C: 7}}})
 	f.Add(seed)
-	f.Add([]byte(`{"schema_version": 3}`))
-	f.Add([]byte(`{"schema_version": 3, "store_id": "00112233445566778899aabbccddeeff", "num_nodes": 1, "feature_dim": 1, "row_bytes": 4, "bins": [{"kind": "ssd", "rows": -1}]}`))
+	f.Add([]byte(`{"schema_version": 4}`))
+	f.Add([]byte(`{"schema_version": 4, "store_id": "00112233445566778899aabbccddeeff", "num_nodes": 1, "feature_dim": 1, "row_bytes": 4, "bins": [{"kind": "ssd", "rows": -1}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir := t.TempDir()
 		path := filepath.Join(dir, ManifestFile)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -27,6 +28,10 @@ const legacyJournalFile = "store.partial.json"
 // and the bin files' header block; version 3 the sampled checksum of the
 // features' rows; version 4 a checksum per row in every bin file.
 const ManifestSchemaVersion = 4
+
+// maxFeatureDim bounds feature_dim so that a row's byte count and any
+// stride stay far from overflow (a 1 GiB row).
+const maxFeatureDim = 1 << 28
 
 // Alignment of the SSD bin files.
 const (
@@ -166,8 +171,18 @@ func readManifestFile(path string) (*Manifest, error) {
 		return nil, &topology.InputError{Path: path, Field: "store_id", Msg: fmt.Sprintf("%q (want %d hex digits)", m.StoreID, 2*storeIDBytes)}
 	}
 	rowBytes := int64(m.FeatureDim) * 4
-	if m.NumNodes <= 0 || m.FeatureDim <= 0 || m.RowBytes != rowBytes {
-		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("num_nodes %d, feature_dim %d, row_bytes %d (want positive counts, row_bytes = 4 x feature_dim)", m.NumNodes, m.FeatureDim, m.RowBytes)}
+	if m.NumNodes <= 0 || m.NumNodes > math.MaxInt32 || m.FeatureDim <= 0 || m.FeatureDim > maxFeatureDim || m.RowBytes != rowBytes {
+		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("num_nodes %d, feature_dim %d, row_bytes %d (want 1 to %d vertices, 1 to %d features, row_bytes = 4 x feature_dim)",
+			m.NumNodes, m.FeatureDim, m.RowBytes, math.MaxInt32, maxFeatureDim)}
+	}
+	var rows int64
+	for _, b := range m.Bins {
+		if b.Rows >= 0 && b.Rows <= m.NumNodes {
+			rows += b.Rows
+		}
+	}
+	if rows != m.NumNodes {
+		return nil, &topology.InputError{Path: path, Field: "bins", Msg: fmt.Sprintf("rows of the bins add up to %d, want num_nodes (%d), each between 0 and num_nodes", rows, m.NumNodes)}
 	}
 	for i, b := range m.Bins {
 		field := fmt.Sprintf("bins[%d]", i)

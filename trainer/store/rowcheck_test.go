@@ -265,3 +265,37 @@ func TestVerifyRefusesWhatOpenRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestReadManifestRefusesImpossibleCounts: counts in store.json that no
+// store can have are refused before anything is sized by them (a cache
+// bin of 1e11 rows once reached makeslice).
+func TestReadManifestRefusesImpossibleCounts(t *testing.T) {
+	fx, _, _ := materialized(t, 300, 8, mixMixed, 1, 4)
+	good, err := ReadManifest(fx.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(m *Manifest)
+		want string
+	}{
+		{"a cache bin of 1e11 rows", func(m *Manifest) { m.Bins[0].Rows = 1e11 }, "rows of the bins add up to"},
+		{"rows that do not add up", func(m *Manifest) { m.Bins[0].Rows++ }, "want num_nodes (300)"},
+		{"more vertices than a vertex id holds", func(m *Manifest) { m.NumNodes = 1 << 40 }, "num_nodes 1099511627776"},
+		{"a row of a gigabyte", func(m *Manifest) { m.FeatureDim, m.RowBytes = 1<<30, 1<<32 }, "feature_dim 1073741824"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := *good
+			m.Bins = slices.Clone(good.Bins)
+			tc.edit(&m)
+			if err := writeManifestFile(filepath.Join(fx.dir, ManifestFile), &m); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Open(fx.dir, Options{})
+			if !topology.IsBadInput(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("open: %v, want a bad-input error saying %q", err, tc.want)
+			}
+		})
+	}
+}

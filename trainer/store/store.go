@@ -128,6 +128,9 @@ type GatherStats struct {
 	DeviceBytes int64   `json:"device_bytes"`
 	DeviceReads int     `json:"device_reads"`
 	Seconds     float64 `json:"seconds"`
+	// CheckSeconds is the part of Seconds spent checking the SSD rows
+	// against their checksums.
+	CheckSeconds float64 `json:"check_seconds"`
 	// BinRows counts the rows each bin served, in the order of
 	// Store.BinIDs: the traffic a layout sent to each bin.
 	BinRows []int `json:"bin_rows,omitempty"`
@@ -154,6 +157,7 @@ func (g *GatherStats) Add(o GatherStats) {
 	g.DeviceBytes += o.DeviceBytes
 	g.DeviceReads += o.DeviceReads
 	g.Seconds += o.Seconds
+	g.CheckSeconds += o.CheckSeconds
 	if len(g.BinRows) < len(o.BinRows) {
 		g.BinRows = append(g.BinRows, make([]int, len(o.BinRows)-len(g.BinRows))...)
 	}
@@ -503,8 +507,9 @@ func (s *Store) gather(ctx context.Context, vertices []int32, dst []float32, res
 	}
 	st.SSDRows = len(ssd)
 	if len(ssd) > 0 {
-		rs, err := s.readSSD(ctx, vertices, ssd, slots, dst)
+		rs, check, err := s.readSSD(ctx, vertices, ssd, slots, dst)
 		st.UsefulBytes, st.DeviceBytes, st.DeviceReads = rs.UsefulBytes, rs.DeviceBytes, rs.DeviceReads
+		st.CheckSeconds = check
 		if err != nil {
 			st.Seconds = time.Since(start).Seconds()
 			return n, st, err
@@ -515,12 +520,13 @@ func (s *Store) gather(ctx context.Context, vertices []int32, dst []float32, res
 }
 
 // readSSD reads the batch rows ssd (indices into vertices) straight into
-// rows slots of dst.
-func (s *Store) readSSD(ctx context.Context, vertices []int32, ssd, slots []int, dst []float32) (ioread.Stats, error) {
+// rows slots of dst, and checks each against its checksum; check is the
+// seconds the checks took.
+func (s *Store) readSSD(ctx context.Context, vertices []int32, ssd, slots []int, dst []float32) (_ ioread.Stats, check float64, _ error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.reader == nil {
-		return ioread.Stats{}, errors.New("gather: the store is closed")
+		return ioread.Stats{}, 0, errors.New("gather: the store is closed")
 	}
 	dim, rb := s.dim, int(s.rowBytes)
 	reqs := s.reqs[:0]
@@ -535,19 +541,20 @@ func (s *Store) readSSD(ctx context.Context, vertices []int32, ssd, slots []int,
 	defer clear(reqs) // the requests point into dst: do not keep it alive
 	rs, err := s.reader.Read(ctx, reqs)
 	if err != nil {
-		return rs, s.readError(err, vertices, ssd)
+		return rs, 0, s.readError(err, vertices, ssd)
 	}
 	// Every row is checked against the checksum taken when it was written
 	// before it reaches a kernel.
+	start := time.Now()
 	for _, q := range reqs {
 		v := vertices[q.Tag]
 		b := &s.bins[s.bin[v]]
 		r := s.row[v]
 		if got := rowCRC(q.Dst[:rb]); got != b.crcs[r] {
-			return rs, s.damagedRow(int(s.bin[v]), v, got)
+			return rs, time.Since(start).Seconds(), s.damagedRow(int(s.bin[v]), v, got)
 		}
 	}
-	return rs, nil
+	return rs, time.Since(start).Seconds(), nil
 }
 
 // damagedRow is the error for vertex v's row in bin i, whose bytes as read
@@ -700,7 +707,7 @@ func (s *Store) MeasureReads(ctx context.Context, d time.Duration, batches [][]i
 		for j := range vs {
 			ssd = append(ssd, j)
 		}
-		st, err := s.readSSD(ctx, vs, ssd, ssd, dst[:len(vs)*s.dim])
+		st, _, err := s.readSSD(ctx, vs, ssd, ssd, dst[:len(vs)*s.dim])
 		if err != nil {
 			return rr, err
 		}
