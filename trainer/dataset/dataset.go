@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/trainer/internal/fslock"
 )
 
 // SchemaVersion versions meta.json.
@@ -246,27 +247,77 @@ func WriteMeta(dir string, m Meta) error {
 	return topology.WriteFileAtomic(filepath.Join(dir, MetaFile), append(data, '\n'))
 }
 
-// StageDir makes a temporary directory next to out for building a
-// dataset; Commit renames it to out, so a failed or interrupted build
-// never leaves a half-written dataset under the name asked for.
-func StageDir(out string) (string, error) {
+// Stage is a dataset being built in a temporary directory next to its
+// final name; Commit renames it there, so a failed or interrupted build
+// never leaves a half-written dataset under the name asked for. The
+// directory is locked while it is built, which tells a later StageDir
+// for the same name whether a run is still writing it.
+type Stage struct {
+	// Dir is where the dataset's files are written.
+	Dir  string
+	out  string
+	lock *fslock.Lock
+}
+
+// StageDir makes the staging directory for out (out.partial-N) and locks
+// it. It first removes the staging directories of out that no process
+// holds: those of runs that were killed before they could clean up.
+func StageDir(out string) (*Stage, error) {
 	if _, err := os.Stat(out); err == nil {
-		return "", &topology.InputError{Path: out, Field: "--out", Msg: "already exists (remove it or choose another directory)"}
+		return nil, &topology.InputError{Path: out, Field: "--out", Msg: "already exists (remove it or choose another directory)"}
 	}
 	parent := filepath.Dir(filepath.Clean(out))
 	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return "", fmt.Errorf("create %s: %w", parent, err)
+		return nil, fmt.Errorf("create %s: %w", parent, err)
 	}
-	return topology.MkdirTemp(parent, filepath.Base(out)+".partial-")
+	prefix := filepath.Base(filepath.Clean(out)) + ".partial-"
+	if old, err := filepath.Glob(filepath.Join(parent, globEscape(prefix)+"*")); err == nil {
+		for _, d := range old {
+			if lk, err := fslock.TryLock(d); err == nil {
+				os.RemoveAll(d)
+				lk.Unlock()
+			}
+		}
+	}
+	dir, err := topology.MkdirTemp(parent, prefix)
+	if err != nil {
+		return nil, err
+	}
+	lk, err := fslock.TryLock(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
+	}
+	return &Stage{Dir: dir, out: out, lock: lk}, nil
 }
 
-// CommitDir moves a staged dataset directory to its final name.
-func CommitDir(stage, out string) error {
-	if err := os.Rename(stage, out); err != nil {
-		os.RemoveAll(stage)
-		return fmt.Errorf("finish %s: %w", out, err)
+// globEscape quotes the characters filepath.Match gives a meaning.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Commit moves the staged dataset to its final name; on failure the
+// staging directory is removed.
+func (s *Stage) Commit() error {
+	defer s.lock.Unlock()
+	if err := os.Rename(s.Dir, s.out); err != nil {
+		os.RemoveAll(s.Dir)
+		return fmt.Errorf("finish %s: %w", s.out, err)
 	}
 	return nil
+}
+
+// Abort removes the staging directory and what was written in it.
+func (s *Stage) Abort() {
+	os.RemoveAll(s.Dir)
+	s.lock.Unlock()
 }
 
 // FeatureReader reads feature rows of a dataset from features.npy without

@@ -281,3 +281,44 @@ func TestDatasetFileModes(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStageDirRemovesWhatAKilledRunLeft: a staging directory no process
+// holds (its run was killed) is removed by the next build of the same
+// name; one a live build holds is left alone.
+func TestStageDirRemovesWhatAKilledRunLeft(t *testing.T) {
+	parent := t.TempDir()
+	out := filepath.Join(parent, "ds")
+	killed := filepath.Join(parent, "ds.partial-123")
+	if err := os.MkdirAll(filepath.Join(killed, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(parent, "dsx.partial-1") // another dataset's
+	os.Mkdir(other, 0o755)
+	live, err := StageDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(killed); !os.IsNotExist(err) {
+		t.Errorf("%s left by a killed run is still there (%v)", killed, err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("another dataset's staging directory was removed: %v", err)
+	}
+	second, err := StageDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(live.Dir); err != nil {
+		t.Errorf("a live build's staging directory was removed: %v", err)
+	}
+	second.Abort()
+	if err := live.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(out); err != nil || !st.IsDir() {
+		t.Errorf("commit: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(parent, "ds.partial-*")); len(left) != 0 {
+		t.Errorf("staging directories left: %v", left)
+	}
+}

@@ -6,8 +6,9 @@
 // LoadGraph reads the structure, labels and splits into a Graph, checking
 // every length and index against meta.json; features, which can be far
 // larger, are read row by row with a FeatureReader. ArrayWriter, WriteMeta,
-// StageDir and CommitDir write a dataset so that a failed or interrupted
-// build leaves nothing under the name asked for. ImportLINQS, ImportSNAP,
+// StageDir and Stage.Commit write a dataset so that a failed or interrupted
+// build leaves nothing under the name asked for (a killed build's staging
+// directory is removed by the next). ImportLINQS, ImportSNAP,
 // ImportGeomGCN, ImportPlanetoid and ImportOGB convert public formats
 // (plain or gzip text, Planetoid's pickles, OGB's CSV and npz), Synth
 // generates a power-law graph with class-correlated features that streams

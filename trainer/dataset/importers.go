@@ -363,7 +363,7 @@ func (d *importDataset) write(out string) (err error) {
 	}
 	defer func() {
 		if err != nil {
-			os.RemoveAll(stage)
+			stage.Abort()
 		}
 	}()
 	n := d.meta.NumNodes
@@ -388,11 +388,11 @@ func (d *importDataset) write(out string) (err error) {
 		arrays = append(arrays, array{name, "<i8", d.extra[name], int64(len(d.extra[name]))})
 	}
 	for _, a := range arrays {
-		if err := WriteArray(filepath.Join(stage, a.file), a.dtype, a.data, a.n); err != nil {
+		if err := WriteArray(filepath.Join(stage.Dir, a.file), a.dtype, a.data, a.n); err != nil {
 			return err
 		}
 	}
-	fpath := filepath.Join(stage, FeaturesFile)
+	fpath := filepath.Join(stage.Dir, FeaturesFile)
 	if d.writeFeatures != nil {
 		err = d.writeFeatures(fpath)
 	} else {
@@ -401,10 +401,10 @@ func (d *importDataset) write(out string) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := WriteMeta(stage, d.meta); err != nil {
+	if err := WriteMeta(stage.Dir, d.meta); err != nil {
 		return err
 	}
-	return CommitDir(stage, out)
+	return stage.Commit()
 }
 
 // summary fills the counts an ImportSummary shares with the dataset.

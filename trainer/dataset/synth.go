@@ -185,17 +185,17 @@ func Synth(ctx context.Context, opt SynthOptions, out string, progress io.Writer
 	if err != nil {
 		return nil, err
 	}
-	r := &synthRun{ctx: ctx, opt: opt, stage: stage, workers: max(1, runtime.GOMAXPROCS(0)), log: newSynthLog(progress)}
+	r := &synthRun{ctx: ctx, opt: opt, stage: stage.Dir, workers: max(1, runtime.GOMAXPROCS(0)), log: newSynthLog(progress)}
 	sum, err := r.run()
 	if err != nil {
-		os.RemoveAll(stage)
+		stage.Abort()
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		os.RemoveAll(stage)
+		stage.Abort()
 		return nil, fmt.Errorf("synth %s: %w", out, err)
 	}
-	if err := CommitDir(stage, out); err != nil {
+	if err := stage.Commit(); err != nil {
 		return nil, err
 	}
 	sum.Seconds = time.Since(start).Seconds()

@@ -105,9 +105,10 @@ type Store struct {
 	paths    []string
 	cached   float64 // share of the rows held in memory
 
-	mu     sync.Mutex // guards reader and reqs
+	mu     sync.Mutex // guards reader, reqs and want
 	reader *ioread.Reader
 	reqs   []ioread.Request
+	want   []uint32 // the checksum each request's row must have
 }
 
 // GatherStats describe one Gather (or, added up, many).
@@ -529,14 +530,20 @@ func (s *Store) readSSD(ctx context.Context, vertices []int32, ssd, slots []int,
 		return ioread.Stats{}, 0, errors.New("gather: the store is closed")
 	}
 	dim, rb := s.dim, int(s.rowBytes)
-	reqs := s.reqs[:0]
+	reqs, want := s.reqs[:0], s.want[:0]
 	for k, i := range ssd {
 		v := vertices[i]
 		b := &s.bins[s.bin[v]]
 		j := slots[k]
-		reqs = append(reqs, ioread.Request{File: b.file, Offset: b.base + int64(s.row[v])*b.stride, Length: rb,
+		r := s.row[v]
+		reqs = append(reqs, ioread.Request{File: b.file, Offset: b.base + int64(r)*b.stride, Length: rb,
 			Dst: floatBytes(dst[j*dim : (j+1)*dim]), Tag: uint64(i)})
+		// Taken here, where the row's location is already at hand: the
+		// independent lookups overlap, where the check loop would wait
+		// on each.
+		want = append(want, b.crcs[r])
 	}
+	s.want = want[:0]
 	s.reqs = reqs[:0]
 	defer clear(reqs) // the requests point into dst: do not keep it alive
 	rs, err := s.reader.Read(ctx, reqs)
@@ -546,11 +553,9 @@ func (s *Store) readSSD(ctx context.Context, vertices []int32, ssd, slots []int,
 	// Every row is checked against the checksum taken when it was written
 	// before it reaches a kernel.
 	start := time.Now()
-	for _, q := range reqs {
-		v := vertices[q.Tag]
-		b := &s.bins[s.bin[v]]
-		r := s.row[v]
-		if got := rowCRC(q.Dst[:rb]); got != b.crcs[r] {
+	for k, q := range reqs {
+		if got := rowCRC(q.Dst[:rb]); got != want[k] {
+			v := vertices[q.Tag]
 			return rs, time.Since(start).Seconds(), s.damagedRow(int(s.bin[v]), v, got)
 		}
 	}
