@@ -16,6 +16,7 @@ import (
 	"github.com/gnnplan/gnnplan/maxflow"
 	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
+	"github.com/gnnplan/gnnplan/trainer/ioread"
 )
 
 // rewrite changes the bytes of path at off with edit.
@@ -297,5 +298,71 @@ func TestReadManifestRefusesImpossibleCounts(t *testing.T) {
 				t.Errorf("open: %v, want a bad-input error saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestGatherInPieces: a batch large enough to be read in pieces (each
+// checked while the next is read) still serves every row right, with and
+// without a cache override, reads no block twice, and stops at a damaged
+// row.
+func TestGatherInPieces(t *testing.T) {
+	const n, dim = 40000, 16 // 64-byte rows: 64 to a block
+	fx, l, m := materialized(t, n, dim, mixMixed, 2, 31)
+	rng := rand.New(rand.NewPCG(31, 1))
+	batch := append(randomBatch(n, 30000, rng), randomBatch(n, 30000, rng)...)
+	for _, cache := range []*CacheOverride{nil, {Fraction: 0.1, Hotness: zipfHotness(n, 1.1, rng)}} {
+		s, err := Open(fx.dir, Options{Engine: "pread", QueueDepth: 16, Cache: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := make([]float32, len(batch)*dim)
+		st, err := gatherNoHang(t, s, context.Background(), batch, dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range batch {
+			if !slices.Equal(dst[i*dim:(i+1)*dim], fx.feats[int(v)*dim:(int(v)+1)*dim]) {
+				t.Fatalf("cache %v: batch row %d (vertex %d) read wrong", cache != nil, i, v)
+			}
+		}
+		if st.SSDRows < 2*minCheckChunkRows {
+			t.Fatalf("only %d rows from disk: the batch is not read in pieces", st.SSDRows)
+		}
+		// The same requests in one read: the pieces read no more.
+		var reqs []ioread.Request
+		buf := make([]byte, len(batch)*4*dim)
+		for i, v := range batch {
+			if b := &s.bins[s.bin[v]]; b.tier == tierSSD {
+				reqs = append(reqs, ioread.Request{File: b.file, Offset: b.base + int64(s.row[v])*b.stride, Length: 4 * dim, Dst: buf[i*4*dim : (i+1)*4*dim]})
+			}
+		}
+		whole, err := s.reader.Read(context.Background(), reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.DeviceBytes > whole.DeviceBytes {
+			t.Errorf("cache %v: read %d bytes in pieces, %d in one read: a block was read twice", cache != nil, st.DeviceBytes, whole.DeviceBytes)
+		}
+		s.Close()
+	}
+	// A damaged row in a late piece is found.
+	var last int32 = -1
+	for v := n - 1; v >= 0; v-- {
+		if m.Bins[l.Bin[v]].Kind == maxflow.StorageSSD {
+			last = int32(v)
+			break
+		}
+	}
+	bf := m.Bins[l.Bin[last]]
+	rewrite(t, bf.Path, HeaderBytes+int64(l.Row[last])*bf.StrideBytes, 1, func(p []byte) { p[0] ^= 0x80 })
+	s, err := Open(fx.dir, Options{Engine: "pread", QueueDepth: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	batch = append(batch, last)
+	_, err = gatherNoHang(t, s, context.Background(), batch, make([]float32, len(batch)*dim))
+	if want := fmt.Sprintf("row %d (vertex %d)", l.Row[last], last); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("gather over a damaged row: %v, want an error naming %s", err, want)
 	}
 }

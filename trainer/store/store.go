@@ -80,6 +80,9 @@ type binSrc struct {
 	// crcs[r] is row r's CRC-32C, which every read of it is checked
 	// against (SSD bins and the override's features.npy rows).
 	crcs []uint32
+	// blocks is how many FileAlignBytes blocks the file spans up to the
+	// end of its last row (at least 1).
+	blocks int64
 }
 
 // tier is where a bin's rows are served from.
@@ -105,10 +108,15 @@ type Store struct {
 	paths    []string
 	cached   float64 // share of the rows held in memory
 
-	mu     sync.Mutex // guards reader, reqs and want
+	mu     sync.Mutex // guards reader and the scratch below
 	reader *ioread.Reader
-	reqs   []ioread.Request
-	want   []uint32 // the checksum each request's row must have
+	// readSSD's scratch: the requests, the checksum each request's row
+	// must have, the piece each is read in, and both in piece order.
+	reqs       []ioread.Request
+	want       []uint32
+	chunk      []uint8
+	sorted     []ioread.Request
+	sortedWant []uint32
 }
 
 // GatherStats describe one Gather (or, added up, many).
@@ -233,6 +241,11 @@ func Open(datasetDir string, opt Options) (*Store, error) {
 	for i := range s.bins {
 		if b := &s.bins[i]; b.tier == tierSSD && b.rows > 0 { // a bin no vertex reads is not opened
 			b.file = len(s.paths)
+			rows := b.rows
+			if i >= len(s.m.Bins) {
+				rows = s.m.NumNodes // the override's features.npy rows, by vertex id
+			}
+			b.blocks = (b.base+rows*b.stride)/FileAlignBytes + 1
 			s.paths = append(s.paths, b.path)
 		}
 	}
@@ -522,7 +535,13 @@ func (s *Store) gather(ctx context.Context, vertices []int32, dst []float32, res
 
 // readSSD reads the batch rows ssd (indices into vertices) straight into
 // rows slots of dst, and checks each against its checksum; check is the
-// seconds the checks took.
+// seconds the checks took, on their own goroutines.
+//
+// The rows are read in up to maxCheckChunks pieces, each a range of the
+// files' blocks, and each piece is checked on a goroutine of its own while
+// the next is read, so that the checks overlap the disk's work instead of
+// following it; rows that share a block stay in one piece and are still
+// read once.
 func (s *Store) readSSD(ctx context.Context, vertices []int32, ssd, slots []int, dst []float32) (_ ioread.Stats, check float64, _ error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -530,36 +549,108 @@ func (s *Store) readSSD(ctx context.Context, vertices []int32, ssd, slots []int,
 		return ioread.Stats{}, 0, errors.New("gather: the store is closed")
 	}
 	dim, rb := s.dim, int(s.rowBytes)
-	reqs, want := s.reqs[:0], s.want[:0]
-	for k, i := range ssd {
+	k := min(maxCheckChunks, max(1, len(ssd)/minCheckChunkRows))
+	reqs, want, chunk := s.reqs[:0], s.want[:0], s.chunk[:0]
+	var count [maxCheckChunks + 1]int
+	for n, i := range ssd {
 		v := vertices[i]
 		b := &s.bins[s.bin[v]]
-		j := slots[k]
+		j := slots[n]
 		r := s.row[v]
-		reqs = append(reqs, ioread.Request{File: b.file, Offset: b.base + int64(r)*b.stride, Length: rb,
+		off := b.base + int64(r)*b.stride
+		reqs = append(reqs, ioread.Request{File: b.file, Offset: off, Length: rb,
 			Dst: floatBytes(dst[j*dim : (j+1)*dim]), Tag: uint64(i)})
 		// Taken here, where the row's location is already at hand: the
 		// independent lookups overlap, where the check loop would wait
 		// on each.
 		want = append(want, b.crcs[r])
+		c := uint8(min(off/FileAlignBytes*int64(k)/b.blocks, int64(k-1)))
+		chunk = append(chunk, c)
+		count[c+1]++
 	}
-	s.want = want[:0]
-	s.reqs = reqs[:0]
+	s.reqs, s.want, s.chunk = reqs[:0], want[:0], chunk[:0]
 	defer clear(reqs) // the requests point into dst: do not keep it alive
-	rs, err := s.reader.Read(ctx, reqs)
-	if err != nil {
-		return rs, 0, s.readError(err, vertices, ssd)
+	if k > 1 {
+		// A counting sort of the requests into their pieces, order kept
+		// within each.
+		for c := 1; c <= k; c++ {
+			count[c] += count[c-1]
+		}
+		sorted, sortedWant := grow(s.sorted, len(reqs)), grow(s.sortedWant, len(want))
+		pos := count
+		for n, c := range chunk {
+			sorted[pos[c]], sortedWant[pos[c]] = reqs[n], want[n]
+			pos[c]++
+		}
+		s.sorted, s.sortedWant = sorted[:0], sortedWant[:0]
+		defer clear(sorted)
+		reqs, want = sorted, sortedWant
+	} else {
+		count[1] = len(reqs)
 	}
-	// Every row is checked against the checksum taken when it was written
-	// before it reaches a kernel.
-	start := time.Now()
-	for k, q := range reqs {
-		if got := rowCRC(q.Dst[:rb]); got != want[k] {
-			v := vertices[q.Tag]
-			return rs, time.Since(start).Seconds(), s.damagedRow(int(s.bin[v]), v, got)
+
+	var rs ioread.Stats
+	var wg sync.WaitGroup
+	var errs [maxCheckChunks]error
+	var secs [maxCheckChunks]float64
+	defer wg.Wait() // no check outlives the call, whatever it returns
+	for c := range k {
+		lo, hi := count[c], count[c+1]
+		if lo == hi {
+			continue
+		}
+		st, err := s.reader.Read(ctx, reqs[lo:hi])
+		rs.Requests += st.Requests
+		rs.DeviceReads += st.DeviceReads
+		rs.UsefulBytes += st.UsefulBytes
+		rs.DeviceBytes += st.DeviceBytes
+		rs.Merged += st.Merged
+		rs.Retries += st.Retries
+		if err != nil {
+			return rs, 0, s.readError(err, vertices, ssd)
+		}
+		// Every row is checked against the checksum taken when it was
+		// written before it reaches a kernel.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.Now()
+			for n, q := range reqs[lo:hi] {
+				if got := rowCRC(q.Dst[:rb]); got != want[lo+n] {
+					v := vertices[q.Tag]
+					errs[c] = s.damagedRow(int(s.bin[v]), v, got)
+					break
+				}
+			}
+			secs[c] = time.Since(t).Seconds()
+		}()
+	}
+	wg.Wait()
+	for c := range k {
+		check += secs[c]
+	}
+	for _, err := range errs {
+		if err != nil {
+			return rs, check, err
 		}
 	}
-	return rs, time.Since(start).Seconds(), nil
+	return rs, check, nil
+}
+
+// The pieces readSSD cuts a batch's reads into: at most maxCheckChunks,
+// each of at least minCheckChunkRows rows, so that the disk's queue is
+// refilled many times within each.
+const (
+	maxCheckChunks    = 8
+	minCheckChunkRows = 1024
+)
+
+// grow returns s resliced to n elements, reallocated only when too small.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }
 
 // damagedRow is the error for vertex v's row in bin i, whose bytes as read
