@@ -782,9 +782,9 @@ func printTrainSummary(w io.Writer, r trainReport) {
 	}
 	fmt.Fprintln(w)
 	if st := r.Store; st != nil && st.Rows.Rows > 0 {
-		fmt.Fprintf(w, "feature rows: %d gathered, %.1f%% from memory, %.1f%% from SSD (%d reads, %.1f MB read, read amplification %.2f, every row checked against its CRC-32C in %s)\n",
+		fmt.Fprintf(w, "feature rows: %d gathered, %.1f%% from memory, %.1f%% from SSD (%d reads, %.1f MB read, read amplification %.2f, every row checked against its CRC-32C, %s waited for the checks)\n",
 			st.Rows.Rows, 100*float64(st.Rows.WorkerCacheHits+st.Rows.SocketCacheHits)/float64(st.Rows.Rows),
-			100*float64(st.Rows.SSDRows)/float64(st.Rows.Rows), st.Rows.DeviceReads, float64(st.Rows.DeviceBytes)/1e6, st.ReadAmplification, fmtSeconds(st.Rows.CheckSeconds))
+			100*float64(st.Rows.SSDRows)/float64(st.Rows.Rows), st.Rows.DeviceReads, float64(st.Rows.DeviceBytes)/1e6, st.ReadAmplification, fmtSeconds(st.Rows.CheckWaitSeconds))
 		if st.Rows.ResidentHits > 0 {
 			fmt.Fprintf(w, "feature rows resident in GPU memory (the layout's GPU cache bins, never copied): %.1f%%\n", 100*float64(st.Rows.ResidentHits)/float64(st.Rows.Rows))
 		}

@@ -137,9 +137,12 @@ type GatherStats struct {
 	DeviceBytes int64   `json:"device_bytes"`
 	DeviceReads int     `json:"device_reads"`
 	Seconds     float64 `json:"seconds"`
-	// CheckSeconds is the part of Seconds spent checking the SSD rows
-	// against their checksums.
-	CheckSeconds float64 `json:"check_seconds"`
+	// CheckSeconds is the time the checks of the SSD rows against their
+	// checksums took, summed over the goroutines they run on alongside
+	// the reads; CheckWaitSeconds is the part of Seconds spent waiting for
+	// them after the last read: what the checks added to the gather.
+	CheckSeconds     float64 `json:"check_seconds"`
+	CheckWaitSeconds float64 `json:"check_wait_seconds"`
 	// BinRows counts the rows each bin served, in the order of
 	// Store.BinIDs: the traffic a layout sent to each bin.
 	BinRows []int `json:"bin_rows,omitempty"`
@@ -167,6 +170,7 @@ func (g *GatherStats) Add(o GatherStats) {
 	g.DeviceReads += o.DeviceReads
 	g.Seconds += o.Seconds
 	g.CheckSeconds += o.CheckSeconds
+	g.CheckWaitSeconds += o.CheckWaitSeconds
 	if len(g.BinRows) < len(o.BinRows) {
 		g.BinRows = append(g.BinRows, make([]int, len(o.BinRows)-len(g.BinRows))...)
 	}
@@ -521,9 +525,9 @@ func (s *Store) gather(ctx context.Context, vertices []int32, dst []float32, res
 	}
 	st.SSDRows = len(ssd)
 	if len(ssd) > 0 {
-		rs, check, err := s.readSSD(ctx, vertices, ssd, slots, dst)
+		rs, check, wait, err := s.readSSD(ctx, vertices, ssd, slots, dst)
 		st.UsefulBytes, st.DeviceBytes, st.DeviceReads = rs.UsefulBytes, rs.DeviceBytes, rs.DeviceReads
-		st.CheckSeconds = check
+		st.CheckSeconds, st.CheckWaitSeconds = check, wait
 		if err != nil {
 			st.Seconds = time.Since(start).Seconds()
 			return n, st, err
@@ -535,18 +539,19 @@ func (s *Store) gather(ctx context.Context, vertices []int32, dst []float32, res
 
 // readSSD reads the batch rows ssd (indices into vertices) straight into
 // rows slots of dst, and checks each against its checksum; check is the
-// seconds the checks took, on their own goroutines.
+// seconds the checks took, on their own goroutines, and wait the seconds
+// spent waiting for them after the last read.
 //
 // The rows are read in up to maxCheckChunks pieces, each a range of the
 // files' blocks, and each piece is checked on a goroutine of its own while
 // the next is read, so that the checks overlap the disk's work instead of
 // following it; rows that share a block stay in one piece and are still
 // read once.
-func (s *Store) readSSD(ctx context.Context, vertices []int32, ssd, slots []int, dst []float32) (_ ioread.Stats, check float64, _ error) {
+func (s *Store) readSSD(ctx context.Context, vertices []int32, ssd, slots []int, dst []float32) (_ ioread.Stats, check, wait float64, _ error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.reader == nil {
-		return ioread.Stats{}, 0, errors.New("gather: the store is closed")
+		return ioread.Stats{}, 0, 0, errors.New("gather: the store is closed")
 	}
 	dim, rb := s.dim, int(s.rowBytes)
 	k := min(maxCheckChunks, max(1, len(ssd)/minCheckChunkRows))
@@ -607,7 +612,7 @@ func (s *Store) readSSD(ctx context.Context, vertices []int32, ssd, slots []int,
 		rs.Merged += st.Merged
 		rs.Retries += st.Retries
 		if err != nil {
-			return rs, 0, s.readError(err, vertices, ssd)
+			return rs, 0, 0, s.readError(err, vertices, ssd)
 		}
 		// Every row is checked against the checksum taken when it was
 		// written before it reaches a kernel.
@@ -625,16 +630,18 @@ func (s *Store) readSSD(ctx context.Context, vertices []int32, ssd, slots []int,
 			secs[c] = time.Since(t).Seconds()
 		}()
 	}
+	t := time.Now()
 	wg.Wait()
+	wait = time.Since(t).Seconds()
 	for c := range k {
 		check += secs[c]
 	}
 	for _, err := range errs {
 		if err != nil {
-			return rs, check, err
+			return rs, check, wait, err
 		}
 	}
-	return rs, check, nil
+	return rs, check, wait, nil
 }
 
 // The pieces readSSD cuts a batch's reads into: at most maxCheckChunks,
@@ -803,7 +810,7 @@ func (s *Store) MeasureReads(ctx context.Context, d time.Duration, batches [][]i
 		for j := range vs {
 			ssd = append(ssd, j)
 		}
-		st, _, err := s.readSSD(ctx, vs, ssd, ssd, dst[:len(vs)*s.dim])
+		st, _, _, err := s.readSSD(ctx, vs, ssd, ssd, dst[:len(vs)*s.dim])
 		if err != nil {
 			return rr, err
 		}
