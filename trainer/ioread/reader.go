@@ -87,6 +87,16 @@ type Stats struct {
 	Retries     int   // reads reissued after a short read, EINTR or EAGAIN
 }
 
+// Add accumulates o into s.
+func (s *Stats) Add(o Stats) {
+	s.Requests += o.Requests
+	s.DeviceReads += o.DeviceReads
+	s.UsefulBytes += o.UsefulBytes
+	s.DeviceBytes += o.DeviceBytes
+	s.Merged += o.Merged
+	s.Retries += o.Retries
+}
+
 // ReadError names the file and byte range a failed read was for.
 type ReadError struct {
 	Path   string

@@ -206,3 +206,28 @@ func zipfBatches(hot []uint32, rng *rand.Rand) [][]int32 {
 	}
 	return batches
 }
+
+// BenchmarkRowCRC is the row check's cost: the CRC-32C of rows of 512 B
+// and 4 KiB walked in order over 256 MiB (more than any cache holds, as a
+// batch's rows are by the time they are checked), per row.
+func BenchmarkRowCRC(b *testing.B) {
+	buf := make([]byte, 256<<20)
+	for i := range buf {
+		buf[i] = byte(i * 7)
+	}
+	for _, rb := range []int{512, 4096} {
+		b.Run(fmt.Sprintf("row=%dB", rb), func(b *testing.B) {
+			b.SetBytes(int64(rb))
+			off := 0
+			var x uint32
+			for range b.N {
+				if off+rb > len(buf) {
+					off = 0
+				}
+				x ^= rowCRC(buf[off : off+rb])
+				off += rb
+			}
+			_ = x
+		})
+	}
+}

@@ -605,12 +605,7 @@ func (s *Store) readSSD(ctx context.Context, vertices []int32, ssd, slots []int,
 			continue
 		}
 		st, err := s.reader.Read(ctx, reqs[lo:hi])
-		rs.Requests += st.Requests
-		rs.DeviceReads += st.DeviceReads
-		rs.UsefulBytes += st.UsefulBytes
-		rs.DeviceBytes += st.DeviceBytes
-		rs.Merged += st.Merged
-		rs.Retries += st.Retries
+		rs.Add(st)
 		if err != nil {
 			return rs, 0, 0, s.readError(err, vertices, ssd)
 		}
