@@ -292,7 +292,9 @@ type importCSR struct {
 // build sorts and deduplicates the edges and lays them out as CSR over n
 // vertices, every row sorted by neighbor id.
 func (e *importEdges) build(ctx context.Context, n int64) (*importCSR, error) {
-	slices.Sort(e.keys)
+	if err := sortKeys(ctx, e.keys); err != nil {
+		return nil, err
+	}
 	uniq := slices.Compact(e.keys)
 	g := &importCSR{duplicates: int64(len(e.keys) - len(uniq))}
 	e.keys = uniq
@@ -331,7 +333,12 @@ func (e *importEdges) build(ctx context.Context, n int64) (*importCSR, error) {
 	}
 	// A directed pair u->v and its reverse make one unordered pair;
 	// count each reverse-present pair once, from its smaller end.
-	for _, k := range uniq {
+	for i, k := range uniq {
+		if i%(1<<20) == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		u, v := k>>32, k&0xffffffff
 		if u < v {
 			g.undirectedEdges++
@@ -340,6 +347,55 @@ func (e *importEdges) build(ctx context.Context, n int64) (*importCSR, error) {
 		}
 	}
 	return g, nil
+}
+
+// sortKeys sorts keys in increasing order: a least-significant-digit
+// radix sort, 16 bits a pass, that skips the digits every key shares and
+// checks ctx every 2^20 keys, so Ctrl-C stops an import of a billion
+// edges within a second, which a library sort would not.
+func sortKeys(ctx context.Context, keys []uint64) error {
+	const bits, mask = 16, 1<<16 - 1
+	if len(keys) < 1<<16 {
+		slices.Sort(keys)
+		return nil
+	}
+	tmp := make([]uint64, len(keys))
+	var count [1 << bits]int
+	src, dst := keys, tmp
+	for shift := uint(0); shift < 64; shift += bits {
+		clear(count[:])
+		for i, k := range src {
+			if i%(1<<20) == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			count[(k>>shift)&mask]++
+		}
+		if count[(src[0]>>shift)&mask] == len(src) {
+			continue // every key has this digit
+		}
+		sum := 0
+		for d, c := range count {
+			count[d] = sum
+			sum += c
+		}
+		for i, k := range src {
+			if i%(1<<20) == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			d := (k >> shift) & mask
+			dst[count[d]] = k
+			count[d]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &keys[0] {
+		copy(keys, src)
+	}
+	return nil
 }
 
 // importDataset is everything an importer writes besides the features.

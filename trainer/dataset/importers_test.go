@@ -6,8 +6,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -789,5 +792,32 @@ func TestImportReportsAPhasePerFile(t *testing.T) {
 		if !slices.Contains(rec.phases, fmt.Sprintf("%s (%d)", name, st.Size())) || rec.done[name] == 0 || rec.done[name]%st.Size() != 0 {
 			t.Errorf("phases %v, %s done %d: want a phase of %d bytes, all read each time", rec.phases, name, rec.done[name], st.Size())
 		}
+	}
+}
+
+// TestSortKeys: the import's cancellable radix sort sorts as a library
+// sort does, at sizes that take each path and with digits all keys share,
+// and stops when cancelled.
+func TestSortKeys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 1000, 1 << 16, 300000} {
+		for _, spread := range []uint64{1 << 20, 1 << 40, math.MaxUint64} {
+			keys := make([]uint64, n)
+			for i := range keys {
+				keys[i] = rng.Uint64() % spread
+			}
+			want := slices.Sorted(slices.Values(keys))
+			if err := sortKeys(context.Background(), keys); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(keys, want) {
+				t.Errorf("%d keys below %d: not sorted as slices.Sort sorts them", n, spread)
+			}
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := sortKeys(ctx, make([]uint64, 1<<20)); !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled sort: %v", err)
 	}
 }
