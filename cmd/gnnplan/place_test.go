@@ -132,3 +132,31 @@ func TestPlaceBadInputExitsTwo(t *testing.T) {
 		})
 	}
 }
+
+// TestPlaceHugePlanFanoutIsAllNeighbours: a plan whose fanouts ask for a
+// billion neighbours measures hotness taking every neighbour, instead of
+// reserving a billion per seed (1.1 TB once).
+func TestPlaceHugePlanFanoutIsAllNeighbours(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	os.Mkdir(data, 0o755)
+	writeDataset(t, data, 2000, 8, 16)
+	plan := filepath.Join(dir, "plan.json")
+	if code, _, errOut := runCLI(t, "recommend", "--dataset", data, "--gpus", "1", "--ssds", "1", "-o", plan); code != 0 {
+		t.Fatalf("recommend: %s", errOut)
+	}
+	raw, err := os.ReadFile(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p map[string]any
+	if err := json.Unmarshal(raw, &p); err != nil {
+		t.Fatal(err)
+	}
+	p["workload"].(map[string]any)["fanouts"] = []int{1000000000, 10}
+	raw, _ = json.Marshal(p)
+	os.WriteFile(plan, raw, 0o644)
+	if code, _, errOut := runCLI(t, "place", "--plan", plan, "--dataset", data); code != 0 {
+		t.Fatalf("place with fanouts of a billion: exit %d: %s", code, errOut)
+	}
+}
