@@ -3,11 +3,13 @@ package tpc
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gnnplan/gnnplan/profiles"
 	"github.com/gnnplan/gnnplan/topology"
@@ -369,5 +371,38 @@ func TestPerBatchCostsBoundASmallGraph(t *testing.T) {
 	}
 	if gat.Params() <= 0 || w.Params() != 2*1433*256+256+2*256*7+7 {
 		t.Errorf("params: graphsage %d, gat %d", w.Params(), gat.Params())
+	}
+}
+
+// TestRecommendStopsSoonAfterCancel: planning a machine with 2,000 GPUs
+// installed runs for minutes; a cancelled context (Ctrl-C, SIGTERM) ends
+// it within a second, at any moment, the first ones included.
+func TestRecommendStopsSoonAfterCancel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 2,000-GPU machine; skipped with -short")
+	}
+	m := &topology.Machine{SchemaVersion: 1, Name: "gpus2k",
+		Nodes: []topology.Node{{ID: "socket0", Kind: topology.KindSocket, Cores: 16, MemoryGiB: 256}}}
+	for i := range 2000 {
+		rp, slot, gpu := fmt.Sprintf("rp%d", i/16), fmt.Sprintf("slot%d", i), fmt.Sprintf("gpu%d", i)
+		if i%16 == 0 {
+			m.Nodes = append(m.Nodes, topology.Node{ID: rp, Kind: topology.KindRootPort, Parent: "socket0"})
+		}
+		m.Nodes = append(m.Nodes, topology.Node{ID: slot, Kind: topology.KindSlot, Parent: rp, Lanes: 16, PCIeGen: 4, DoubleWidth: true},
+			topology.Node{ID: gpu, Kind: topology.KindGPU, Parent: slot, Name: "NVIDIA A100 80GB PCIe", Lanes: 16, PCIeGen: 4, MemoryGiB: 80})
+	}
+	req := request(t, "moment-b", "ogbn-papers100M", 80000)
+	req.Machine = m
+	for _, after := range []time.Duration{0, 50 * time.Millisecond, 500 * time.Millisecond} {
+		ctx, cancel := context.WithTimeout(context.Background(), after)
+		start := time.Now()
+		_, err := Recommend(ctx, req)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("cancelled after %v: Recommend = %v, want the context's error", after, err)
+		}
+		if late := time.Since(start) - after; late > time.Second {
+			t.Errorf("cancelled after %v: returned %v later, want within a second", after, late.Round(time.Millisecond))
+		}
 	}
 }
