@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"unsafe"
 
 	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
+	"github.com/gnnplan/gnnplan/trainer/internal/meminfo"
 )
 
 // LoadFeatures reads a dataset's whole feature matrix (float32, num_nodes
@@ -74,23 +72,7 @@ func CheckFits(dir string, m dataset.Meta) error {
 }
 
 // memAvailable reads MemAvailable from /proc/meminfo, in bytes.
-func memAvailable() (uint64, bool) {
-	data, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0, false
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) >= 2 && f[0] == "MemAvailable:" {
-			kb, err := strconv.ParseUint(f[1], 10, 64)
-			if err != nil {
-				return 0, false
-			}
-			return kb << 10, true
-		}
-	}
-	return 0, false
-}
+func memAvailable() (uint64, bool) { return meminfo.Available() }
 
 // RowNormalize scales every row of x (dim columns) to unit L1 norm: for
 // the non-negative bag-of-words features of the citation graphs this is

@@ -366,3 +366,24 @@ func TestGatherInPieces(t *testing.T) {
 		t.Errorf("gather over a damaged row: %v, want an error naming %s", err, want)
 	}
 }
+
+// TestOpenRefusesCachesThatCannotFit: a layout (or --cache-fraction)
+// whose caches would not fit the memory available is refused at Open with
+// one line saying what they need, before they are allocated.
+func TestOpenRefusesCachesThatCannotFit(t *testing.T) {
+	fx, _, _ := materialized(t, 2000, 64, mixMixed, 1, 8)
+	tiny := func() (uint64, bool) { return 64 << 10, true }
+	hot := make([]uint32, 2000)
+	for _, opt := range []Options{{memAvailable: tiny}, {memAvailable: tiny, Cache: &CacheOverride{Fraction: 0.5, Hotness: hot}}} {
+		_, err := Open(fx.dir, opt)
+		if !topology.IsBadInput(err) || !strings.Contains(err.Error(), "GiB available") || !strings.Contains(err.Error(), ManifestFile) {
+			t.Errorf("open with 64 KiB available (override %v): %v, want a bad-input error saying what the caches need", opt.Cache != nil, err)
+		}
+	}
+	plenty := func() (uint64, bool) { return 1 << 40, true }
+	s, err := Open(fx.dir, Options{memAvailable: plenty})
+	if err != nil {
+		t.Fatalf("open with 1 TiB available: %v", err)
+	}
+	s.Close()
+}

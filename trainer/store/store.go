@@ -19,6 +19,7 @@ import (
 	"github.com/gnnplan/gnnplan/maxflow"
 	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
+	"github.com/gnnplan/gnnplan/trainer/internal/meminfo"
 	"github.com/gnnplan/gnnplan/trainer/ioread"
 )
 
@@ -48,6 +49,9 @@ type Options struct {
 	// Cache, when set, replaces the layout's caches for experiments: see
 	// CacheOverride.
 	Cache *CacheOverride
+
+	// memAvailable stands in for meminfo.Available in tests.
+	memAvailable func() (uint64, bool)
 }
 
 // CacheOverride holds the hottest Fraction of the rows in memory instead
@@ -253,6 +257,9 @@ func Open(datasetDir string, opt Options) (*Store, error) {
 			s.paths = append(s.paths, b.path)
 		}
 	}
+	if err := s.checkMemory(opt, filepath.Join(datasetDir, ManifestFile)); err != nil {
+		return nil, err
+	}
 	if err := s.loadCaches(src); err != nil {
 		return nil, err
 	}
@@ -267,6 +274,38 @@ func Open(datasetDir string, opt Options) (*Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// checkMemory refuses, before the caches are filled, a store whose caches
+// and row checksums would not fit this machine's available memory
+// (keeping a tenth free), with a line saying what they need; the row
+// checksums of the SSD bins are already loaded and counted as available.
+// Where /proc/meminfo cannot be read it does not check.
+func (s *Store) checkMemory(opt Options, manifestPath string) error {
+	avail := meminfo.Available
+	if opt.memAvailable != nil {
+		avail = opt.memAvailable
+	}
+	have, ok := avail()
+	if !ok {
+		return nil
+	}
+	var rows, need float64
+	for _, b := range s.bins {
+		switch {
+		case b.tier != tierSSD:
+			rows += float64(b.rows)
+			need += float64(b.rows) * float64(s.rowBytes)
+		case b.crcs == nil && b.rows > 0: // the override's features.npy rows
+			need += 4 * float64(s.m.NumNodes)
+		}
+	}
+	if need <= float64(have-have/10) {
+		return nil
+	}
+	gib := func(b float64) float64 { return b / (1 << 30) }
+	return &topology.InputError{Path: manifestPath, Msg: fmt.Sprintf("the store's caches hold %.0f rows of %d bytes: they need about %.1f GiB, and this machine has %.1f GiB available (place with smaller caches, or train with a smaller --cache-fraction)",
+		rows, s.rowBytes, gib(need), gib(float64(have)))}
 }
 
 // checkDataset checks what the store of m was cut from against what
