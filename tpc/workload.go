@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gnnplan/gnnplan/topology"
@@ -31,6 +32,23 @@ type Workload struct {
 	Fanouts       []int   `json:"fanouts"`        // per hop, seeds outward, e.g. [25, 10]
 	BatchSize     int     `json:"batch_size"`     // training seeds per mini-batch
 	Source        string  `json:"source"`         // where the figures come from
+}
+
+// TrainFlags are the flags of `gnnplan train` that train exactly this
+// workload's model: its architecture, widths, layers, fanouts and batch,
+// so that a command printed beside a prediction runs what was predicted
+// rather than train's own defaults.
+func (w Workload) TrainFlags() []string {
+	fan := make([]string, len(w.Fanouts))
+	for i, f := range w.Fanouts {
+		fan[i] = strconv.Itoa(f)
+	}
+	flags := []string{"--model", w.Model, "--hidden", strconv.Itoa(w.Hidden), "--layers", strconv.Itoa(len(w.Fanouts)),
+		"--fanouts", strings.Join(fan, ","), "--batch", strconv.Itoa(w.BatchSize)}
+	if w.Model == ModelGAT {
+		flags = append(flags, "--heads", strconv.Itoa(w.Heads))
+	}
+	return flags
 }
 
 // BatchEstimate is the expected cost of one full mini-batch under the

@@ -453,3 +453,19 @@ func BenchmarkPerBatch(b *testing.B) {
 		_ = w.PerBatch()
 	}
 }
+
+// TestTrainFlags: the flags that train a workload name its model, widths,
+// layers, fanouts and batch, and GAT's heads.
+func TestTrainFlags(t *testing.T) {
+	for _, tc := range []struct {
+		w    Workload
+		want string
+	}{
+		{Workload{Model: ModelGraphSAGE, Hidden: 256, Heads: 1, Fanouts: []int{25, 10}, BatchSize: 1024}, "--model graphsage --hidden 256 --layers 2 --fanouts 25,10 --batch 1024"},
+		{Workload{Model: ModelGAT, Hidden: 8, Heads: 8, Fanouts: []int{15, 10, 5}, BatchSize: 512}, "--model gat --hidden 8 --layers 3 --fanouts 15,10,5 --batch 512 --heads 8"},
+	} {
+		if got := strings.Join(tc.w.TrainFlags(), " "); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.w.Model, got, tc.want)
+		}
+	}
+}

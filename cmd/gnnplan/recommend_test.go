@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -156,6 +157,27 @@ func TestRecommendThisMachine(t *testing.T) {
 	}
 	if len(epochs) < 4 {
 		t.Fatalf("%d cache rows, want at least 0, 10, 50 and 100%%:\n%s", len(epochs), out)
+	}
+	// The command it prints trains the workload it predicted (hidden 256,
+	// fanouts 25,10, batch 1024), not train's defaults (hidden 16).
+	_, cmdLine, ok := strings.Cut(out, "train it: gnnplan train ")
+	if !ok {
+		t.Fatalf("no command to train the prediction:\n%s", out)
+	}
+	cmdLine, _, _ = strings.Cut(cmdLine, " (")
+	var got *trainOptions
+	tc := newTrainCmd(&deps{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, func(_ context.Context, o *trainOptions) error { got = o; return nil })
+	tc.SetArgs(strings.Fields(cmdLine))
+	if err := tc.Execute(); err != nil {
+		t.Fatalf("the printed command %q: %v", cmdLine, err)
+	}
+	settings, err := trainSettings(got, nil)
+	if err != nil {
+		t.Fatalf("the printed command %q: %v", cmdLine, err)
+	}
+	if settings.Model.Hidden != 256 || !slices.Equal(settings.Fanouts, []int{25, 10}) || settings.BatchSize != 1024 || got.Features != "memory" {
+		t.Errorf("the printed command %q trains hidden %d, fanouts %v, batch %d, features %q; recommend predicted hidden 256, fanouts [25 10], batch 1024 in memory",
+			cmdLine, settings.Model.Hidden, settings.Fanouts, settings.BatchSize, got.Features)
 	}
 	for i := 1; i < len(epochs); i++ {
 		if epochs[i] > epochs[i-1] {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/olekukonko/tablewriter"
@@ -101,7 +102,8 @@ func runThisMachine(ctx context.Context, o *recommendOptions) error {
 	if err := t.Render(); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "train it: gnnplan train --dataset %s (out of core: place and materialize a layout first; --cache-fraction F sets the cache)\n", o.Dataset)
+	fmt.Fprintf(out, "train it: gnnplan train --dataset %s %s --features memory (out of core: place and materialize a layout first, then --cache-fraction F instead of --features memory sets the cache)\n",
+		o.Dataset, strings.Join(w.TrainFlags(), " "))
 	return nil
 }
 
