@@ -358,6 +358,13 @@ func median(v []float64) float64 {
 
 // printPredictionSummary is the end-of-run comparison.
 func printPredictionSummary(w io.Writer, r trainReport) {
+	if r.PlanPredictedEpochS > 0 {
+		fmt.Fprintf(w, "the plan predicted %s an epoch on its hardware (%s)", fmtSeconds(r.PlanPredictedEpochS), r.PlanHardware)
+		if r.MeasuredEpochS > 0 {
+			fmt.Fprintf(w, "; measured here %s (%s)", fmtSeconds(r.MeasuredEpochS), r.Backend)
+		}
+		fmt.Fprintln(w)
+	}
 	if r.Prediction == nil || r.MeasuredEpochS == 0 {
 		return
 	}

@@ -234,6 +234,11 @@ type trainReport struct {
 	PredictedEpochS    float64 `json:"predicted_epoch_s"`
 	MeasuredEpochS     float64 `json:"measured_epoch_s"`
 	PredictionErrorPct float64 `json:"prediction_error_pct"`
+	// PlanPredictedEpochS is the epoch the plan (--plan) predicted for its
+	// hardware, PlanHardware that hardware: beside the probe's prediction
+	// and the measurement, they say how far the plan was off.
+	PlanPredictedEpochS float64 `json:"plan_predicted_epoch_s,omitempty"`
+	PlanHardware        string  `json:"plan_hardware,omitempty"`
 	// WithEpochDiskS is the epoch predicted again at the median disk rate
 	// the epochs read at (EpochDiskRowsPerS); 0 when none read from disk.
 	WithEpochDiskS    float64          `json:"predicted_with_epoch_disk_s,omitempty"`
@@ -469,6 +474,11 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 	}
 	if secs > 0 {
 		r.SamplesPerSec = samples / secs
+	}
+	if plan != nil {
+		r.PlanPredictedEpochS = plan.PredictedEpochS
+		h := plan.Hardware
+		r.PlanHardware = fmt.Sprintf("%d x %s, %d x %s", h.GPUs, h.GPUModel, h.SSDs, h.SSDModel)
 	}
 	if pred != nil {
 		r.Prediction = pred

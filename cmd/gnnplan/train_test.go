@@ -297,9 +297,10 @@ func TestTrainOutOfCore(t *testing.T) {
 			Loss float64 `json:"loss"`
 			Wait float64 `json:"wait_s"`
 		} `json:"epochs"`
-		PredictedEpochS float64 `json:"predicted_epoch_s"`
-		MeasuredEpochS  float64 `json:"measured_epoch_s"`
-		Prediction      *struct {
+		PredictedEpochS     float64 `json:"predicted_epoch_s"`
+		MeasuredEpochS      float64 `json:"measured_epoch_s"`
+		PlanPredictedEpochS float64 `json:"plan_predicted_epoch_s"`
+		Prediction          *struct {
 			Epoch struct {
 				HitShare float64 `json:"hit_share"`
 				DiskS    float64 `json:"disk_s"`
@@ -344,6 +345,10 @@ func TestTrainOutOfCore(t *testing.T) {
 	disk := train("--cache-fraction", "0")
 	if mem.Features != "memory" || mem.Store != nil || layout.Features != "store" || disk.Features != "store" {
 		t.Fatalf("features %q, %q, %q; want memory, store, store", mem.Features, layout.Features, disk.Features)
+	}
+	// The plan's own prediction rides at the top level, beside the probe's.
+	if p, err := tpc.LoadPlan(plan); err != nil || !(p.PredictedEpochS > 0) || mem.PlanPredictedEpochS != p.PredictedEpochS {
+		t.Errorf("plan_predicted_epoch_s %v, want the plan's predicted_epoch_s (%v)", mem.PlanPredictedEpochS, err)
 	}
 	// Out of core on two threads, where the gather stage was busy for more
 	// than half of each probed batch, the probe tried the products on one
