@@ -49,7 +49,26 @@ type Plan struct {
 	// Search is what the recommendation searched, so a report can price
 	// the same options again.
 	Search PlanSearch `json:"search"`
-	Notes  []string   `json:"notes,omitempty"`
+	// Cache is set in a plan of CPU training on the machine that made it
+	// (recommend --this-machine): how much of the features training holds
+	// in memory, which train --plan then holds.
+	Cache *PlanCache `json:"cache,omitempty"`
+	// CPUBatch is such a plan's predicted batch, stage by stage.
+	CPUBatch *CPUBatch `json:"cpu_batch,omitempty"`
+	Notes    []string  `json:"notes,omitempty"`
+}
+
+// PlanCache is the feature cache a plan of CPU training predicted with.
+type PlanCache struct {
+	// Fraction is the share of the vertices' rows held in memory (1: all
+	// of them, training in memory; below 1, the hottest rows, the rest
+	// read from disk).
+	Fraction float64 `json:"fraction"`
+	// HitShare is the share of a batch's row reads it serves, and
+	// HitSource where that share comes from (measured hotness or the
+	// power law).
+	HitShare  float64 `json:"hit_share"`
+	HitSource string  `json:"hit_source"`
 }
 
 // PlanSearch is the recommendation's search space beyond the budget.
@@ -62,8 +81,10 @@ type PlanSearch struct {
 	MeasuredSSDGBps float64  `json:"measured_ssd_GBps,omitempty"`
 }
 
-// PlanHardware is what the plan buys.
+// PlanHardware is what the plan buys, or, for a plan of CPU training on
+// the machine that made it, the cores it trains on.
 type PlanHardware struct {
+	CPUCores int     `json:"cpu_cores,omitempty"`
 	GPUModel string  `json:"gpu_model"`
 	GPUs     int     `json:"gpus"`
 	SSDModel string  `json:"ssd_model"`
@@ -124,6 +145,28 @@ func (rec *Recommendation) Plan() *Plan {
 	p.Notes = append(p.Notes, "T_train: "+b.TrainTimeSource,
 		"access skew: the hottest fraction x of vertices gets x^a of the accesses (no measured hotness yet)")
 	return p
+}
+
+// CPUPlan is the plan of training w on the machine m with CPU workers at
+// rates r, with cache of the features in memory, where a batch is
+// predicted to take b: what recommend --this-machine writes and train
+// --plan then runs.
+func CPUPlan(w Workload, m *topology.Machine, r CPURates, cache PlanCache, b CPUBatch) (*Plan, error) {
+	if err := w.Validate(); err != nil {
+		return nil, err
+	}
+	if !(b.BatchS > 0) {
+		return nil, fmt.Errorf("cpu plan: a predicted batch of %g s", b.BatchS)
+	}
+	epoch := b.BatchS * float64(w.BatchesPerEpoch())
+	p := &Plan{SchemaVersion: PlanSchemaVersion, PredictedEpochS: epoch, Workload: w, Machine: m,
+		SamplesPerS: float64(w.BatchSize) * float64(w.BatchesPerEpoch()) / epoch,
+		Hardware:    PlanHardware{CPUCores: r.Cores},
+		Placement:   PlanPlacement{Devices: map[string]string{}, Where: map[string]string{}},
+		PerGPUGBps:  map[string]float64{}, Cache: &cache, CPUBatch: &b,
+		Notes: []string{fmt.Sprintf("CPU training on this machine: %d cores, GEMM %.1f GFLOP/s, sampling %.2f M edges/s a core, memory copy %.1f GB/s, disks %.0f rows/s",
+			r.Cores, r.GEMMGFLOPS, r.SamplerEdgesPerSPerCore/1e6, r.MemcpyGBps, r.DiskRowsPerS)}}
+	return p, nil
 }
 
 // WritePlan writes the plan as JSON to path atomically.

@@ -119,6 +119,9 @@ func runPlace(ctx context.Context, o *placeOptions) error {
 	if err != nil {
 		return err
 	}
+	if plan.Cache != nil {
+		return usageErrorf("--plan %s: a plan of CPU training on this machine (recommend --this-machine) names no GPUs or SSDs to lay the features over: train it with gnnplan train --plan %s; to train out of core, place a plan of this machine's disks (gnnplan recommend --dataset DIR -o plan.json)", o.Plan, o.Plan)
+	}
 	g, err := dataset.LoadGraph(o.Dataset)
 	if err != nil {
 		return err

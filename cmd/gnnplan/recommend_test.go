@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gnnplan/gnnplan/tpc"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
@@ -179,6 +180,46 @@ func TestRecommendThisMachine(t *testing.T) {
 		t.Errorf("the printed command %q trains hidden %d, fanouts %v, batch %d, features %q; recommend predicted hidden 256, fanouts [25 10], batch 1024 in memory",
 			cmdLine, settings.Model.Hidden, settings.Fanouts, settings.BatchSize, got.Features)
 	}
+	// -o writes the plan of what it predicted, and train --plan runs it
+	// and reports the plan's prediction beside the probe's.
+	tmPlan := filepath.Join(dir, "this-machine.json")
+	if code, out, errOut := runCLI(t, "recommend", "--this-machine", "--dataset", data, "--measured", prof, "-o", tmPlan); code != 0 || !strings.Contains(out, "wrote "+tmPlan) {
+		t.Fatalf("-o: exit %d, %s\n%s", code, errOut, out)
+	}
+	p, err := tpc.LoadPlan(tmPlan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Cache == nil || p.Cache.Fraction != 1 || p.Workload.Hidden != 256 || !(p.PredictedEpochS > 0) || p.Hardware.GPUs != 0 || p.Hardware.CPUCores != 2 {
+		t.Fatalf("plan: cache %+v, hidden %d, %v s, hardware %+v; want every row in memory, hidden 256, a prediction, the profile's 2 cores",
+			p.Cache, p.Workload.Hidden, p.PredictedEpochS, p.Hardware)
+	}
+	code, out, errOut = runCLI(t, "train", "--plan", tmPlan, "--dataset", data, "--epochs", "1", "--probe-batches", "2", "-o", "json")
+	if code != 0 {
+		t.Fatalf("train --plan %s: exit %d: %s", tmPlan, code, errOut)
+	}
+	var tr struct {
+		Features            string  `json:"features"`
+		PlanPredictedEpochS float64 `json:"plan_predicted_epoch_s"`
+		PlanHardware        string  `json:"plan_hardware"`
+		PredictedEpochS     float64 `json:"predicted_epoch_s"`
+		Model               struct {
+			Hidden int `json:"hidden"`
+		} `json:"model"`
+	}
+	if err := json.Unmarshal([]byte(out), &tr); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if tr.Features != "memory" || tr.PlanPredictedEpochS != p.PredictedEpochS || tr.PlanHardware != "CPU workers on 2 cores" || tr.Model.Hidden != 256 {
+		t.Errorf("train --plan: %+v; want the plan's workload (hidden 256) in memory, and its prediction %v s reported", tr, p.PredictedEpochS)
+	}
+	// place and report say what such a plan is for.
+	for _, cmd := range [][]string{{"place", "--plan", tmPlan, "--dataset", data}, {"report", "--plan", tmPlan, "-o", filepath.Join(dir, "r.md")}} {
+		code, _, errOut := runCLI(t, cmd...)
+		if code != 2 || !strings.Contains(errOut, "recommend --this-machine") || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+			t.Errorf("%s with a plan of this machine: exit %d, %q; want 2 and one line saying what the plan is for", cmd[0], code, errOut)
+		}
+	}
 	for i := 1; i < len(epochs); i++ {
 		if epochs[i] > epochs[i-1] {
 			t.Errorf("epoch %v s with more cache than %v s: %v", epochs[i], epochs[i-1], epochs)
@@ -203,13 +244,38 @@ func TestRecommendThisMachine(t *testing.T) {
 		want string
 	}{
 		{[]string{"--measured", prof}, "--dataset"},
-		{[]string{"--dataset", data, "--measured", prof, "-o", filepath.Join(dir, "p.json")}, "-o"},
+		{[]string{"--dataset", data, "--measured", prof, "--plot", filepath.Join(dir, "p.svg")}, "--plot"},
 		{[]string{"--dataset", data, "--measured", old}, "compute"},
 		{[]string{"--dataset", data, "--measured", wrong}, "--feature-bytes 512"},
 	} {
 		code, _, errOut := runCLI(t, append([]string{"recommend", "--this-machine"}, tc.args...)...)
 		if code != 2 || !strings.Contains(errOut, tc.want) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
 			t.Errorf("%v: exit %d, %q; want 2 and one line naming %s", tc.args, code, errOut, tc.want)
+		}
+	}
+}
+
+// TestPlanCache: a plan of this machine trains at its cache (in memory,
+// or the hottest share from the store) unless --features or
+// --cache-fraction say otherwise.
+func TestPlanCache(t *testing.T) {
+	for _, tc := range []struct {
+		fraction     float64
+		set          string
+		wantFeatures string
+		wantCache    float64
+		wantSet      bool
+	}{
+		{1, "", "memory", -1, false},
+		{0.3, "", "store", 0.3, true},
+		{0.3, "features", "auto", -1, false},
+		{0.3, "cache-fraction", "auto", -1, true},
+	} {
+		o := &trainOptions{Features: "auto", CacheFraction: -1, Set: func(name string) bool { return name == tc.set }}
+		planCache(o, &tpc.Plan{Cache: &tpc.PlanCache{Fraction: tc.fraction}})
+		if o.Features != tc.wantFeatures || o.CacheFraction != tc.wantCache || o.Set("cache-fraction") != tc.wantSet {
+			t.Errorf("cache %g, flag %q set: features %q, cache fraction %g (set %v); want %q, %g (%v)",
+				tc.fraction, tc.set, o.Features, o.CacheFraction, o.Set("cache-fraction"), tc.wantFeatures, tc.wantCache, tc.wantSet)
 		}
 	}
 }

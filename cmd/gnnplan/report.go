@@ -77,6 +77,9 @@ func runReport(ctx context.Context, o *reportOptions) error {
 	if err != nil {
 		return err
 	}
+	if plan.Cache != nil {
+		return usageErrorf("--plan %s: a plan of CPU training on this machine (recommend --this-machine) buys nothing to review: report reviews plans of machines to buy (gnnplan recommend -o plan.json)", o.Plan)
+	}
 	opt := report.Options{Version: versionString()}
 	if o.Catalog != "" {
 		if opt.Catalog, err = profiles.LoadCatalog(o.Catalog); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
 
+	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/tpc"
 	"github.com/gnnplan/gnnplan/trainer"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
@@ -29,8 +30,8 @@ func runThisMachine(ctx context.Context, o *recommendOptions) error {
 	switch {
 	case o.Dataset == "":
 		return usageErrorf("--this-machine plans a dataset on this machine: give --dataset DIR")
-	case o.PlanPath != "" || o.PlotPath != "":
-		return usageErrorf("--this-machine prints this machine's predictions; -o and --plot write plans of machines to buy (train runs the dataset here directly: gnnplan train --dataset %s)", o.Dataset)
+	case o.PlotPath != "":
+		return usageErrorf("--this-machine prints this machine's predictions at each cache size; --plot draws plans of machines to buy")
 	}
 	meta, err := dataset.ReadMeta(o.Dataset)
 	if err != nil {
@@ -79,11 +80,15 @@ func runThisMachine(ctx context.Context, o *recommendOptions) error {
 	}
 	t := tablewriter.NewTable(out, tablewriter.WithHeaderAutoFormat(tw.Off))
 	t.Header("CACHE", "ROWS FROM MEMORY", "SAMPLE ms", "COMPUTE ms", "MEMORY ms", "DISK ms", "BATCH ms", "EPOCH s", "SAMPLES/s", "BOUND", "FITS IN MEMORY")
+	var planned tpc.CPUBatch // at the cache memory holds
 	for _, f := range fracs {
 		h := hit(f)
 		b, err := tpc.PredictCPU(w, blocks, rows, rates, h)
 		if err != nil {
 			return err
+		}
+		if f == fits {
+			planned = b
 		}
 		fit := "yes"
 		if f > fits {
@@ -101,6 +106,20 @@ func runThisMachine(ctx context.Context, o *recommendOptions) error {
 	}
 	if err := t.Render(); err != nil {
 		return err
+	}
+	if o.PlanPath != "" {
+		m := &topology.Machine{SchemaVersion: 1, Name: "this machine", Source: "recommend --this-machine",
+			Nodes: []topology.Node{{ID: "socket0", Kind: topology.KindSocket, Cores: rates.Cores}}}
+		p, err := tpc.CPUPlan(w, m, rates, tpc.PlanCache{Fraction: fits, HitShare: hit(fits), HitSource: hitSource}, planned)
+		if err != nil {
+			return err
+		}
+		if err := tpc.WritePlan(o.PlanPath, p); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "wrote %s: %s at cache %.0f%%, predicted %s an epoch; train it: gnnplan train --plan %s --dataset %s\n",
+			o.PlanPath, w.Model, 100*fits, fmtSeconds(p.PredictedEpochS), o.PlanPath, o.Dataset)
+		return nil
 	}
 	fmt.Fprintf(out, "train it: gnnplan train --dataset %s %s --features memory (out of core: place and materialize a layout first, then --cache-fraction F instead of --features memory sets the cache)\n",
 		o.Dataset, strings.Join(w.TrainFlags(), " "))

@@ -333,6 +333,7 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 			return err
 		}
 		plan = p
+		planCache(o, plan)
 	}
 	var notes []string
 	dir := o.Dataset
@@ -479,6 +480,9 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 		r.PlanPredictedEpochS = plan.PredictedEpochS
 		h := plan.Hardware
 		r.PlanHardware = fmt.Sprintf("%d x %s, %d x %s", h.GPUs, h.GPUModel, h.SSDs, h.SSDModel)
+		if h.GPUs == 0 {
+			r.PlanHardware = fmt.Sprintf("CPU workers on %d cores", h.CPUCores)
+		}
 	}
 	if pred != nil {
 		r.Prediction = pred
@@ -669,6 +673,24 @@ func checkComputeDevices(o *trainOptions, plan *tpc.Plan) error {
 	h := plan.Hardware
 	return usageErrorf("--plan %s: the plan trains on %d x %s GPU and this build has no GPU backend (this machine: %d CPU cores, %s); to run its layout on CPU workers instead, add --workers %d",
 		o.Plan, h.GPUs, h.GPUModel, runtime.NumCPU(), describeLocalGPUs(), h.GPUs)
+}
+
+// planCache makes a plan of CPU training (recommend --this-machine) hold
+// the cache it was predicted with, unless --features or --cache-fraction
+// say otherwise: every row in memory, or the hottest share of them with
+// the rest read from the dataset's store.
+func planCache(o *trainOptions, plan *tpc.Plan) {
+	c := plan.Cache
+	if c == nil || o.Set == nil || o.Set("features") || o.Set("cache-fraction") {
+		return
+	}
+	if c.Fraction >= 1 {
+		o.Features = "memory"
+		return
+	}
+	o.Features, o.CacheFraction = "store", c.Fraction
+	set := o.Set
+	o.Set = func(name string) bool { return name == "cache-fraction" || set(name) }
 }
 
 // describeLocalGPUs says how many NVIDIA GPUs the driver lists here.
