@@ -279,3 +279,20 @@ func TestPlanCache(t *testing.T) {
 		}
 	}
 }
+
+// TestRecommendThisMachineWithoutDisks: with no disk measured, the caches
+// that would read rows from disk are left out with a line saying why,
+// not the whole command refused; a plan that would need the disk is.
+func TestRecommendThisMachineWithoutDisks(t *testing.T) {
+	dir := t.TempDir()
+	data := synthData(t, dir, "--nodes", "3000", "--edges", "15000", "--feature-dim", "64", "--train-fraction", "0.3")
+	prof := filepath.Join(dir, "profile.json")
+	if err := os.WriteFile(prof, []byte(`{"schema_version": 1, "feature_bytes": 256, "memcpy_GBps": 5,
+		"compute": {"cores": 2, "gemm_GFLOPS": 80, "sampler_edges_per_s_per_core": 5e6}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "recommend", "--this-machine", "--dataset", data, "--measured", prof, "-o", filepath.Join(dir, "p.json"))
+	if code != 0 || !strings.Contains(out, "no disk was measured") || !strings.Contains(out, "100% (what memory holds)") {
+		t.Errorf("exit %d, %s\n%s; want the in-memory row, a line on the caches left out, and the plan", code, errOut, out)
+	}
+}

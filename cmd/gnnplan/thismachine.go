@@ -81,8 +81,13 @@ func runThisMachine(ctx context.Context, o *recommendOptions) error {
 	t := tablewriter.NewTable(out, tablewriter.WithHeaderAutoFormat(tw.Off))
 	t.Header("CACHE", "ROWS FROM MEMORY", "SAMPLE ms", "COMPUTE ms", "MEMORY ms", "DISK ms", "BATCH ms", "EPOCH s", "SAMPLES/s", "BOUND", "FITS IN MEMORY")
 	var planned tpc.CPUBatch // at the cache memory holds
+	skipped := 0
 	for _, f := range fracs {
 		h := hit(f)
+		if h < 1 && !(rates.DiskRowsPerS > 0) {
+			skipped++ // rows from disk, and no disk measured
+			continue
+		}
 		b, err := tpc.PredictCPU(w, blocks, rows, rates, h)
 		if err != nil {
 			return err
@@ -107,7 +112,13 @@ func runThisMachine(ctx context.Context, o *recommendOptions) error {
 	if err := t.Render(); err != nil {
 		return err
 	}
+	if skipped > 0 {
+		fmt.Fprintf(out, "%d smaller cache(s) left out: they read rows from disk, and no disk was measured (--ssd-dir DIR, or --measured with a profile of the disks)\n", skipped)
+	}
 	if o.PlanPath != "" {
+		if hit(fits) < 1 && !(rates.DiskRowsPerS > 0) {
+			return usageErrorf("-o %s: memory holds %.0f%% of %s's rows, so training reads the rest from disk, and no disk was measured: give --ssd-dir DIR on the disk that will hold them", o.PlanPath, 100*fits, o.Dataset)
+		}
 		m := &topology.Machine{SchemaVersion: 1, Name: "this machine", Source: "recommend --this-machine",
 			Nodes: []topology.Node{{ID: "socket0", Kind: topology.KindSocket, Cores: rates.Cores}}}
 		p, err := tpc.CPUPlan(w, m, rates, tpc.PlanCache{Fraction: fits, HitShare: hit(fits), HitSource: hitSource}, planned)
