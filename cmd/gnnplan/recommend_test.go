@@ -213,6 +213,15 @@ func TestRecommendThisMachine(t *testing.T) {
 	if tr.Features != "memory" || tr.PlanPredictedEpochS != p.PredictedEpochS || tr.PlanHardware != "CPU workers on 2 cores" || tr.Model.Hidden != 256 {
 		t.Errorf("train --plan: %+v; want the plan's workload (hidden 256) in memory, and its prediction %v s reported", tr, p.PredictedEpochS)
 	}
+	// At a cache below 100% it reads the other rows from the store, and
+	// says how to make one when there is none.
+	p.Cache.Fraction = 0.25
+	if err := tpc.WritePlan(tmPlan, p); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCLI(t, "train", "--plan", tmPlan, "--dataset", data, "--epochs", "1"); code != 2 || !strings.Contains(errOut, "cache 25%") || !strings.Contains(errOut, "--materialize") {
+		t.Errorf("a plan at cache 25%% without a store: exit %d, %q; want 2 and how to lay the dataset out", code, errOut)
+	}
 	// place and report say what such a plan is for.
 	for _, cmd := range [][]string{{"place", "--plan", tmPlan, "--dataset", data}, {"report", "--plan", tmPlan, "-o", filepath.Join(dir, "r.md")}} {
 		code, _, errOut := runCLI(t, cmd...)

@@ -62,6 +62,9 @@ type trainOptions struct {
 	// CacheOrder picks its rows: hottest or random.
 	CacheFraction float64
 	CacheOrder    string
+	// cacheFromPlan says Features and CacheFraction came from the plan's
+	// cache (a plan of this machine), not from flags.
+	cacheFromPlan bool
 	// ProbeBatches is how many batches the prediction times (0: none).
 	ProbeBatches int
 	// Measured is a profile whose disk rates the prediction uses instead
@@ -278,6 +281,10 @@ func openFeatureStore(o *trainOptions, dir string, m dataset.Meta) (*store.Store
 		use = have && o.Dataset != ""
 	case "memory":
 	case "store":
+		if !have && o.cacheFromPlan {
+			return nil, usageErrorf("--plan %s trains at cache %.0f%%, reading the other rows from the dataset's feature store, and %s has none: lay the dataset out over this machine's disks first (gnnplan recommend --dataset %s --gpus 1 -o layout.json; gnnplan place --plan layout.json --dataset %s --materialize --ssd-dir DIR), or train in memory with --features memory",
+				o.Plan, 100*o.CacheFraction, dir, dir, dir)
+		}
 		if !have {
 			return nil, usageErrorf("--features store: %s has no feature store (%s); lay it out and write the SSD bins first: gnnplan place --plan plan.json --dataset %s --materialize --ssd-dir DIR", dir, store.ManifestFile, dir)
 		}
@@ -688,7 +695,7 @@ func planCache(o *trainOptions, plan *tpc.Plan) {
 		o.Features = "memory"
 		return
 	}
-	o.Features, o.CacheFraction = "store", c.Fraction
+	o.Features, o.CacheFraction, o.cacheFromPlan = "store", c.Fraction, true
 	set := o.Set
 	o.Set = func(name string) bool { return name == "cache-fraction" || set(name) }
 }
