@@ -334,7 +334,7 @@ func Verify(ctx context.Context, datasetDir string, opt VerifyOptions) (*VerifyR
 	}
 	rep.Features = FileCheck{Path: src.path, Bytes: src.size, OK: err == nil}
 	if err == nil && content.crc != m.FeaturesCRC32C {
-		err = &topology.InputError{Path: src.path, Msg: fmt.Sprintf("changed since the store was materialized (the rows' CRC-32C is %08x, the store was cut from %08x): materialize it again", content.crc, m.FeaturesCRC32C)}
+		err = featuresChanged(src.path, content.crc, m.FeaturesCRC32C)
 		rep.Features.OK = false
 	}
 	if err != nil {
@@ -499,8 +499,10 @@ func rowCRC(row []byte) uint32 { return crc32.Checksum(row, castagnoli()) }
 
 // rowCRCsCRC is the CRC-32C of a table of row checksums as it lies in the
 // file (little-endian, without the padding after it).
-func rowCRCsCRC(t []uint32) uint32 {
-	var c uint32
+func rowCRCsCRC(t []uint32) uint32 { return updateCRCUint32s(0, t) }
+
+// updateCRCUint32s is crc32.Update over t as little-endian bytes.
+func updateCRCUint32s(c uint32, t []uint32) uint32 {
 	buf := make([]byte, 4*min(len(t), 1<<14))
 	for len(t) > 0 {
 		n := min(len(t), len(buf)/4)
@@ -511,6 +513,12 @@ func rowCRCsCRC(t []uint32) uint32 {
 		t = t[n:]
 	}
 	return c
+}
+
+// featuresChanged is the error for a features.npy whose rows' CRC-32C,
+// got, is not the one the store was cut from.
+func featuresChanged(path string, got, want uint32) error {
+	return &topology.InputError{Path: path, Msg: fmt.Sprintf("changed since the store was materialized (the rows' CRC-32C is %08x, the store was cut from %08x): materialize it again", got, want)}
 }
 
 // readRowCRCs reads the table of row checksums of a bin file of rows at

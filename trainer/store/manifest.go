@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -221,18 +220,7 @@ func writeManifestFile(path string, m *Manifest) error {
 // layoutCRC is the CRC-32C of a layout's bin array followed by its row
 // array (little-endian), what Manifest.LayoutCRC32C records.
 func layoutCRC(l *ddak.Layout) uint32 {
-	tab := crc32.MakeTable(crc32.Castagnoli)
-	c := crc32.Update(0, tab, l.Bin)
-	buf := make([]byte, 1<<16)
-	for rows := l.Row; len(rows) > 0; {
-		n := min(len(rows), len(buf)/4)
-		for i, r := range rows[:n] {
-			binary.LittleEndian.PutUint32(buf[4*i:], r)
-		}
-		c = crc32.Update(c, tab, buf[:4*n])
-		rows = rows[n:]
-	}
-	return c
+	return updateCRCUint32s(crc32.Update(0, castagnoli(), l.Bin), l.Row)
 }
 
 // relPath is path relative to base when it lies inside base, else

@@ -9,6 +9,7 @@ import (
 	"math"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -413,7 +414,7 @@ func (s *Store) loadCaches(src *features) error {
 		return nil
 	})
 	if err == nil && all != s.m.FeaturesCRC32C {
-		err = &topology.InputError{Path: filepath.Join(src.path), Msg: fmt.Sprintf("changed since the store was materialized (the rows' CRC-32C is %08x, the store was cut from %08x): materialize it again", all, s.m.FeaturesCRC32C)}
+		err = featuresChanged(src.path, all, s.m.FeaturesCRC32C)
 	}
 	return err
 }
@@ -620,7 +621,7 @@ func (s *Store) readSSD(ctx context.Context, vertices []int32, ssd, slots []int,
 		for c := 1; c <= k; c++ {
 			count[c] += count[c-1]
 		}
-		sorted, sortedWant := grow(s.sorted, len(reqs)), grow(s.sortedWant, len(want))
+		sorted, sortedWant := slices.Grow(s.sorted[:0], len(reqs))[:len(reqs)], slices.Grow(s.sortedWant[:0], len(want))[:len(want)]
 		pos := count
 		for n, c := range chunk {
 			sorted[pos[c]], sortedWant[pos[c]] = reqs[n], want[n]
@@ -685,14 +686,6 @@ const (
 	maxCheckChunks    = 8
 	minCheckChunkRows = 1024
 )
-
-// grow returns s resliced to n elements, reallocated only when too small.
-func grow[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
-	}
-	return s[:n]
-}
 
 // damagedRow is the error for vertex v's row in bin i, whose bytes as read
 // have checksum got instead of the one recorded.
