@@ -39,3 +39,118 @@ func MeasureGemm(b Backend, m, k, n int, d time.Duration) float64 {
 	secs := time.Since(start).Seconds()
 	return 2 * float64(m) * float64(n) * float64(k) * float64(calls) / secs / 1e9
 }
+
+// timeCalls runs f once untimed, then for about d (at least once), and
+// returns the calls timed and their seconds. A device's queue is drained
+// before the clock stops.
+func timeCalls(b Backend, d time.Duration, f func()) (calls int, secs float64) {
+	sync := func() {
+		if s, ok := b.(interface{ Sync() }); ok {
+			s.Sync()
+		}
+	}
+	f()
+	sync()
+	start := time.Now()
+	for calls == 0 || time.Since(start) < d {
+		f()
+		calls++
+	}
+	sync()
+	return calls, time.Since(start).Seconds()
+}
+
+// randMat is a rows x cols matrix on b of values in [-0.5, 0.5).
+func randMat(b Backend, r *rand.Rand, rows, cols int) *Mat {
+	v := make([]float32, rows*cols)
+	for i := range v {
+		v[i] = r.Float32() - 0.5
+	}
+	m := b.NewMat(rows, cols)
+	b.Upload(m, rows, cols, v)
+	return m
+}
+
+// tileMat is a rows x cols matrix on b that repeats a random block of up
+// to 4096 rows: every page written (an untouched page reads as the zero
+// page, faster than memory), quicker to fill than rows x cols draws.
+func tileMat(b Backend, r *rand.Rand, rows, cols int) *Mat {
+	tile := make([]float32, min(rows, 4096)*cols)
+	for i := range tile {
+		tile[i] = r.Float32() - 0.5
+	}
+	v := make([]float32, rows*cols)
+	for i := 0; i < len(v); i += len(tile) {
+		copy(v[i:], tile)
+	}
+	m := b.NewMat(rows, cols)
+	b.Upload(m, rows, cols, v)
+	return m
+}
+
+// MeasureLayerGemm times the three products a dense layer of in x out
+// weights runs on rows inputs in a training step (the forward X W, the
+// weight gradient X^T dY and the input gradient dY W^T) for about d, and
+// returns their rate in GFLOP/s. The three differ in shape (the weight
+// gradient sums over rows) and a BLAS runs them at different rates, so a
+// step's products are priced at their mix, not at the forward's alone.
+func MeasureLayerGemm(b Backend, rows, in, out int, d time.Duration) float64 {
+	r := rand.New(rand.NewPCG(uint64(rows), uint64(in)))
+	x, w, y := randMat(b, r, rows, in), randMat(b, r, in, out), b.NewMat(rows, out)
+	dy, dw, dx := randMat(b, r, rows, out), b.NewMat(in, out), b.NewMat(rows, in)
+	calls, secs := timeCalls(b, d, func() {
+		b.Gemm(false, false, 1, x, w, 0, y)
+		b.Gemm(true, false, 1, x, dy, 0, dw)
+		b.Gemm(false, true, 1, dy, w, 0, dx)
+	})
+	return 3 * 2 * float64(rows) * float64(in) * float64(out) * float64(calls) / secs / 1e9
+}
+
+// MeasureRowGather times GatherRows of rows random rows of cols values
+// from a table of tableRows rows (make it several times the last-level
+// cache: a batch's rows come from a feature matrix far larger) for about
+// d, and returns the rows' bytes per second in GB/s.
+func MeasureRowGather(b Backend, cols, tableRows, rows int, d time.Duration) float64 {
+	r := rand.New(rand.NewPCG(uint64(cols), uint64(tableRows)))
+	table, dst := tileMat(b, r, tableRows, cols), b.NewMat(rows, cols)
+	idx := make([]int32, rows)
+	for i := range idx {
+		idx[i] = int32(r.IntN(tableRows))
+	}
+	ix := b.NewIndex(idx)
+	calls, secs := timeCalls(b, d, func() { b.GatherRows(dst, table, ix) })
+	return 4 * float64(rows) * float64(cols) * float64(calls) / secs / 1e9
+}
+
+// MeasureAggregation times GraphSAGE's mean aggregation, forward and
+// backward, over a block of dst destinations with fanout random sources
+// each among src rows of cols values, for about d, and returns the source
+// rows' bytes read per second in GB/s (cols x 4 bytes per edge and pass).
+func MeasureAggregation(b Backend, cols, src, dst, fanout int, d time.Duration) float64 {
+	r := rand.New(rand.NewPCG(uint64(cols), uint64(src)))
+	off, idx := make([]int32, dst+1), make([]int32, dst*fanout)
+	for i := range dst {
+		off[i+1] = int32((i + 1) * fanout)
+	}
+	for i := range idx {
+		idx[i] = int32(r.IntN(src))
+	}
+	g := b.NewCSR(off, idx, src)
+	x, out, dx := randMat(b, r, src, cols), b.NewMat(dst, cols), b.NewMat(src, cols)
+	calls, secs := timeCalls(b, d, func() {
+		b.SegmentMean(out, x, g)
+		b.SegmentMeanBackward(dx, out, g)
+	})
+	return 2 * 4 * float64(len(idx)) * float64(cols) * float64(calls) / secs / 1e9
+}
+
+// MeasureStream times an in-order pass over a rows x cols matrix (an
+// activation with dropout, reading and writing every element) for about
+// d, and returns the bytes read and written per second in GB/s.
+func MeasureStream(b Backend, rows, cols int, d time.Duration) float64 {
+	r := rand.New(rand.NewPCG(uint64(rows), uint64(cols)))
+	x, y := randMat(b, r, rows, cols), b.NewMat(rows, cols)
+	relu := Activation{Kind: ReLU}
+	calls, secs := timeCalls(b, d, func() { b.ActDropout(relu, y, x, 0.5, 1) })
+	return 2 * 4 * float64(rows) * float64(cols) * float64(calls) / secs / 1e9
+}

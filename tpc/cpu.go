@@ -5,20 +5,39 @@ import (
 	"math"
 )
 
-// CPURates are a CPU machine's measured rates (gnnplan profile): what
-// `recommend --this-machine` plans with.
+// CPURates are a CPU machine's measured rates (gnnplan profile, or a
+// probe of the trainer's step): what `recommend --this-machine` and
+// train's prediction price a step's work (StepWork) with.
 type CPURates struct {
 	Cores int `json:"cores"`
-	// GEMMGFLOPS is the dense layers' rate on all cores.
+	// GEMMGFLOPS is the dense layers' rate on all cores: the mix of a
+	// layer's forward, weight-gradient and input-gradient products.
 	GEMMGFLOPS float64 `json:"gemm_GFLOPS"`
 	// SamplerEdgesPerSPerCore is neighbour sampling on one core.
 	SamplerEdgesPerSPerCore float64 `json:"sampler_edges_per_s_per_core"`
-	// MemcpyGBps is memory copy bandwidth: the aggregations' scattered
-	// row reads and the gather's copies run at about this rate.
+	// MemcpyGBps is memory copy bandwidth: what the memory-bound classes
+	// below run at when they were not measured (a profile from before
+	// they were).
 	MemcpyGBps float64 `json:"memcpy_GBps"`
+	// AggregationGBps is the aggregations' source-row reads over a
+	// block's edges, RowGatherGBps rows gathered by index from a matrix
+	// the size of the features, StreamGBps the in-order passes' bytes
+	// read and written; all on every core.
+	AggregationGBps float64 `json:"aggregation_GBps,omitempty"`
+	RowGatherGBps   float64 `json:"row_gather_GBps,omitempty"`
+	StreamGBps      float64 `json:"stream_GBps,omitempty"`
 	// DiskRowsPerS is random feature-row reads per second from all the
 	// disks together, at the row size and a deep queue.
 	DiskRowsPerS float64 `json:"disk_rows_per_s"`
+}
+
+// Rate is gbps, one of r's memory-bound rates, where it was measured,
+// else the copy bandwidth.
+func (r CPURates) Rate(gbps float64) float64 {
+	if gbps > 0 {
+		return gbps
+	}
+	return r.MemcpyGBps
 }
 
 // BlockShape is one sampled block's average size: destinations, sources
@@ -29,15 +48,26 @@ type BlockShape struct {
 	Edges float64 `json:"edges"`
 }
 
-// CPUBatch is one batch's predicted seconds on a CPU worker.
+// CPUBatch is one batch's predicted seconds on a CPU worker, by the
+// kernel classes the trainer times (its epochs' "kernels").
 type CPUBatch struct {
-	SampleS  float64 `json:"sample_s"`  // sampling on every core
-	ComputeS float64 `json:"compute_s"` // the model's FLOPs at the GEMM rate
-	MemoryS  float64 `json:"memory_s"`  // the aggregations' row reads and scatters
-	DiskS    float64 `json:"disk_s"`    // rows from disk
-	CopyS    float64 `json:"copy_s"`    // rows copied from the cache
-	BatchS   float64 `json:"batch_s"`
-	Bound    string  `json:"bound"` // "compute" or "disk"
+	SampleS float64 `json:"sample_s"` // sampling on every core
+	// ComputeS is the products' time (ProductsS), MemoryS the
+	// memory-bound kernels' in the step: aggregation, in-order passes,
+	// the optimizer, and the input rows' gather when it runs in the step.
+	ComputeS     float64 `json:"compute_s"`
+	MemoryS      float64 `json:"memory_s"`
+	ProductsS    float64 `json:"products_s"`
+	AggregationS float64 `json:"aggregation_s"`
+	RowGatherS   float64 `json:"row_gather_s"`
+	ElementwiseS float64 `json:"elementwise_s"`
+	OptimizerS   float64 `json:"optimizer_s"`
+	DiskS        float64 `json:"disk_s"` // rows from disk
+	CopyS        float64 `json:"copy_s"` // rows copied from a store's caches
+	BatchS       float64 `json:"batch_s"`
+	Bound        string  `json:"bound"` // "compute" or "disk"
+	// Work is the step's kernel work the times price.
+	Work StepWork `json:"work"`
 }
 
 // PredictCPU predicts a batch of w on CPU workers with rates r, when hit
@@ -45,12 +75,13 @@ type CPUBatch struct {
 // the batch's sampled blocks, the seeds' first (measured by pre-sampling
 // the dataset, or from Workload.PerBatch's model).
 //
-// Sampling, the dense layers and the aggregations share the cores: their
-// times add up. The gather stage's reads and copies overlap with them (a
-// pipeline, GatherAhead batches deep), so a batch takes the longer of the
-// two sides. Aggregation reads each sampled edge's source row, forward,
-// and scatters it back in the backward pass of every layer but the
-// first, at memory copy bandwidth.
+// With every row in memory (hit 1) the features are trained in memory:
+// the step gathers the input rows itself. Otherwise a store's gather
+// stage reads the rows from disk and copies the cached ones, overlapped
+// with the step (a pipeline, GatherAhead batches deep), so a batch takes
+// the longer of the two sides. Sampling shares the cores with the step:
+// their times add up. Each class of the step's kernels is its work
+// (StepWork) at its rate.
 func PredictCPU(w Workload, blocks []BlockShape, rows float64, r CPURates, hit float64) (CPUBatch, error) {
 	switch {
 	case !(hit >= 0 && hit <= 1):
@@ -60,30 +91,31 @@ func PredictCPU(w Workload, blocks []BlockShape, rows float64, r CPURates, hit f
 	case hit < 1 && !(r.DiskRowsPerS > 0):
 		return CPUBatch{}, fmt.Errorf("predict: %.1f%% of the rows come from disk and no disk was profiled (gnnplan profile --ssd-dir DIR)", 100*(1-hit))
 	}
-	bs := make([]block, len(blocks))
-	var edges, memBytes float64
-	in := float64(w.FeatureDim)
-	for i, b := range blocks {
-		bs[i] = block{dst: b.Dst, src: b.Src, edges: b.Edges}
+	inStep := 0.0
+	if hit == 1 {
+		inStep = rows
+	}
+	work, err := w.StepWork(blocks, inStep)
+	if err != nil {
+		return CPUBatch{}, err
+	}
+	var edges float64
+	for _, b := range blocks {
 		edges += b.Edges
 	}
-	// Layer l reads the block len-1-l: the input layer the outermost.
-	for l := range blocks {
-		b := blocks[len(blocks)-1-l]
-		passes := 2.0
-		if l == 0 {
-			passes = 1 // the input layer has no gradient to scatter
-		}
-		memBytes += passes * b.Edges * in * 4
-		in = float64(w.Hidden * max(w.Heads, 1))
-	}
 	c := CPUBatch{
-		SampleS:  edges / (r.SamplerEdgesPerSPerCore * float64(r.Cores)),
-		ComputeS: 3 * w.forwardFLOPs(bs) / (r.GEMMGFLOPS * 1e9),
-		MemoryS:  memBytes / (r.MemcpyGBps * 1e9),
-		CopyS:    rows * hit * float64(w.FeatureRowBytes()) / (r.MemcpyGBps * 1e9),
+		SampleS:      edges / (r.SamplerEdgesPerSPerCore * float64(r.Cores)),
+		ProductsS:    work.ProductGFLOP / r.GEMMGFLOPS,
+		AggregationS: work.AggregationGB / r.Rate(r.AggregationGBps),
+		RowGatherS:   work.RowGatherGB / r.Rate(r.RowGatherGBps),
+		ElementwiseS: (work.ElementwiseGB) / r.Rate(r.StreamGBps),
+		OptimizerS:   work.OptimizerGB / r.Rate(r.StreamGBps),
+		Work:         work,
 	}
+	c.ComputeS = c.ProductsS
+	c.MemoryS = c.AggregationS + c.RowGatherS + c.ElementwiseS + c.OptimizerS
 	if hit < 1 {
+		c.CopyS = rows * hit * float64(w.FeatureRowBytes()) / 1e9 / r.Rate(r.RowGatherGBps)
 		c.DiskS = rows * (1 - hit) / r.DiskRowsPerS
 	}
 	cpu := c.SampleS + c.ComputeS + c.MemoryS

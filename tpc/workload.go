@@ -407,8 +407,9 @@ func (w Workload) forwardFLOPs(blocks []block) float64 {
 			in = out
 		case ModelGAT:
 			dh := hidden
+			heads := heads
 			if last {
-				dh = classes
+				dh, heads = classes, 1 // one output head, as the trainer's OutHeads
 			}
 			width := heads * dh
 			fwd += b.src * 2 * in * width
@@ -447,8 +448,12 @@ func (w Workload) Params() int64 {
 		case ModelGCN:
 			n += in*out + out
 		case ModelGAT:
-			n += in*heads*out + 2*heads*out + heads*out
-			out *= heads
+			h := heads
+			if last {
+				h = 1 // one output head, as the trainer's OutHeads
+			}
+			n += in*h*out + 2*h*out + h*out
+			out *= h
 		}
 		in = out
 	}

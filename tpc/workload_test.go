@@ -397,8 +397,8 @@ func TestPerBatchFLOPs(t *testing.T) {
 			3 * (
 			// layer 1: src = hop-1 + hop-2 vertices, dst = hop-1, 8 heads x 64
 			(m1+m2)*2*in*512 + (m1+m2+m1)*8*2*64 + m2*8*(4+2*64) +
-				// layer 2: src = seeds + hop-1, dst = seeds, 8 heads x classes, averaged
-				(s+m1)*2*512*8*classes + (s+m1+s)*8*2*classes + m1*8*(4+2*classes) + s*8*classes)},
+				// layer 2: src = seeds + hop-1, dst = seeds, one output head (the trainer's OutHeads)
+				(s+m1)*2*512*classes + (s+m1+s)*2*classes + m1*(4+2*classes) + s*classes)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

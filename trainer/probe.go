@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/trainer/nn"
 	"github.com/gnnplan/gnnplan/trainer/store"
 )
@@ -36,6 +37,9 @@ type Probe struct {
 	// the pipeline filling (the sampler starting, the first batch sampled,
 	// its blocks built and rows gathered), which no step hides.
 	FirstWaitSeconds float64 `json:"first_wait_s"`
+	// Kernels is the step's kernel time per batch by class (on the CPU
+	// backend; nil on a device).
+	Kernels *kernels.KernelTimes `json:"kernels,omitempty"`
 	// InputRows is the mean number of distinct feature rows a step reads
 	// (summed over the workers).
 	InputRows float64 `json:"input_rows"`
@@ -69,7 +73,7 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (_ Probe, err error) {
 	o := t.o
 	o.Seed ^= probeSalt
 	o.Checkpoint, o.Resume, o.EvalEvery, o.Epochs = "", false, 0, 1
-	s := &Trainer{b: t.b, g: t.g, o: o, cfg: t.cfg, forms: t.forms, feat: t.feat, deg: t.deg, x: t.b.NewMat(0, 0),
+	s := &Trainer{b: t.b, tally: t.tally, g: t.g, o: o, cfg: t.cfg, forms: t.forms, feat: t.feat, deg: t.deg, x: t.b.NewMat(0, 0),
 		bs: t.bs, feats: t.feats, concurrent: t.concurrent}
 	if s.ws, err = newWorkers(s.bs, s.feats, t.g, t.cfg, o); err != nil {
 		return Probe{}, err
@@ -134,6 +138,7 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (_ Probe, err error) {
 		sum.Gather += end.Gather - rec.skip.Gather
 		sum.Compute += end.Compute - rec.skip.Compute
 		sum.Optim += end.Optim - rec.skip.Optim
+		sum.Kernels = sum.Kernels.Add(end.Kernels.Sub(rec.skip.Kernels))
 		sum.Samples += end.Samples - rec.skip.Samples
 		inputs = append(inputs, rec.inputs[rec.skipLists:]...)
 		p.Batches = sum.Batches
@@ -153,6 +158,10 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (_ Probe, err error) {
 	p.SampleSeconds = sum.Stages.Sample.BusySeconds / n
 	p.StepSeconds = (sum.Gather + sum.Compute + sum.Optim) / n
 	p.GatherSeconds = sum.Stages.Gather.BusySeconds / n
+	if t.tally != nil {
+		k := sum.Kernels.Scale(1 / n)
+		p.Kernels = &k
+	}
 	p.Seeds = float64(sum.Samples) / n
 	p.Vertices = inputs
 	var rows int

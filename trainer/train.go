@@ -120,9 +120,13 @@ type EpochStats struct {
 	EvalSeconds      float64 `json:"eval_s"`
 	Stages           Stages  `json:"stages"`
 	// Rows is where the batches' feature rows came from (out of core).
-	Rows    store.GatherStats `json:"rows"`
-	Batches int               `json:"batches"`
-	Loss    float64           `json:"loss"`
+	Rows store.GatherStats `json:"rows"`
+	// Kernels is the steps' kernel time by class (on the CPU backend;
+	// null on a device): the gather, forward, backward and optimizer
+	// stages taken apart.
+	Kernels *kernels.KernelTimes `json:"kernels,omitempty"`
+	Batches int                  `json:"batches"`
+	Loss    float64              `json:"loss"`
 	// TrainAcc is measured on the training batches as they trained
 	// (dropout on); ValAcc and TestAcc in evaluation mode, NaN (null in
 	// JSON) when the epoch was not evaluated.
@@ -206,10 +210,13 @@ type BatchProgress struct {
 
 // Trainer trains one model on one in-memory dataset.
 type Trainer struct {
-	b   kernels.Backend
-	g   *dataset.Graph
-	o   Options
-	cfg nn.Config
+	b kernels.Backend
+	// tally times b's kernels by class; nil on a device backend, whose
+	// kernels return before they run.
+	tally *kernels.Tally
+	g     *dataset.Graph
+	o     Options
+	cfg   nn.Config
 	// model is the master replica, worker 0's: the optimizer updates it
 	// and the other replicas copy it.
 	model *nn.Model
@@ -248,6 +255,7 @@ type runState struct {
 // partialEpoch accumulates an epoch's measurements over its batches.
 type partialEpoch struct {
 	Seconds, Wait, Gather, Compute, Optim float64
+	Kernels                               kernels.KernelTimes
 	LossSum                               float64
 	Labeled, Correct, Samples, Batches    int
 	Stages                                Stages
@@ -324,7 +332,14 @@ func New(b kernels.Backend, g *dataset.Graph, features []float32, o Options) (_ 
 	if o.RowNormalize && features != nil {
 		RowNormalize(features, m.FeatureDim)
 	}
-	t := &Trainer{b: b, g: g, o: o, cfg: cfg, forms: nn.Forms(cfg.Kind), x: b.NewMat(0, 0)}
+	var tally *kernels.Tally
+	if _, onHost := b.(*kernels.CPU); onHost && o.Backends == nil {
+		// Every kernel timed by class: what the step is made of, beside
+		// what a plan predicts for each part.
+		tally = kernels.NewTally(b)
+		b = tally
+	}
+	t := &Trainer{b: b, tally: tally, g: g, o: o, cfg: cfg, forms: nn.Forms(cfg.Kind), x: b.NewMat(0, 0)}
 	t.adam = nn.NewAdam(o.LR, o.WeightDecay)
 	t.bs, t.concurrent = workerBackends(b, o)
 	if o.Features != nil {
@@ -721,6 +736,10 @@ func (t *Trainer) runEpoch(ctx context.Context, rep Reporter) error {
 	if p.Seconds > 0 {
 		es.SamplesPerSecond = float64(p.Samples) / p.Seconds
 	}
+	if t.tally != nil {
+		k := p.Kernels
+		es.Kernels = &k
+	}
 	last := epoch+1 == t.o.Epochs
 	if t.o.EvalEvery > 0 && ((epoch+1)%t.o.EvalEvery == 0 || last) {
 		evalStart := time.Now()
@@ -885,6 +904,10 @@ func (t *Trainer) step(gs []gathered, p *partialEpoch) (loss float64, labeled, c
 		t2 := time.Now()
 		r.gather, r.compute = t1.Sub(t0).Seconds(), t2.Sub(t1).Seconds()
 	}
+	var k0 kernels.KernelTimes
+	if t.tally != nil {
+		k0 = t.tally.Times()
+	}
 	t0 := time.Now()
 	if t.concurrent {
 		var wg sync.WaitGroup
@@ -941,6 +964,9 @@ func (t *Trainer) step(gs []gathered, p *partialEpoch) (loss float64, labeled, c
 	p.Gather += gather
 	p.Compute += compute
 	p.Optim += t3.Sub(t2).Seconds()
+	if t.tally != nil {
+		p.Kernels = p.Kernels.Add(t.tally.Times().Sub(k0))
+	}
 	return loss, labeled, correct, samples
 }
 

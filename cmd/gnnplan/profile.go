@@ -15,6 +15,7 @@ import (
 
 	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/trainer"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 	"github.com/gnnplan/gnnplan/trainer/sample"
 	"github.com/gnnplan/gnnplan/trainer/store"
@@ -28,6 +29,11 @@ type profileOptions struct {
 	FileMiB int64
 	Output  string
 	Save    string
+	// Layer, RowBytes and TableBytes set the kernel classes' shapes
+	// (profileKernels); zero for the defaults.
+	Layer      [3]int
+	RowBytes   int
+	TableBytes int64
 	// Dataset is the graph the sampler's rate is measured on ("": a
 	// generated power-law graph); NoCompute skips the compute rates.
 	Dataset   string
@@ -146,6 +152,8 @@ func runProfile(ctx context.Context, o *profileOptions) error {
 	if c := p.Compute; c != nil {
 		fmt.Fprintf(out, "compute: GEMM %dx%dx%d %.1f GFLOP/s on %d cores (%s); sampling %.2f M edges/s per core (%s)\n",
 			c.GEMMShape[0], c.GEMMShape[1], c.GEMMShape[2], c.GEMMGFLOPS, c.Cores, c.Backend, c.SamplerEdgesPerSPerCore/1e6, c.SamplerGraph)
+		fmt.Fprintf(out, "compute: a layer's products at %dx%dx%d %.1f GFLOP/s; aggregation %.1f GB/s; %d-byte rows gathered from %.1f GiB %.1f GB/s; in-order passes %.1f GB/s\n",
+			c.LayerShape[0], c.LayerShape[1], c.LayerShape[2], c.LayerGEMMGFLOPS, c.AggregationGBps, c.RowGatherBytes, c.RowGatherTableGiB, c.RowGatherGBps, c.StreamGBps)
 	}
 	for _, g := range p.GPUs {
 		fmt.Fprintf(out, "GPU %d %s (%.1f GiB%s): host to device %.1f GB/s pinned, %.1f GB/s pageable; GEMM %dx%dx%d %.0f GFLOP/s\n",
@@ -181,6 +189,55 @@ func loadMeasured(path string) (*store.MachineProfile, error) {
 	return &p, nil
 }
 
+// profileKernels measures the step's kernel classes on be into c, at
+// o.Layer's shape and rows of o.RowBytes (defaults: GraphSAGE's 256-wide
+// hidden layer aggregating first, --feature-bytes) gathered from a table
+// of o.TableBytes (default 1 GiB; at most a quarter of the memory
+// available).
+func profileKernels(ctx context.Context, o *profileOptions, be kernels.Backend, c *store.ComputeProfile) error {
+	const d = 500 * time.Millisecond
+	c.LayerShape = o.Layer
+	if c.LayerShape == [3]int{} {
+		c.LayerShape = [3]int{8192, 512, 256}
+	}
+	c.RowGatherBytes = o.RowBytes
+	if c.RowGatherBytes <= 0 {
+		c.RowGatherBytes = max(o.Opts.FeatureBytes, 4)
+	}
+	cols := max(1, c.RowGatherBytes/4)
+	table := o.TableBytes
+	if table <= 0 {
+		table = 1 << 30
+	}
+	if avail, ok := trainer.MemAvailable(); ok {
+		table = min(table, int64(avail/4))
+	}
+	tableRows := max(65536, int(table/int64(4*cols)))
+	c.RowGatherTableGiB = float64(tableRows) * float64(4*cols) / (1 << 30)
+	c.AggregationCols = c.LayerShape[2]
+	steps := []struct {
+		what string
+		run  func()
+	}{
+		{fmt.Sprintf("a layer's products at %dx%dx%d", c.LayerShape[0], c.LayerShape[1], c.LayerShape[2]), func() {
+			c.LayerGEMMGFLOPS = kernels.MeasureLayerGemm(be, c.LayerShape[0], c.LayerShape[1], c.LayerShape[2], d)
+		}},
+		{fmt.Sprintf("gathering %d-byte rows from %.1f GiB", 4*cols, c.RowGatherTableGiB), func() {
+			c.RowGatherGBps = kernels.MeasureRowGather(be, cols, tableRows, 65536, d)
+		}},
+		{"aggregation", func() { c.AggregationGBps = kernels.MeasureAggregation(be, c.AggregationCols, 65536, 8192, 10, d) }},
+		{"in-order passes", func() { c.StreamGBps = kernels.MeasureStream(be, 65536, 256, d) }},
+	}
+	for _, st := range steps {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.IO.Err, "profile: %s ...\n", st.what)
+		st.run()
+	}
+	return nil
+}
+
 // profileCompute measures the CPU's GEMM rate at a training shape (the
 // hidden layers of GraphSAGE with hidden 256) and the sampler's rate per
 // core with the papers' fanouts, on --dataset's graph or a generated one.
@@ -192,6 +249,9 @@ func profileCompute(ctx context.Context, o *profileOptions) (*store.ComputeProfi
 	c := &store.ComputeProfile{Cores: be.Threads(), Backend: be.Name(), GEMMShape: [3]int{8192, 256, 256}}
 	fmt.Fprintf(o.IO.Err, "profile: GEMM %dx%dx%d on %d threads ...\n", c.GEMMShape[0], c.GEMMShape[1], c.GEMMShape[2], c.Cores)
 	c.GEMMGFLOPS = kernels.MeasureGemm(be, c.GEMMShape[0], c.GEMMShape[1], c.GEMMShape[2], time.Second)
+	if err := profileKernels(ctx, o, be, c); err != nil {
+		return nil, err
+	}
 	dir := o.Dataset
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "gnnplan-profile-")

@@ -43,26 +43,26 @@ func runThisMachine(ctx context.Context, o *recommendOptions) error {
 			return err
 		}
 	}
-	prof, err := thisMachineProfile(ctx, o, int(w.FeatureRowBytes()))
+	prof, err := thisMachineProfile(ctx, o, w)
 	if err != nil {
 		return err
 	}
-	c := prof.Compute
-	rates := tpc.CPURates{Cores: c.Cores, GEMMGFLOPS: c.GEMMGFLOPS, SamplerEdgesPerSPerCore: c.SamplerEdgesPerSPerCore, MemcpyGBps: prof.MemcpyGBps}
+	rates := cpuRates(prof)
 	rates.DiskRowsPerS, _ = profiledDisks(prof)
 	g, err := dataset.LoadGraph(o.Dataset)
 	if err != nil {
 		return err
 	}
 	defer g.Close()
-	blocks, rows, err := presample(g, w)
+	blocks, rows, err := trainer.Presample(g, w, thisMachineBatches)
 	if err != nil {
 		return err
 	}
 	hit, hitSource := thisMachineHits(o.Dataset, meta.NumNodes, w)
 	out := o.IO.Out
-	fmt.Fprintf(out, "%s %s on this machine: %d CPU cores, GEMM %.1f GFLOP/s, sampling %.2f M edges/s per core, memory copy %.1f GB/s, %d disk(s) %.0f rows/s\n",
-		w.Name, w.Model, rates.Cores, rates.GEMMGFLOPS, rates.SamplerEdgesPerSPerCore/1e6, rates.MemcpyGBps, len(prof.Disks), rates.DiskRowsPerS)
+	fmt.Fprintf(out, "%s %s on this machine: %d CPU cores, products %.1f GFLOP/s, aggregation %.1f GB/s, row gather %.1f GB/s, in-order passes %.1f GB/s, sampling %.2f M edges/s per core, %d disk(s) %.0f rows/s\n",
+		w.Name, w.Model, rates.Cores, rates.GEMMGFLOPS, rates.Rate(rates.AggregationGBps), rates.Rate(rates.RowGatherGBps), rates.Rate(rates.StreamGBps),
+		rates.SamplerEdgesPerSPerCore/1e6, len(prof.Disks), rates.DiskRowsPerS)
 	fmt.Fprintf(out, "a batch of %d seeds reads %.0f distinct rows of %d bytes (pre-sampled: %d batches); rows from memory: %s\n",
 		w.BatchSize, rows, w.FeatureRowBytes(), thisMachineBatches, hitSource)
 	batches := float64(w.BatchesPerEpoch())
@@ -79,7 +79,7 @@ func runThisMachine(ctx context.Context, o *recommendOptions) error {
 		slices.Sort(fracs)
 	}
 	t := tablewriter.NewTable(out, tablewriter.WithHeaderAutoFormat(tw.Off))
-	t.Header("CACHE", "ROWS FROM MEMORY", "SAMPLE ms", "COMPUTE ms", "MEMORY ms", "DISK ms", "BATCH ms", "EPOCH s", "SAMPLES/s", "BOUND", "FITS IN MEMORY")
+	t.Header("CACHE", "ROWS FROM MEMORY", "SAMPLE ms", "PRODUCTS ms", "MEMORY ms", "DISK ms", "BATCH ms", "EPOCH s", "SAMPLES/s", "BOUND", "FITS IN MEMORY")
 	var planned tpc.CPUBatch // at the cache memory holds
 	skipped := 0
 	for _, f := range fracs {
@@ -141,7 +141,8 @@ func ms(s float64) string { return fmt.Sprintf("%.1f", 1000*s) }
 
 // thisMachineProfile reads --measured, or measures this machine now: the
 // compute rates, and the --ssd-dir disks at the row size.
-func thisMachineProfile(ctx context.Context, o *recommendOptions, rowBytes int) (*store.MachineProfile, error) {
+func thisMachineProfile(ctx context.Context, o *recommendOptions, w tpc.Workload) (*store.MachineProfile, error) {
+	rowBytes := int(w.FeatureRowBytes())
 	if o.Measured != "" {
 		p, err := loadMeasured(o.Measured)
 		if err != nil {
@@ -161,33 +162,31 @@ func thisMachineProfile(ctx context.Context, o *recommendOptions, rowBytes int) 
 	if err != nil {
 		return nil, err
 	}
-	if p.Compute, err = profileCompute(ctx, &profileOptions{IO: o.IO, Dataset: o.Dataset}); err != nil {
+	// The kernels at this workload's shapes: its first layer's products
+	// (GraphSAGE's stack of a row and its mean), its rows from a table the
+	// size of its features.
+	in := w.FeatureDim
+	if w.Model == tpc.ModelGraphSAGE {
+		in *= 2
+	}
+	po := &profileOptions{IO: o.IO, Dataset: o.Dataset, Layer: [3]int{8192, in, w.Hidden * max(w.Heads, 1)},
+		RowBytes: rowBytes, TableBytes: int64(rowBytes) * w.Vertices}
+	if p.Compute, err = profileCompute(ctx, po); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// presample samples a few of the workload's batches on g and returns
-// their mean block shapes (the seeds' block first) and distinct input
-// rows.
-func presample(g *dataset.Graph, w tpc.Workload) ([]tpc.BlockShape, float64, error) {
-	s, err := sample.NewSampler(g, sample.SamplerOptions{Fanouts: w.Fanouts, BatchSize: w.BatchSize, Seed: 0x7072, Shuffle: true})
-	if err != nil {
-		return nil, 0, err
+// cpuRates are a profile's CPU rates for the epoch-time model: the
+// layer's product mix where it was measured, else the one GEMM's rate.
+func cpuRates(p *store.MachineProfile) tpc.CPURates {
+	c := p.Compute
+	r := tpc.CPURates{Cores: c.Cores, GEMMGFLOPS: c.GEMMGFLOPS, SamplerEdgesPerSPerCore: c.SamplerEdgesPerSPerCore, MemcpyGBps: p.MemcpyGBps,
+		AggregationGBps: c.AggregationGBps, RowGatherGBps: c.RowGatherGBps, StreamGBps: c.StreamGBps}
+	if c.LayerGEMMGFLOPS > 0 {
+		r.GEMMGFLOPS = c.LayerGEMMGFLOPS
 	}
-	n := min(thisMachineBatches, s.Batches(0))
-	blocks := make([]tpc.BlockShape, len(w.Fanouts))
-	var rows float64
-	for i := range n {
-		mb := s.Sample(0, i)
-		for h, b := range mb.Blocks {
-			blocks[h].Dst += float64(len(b.Dst)) / float64(n)
-			blocks[h].Src += float64(len(b.Src)) / float64(n)
-			blocks[h].Edges += float64(b.NumEdges()) / float64(n)
-		}
-		rows += float64(len(mb.Input())) / float64(n)
-	}
-	return blocks, rows, nil
+	return r
 }
 
 // thisMachineHits returns the share of row reads served from memory when

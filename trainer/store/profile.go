@@ -112,6 +112,21 @@ type ComputeProfile struct {
 	// on SamplerGraph with fanouts 25,10 and batches of 1024.
 	SamplerEdgesPerSPerCore float64 `json:"sampler_edges_per_s_per_core"`
 	SamplerGraph            string  `json:"sampler_graph"`
+	// The step's other kernel classes, each with the trainer's kernels on
+	// every core (kernels.MeasureLayerGemm, MeasureRowGather,
+	// MeasureAggregation, MeasureStream); zero in a profile from before
+	// they were measured. LayerGEMMGFLOPS is a layer's three products at
+	// LayerShape (rows, in, out); RowGatherGBps rows of RowGatherBytes
+	// gathered from a table of RowGatherTableGiB; AggregationGBps the
+	// mean aggregation's source rows of AggregationCols values.
+	LayerGEMMGFLOPS   float64 `json:"layer_gemm_GFLOPS,omitempty"`
+	LayerShape        [3]int  `json:"layer_shape,omitempty"`
+	RowGatherGBps     float64 `json:"row_gather_GBps,omitempty"`
+	RowGatherBytes    int     `json:"row_gather_bytes,omitempty"`
+	RowGatherTableGiB float64 `json:"row_gather_table_GiB,omitempty"`
+	AggregationGBps   float64 `json:"aggregation_GBps,omitempty"`
+	AggregationCols   int     `json:"aggregation_cols,omitempty"`
+	StreamGBps        float64 `json:"stream_GBps,omitempty"`
 }
 
 // Profile measures random-read throughput and IOPS of each directory's
