@@ -21,27 +21,15 @@ func MeasureGemm(b Backend, m, k, n int, d time.Duration) float64 {
 		return mat
 	}
 	a, bm, c := fill(m, k), fill(k, n), b.NewMat(m, n)
-	b.Gemm(false, false, 1, a, bm, 0, c)
-	if s, ok := b.(interface{ Sync() }); ok {
-		s.Sync()
-	}
-	calls := 0
-	start := time.Now()
-	for calls == 0 || time.Since(start) < d {
-		b.Gemm(false, false, 1, a, bm, 0, c)
-		calls++
-	}
-	// A device queues GEMMs ahead of the host: the time counts once the
-	// last has run.
-	if s, ok := b.(interface{ Sync() }); ok {
-		s.Sync()
-	}
-	secs := time.Since(start).Seconds()
+	calls, secs := timeCalls(b, d, func() { b.Gemm(false, false, 1, a, bm, 0, c) })
 	return 2 * float64(m) * float64(n) * float64(k) * float64(calls) / secs / 1e9
 }
 
-// timeCalls runs f once untimed, then for about d (at least once), and
-// returns the calls timed and their seconds. A device's queue is drained
+// timeCalls runs f once untimed, then until about d of calls is timed
+// (at least one, at most maxTimedCalls), and returns the calls and their seconds. Before each
+// call it evicts the caches (cold): a training step's kernels find their
+// operands in memory, where the kernels before them left them, not in
+// the caches a repeated call would warm. A device's queue is drained
 // before the clock stops.
 func timeCalls(b Backend, d time.Duration, f func()) (calls int, secs float64) {
 	sync := func() {
@@ -49,16 +37,37 @@ func timeCalls(b Backend, d time.Duration, f func()) (calls int, secs float64) {
 			s.Sync()
 		}
 	}
+	var src, dst []byte
+	if _, host := b.(*CPU); host {
+		src, dst = make([]byte, evictBytes/2), make([]byte, evictBytes/2)
+		for i := 0; i < len(src); i += 4096 {
+			src[i] = byte(i >> 12) // every page backed: a page never written reads as the shared zero page
+		}
+	}
+	evict := func() { copy(dst, src) }
 	f()
 	sync()
-	start := time.Now()
-	for calls == 0 || time.Since(start) < d {
+	var total time.Duration
+	for calls == 0 || (total < d && calls < maxTimedCalls) {
+		evict()
+		t0 := time.Now()
 		f()
+		sync()
+		total += time.Since(t0)
 		calls++
 	}
-	sync()
-	return calls, time.Since(start).Seconds()
+	return calls, total.Seconds()
 }
+
+// evictBytes is copied (half to the other half) between timed calls to
+// push their operands out of the caches: more than one die's last-level
+// cache on today's parts (32 to 96 MiB a CCD or tile). A fixed size keeps
+// the measure the same on every machine.
+const evictBytes = 256 << 20
+
+// maxTimedCalls bounds the calls timed, so that a short kernel is not
+// evicted for far longer than it is timed.
+const maxTimedCalls = 16
 
 // randMat is a rows x cols matrix on b of values in [-0.5, 0.5).
 func randMat(b Backend, r *rand.Rand, rows, cols int) *Mat {
@@ -66,9 +75,20 @@ func randMat(b Backend, r *rand.Rand, rows, cols int) *Mat {
 	for i := range v {
 		v[i] = r.Float32() - 0.5
 	}
-	m := b.NewMat(rows, cols)
-	b.Upload(m, rows, cols, v)
-	return m
+	return b.Wrap(rows, cols, v)
+}
+
+// randIndexes is sets index sets of n rows drawn from [0, rows).
+func randIndexes(b Backend, r *rand.Rand, sets, n, rows int) []*Index {
+	out := make([]*Index, sets)
+	for s := range out {
+		v := make([]int32, n)
+		for i := range v {
+			v[i] = int32(r.IntN(rows))
+		}
+		out[s] = b.NewIndex(v)
+	}
+	return out
 }
 
 // tileMat is a rows x cols matrix on b that repeats a random block of up
@@ -83,9 +103,7 @@ func tileMat(b Backend, r *rand.Rand, rows, cols int) *Mat {
 	for i := 0; i < len(v); i += len(tile) {
 		copy(v[i:], tile)
 	}
-	m := b.NewMat(rows, cols)
-	b.Upload(m, rows, cols, v)
-	return m
+	return b.Wrap(rows, cols, v) // shared on the host, copied to a device
 }
 
 // MeasureLayerGemm times the three products a dense layer of in x out
@@ -107,24 +125,26 @@ func MeasureLayerGemm(b Backend, rows, in, out int, d time.Duration) float64 {
 }
 
 // MeasureRowGather times GatherRows of rows random rows of cols values
-// from a table of tableRows rows (make it several times the last-level
-// cache: a batch's rows come from a feature matrix far larger) for about
-// d, and returns the rows' bytes per second in GB/s.
+// from a table of tableRows rows (a batch's input from a feature matrix:
+// make it the features' size) for about d, cold, and returns the rows'
+// bytes per second in GB/s.
 func MeasureRowGather(b Backend, cols, tableRows, rows int, d time.Duration) float64 {
 	r := rand.New(rand.NewPCG(uint64(cols), uint64(tableRows)))
 	table, dst := tileMat(b, r, tableRows, cols), b.NewMat(rows, cols)
-	idx := make([]int32, rows)
-	for i := range idx {
-		idx[i] = int32(r.IntN(tableRows))
-	}
-	ix := b.NewIndex(idx)
-	calls, secs := timeCalls(b, d, func() { b.GatherRows(dst, table, ix) })
+	ix := randIndexes(b, r, 4, rows, tableRows)
+	n := 0
+	calls, secs := timeCalls(b, d, func() {
+		b.GatherRows(dst, table, ix[n%len(ix)])
+		n++
+	})
 	return 4 * float64(rows) * float64(cols) * float64(calls) / secs / 1e9
 }
 
 // MeasureAggregation times GraphSAGE's mean aggregation, forward and
 // backward, over a block of dst destinations with fanout random sources
-// each among src rows of cols values, for about d, and returns the source
+// each among src rows of cols values (the outermost layer's block, whose
+// sources are a batch's input rows, or the whole feature matrix when the
+// layer reads it in place), for about d, cold, and returns the source
 // rows' bytes read per second in GB/s (cols x 4 bytes per edge and pass).
 func MeasureAggregation(b Backend, cols, src, dst, fanout int, d time.Duration) float64 {
 	r := rand.New(rand.NewPCG(uint64(cols), uint64(src)))
@@ -136,7 +156,7 @@ func MeasureAggregation(b Backend, cols, src, dst, fanout int, d time.Duration) 
 		idx[i] = int32(r.IntN(src))
 	}
 	g := b.NewCSR(off, idx, src)
-	x, out, dx := randMat(b, r, src, cols), b.NewMat(dst, cols), b.NewMat(src, cols)
+	x, out, dx := tileMat(b, r, src, cols), b.NewMat(dst, cols), tileMat(b, r, src, cols)
 	calls, secs := timeCalls(b, d, func() {
 		b.SegmentMean(out, x, g)
 		b.SegmentMeanBackward(dx, out, g)

@@ -1,9 +1,6 @@
 package tpc
 
-import (
-	"fmt"
-	"math"
-)
+import "fmt"
 
 // CPURates are a CPU machine's measured rates (gnnplan profile, or a
 // probe of the trainer's step): what `recommend --this-machine` and
@@ -26,6 +23,15 @@ type CPURates struct {
 	AggregationGBps float64 `json:"aggregation_GBps,omitempty"`
 	RowGatherGBps   float64 `json:"row_gather_GBps,omitempty"`
 	StreamGBps      float64 `json:"stream_GBps,omitempty"`
+	// OptimizerGBps is the optimizer's parameter bytes (Adam reads and
+	// writes seven arrays) per second; StreamGBps where not measured.
+	OptimizerGBps float64 `json:"optimizer_GBps,omitempty"`
+	// StepOverheadS is a step's time beyond its kernels (the loss, the
+	// step's own bookkeeping, waiting for a batch the pipeline had not
+	// ready): measured by a probe of real steps, 0 from a profile.
+	StepOverheadS float64 `json:"step_overhead_s,omitempty"`
+	// Source says where the rates come from.
+	Source string `json:"source,omitempty"`
 	// DiskRowsPerS is random feature-row reads per second from all the
 	// disks together, at the row size and a deep queue.
 	DiskRowsPerS float64 `json:"disk_rows_per_s"`
@@ -51,7 +57,7 @@ type BlockShape struct {
 // CPUBatch is one batch's predicted seconds on a CPU worker, by the
 // kernel classes the trainer times (its epochs' "kernels").
 type CPUBatch struct {
-	SampleS float64 `json:"sample_s"` // sampling on every core
+	SampleS float64 `json:"sample_s"` // sampling a batch on every core, beside the step
 	// ComputeS is the products' time (ProductsS), MemoryS the
 	// memory-bound kernels' in the step: aggregation, in-order passes,
 	// the optimizer, and the input rows' gather when it runs in the step.
@@ -62,8 +68,9 @@ type CPUBatch struct {
 	RowGatherS   float64 `json:"row_gather_s"`
 	ElementwiseS float64 `json:"elementwise_s"`
 	OptimizerS   float64 `json:"optimizer_s"`
-	DiskS        float64 `json:"disk_s"` // rows from disk
-	CopyS        float64 `json:"copy_s"` // rows copied from a store's caches
+	OverheadS    float64 `json:"overhead_s"` // the step's time beyond its kernels
+	DiskS        float64 `json:"disk_s"`     // rows from disk
+	CopyS        float64 `json:"copy_s"`     // rows copied from a store's caches
 	BatchS       float64 `json:"batch_s"`
 	Bound        string  `json:"bound"` // "compute" or "disk"
 	// Work is the step's kernel work the times price.
@@ -75,13 +82,13 @@ type CPUBatch struct {
 // the batch's sampled blocks, the seeds' first (measured by pre-sampling
 // the dataset, or from Workload.PerBatch's model).
 //
-// With every row in memory (hit 1) the features are trained in memory:
-// the step gathers the input rows itself. Otherwise a store's gather
-// stage reads the rows from disk and copies the cached ones, overlapped
-// with the step (a pipeline, GatherAhead batches deep), so a batch takes
-// the longer of the two sides. Sampling shares the cores with the step:
-// their times add up. Each class of the step's kernels is its work
-// (StepWork) at its rate.
+// The trainer is a pipeline: sampling runs ahead of the step on its own
+// workers, one a core, and out of core (hit < 1) a store's gather stage reads the
+// rows from disk and copies the cached ones ahead of it too, so a batch
+// takes the longest of the three. With every row in memory (hit 1) the
+// features are trained in memory: the step gathers its input rows
+// itself. The step is its kernels, each class its work (StepWork) at its
+// rate, and its overhead.
 func PredictCPU(w Workload, blocks []BlockShape, rows float64, r CPURates, hit float64) (CPUBatch, error) {
 	switch {
 	case !(hit >= 0 && hit <= 1):
@@ -103,13 +110,18 @@ func PredictCPU(w Workload, blocks []BlockShape, rows float64, r CPURates, hit f
 	for _, b := range blocks {
 		edges += b.Edges
 	}
+	opt := r.OptimizerGBps
+	if !(opt > 0) {
+		opt = r.Rate(r.StreamGBps)
+	}
 	c := CPUBatch{
 		SampleS:      edges / (r.SamplerEdgesPerSPerCore * float64(r.Cores)),
 		ProductsS:    work.ProductGFLOP / r.GEMMGFLOPS,
 		AggregationS: work.AggregationGB / r.Rate(r.AggregationGBps),
 		RowGatherS:   work.RowGatherGB / r.Rate(r.RowGatherGBps),
 		ElementwiseS: (work.ElementwiseGB) / r.Rate(r.StreamGBps),
-		OptimizerS:   work.OptimizerGB / r.Rate(r.StreamGBps),
+		OptimizerS:   work.OptimizerGB / opt,
+		OverheadS:    r.StepOverheadS,
 		Work:         work,
 	}
 	c.ComputeS = c.ProductsS
@@ -118,11 +130,36 @@ func PredictCPU(w Workload, blocks []BlockShape, rows float64, r CPURates, hit f
 		c.CopyS = rows * hit * float64(w.FeatureRowBytes()) / 1e9 / r.Rate(r.RowGatherGBps)
 		c.DiskS = rows * (1 - hit) / r.DiskRowsPerS
 	}
-	cpu := c.SampleS + c.ComputeS + c.MemoryS
-	c.BatchS = math.Max(cpu, c.DiskS+c.CopyS)
-	c.Bound = "compute"
-	if c.DiskS+c.CopyS > cpu {
+	step := c.ComputeS + c.MemoryS + c.OverheadS
+	c.BatchS = max(step, c.SampleS, c.DiskS+c.CopyS)
+	switch c.BatchS {
+	case step:
+		c.Bound = "compute"
+	case c.SampleS:
+		c.Bound = "sampling"
+	default:
 		c.Bound = "disk"
 	}
 	return c, nil
+}
+
+// StepRates are the rates a probe of real steps measured, each class's
+// work over its time (kernels.Tally's counts): the step's kernels as they
+// run in training, interleaved and sharing the cores with the pipeline,
+// which a kernel timed alone does not see. overheadS is the step's time
+// per batch beyond its kernels. Classes that did no work keep r's rates.
+func StepRates(r CPURates, work StepWork, productsS, aggregationS, rowGatherS, elementwiseS, optimizerS, overheadS float64, source string) CPURates {
+	set := func(dst *float64, amount, secs float64) {
+		if amount > 0 && secs > 0 {
+			*dst = amount / secs
+		}
+	}
+	set(&r.GEMMGFLOPS, work.ProductGFLOP, productsS)
+	set(&r.AggregationGBps, work.AggregationGB, aggregationS)
+	set(&r.RowGatherGBps, work.RowGatherGB, rowGatherS)
+	set(&r.StreamGBps, work.ElementwiseGB, elementwiseS)
+	set(&r.OptimizerGBps, work.OptimizerGB, optimizerS)
+	r.StepOverheadS = max(0, overheadS)
+	r.Source = source
+	return r
 }

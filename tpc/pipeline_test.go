@@ -109,12 +109,32 @@ func TestPredictCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Sampling 275,600 edges on two cores at 5M edges/s each.
+	// Sampling 275,600 edges on its workers, two cores at 5M edges/s
+	// each, beside the step.
 	if math.Abs(mem.SampleS-275600/1e7) > 1e-12 || mem.DiskS != 0 || mem.Bound != "compute" {
 		t.Errorf("all in memory: %+v", mem)
 	}
-	if want := mem.SampleS + mem.ComputeS + mem.MemoryS; math.Abs(mem.BatchS-want) > 1e-12 {
-		t.Errorf("batch %v s, want sampling + compute + memory = %v", mem.BatchS, want)
+	if want := mem.ComputeS + mem.MemoryS; math.Abs(mem.BatchS-want) > 1e-12 || mem.BatchS < mem.SampleS {
+		t.Errorf("batch %v s, want the step's kernels = %v, sampling (%v s) hidden beside them", mem.BatchS, want, mem.SampleS)
+	}
+	// In memory the step gathers rows itself; here the first layer widens
+	// 128 to 256 and reads the features in place, gathering only its
+	// 25,000 destinations' own rows.
+	if mem.RowGatherS <= 0 || mem.Work.RowGatherRows != 25000 {
+		t.Errorf("in memory: the step gathers %v rows in %v s, want 25000", mem.Work.RowGatherRows, mem.RowGatherS)
+	}
+	slowSampler := r
+	slowSampler.SamplerEdgesPerSPerCore = 5e4
+	if b, _ := PredictCPU(w, blocks, 90000, slowSampler, 1); b.Bound != "sampling" || b.BatchS != b.SampleS {
+		t.Errorf("a slow sampler: %+v, want it to set the pace", b)
+	}
+	// A probe's rates: each class its work over its time, and the step's
+	// overhead added.
+	pr := StepRates(r, mem.Work, 0.07, 0.03, 0.01, 0.02, 0.001, 0.004, "probe")
+	again, _ := PredictCPU(w, blocks, 90000, pr, 1)
+	if math.Abs(again.ProductsS-0.07) > 1e-12 || math.Abs(again.AggregationS-0.03) > 1e-12 || math.Abs(again.RowGatherS-0.01) > 1e-12 ||
+		math.Abs(again.ElementwiseS-0.02) > 1e-12 || math.Abs(again.OptimizerS-0.001) > 1e-12 || math.Abs(again.BatchS-0.135) > 1e-12 {
+		t.Errorf("at the probe's rates: %+v, want the probe's class times back and a 135 ms batch", again)
 	}
 	disk, err := PredictCPU(w, blocks, 90000, r, 0)
 	if err != nil {

@@ -53,9 +53,38 @@ type Plan struct {
 	// (recommend --this-machine): how much of the features training holds
 	// in memory, which train --plan then holds.
 	Cache *PlanCache `json:"cache,omitempty"`
-	// CPUBatch is such a plan's predicted batch, stage by stage.
+	// CPUBatch is such a plan's predicted batch, stage by stage;
+	// CPURates and CPUShape what it was predicted from, so that training
+	// can predict it again at the cache and disk rate it ran at.
 	CPUBatch *CPUBatch `json:"cpu_batch,omitempty"`
+	CPURates *CPURates `json:"cpu_rates,omitempty"`
+	CPUShape *CPUShape `json:"cpu_shape,omitempty"`
 	Notes    []string  `json:"notes,omitempty"`
+}
+
+// CPUShape is a batch's mean shape, from pre-sampling the dataset: its
+// blocks, the seeds' first, and its distinct input rows.
+type CPUShape struct {
+	Blocks    []BlockShape `json:"blocks"`
+	InputRows float64      `json:"input_rows"`
+}
+
+// PredictAgain predicts p's epoch again with hit of the rows from memory
+// and the disks at diskRowsPerS (a CPU plan's model on what training
+// measured); false for a plan without its rates and shape.
+func (p *Plan) PredictAgain(hit, diskRowsPerS float64) (float64, bool) {
+	if p.CPURates == nil || p.CPUShape == nil {
+		return 0, false
+	}
+	r := *p.CPURates
+	if diskRowsPerS > 0 {
+		r.DiskRowsPerS = diskRowsPerS
+	}
+	b, err := PredictCPU(p.Workload, p.CPUShape.Blocks, p.CPUShape.InputRows, r, hit)
+	if err != nil {
+		return 0, false
+	}
+	return b.BatchS * float64(p.Workload.BatchesPerEpoch()), true
 }
 
 // PlanCache is the feature cache a plan of CPU training predicted with.
@@ -151,7 +180,7 @@ func (rec *Recommendation) Plan() *Plan {
 // rates r, with cache of the features in memory, where a batch is
 // predicted to take b: what recommend --this-machine writes and train
 // --plan then runs.
-func CPUPlan(w Workload, m *topology.Machine, r CPURates, cache PlanCache, b CPUBatch) (*Plan, error) {
+func CPUPlan(w Workload, m *topology.Machine, r CPURates, shape CPUShape, cache PlanCache, b CPUBatch) (*Plan, error) {
 	if err := w.Validate(); err != nil {
 		return nil, err
 	}
@@ -163,9 +192,9 @@ func CPUPlan(w Workload, m *topology.Machine, r CPURates, cache PlanCache, b CPU
 		SamplesPerS: float64(w.BatchSize) * float64(w.BatchesPerEpoch()) / epoch,
 		Hardware:    PlanHardware{CPUCores: r.Cores},
 		Placement:   PlanPlacement{Devices: map[string]string{}, Where: map[string]string{}},
-		PerGPUGBps:  map[string]float64{}, Cache: &cache, CPUBatch: &b,
-		Notes: []string{fmt.Sprintf("CPU training on this machine: %d cores, GEMM %.1f GFLOP/s, sampling %.2f M edges/s a core, memory copy %.1f GB/s, disks %.0f rows/s",
-			r.Cores, r.GEMMGFLOPS, r.SamplerEdgesPerSPerCore/1e6, r.MemcpyGBps, r.DiskRowsPerS)}}
+		PerGPUGBps:  map[string]float64{}, Cache: &cache, CPUBatch: &b, CPURates: &r, CPUShape: &shape,
+		Notes: []string{fmt.Sprintf("CPU training on this machine: %d cores, products %.1f GFLOP/s, aggregation %.1f GB/s, row gather %.1f GB/s, in-order passes %.1f GB/s, sampling %.2f M edges/s a core, disks %.0f rows/s (%s)",
+			r.Cores, r.GEMMGFLOPS, r.Rate(r.AggregationGBps), r.Rate(r.RowGatherGBps), r.Rate(r.StreamGBps), r.SamplerEdgesPerSPerCore/1e6, r.DiskRowsPerS, r.Source)}}
 	return p, nil
 }
 

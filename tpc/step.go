@@ -157,3 +157,32 @@ func (w Workload) StepWork(blocks []BlockShape, inputRows float64) (StepWork, er
 	s.OptimizerGB = 7 * float64(w.Params()) * f4 / 1e9
 	return s, nil
 }
+
+// OuterAggregation is the shape of the aggregation over the outermost
+// block (the input layer's, which reads most of a step's source rows):
+// the width of the rows it reads, how many rows it reads them among (the
+// batch's input rows, the features' whole matrix when the layer reads it
+// in place, or its sources transformed first) and its fanout. A profile
+// measures the aggregation's rate at this shape.
+func (w Workload) OuterAggregation(blocks []BlockShape, inputRows float64) (cols int, tableRows float64, fanout int) {
+	if len(blocks) == 0 || len(w.Fanouts) != len(blocks) {
+		return w.Hidden, inputRows, 10
+	}
+	b := blocks[len(blocks)-1]
+	fanout = w.Fanouts[len(w.Fanouts)-1]
+	in, out := float64(w.FeatureDim), float64(w.Hidden)
+	if len(blocks) == 1 {
+		out = float64(w.Classes)
+	}
+	inPlace := (w.Model == ModelGraphSAGE || w.Model == ModelGCN) && w.FeatureDim <= w.Hidden && len(blocks) > 1
+	switch {
+	case inPlace:
+		return w.FeatureDim, float64(w.Vertices), fanout
+	case w.Model == ModelGAT:
+		return w.Hidden * max(w.Heads, 1), b.Src, fanout
+	case w.Model == ModelGraphSAGE && transformFirst(in, out, b.Src+b.Dst, 2*b.Dst, b.Edges),
+		w.Model == ModelGCN && transformFirst(in, out, b.Src, b.Dst, b.Edges+b.Dst):
+		return int(out), b.Src, fanout
+	}
+	return w.FeatureDim, b.Src, fanout
+}

@@ -356,6 +356,45 @@ func median(v []float64) float64 {
 	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
 
+// planStepTerm is one term of a CPU plan's step beside the median over
+// the epochs of what the kernels of that class took, per batch.
+type planStepTerm struct {
+	Term       string  `json:"term"`
+	PlanMS     float64 `json:"plan_ms"`
+	MeasuredMS float64 `json:"measured_ms"`
+}
+
+// planStep lines up a CPU plan's predicted batch (nil: none) with the
+// epochs' kernel times, term by term; nil when the epochs have none (a
+// device backend).
+func planStep(b *tpc.CPUBatch, epochs []trainer.EpochStats) []planStepTerm {
+	if b == nil {
+		return nil
+	}
+	per := func(f func(k kernels.KernelTimes, e trainer.EpochStats) float64) float64 {
+		var v []float64
+		for _, e := range epochs {
+			if e.Kernels != nil && e.Batches > 0 {
+				v = append(v, 1e3*f(*e.Kernels, e)/float64(e.Batches))
+			}
+		}
+		return median(v)
+	}
+	terms := []planStepTerm{
+		{"products", 1e3 * b.ProductsS, per(func(k kernels.KernelTimes, _ trainer.EpochStats) float64 { return k.ProductsS })},
+		{"aggregation", 1e3 * b.AggregationS, per(func(k kernels.KernelTimes, _ trainer.EpochStats) float64 { return k.AggregationS })},
+		{"row gather", 1e3 * b.RowGatherS, per(func(k kernels.KernelTimes, _ trainer.EpochStats) float64 { return k.RowGatherS })},
+		{"in-order passes", 1e3 * b.ElementwiseS, per(func(k kernels.KernelTimes, _ trainer.EpochStats) float64 { return k.ElementwiseS })},
+		{"optimizer", 1e3 * b.OptimizerS, per(func(k kernels.KernelTimes, _ trainer.EpochStats) float64 { return k.OptimizerS })},
+		{"sampling", 1e3 * b.SampleS, per(func(_ kernels.KernelTimes, e trainer.EpochStats) float64 { return e.Stages.Sample.BusySeconds })},
+		{"batch", 1e3 * b.BatchS, per(func(_ kernels.KernelTimes, e trainer.EpochStats) float64 { return e.Seconds })},
+	}
+	if terms[0].MeasuredMS == 0 {
+		return nil
+	}
+	return terms
+}
+
 // printPredictionSummary is the end-of-run comparison.
 func printPredictionSummary(w io.Writer, r trainReport) {
 	if r.PlanPredictedEpochS > 0 {
@@ -363,7 +402,21 @@ func printPredictionSummary(w io.Writer, r trainReport) {
 		if r.MeasuredEpochS > 0 {
 			fmt.Fprintf(w, "; measured here %s (%s)", fmtSeconds(r.MeasuredEpochS), r.Backend)
 		}
+		if r.PlanErrorPct != nil {
+			fmt.Fprintf(w, ": %+.1f%%", *r.PlanErrorPct)
+		}
+		if e := r.PlanWithEpochDiskErrorPct; e != nil {
+			fmt.Fprintf(w, "; its model at the rows from memory and the disk rate the epochs had (%.0f rows/s) predicts %s: %+.1f%%",
+				r.EpochDiskRowsPerS, fmtSeconds(r.PlanWithEpochDiskS), *e)
+		}
 		fmt.Fprintln(w)
+		if len(r.PlanStep) > 0 {
+			parts := make([]string, len(r.PlanStep))
+			for i, t := range r.PlanStep {
+				parts[i] = fmt.Sprintf("%s %.1f/%.1f", t.Term, t.PlanMS, t.MeasuredMS)
+			}
+			fmt.Fprintf(w, "the plan's batch, planned/measured ms: %s\n", strings.Join(parts, ", "))
+		}
 	}
 	if r.Prediction == nil || r.MeasuredEpochS == 0 {
 		return

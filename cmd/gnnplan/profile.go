@@ -29,11 +29,15 @@ type profileOptions struct {
 	FileMiB int64
 	Output  string
 	Save    string
-	// Layer, RowBytes and TableBytes set the kernel classes' shapes
-	// (profileKernels); zero for the defaults.
+	// Layer, RowBytes, TableBytes, GatherRows and Aggregation set the
+	// kernel classes' shapes (profileKernels); zero for the defaults.
 	Layer      [3]int
 	RowBytes   int
 	TableBytes int64
+	GatherRows int
+	// Aggregation is the mean aggregation's row width, source rows,
+	// destinations and fanout.
+	Aggregation [4]int
 	// Dataset is the graph the sampler's rate is measured on ("": a
 	// generated power-law graph); NoCompute skips the compute rates.
 	Dataset   string
@@ -189,16 +193,21 @@ func loadMeasured(path string) (*store.MachineProfile, error) {
 	return &p, nil
 }
 
-// profileKernels measures the step's kernel classes on be into c, at
-// o.Layer's shape and rows of o.RowBytes (defaults: GraphSAGE's 256-wide
-// hidden layer aggregating first, --feature-bytes) gathered from a table
-// of o.TableBytes (default 1 GiB; at most a quarter of the memory
-// available).
+// profileKernels measures the step's kernel classes on be into c, cold
+// (as a step finds its operands), at o's shapes; the defaults are a
+// GraphSAGE layer of hidden 256 on 128-d features aggregating first, rows
+// of --feature-bytes gathered from 1 GiB, and its aggregation over 10
+// neighbours of 8192 destinations among 96k rows. A table is at most a
+// quarter of the memory available.
 func profileKernels(ctx context.Context, o *profileOptions, be kernels.Backend, c *store.ComputeProfile) error {
 	const d = 500 * time.Millisecond
+	room := int64(1) << 62
+	if avail, ok := trainer.MemAvailable(); ok {
+		room = int64(avail / 4)
+	}
 	c.LayerShape = o.Layer
 	if c.LayerShape == [3]int{} {
-		c.LayerShape = [3]int{8192, 512, 256}
+		c.LayerShape = [3]int{8192, 256, 256}
 	}
 	c.RowGatherBytes = o.RowBytes
 	if c.RowGatherBytes <= 0 {
@@ -209,12 +218,18 @@ func profileKernels(ctx context.Context, o *profileOptions, be kernels.Backend, 
 	if table <= 0 {
 		table = 1 << 30
 	}
-	if avail, ok := trainer.MemAvailable(); ok {
-		table = min(table, int64(avail/4))
-	}
-	tableRows := max(65536, int(table/int64(4*cols)))
+	tableRows := max(65536, int(min(table, room)/int64(4*cols)))
 	c.RowGatherTableGiB = float64(tableRows) * float64(4*cols) / (1 << 30)
-	c.AggregationCols = c.LayerShape[2]
+	gather := o.GatherRows
+	if gather <= 0 {
+		gather = 65536
+	}
+	agg := o.Aggregation
+	if agg == [4]int{} {
+		agg = [4]int{256, 96_000, 8192, 10}
+	}
+	agg[1] = max(agg[2], min(agg[1], int(room/int64(8*agg[0])))) // the rows and their gradient
+	c.AggregationCols = agg[0]
 	steps := []struct {
 		what string
 		run  func()
@@ -222,10 +237,12 @@ func profileKernels(ctx context.Context, o *profileOptions, be kernels.Backend, 
 		{fmt.Sprintf("a layer's products at %dx%dx%d", c.LayerShape[0], c.LayerShape[1], c.LayerShape[2]), func() {
 			c.LayerGEMMGFLOPS = kernels.MeasureLayerGemm(be, c.LayerShape[0], c.LayerShape[1], c.LayerShape[2], d)
 		}},
-		{fmt.Sprintf("gathering %d-byte rows from %.1f GiB", 4*cols, c.RowGatherTableGiB), func() {
-			c.RowGatherGBps = kernels.MeasureRowGather(be, cols, tableRows, 65536, d)
+		{fmt.Sprintf("gathering %d rows of %d bytes from %.1f GiB", gather, 4*cols, c.RowGatherTableGiB), func() {
+			c.RowGatherGBps = kernels.MeasureRowGather(be, cols, tableRows, gather, d)
 		}},
-		{"aggregation", func() { c.AggregationGBps = kernels.MeasureAggregation(be, c.AggregationCols, 65536, 8192, 10, d) }},
+		{fmt.Sprintf("aggregating %d rows of %d bytes among %d", agg[2]*agg[3], 4*agg[0], agg[1]), func() {
+			c.AggregationGBps = kernels.MeasureAggregation(be, agg[0], agg[1], agg[2], agg[3], d)
+		}},
 		{"in-order passes", func() { c.StreamGBps = kernels.MeasureStream(be, 65536, 256, d) }},
 	}
 	for _, st := range steps {

@@ -194,16 +194,28 @@ func TestRecommendThisMachine(t *testing.T) {
 		t.Fatalf("plan: cache %+v, hidden %d, %v s, hardware %+v; want every row in memory, hidden 256, a prediction, the profile's 2 cores",
 			p.Cache, p.Workload.Hidden, p.PredictedEpochS, p.Hardware)
 	}
+	// It priced the step at the rates real steps of the workload ran at,
+	// and keeps them and the batch's shape, so training can price it again.
+	if r := p.CPURates; r == nil || !strings.Contains(r.Source, "probes of") || !(r.GEMMGFLOPS > 0 && r.AggregationGBps > 0 && r.StreamGBps > 0) ||
+		p.CPUShape == nil || len(p.CPUShape.Blocks) != 2 || !(p.CPUShape.InputRows > 0) || !(p.CPUBatch.Work.ProductGFLOP > 0) {
+		t.Errorf("plan: rates %+v, shape %+v, batch %+v; want the probe's rates and the pre-sampled shape", p.CPURates, p.CPUShape, p.CPUBatch)
+	}
 	code, out, errOut = runCLI(t, "train", "--plan", tmPlan, "--dataset", data, "--epochs", "1", "--probe-batches", "2", "-o", "json")
 	if code != 0 {
 		t.Fatalf("train --plan %s: exit %d: %s", tmPlan, code, errOut)
 	}
 	var tr struct {
-		Features            string  `json:"features"`
-		PlanPredictedEpochS float64 `json:"plan_predicted_epoch_s"`
-		PlanHardware        string  `json:"plan_hardware"`
-		PredictedEpochS     float64 `json:"predicted_epoch_s"`
-		Model               struct {
+		Features            string   `json:"features"`
+		PlanPredictedEpochS float64  `json:"plan_predicted_epoch_s"`
+		PlanHardware        string   `json:"plan_hardware"`
+		PredictedEpochS     float64  `json:"predicted_epoch_s"`
+		PlanErrorPct        *float64 `json:"plan_prediction_error_pct"`
+		PlanStep            []struct {
+			Term       string  `json:"term"`
+			PlanMS     float64 `json:"plan_ms"`
+			MeasuredMS float64 `json:"measured_ms"`
+		} `json:"plan_step"`
+		Model struct {
 			Hidden int `json:"hidden"`
 		} `json:"model"`
 	}
@@ -212,6 +224,10 @@ func TestRecommendThisMachine(t *testing.T) {
 	}
 	if tr.Features != "memory" || tr.PlanPredictedEpochS != p.PredictedEpochS || tr.PlanHardware != "CPU workers on 2 cores" || tr.Model.Hidden != 256 {
 		t.Errorf("train --plan: %+v; want the plan's workload (hidden 256) in memory, and its prediction %v s reported", tr, p.PredictedEpochS)
+	}
+	// Each term of the plan's batch beside what the epoch measured.
+	if len(tr.PlanStep) < 5 || tr.PlanStep[0].Term != "products" || !(tr.PlanStep[0].PlanMS > 0 && tr.PlanStep[0].MeasuredMS > 0) || tr.PlanErrorPct == nil {
+		t.Errorf("train --plan: plan step %+v, error %v; want the plan's terms beside the epoch's kernel times", tr.PlanStep, tr.PlanErrorPct)
 	}
 	// At a cache below 100% it reads the other rows from the store, and
 	// says how to make one when there is none.

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
 
+	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/tpc"
 	"github.com/gnnplan/gnnplan/trainer"
@@ -43,12 +46,6 @@ func runThisMachine(ctx context.Context, o *recommendOptions) error {
 			return err
 		}
 	}
-	prof, err := thisMachineProfile(ctx, o, w)
-	if err != nil {
-		return err
-	}
-	rates := cpuRates(prof)
-	rates.DiskRowsPerS, _ = profiledDisks(prof)
 	g, err := dataset.LoadGraph(o.Dataset)
 	if err != nil {
 		return err
@@ -58,11 +55,24 @@ func runThisMachine(ctx context.Context, o *recommendOptions) error {
 	if err != nil {
 		return err
 	}
+	prof, err := thisMachineProfile(ctx, o, w, blocks, rows)
+	if err != nil {
+		return err
+	}
+	rates := cpuRates(prof)
+	rates.DiskRowsPerS, _ = profiledDisks(prof)
+	profiled := rates
+	rates, probeNote, err := probeStepRates(ctx, o, g, w, rates)
+	if err != nil {
+		return err
+	}
 	hit, hitSource := thisMachineHits(o.Dataset, meta.NumNodes, w)
 	out := o.IO.Out
-	fmt.Fprintf(out, "%s %s on this machine: %d CPU cores, products %.1f GFLOP/s, aggregation %.1f GB/s, row gather %.1f GB/s, in-order passes %.1f GB/s, sampling %.2f M edges/s per core, %d disk(s) %.0f rows/s\n",
-		w.Name, w.Model, rates.Cores, rates.GEMMGFLOPS, rates.Rate(rates.AggregationGBps), rates.Rate(rates.RowGatherGBps), rates.Rate(rates.StreamGBps),
-		rates.SamplerEdgesPerSPerCore/1e6, len(prof.Disks), rates.DiskRowsPerS)
+	fmt.Fprintf(out, "%s %s on this machine: %d CPU cores, %d disk(s) %.0f rows/s\n",
+		w.Name, w.Model, rates.Cores, len(prof.Disks), rates.DiskRowsPerS)
+	if err := printStepRates(out, profiled, rates, probeNote); err != nil {
+		return err
+	}
 	fmt.Fprintf(out, "a batch of %d seeds reads %.0f distinct rows of %d bytes (pre-sampled: %d batches); rows from memory: %s\n",
 		w.BatchSize, rows, w.FeatureRowBytes(), thisMachineBatches, hitSource)
 	batches := float64(w.BatchesPerEpoch())
@@ -121,7 +131,7 @@ func runThisMachine(ctx context.Context, o *recommendOptions) error {
 		}
 		m := &topology.Machine{SchemaVersion: 1, Name: "this machine", Source: "recommend --this-machine",
 			Nodes: []topology.Node{{ID: "socket0", Kind: topology.KindSocket, Cores: rates.Cores}}}
-		p, err := tpc.CPUPlan(w, m, rates, tpc.PlanCache{Fraction: fits, HitShare: hit(fits), HitSource: hitSource}, planned)
+		p, err := tpc.CPUPlan(w, m, rates, tpc.CPUShape{Blocks: blocks, InputRows: rows}, tpc.PlanCache{Fraction: fits, HitShare: hit(fits), HitSource: hitSource}, planned)
 		if err != nil {
 			return err
 		}
@@ -137,11 +147,97 @@ func runThisMachine(ctx context.Context, o *recommendOptions) error {
 	return nil
 }
 
+// thisMachineProbeBatches is how many steps the probes of the workload
+// time for its rates, in thisMachineProbeChunks probes after one more to
+// warm up.
+const (
+	thisMachineProbeBatches = 40
+	thisMachineProbeChunks  = 3
+)
+
+// probeStepRates times thisMachineProbeBatches real steps of w on g, in
+// memory, and returns r with the step's rates as the probe measured them
+// (tpc.StepRates): the rates the plan is made with. Where the features
+// do not fit in memory it returns r as profiled, and says so.
+func probeStepRates(ctx context.Context, o *recommendOptions, g *dataset.Graph, w tpc.Workload, r tpc.CPURates) (tpc.CPURates, string, error) {
+	if err := trainer.CheckFits(o.Dataset, g.Meta); err != nil {
+		return r, fmt.Sprintf("no probe: %v; the kernels' rates alone price the step", err), nil
+	}
+	to, err := trainSettings(&trainOptions{Set: func(string) bool { return false }}, &tpc.Plan{Workload: w})
+	if err != nil {
+		return r, "", err
+	}
+	to.Epochs, to.EvalEvery = 1, 0
+	fmt.Fprintf(o.IO.Err, "recommend: timing %d steps of %s in memory ...\n", thisMachineProbeBatches, w.Model)
+	feats, err := trainer.LoadFeatures(o.Dataset, g.Meta)
+	if err != nil {
+		return r, "", err
+	}
+	be, err := kernels.NewCPU(kernels.CPUOptions{})
+	if err != nil {
+		return r, "", err
+	}
+	tr, err := trainer.New(be, g, feats, to)
+	if err != nil {
+		return r, "", err
+	}
+	// In chunks: the first warms up (the features' pages, the step's
+	// buffers growing) and is dropped, and of the others the median chunk
+	// is kept, so that a burst of another tenant's work on a shared host
+	// does not set the plan's rates.
+	var chunks []trainer.Probe
+	for range thisMachineProbeChunks + 1 {
+		pr, err := tr.Probe(ctx, thisMachineProbeBatches/thisMachineProbeChunks)
+		if err != nil {
+			return r, "", err
+		}
+		chunks = append(chunks, pr)
+	}
+	chunks = chunks[1:]
+	slices.SortFunc(chunks, func(a, b trainer.Probe) int { return cmp.Compare(a.BatchSeconds, b.BatchSeconds) })
+	pr := chunks[len(chunks)/2]
+	k := pr.Kernels
+	if k == nil {
+		return r, "no probe: the backend does not time its kernels", nil
+	}
+	work := tpc.StepWork{ProductGFLOP: k.Work.ProductGFLOP, AggregationGB: k.Work.AggregationGB, RowGatherGB: k.Work.RowGatherGB,
+		RowGatherRows: k.Work.RowGatherRows, ElementwiseGB: k.Work.ElementwiseGB, OptimizerGB: k.Work.OptimizerGB}
+	overhead := pr.BatchSeconds - (k.TotalS() - k.LossS)
+	src := fmt.Sprintf("the median of %d probes of %d steps of this workload in memory (%s)", len(chunks), pr.Batches, be.Name())
+	return tpc.StepRates(r, work, k.ProductsS, k.AggregationS, k.RowGatherS, k.ElementwiseS, k.OptimizerS, overhead, src),
+		fmt.Sprintf("rates in the step: %s; the profile's are each kernel timed alone, cold", src), nil
+}
+
+// printStepRates shows each class's rate timed alone (the profile) and
+// in real steps (the probe), which the plan uses.
+func printStepRates(w io.Writer, profiled, used tpc.CPURates, note string) error {
+	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
+	t.Header("KERNELS", "TIMED ALONE", "IN THE STEP (PLANNED WITH)")
+	rows := [][3]string{
+		{"products", fmt.Sprintf("%.1f GFLOP/s", profiled.GEMMGFLOPS), fmt.Sprintf("%.1f GFLOP/s", used.GEMMGFLOPS)},
+		{"aggregation", fmt.Sprintf("%.1f GB/s", profiled.Rate(profiled.AggregationGBps)), fmt.Sprintf("%.1f GB/s", used.Rate(used.AggregationGBps))},
+		{"row gather", fmt.Sprintf("%.1f GB/s", profiled.Rate(profiled.RowGatherGBps)), fmt.Sprintf("%.1f GB/s", used.Rate(used.RowGatherGBps))},
+		{"in-order passes", fmt.Sprintf("%.1f GB/s", profiled.Rate(profiled.StreamGBps)), fmt.Sprintf("%.1f GB/s", used.Rate(used.StreamGBps))},
+		{"step overhead", "-", ms(used.StepOverheadS) + " ms"},
+		{"sampling, a core", fmt.Sprintf("%.2f M edges/s", profiled.SamplerEdgesPerSPerCore/1e6), fmt.Sprintf("%.2f M edges/s", used.SamplerEdgesPerSPerCore/1e6)},
+	}
+	for _, r := range rows {
+		if err := t.Append(r[0], r[1], r[2]); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w, note)
+	return err
+}
+
 func ms(s float64) string { return fmt.Sprintf("%.1f", 1000*s) }
 
 // thisMachineProfile reads --measured, or measures this machine now: the
 // compute rates, and the --ssd-dir disks at the row size.
-func thisMachineProfile(ctx context.Context, o *recommendOptions, w tpc.Workload) (*store.MachineProfile, error) {
+func thisMachineProfile(ctx context.Context, o *recommendOptions, w tpc.Workload, blocks []tpc.BlockShape, rows float64) (*store.MachineProfile, error) {
 	rowBytes := int(w.FeatureRowBytes())
 	if o.Measured != "" {
 		p, err := loadMeasured(o.Measured)
@@ -162,15 +258,22 @@ func thisMachineProfile(ctx context.Context, o *recommendOptions, w tpc.Workload
 	if err != nil {
 		return nil, err
 	}
-	// The kernels at this workload's shapes: its first layer's products
-	// (GraphSAGE's stack of a row and its mean), its rows from a table the
-	// size of its features.
+	// The kernels at this workload's shapes, those of its input layer: its
+	// products (GraphSAGE's stack of a row and its mean), its input rows
+	// from a table the size of its features, its aggregation.
 	in := w.FeatureDim
 	if w.Model == tpc.ModelGraphSAGE {
 		in *= 2
 	}
-	po := &profileOptions{IO: o.IO, Dataset: o.Dataset, Layer: [3]int{8192, in, w.Hidden * max(w.Heads, 1)},
-		RowBytes: rowBytes, TableBytes: int64(rowBytes) * w.Vertices}
+	outer := blocks[len(blocks)-1]
+	work, err := w.StepWork(blocks, rows)
+	if err != nil {
+		return nil, err
+	}
+	cols, table, fanout := w.OuterAggregation(blocks, rows)
+	po := &profileOptions{IO: o.IO, Dataset: o.Dataset, Layer: [3]int{max(1024, int(outer.Dst)), in, w.Hidden * max(w.Heads, 1)},
+		RowBytes: rowBytes, TableBytes: int64(rowBytes) * w.Vertices, GatherRows: max(1024, int(work.RowGatherRows)),
+		Aggregation: [4]int{cols, int(table), max(1024, int(outer.Dst)), fanout}}
 	if p.Compute, err = profileCompute(ctx, po); err != nil {
 		return nil, err
 	}

@@ -242,12 +242,33 @@ type trainReport struct {
 	// and the measurement, they say how far the plan was off.
 	PlanPredictedEpochS float64 `json:"plan_predicted_epoch_s,omitempty"`
 	PlanHardware        string  `json:"plan_hardware,omitempty"`
+	// PlanErrorPct is how far the median epoch was from the plan's
+	// prediction, in percent of it; PlanStep is the plan's step, class by
+	// class, beside the kernel times the epochs measured (a plan of this
+	// machine's CPU).
+	PlanErrorPct *float64       `json:"plan_prediction_error_pct,omitempty"`
+	PlanStep     []planStepTerm `json:"plan_step,omitempty"`
+	// PlanWithEpochDiskS is the plan's model run again at the share of
+	// rows the epochs found in memory and the disk rate they read at (out
+	// of core), PlanWithEpochDiskErrorPct the median epoch's distance from
+	// it: how far the model was off with the disk's moving rate taken out.
+	PlanWithEpochDiskS        float64  `json:"plan_predicted_with_epoch_disk_s,omitempty"`
+	PlanWithEpochDiskErrorPct *float64 `json:"plan_with_epoch_disk_error_pct,omitempty"`
 	// WithEpochDiskS is the epoch predicted again at the median disk rate
 	// the epochs read at (EpochDiskRowsPerS); 0 when none read from disk.
 	WithEpochDiskS    float64          `json:"predicted_with_epoch_disk_s,omitempty"`
 	EpochDiskRowsPerS float64          `json:"epoch_disk_rows_per_s,omitempty"`
 	Prediction        *trainPrediction `json:"prediction,omitempty"`
 	Checks            []epochCheck     `json:"epoch_checks,omitempty"`
+}
+
+// StoreRows is where the run's rows came from, summed over its epochs
+// (zero in memory).
+func (r trainReport) StoreRows() store.GatherStats {
+	if r.Store == nil {
+		return store.GatherStats{}
+	}
+	return r.Store.Rows
 }
 
 // trainStoreReport describes an out-of-core run's feature store.
@@ -489,6 +510,7 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 		r.PlanHardware = fmt.Sprintf("%d x %s, %d x %s", h.GPUs, h.GPUModel, h.SSDs, h.SSDModel)
 		if h.GPUs == 0 {
 			r.PlanHardware = fmt.Sprintf("CPU workers on %d cores", h.CPUCores)
+			r.PlanStep = planStep(plan.CPUBatch, res.Epochs)
 		}
 	}
 	if pred != nil {
@@ -502,6 +524,17 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 		if r.MeasuredEpochS = medianEpochSeconds(pred, res.Epochs); r.MeasuredEpochS > 0 {
 			r.PredictionErrorPct = tpc.ErrorPct(r.MeasuredEpochS, r.PredictedEpochS)
 			r.WithEpochDiskS, r.EpochDiskRowsPerS = withEpochDisk(pred, r.Checks)
+			if r.PlanPredictedEpochS > 0 {
+				e := tpc.ErrorPct(r.MeasuredEpochS, r.PlanPredictedEpochS)
+				r.PlanErrorPct = &e
+			}
+			if rows := r.StoreRows(); plan != nil && rows.Rows > 0 && r.EpochDiskRowsPerS > 0 {
+				hit := 1 - float64(rows.SSDRows)/float64(rows.Rows)
+				if again, ok := plan.PredictAgain(hit, r.EpochDiskRowsPerS); ok {
+					e := tpc.ErrorPct(r.MeasuredEpochS, again)
+					r.PlanWithEpochDiskS, r.PlanWithEpochDiskErrorPct = again, &e
+				}
+			}
 		}
 	}
 	if o.Checkpoint != "" {
