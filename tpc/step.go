@@ -7,6 +7,8 @@ import "fmt"
 // the dense products in GFLOP, the aggregations' source rows read over the
 // blocks' edges, the batch's input rows gathered, the in-order passes
 // (bias, activations, dropout, zeroing, copies) and the optimizer, in GB.
+// It mirrors kernels.KernelWork field for field; tpc keeps its own type so
+// that planning does not link the kernels' BLAS.
 type StepWork struct {
 	ProductGFLOP  float64 `json:"product_GFLOP"`
 	AggregationGB float64 `json:"aggregation_GB"`
