@@ -196,7 +196,7 @@ func TestRecommendThisMachine(t *testing.T) {
 	}
 	// It priced the step at the rates real steps of the workload ran at,
 	// and keeps them and the batch's shape, so training can price it again.
-	if r := p.CPURates; r == nil || !strings.Contains(r.Source, "probes of") || !(r.GEMMGFLOPS > 0 && r.AggregationGBps > 0 && r.StreamGBps > 0) ||
+	if r := p.CPURates; r == nil || !strings.Contains(r.Source, "a probe of") || !(r.GEMMGFLOPS > 0 && r.AggregationGBps > 0 && r.StreamGBps > 0) ||
 		p.CPUShape == nil || len(p.CPUShape.Blocks) != 2 || !(p.CPUShape.InputRows > 0) || !(p.CPUBatch.Work.ProductGFLOP > 0) {
 		t.Errorf("plan: rates %+v, shape %+v, batch %+v; want the probe's rates and the pre-sampled shape", p.CPURates, p.CPUShape, p.CPUBatch)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -147,12 +146,11 @@ func runThisMachine(ctx context.Context, o *recommendOptions) error {
 	return nil
 }
 
-// thisMachineProbeBatches is how many steps the probes of the workload
-// time for its rates, in thisMachineProbeChunks probes after one more to
-// warm up.
+// thisMachineProbeBatches is how many steps the probe of the workload
+// times for its rates, after thisMachineWarmupBatches untimed.
 const (
-	thisMachineProbeBatches = 40
-	thisMachineProbeChunks  = 3
+	thisMachineProbeBatches  = 40
+	thisMachineWarmupBatches = 10
 )
 
 // probeStepRates times thisMachineProbeBatches real steps of w on g, in
@@ -181,21 +179,15 @@ func probeStepRates(ctx context.Context, o *recommendOptions, g *dataset.Graph, 
 	if err != nil {
 		return r, "", err
 	}
-	// In chunks: the first warms up (the features' pages, the step's
-	// buffers growing) and is dropped, and of the others the median chunk
-	// is kept, so that a burst of another tenant's work on a shared host
-	// does not set the plan's rates.
-	var chunks []trainer.Probe
-	for range thisMachineProbeChunks + 1 {
-		pr, err := tr.Probe(ctx, thisMachineProbeBatches/thisMachineProbeChunks)
-		if err != nil {
-			return r, "", err
-		}
-		chunks = append(chunks, pr)
+	// A first, shorter probe warms up (the features' pages, the step's
+	// buffers growing) and is dropped.
+	if _, err := tr.Probe(ctx, thisMachineWarmupBatches); err != nil {
+		return r, "", err
 	}
-	chunks = chunks[1:]
-	slices.SortFunc(chunks, func(a, b trainer.Probe) int { return cmp.Compare(a.BatchSeconds, b.BatchSeconds) })
-	pr := chunks[len(chunks)/2]
+	pr, err := tr.Probe(ctx, thisMachineProbeBatches)
+	if err != nil {
+		return r, "", err
+	}
 	k := pr.Kernels
 	if k == nil {
 		return r, "no probe: the backend does not time its kernels", nil
@@ -203,7 +195,7 @@ func probeStepRates(ctx context.Context, o *recommendOptions, g *dataset.Graph, 
 	work := tpc.StepWork{ProductGFLOP: k.Work.ProductGFLOP, AggregationGB: k.Work.AggregationGB, RowGatherGB: k.Work.RowGatherGB,
 		RowGatherRows: k.Work.RowGatherRows, ElementwiseGB: k.Work.ElementwiseGB, OptimizerGB: k.Work.OptimizerGB}
 	overhead := pr.BatchSeconds - (k.TotalS() - k.LossS)
-	src := fmt.Sprintf("the median of %d probes of %d steps of this workload in memory (%s)", len(chunks), pr.Batches, be.Name())
+	src := fmt.Sprintf("a probe of %d steps of this workload in memory, after %d to warm up (%s)", pr.Batches, thisMachineWarmupBatches, be.Name())
 	return tpc.StepRates(r, work, k.ProductsS, k.AggregationS, k.RowGatherS, k.ElementwiseS, k.OptimizerS, overhead, src),
 		fmt.Sprintf("rates in the step: %s; the profile's are each kernel timed alone, cold", src), nil
 }
