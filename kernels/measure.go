@@ -25,34 +25,40 @@ func MeasureGemm(b Backend, m, k, n int, d time.Duration) float64 {
 	return 2 * float64(m) * float64(n) * float64(k) * float64(calls) / secs / 1e9
 }
 
-// timeCalls runs f once untimed, then until about d of calls is timed
-// (at least one, at most maxTimedCalls), and returns the calls and their seconds. Before each
-// call it evicts the caches (cold): a training step's kernels find their
-// operands in memory, where the kernels before them left them, not in
-// the caches a repeated call would warm. A device's queue is drained
-// before the clock stops.
+// timeCalls runs f once untimed, then for about d (at least one call),
+// and returns the calls timed and their seconds. On the host it evicts the
+// caches before each call and times the calls alone (at most
+// maxTimedCalls): a training step's kernels find their operands in
+// memory, where the kernels before them left them, not in the caches a
+// repeated call would warm. A device queues the calls and is drained once
+// before the clock stops, as training queues its kernels.
 func timeCalls(b Backend, d time.Duration, f func()) (calls int, secs float64) {
-	sync := func() {
-		if s, ok := b.(interface{ Sync() }); ok {
-			s.Sync()
+	if _, host := b.(*CPU); !host {
+		sync := func() {
+			if s, ok := b.(interface{ Sync() }); ok {
+				s.Sync()
+			}
 		}
-	}
-	var src, dst []byte
-	if _, host := b.(*CPU); host {
-		src, dst = make([]byte, evictBytes/2), make([]byte, evictBytes/2)
-		for i := 0; i < len(src); i += 4096 {
-			src[i] = byte(i >> 12) // every page backed: a page never written reads as the shared zero page
-		}
-	}
-	evict := func() { copy(dst, src) }
-	f()
-	sync()
-	var total time.Duration
-	for calls == 0 || (total < d && calls < maxTimedCalls) {
-		evict()
-		t0 := time.Now()
 		f()
 		sync()
+		start := time.Now()
+		for calls == 0 || time.Since(start) < d {
+			f()
+			calls++
+		}
+		sync()
+		return calls, time.Since(start).Seconds()
+	}
+	src, dst := make([]byte, evictBytes/2), make([]byte, evictBytes/2)
+	for i := 0; i < len(src); i += 4096 {
+		src[i] = byte(i >> 12) // every page backed: a page never written reads as the shared zero page
+	}
+	f()
+	var total time.Duration
+	for calls == 0 || (total < d && calls < maxTimedCalls) {
+		copy(dst, src)
+		t0 := time.Now()
+		f()
 		total += time.Since(t0)
 		calls++
 	}

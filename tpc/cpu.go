@@ -119,7 +119,7 @@ func PredictCPU(w Workload, blocks []BlockShape, rows float64, r CPURates, hit f
 		ProductsS:    work.ProductGFLOP / r.GEMMGFLOPS,
 		AggregationS: work.AggregationGB / r.Rate(r.AggregationGBps),
 		RowGatherS:   work.RowGatherGB / r.Rate(r.RowGatherGBps),
-		ElementwiseS: (work.ElementwiseGB) / r.Rate(r.StreamGBps),
+		ElementwiseS: work.ElementwiseGB / r.Rate(r.StreamGBps),
 		OptimizerS:   work.OptimizerGB / opt,
 		OverheadS:    r.StepOverheadS,
 		Work:         work,

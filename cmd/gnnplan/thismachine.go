@@ -211,7 +211,6 @@ func printStepRates(w io.Writer, profiled, used tpc.CPURates, note string) error
 		{"row gather", fmt.Sprintf("%.1f GB/s", profiled.Rate(profiled.RowGatherGBps)), fmt.Sprintf("%.1f GB/s", used.Rate(used.RowGatherGBps))},
 		{"in-order passes", fmt.Sprintf("%.1f GB/s", profiled.Rate(profiled.StreamGBps)), fmt.Sprintf("%.1f GB/s", used.Rate(used.StreamGBps))},
 		{"step overhead", "-", ms(used.StepOverheadS) + " ms"},
-		{"sampling, a core", fmt.Sprintf("%.2f M edges/s", profiled.SamplerEdgesPerSPerCore/1e6), fmt.Sprintf("%.2f M edges/s", used.SamplerEdgesPerSPerCore/1e6)},
 	}
 	for _, r := range rows {
 		if err := t.Append(r[0], r[1], r[2]); err != nil {
