@@ -28,6 +28,11 @@ type Assumptions struct {
 	// GNN training reaches (an estimate: dense layers dominate the FLOPs,
 	// sparse aggregation runs far below peak).
 	ComputeEfficiency float64 `json:"compute_efficiency"`
+	// MemoryEfficiency is the share of the GPU memory's datasheet rate
+	// the step's memory-bound kernels reach (aggregating rows over a
+	// block's edges, gathering input rows, element-wise passes, the
+	// optimizer): an estimate, as ComputeEfficiency.
+	MemoryEfficiency float64 `json:"memory_efficiency"`
 	// HostMemGBps is one socket's DRAM read rate.
 	HostMemGBps float64 `json:"host_mem_GBps"`
 	// SSDBlockBytes is the SSD read unit the random-read IOPS are quoted
@@ -58,8 +63,8 @@ type MeasuredGPU struct {
 
 // DefaultAssumptions returns the assumptions the papers' setups imply.
 func DefaultAssumptions() Assumptions {
-	return Assumptions{GPUReserveGiB: 8, CPUCacheFraction: 0.01, SkewExponent: 0.26, ComputeEfficiency: 0.5,
-		HostMemGBps: 100, SSDBlockBytes: 4096, GPUSampleEdgesPerS: 300e6, BatchOverheadS: 0.002}
+	return Assumptions{GPUReserveGiB: 8, CPUCacheFraction: 0.01, SkewExponent: 0.26, ComputeEfficiency: 0.9, MemoryEfficiency: 0.25,
+		HostMemGBps: 100, SSDBlockBytes: 4096, GPUSampleEdgesPerS: 300e6, BatchOverheadS: 0.010}
 }
 
 // hitShare is the share of accesses the hottest fraction x of vertices gets.
@@ -169,17 +174,21 @@ func tiersFor(s Shares, ssd float64, a Assumptions) maxflow.Tiers {
 }
 
 // BatchTrainCosts are a GPU's seconds per batch besides IO: sampling,
-// the model's FLOPs, the fixed per-batch cost and the gradient all-reduce.
+// the step's products and its memory-bound kernels (StepWork), the fixed
+// per-batch cost and the gradient all-reduce.
 type BatchTrainCosts struct {
 	SampleS    float64 `json:"sample_s"`
 	ComputeS   float64 `json:"compute_s"`
+	MemoryS    float64 `json:"memory_s"`
 	OverheadS  float64 `json:"overhead_s"`
 	AllReduceS float64 `json:"allreduce_s"`
 }
 
 // Total is the batch's training time: the GPU samples, computes and
 // reduces in turn.
-func (c BatchTrainCosts) Total() float64 { return c.SampleS + c.ComputeS + c.OverheadS + c.AllReduceS }
+func (c BatchTrainCosts) Total() float64 {
+	return c.SampleS + c.ComputeS + c.MemoryS + c.OverheadS + c.AllReduceS
+}
 
 // trainCosts is one GPU's per-batch training time. The all-reduce is a
 // ring over the GPUs' PCIe links (the catalog's GPUs have no NVLink):
@@ -201,6 +210,10 @@ func trainCosts(w Workload, hw Hardware, a Assumptions) BatchTrainCosts {
 		}
 	}
 	c := BatchTrainCosts{ComputeS: b.FLOPs / rate, OverheadS: a.BatchOverheadS}
+	if mem := hw.GPU.MemGBps * a.MemoryEfficiency; mem > 0 {
+		k := b.Work
+		c.MemoryS = (k.AggregationGB + k.RowGatherGB + k.ElementwiseGB + k.OptimizerGB) / mem
+	}
 	if a.GPUSampleEdgesPerS > 0 {
 		c.SampleS = edges / a.GPUSampleEdgesPerS
 	}
@@ -221,11 +234,12 @@ func predict(w Workload, hw Hardware, host profiles.HostCost, ioSecs float64, s 
 	batches := float64(w.BatchesPerEpoch())
 	p := Prediction{Shares: s, EpochIOSeconds: ioSecs, CostUSD: hw.TCOUSD(host), SSDGBps: ssd}
 	p.BatchTrain = trainCosts(w, hw, a)
-	p.TrainTimeSource = fmt.Sprintf("catalog FP32 peak (%g TFLOPS) x efficiency %g x model FLOPs per batch, plus sampling at %.0f M edges/s, %.1f ms per batch fixed and the gradient all-reduce over PCIe",
-		hw.GPU.FP32TFLOPS, a.ComputeEfficiency, a.GPUSampleEdgesPerS/1e6, 1000*a.BatchOverheadS)
+	memory := fmt.Sprintf("the step's memory-bound kernels at %g x the catalog's %g GB/s", a.MemoryEfficiency, hw.GPU.MemGBps)
+	p.TrainTimeSource = fmt.Sprintf("catalog FP32 peak (%g TFLOPS) x efficiency %g x the step's product FLOPs, %s, plus sampling at %.0f M edges/s, %.1f ms per batch fixed and the gradient all-reduce over PCIe",
+		hw.GPU.FP32TFLOPS, a.ComputeEfficiency, memory, a.GPUSampleEdgesPerS/1e6, 1000*a.BatchOverheadS)
 	if m, ok := a.MeasuredGPUs[hw.GPU.Key]; ok {
-		p.TrainTimeSource = fmt.Sprintf("measured on a %s: GEMM %.1f TFLOPS x model FLOPs per batch, plus sampling at %.0f M edges/s, %.1f ms per batch fixed and the gradient all-reduce at the measured %.1f GB/s host-to-device",
-			m.Name, m.GEMMTFLOPS, a.GPUSampleEdgesPerS/1e6, 1000*a.BatchOverheadS, m.H2DGBps)
+		p.TrainTimeSource = fmt.Sprintf("measured on a %s: GEMM %.1f TFLOPS x the step's product FLOPs, %s, plus sampling at %.0f M edges/s, %.1f ms per batch fixed and the gradient all-reduce at the measured %.1f GB/s host-to-device",
+			m.Name, m.GEMMTFLOPS, memory, a.GPUSampleEdgesPerS/1e6, 1000*a.BatchOverheadS, m.H2DGBps)
 	}
 	// Each GPU trains its share of the batches, whole: one batch keeps one
 	// GPU busy however many there are.

@@ -10,6 +10,12 @@ import (
 	"github.com/gnnplan/gnnplan/topology"
 )
 
+// Degree laws accepted in Workload.Degrees.
+const (
+	DegreesHeavyTailed = "heavy-tailed"
+	DegreesUniform     = "uniform"
+)
+
 // Model names accepted in Workload.Model.
 const (
 	ModelGraphSAGE = "graphsage"
@@ -31,7 +37,11 @@ type Workload struct {
 	Heads         int     `json:"heads"`          // GAT only; 1 otherwise
 	Fanouts       []int   `json:"fanouts"`        // per hop, seeds outward, e.g. [25, 10]
 	BatchSize     int     `json:"batch_size"`     // training seeds per mini-batch
-	Source        string  `json:"source"`         // where the figures come from
+	// Degrees is how the vertices' degrees spread around the average:
+	// "" or DegreesHeavyTailed (real graphs) or DegreesUniform (every
+	// vertex near the average, as in a uniform random graph).
+	Degrees string `json:"degrees,omitempty"`
+	Source  string `json:"source"` // where the figures come from
 }
 
 // TrainFlags are the flags of `gnnplan train` that train exactly this
@@ -68,7 +78,12 @@ type BatchEstimate struct {
 	// assume (only the touched words cross PCIe); rounding to PCIe or SSD
 	// transaction sizes is the transaction model's job (Hyperion III-B).
 	TopologyBytes float64 `json:"topology_bytes"`
-	FLOPs         float64 `json:"flops"` // forward + backward
+	// Blocks are the batch's sampled blocks, the seeds' first, and Work
+	// the step's kernel work on them (StepWork, the input rows gathered
+	// in the step); FLOPs is Work's products, forward and backward.
+	Blocks []BlockShape `json:"blocks"`
+	Work   StepWork     `json:"work"`
+	FLOPs  float64      `json:"flops"`
 }
 
 // Byte widths of the CSR arrays (DESIGN.md section 8): indptr holds edge
@@ -213,6 +228,8 @@ func (w Workload) Validate() error {
 		return bad("fanouts", "must list at least one hop, e.g. [25, 10]")
 	case w.BatchSize < 1:
 		return bad("batch_size", "must be at least 1, got %d", w.BatchSize)
+	case w.Degrees != "" && w.Degrees != DegreesHeavyTailed && w.Degrees != DegreesUniform:
+		return bad("degrees", "%q (valid: %s, %s)", w.Degrees, DegreesHeavyTailed, DegreesUniform)
 	}
 	for i, f := range w.Fanouts {
 		if f < 1 {
@@ -284,8 +301,14 @@ type block struct{ dst, src, edges float64 }
 // PerBatch estimates one full mini-batch: BatchSize seeds (fewer when the
 // graph has fewer training vertices), sampled hop by hop with Fanouts.
 //
-// Sampling. At hop k every vertex of the frontier F_k draws min(f_k, d)
-// neighbors, d = E/V the average degree, so M_k = F_k x min(f_k, d) edges.
+// Sampling. At hop k every vertex of the frontier F_k draws min(f_k, D)
+// neighbors for its degree D, so M_k = F_k x E[min(f_k, D)] edges. Real
+// graphs' degrees are heavy-tailed: most vertices have few neighbors, a few
+// very many, and min(f, .) is concave, so E[min(f, D)] lies well below
+// min(f, E/V). D is taken lognormal with mean d = E/V and spread
+// DegreeSpread; the seeds are uniform vertices, every later frontier was
+// reached through an edge and has the size-biased law (mean d e^(s^2)).
+// docs/epoch-model.md has the derivation and the counts it was checked on.
 // The next frontier F_{k+1} is the set of distinct vertices drawn at hop k,
 // including ones reached at earlier hops: we take as the standard a layered
 // sampler that expands every vertex the previous hop drew, not only the new
@@ -294,6 +317,9 @@ type block struct{ dst, src, edges float64 }
 // and samples it again, which would add F_k x f_{k+1} draws (about 4% more
 // vertices for [25, 10]).
 //
+// Workload.Degrees "uniform" takes every degree at the average instead
+// (min(f_k, d)), as in a uniform random graph.
+//
 // Deduplication. Draws are modelled as uniform over the N = V vertices: M
 // draws reach N(1 - (1-1/N)^M) distinct vertices, computed with log1p/expm1
 // so that M << N keeps its precision. Across hops, the seeds are distinct by
@@ -301,32 +327,15 @@ type block struct{ dst, src, edges float64 }
 // (1-1/N)^(sum M_k), which gives the distinct count after each hop; the
 // vertices new at hop k are its increase. Real graphs are skewed
 // (power-law: the top 1% of vertices take 14-56% of accesses in DiskGNN's
-// table 3), so real batches deduplicate more and hit low-degree vertices'
-// min(f, deg) < min(f, d): the uniform model is an upper bound on unique
-// vertices and bytes. The measured path (pre-sampling a real dataset, once
-// datasets exist) will replace it.
+// table 3), so real batches deduplicate more than the uniform N vertices
+// that draws spread over: the uniform dedup is an upper bound on unique
+// vertices and bytes. Pre-sampling a dataset at hand (trainer.Presample)
+// measures them instead.
 //
-// FLOPs. The model has L = len(Fanouts) layers; the first reads the
-// outermost block (hop L) and the last writes the seeds. Widths: input
-// FeatureDim, hidden Hidden (GAT: Hidden per head x Heads, concatenated),
-// output Classes. Per layer with dst, src, edges of its block and widths
-// d_in -> d_out, one multiply-add = 2 FLOPs:
-//
-//   - GraphSAGE (mean): aggregate edges x d_in adds; update
-//     dst x 2 x (2 d_in) x d_out (self and neighbor mean concatenated
-//     through one linear map).
-//   - GCN: aggregate edges x d_in; update dst x 2 x d_in x d_out
-//     (aggregate first, then transform: the cheaper order when a sampled
-//     block has many more sources than destinations).
-//   - GAT with H heads of width d_h (last layer: d_h = Classes, heads
-//     averaged): projection src x 2 x d_in x (H d_h); attention logits
-//     a_l, a_r (src + dst) x H x 2 d_h; per edge and head 4 (add the two
-//     logits, leaky ReLU, exp, normalize) + 2 d_h for the weighted sum;
-//     head mean dst x H d_h on the last layer.
-//
-// Backward costs about twice the forward (gradients for inputs and
-// weights), so FLOPs = 3 x forward. Activations, dropout and the loss are
-// O(dst x d) and left out.
+// Work. The step's kernels on these blocks are StepWork's, the batch's
+// distinct vertices its input rows: the same count of products, row
+// reads and passes the CPU trainer's kernels do (its tests hold the two
+// equal), which GPU and CPU plans price at their own rates.
 //
 // PerBatch expects a valid workload (Validate); on an invalid one it returns
 // zeros where the inputs make no sense, never NaN or a panic.
@@ -351,13 +360,19 @@ func (w Workload) PerBatch() BatchEstimate {
 		return math.Expm1(m * logMiss)
 	}
 	idx := float64(indexBytes(w.Vertices))
+	spread := DegreeSpread
+	if w.Degrees == DegreesUniform {
+		spread = 0
+	}
 
 	var buf [8]block // no allocation for the usual 2-3 hops
 	blocks := buf[:0]
 	est.Hops[0] = seeds
 	frontier, reached, draws := seeds, seeds, 0.0
 	for k, f := range w.Fanouts {
-		m := frontier * min(float64(max(f, 0)), deg)
+		// Seeds are uniform vertices; every later frontier was reached
+		// through an edge, so its degrees are size-biased.
+		m := frontier * expectedDraws(float64(max(f, 0)), deg, spread, k > 0)
 		draws += m
 		// Distinct vertices after this hop: the seeds plus the unreached
 		// rest hit at least once by all draws so far.
@@ -375,55 +390,14 @@ func (w Workload) PerBatch() BatchEstimate {
 	}
 	est.UniqueVertices = reached
 	est.FeatureBytes = reached * float64(w.FeatureRowBytes())
-	est.FLOPs = 3 * w.forwardFLOPs(blocks)
-	return est
-}
-
-// forwardFLOPs applies the per-layer formulas of PerBatch; blocks[k] is the
-// block sampled at hop k+1, so layer l reads blocks[L-1-l].
-func (w Workload) forwardFLOPs(blocks []block) float64 {
-	in := float64(w.FeatureDim)
-	hidden := float64(w.Hidden)
-	classes := float64(w.Classes)
-	heads := float64(max(w.Heads, 1))
-	var fwd float64
-	for l := range blocks {
-		b := blocks[len(blocks)-1-l]
-		last := l == len(blocks)-1
-		switch w.Model {
-		case ModelGraphSAGE:
-			out := hidden
-			if last {
-				out = classes
-			}
-			fwd += b.edges*in + b.dst*2*(2*in)*out
-			in = out
-		case ModelGCN:
-			out := hidden
-			if last {
-				out = classes
-			}
-			fwd += b.edges*in + b.dst*2*in*out
-			in = out
-		case ModelGAT:
-			dh := hidden
-			heads := heads
-			if last {
-				dh, heads = classes, 1 // one output head, as the trainer's OutHeads
-			}
-			width := heads * dh
-			fwd += b.src * 2 * in * width
-			fwd += (b.src + b.dst) * heads * 2 * dh
-			fwd += b.edges * heads * (4 + 2*dh)
-			if last {
-				fwd += b.dst * width
-			}
-			in = width
-		default:
-			return 0
-		}
+	est.Blocks = make([]BlockShape, len(blocks))
+	for i, b := range blocks {
+		est.Blocks[i] = BlockShape{Dst: b.dst, Src: b.src, Edges: b.edges}
 	}
-	return fwd
+	if work, err := w.StepWork(est.Blocks, reached); err == nil {
+		est.Work, est.FLOPs = work, work.ProductGFLOP*1e9
+	}
+	return est
 }
 
 // Params is the model's number of learnable scalars, as package nn builds
@@ -459,3 +433,30 @@ func (w Workload) Params() int64 {
 	}
 	return n
 }
+
+// DegreeSpread is the spread s (the log-scale standard deviation) of the
+// lognormal degree law PerBatch samples with. 2.2 reproduces the distinct
+// input vertices per batch DGL counted on four real graphs (ogbn-papers100M,
+// MAG240M, Friendster, IGB260M; fanouts 10,15,20, batch 1024) within -22% to
+// +10%, where the average degree alone (s = 0) overcounts them 1.9-2.6x
+// (docs/epoch-model.md).
+const DegreeSpread = 2.2
+
+// expectedDraws is E[min(f, D)] for a lognormal degree D of mean d and
+// spread s, size-biased when biased (a vertex reached through an edge);
+// min(f, d) when s is 0.
+func expectedDraws(f, d, s float64, biased bool) float64 {
+	if s <= 0 || d <= 0 || f <= 0 {
+		return min(f, d)
+	}
+	mu := math.Log(d) - s*s/2
+	if biased {
+		mu += s * s
+	}
+	mean := math.Exp(mu + s*s/2)
+	lf := math.Log(f)
+	below := mean * normalCDF((lf-mu-s*s)/s) // E[D; D < f]
+	return below + f*normalCDF((mu-lf)/s)    // + f P(D >= f)
+}
+
+func normalCDF(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }

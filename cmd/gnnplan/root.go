@@ -50,6 +50,6 @@ prediction was.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &usageError{msg: err.Error()}
 	})
-	root.AddCommand(newVersionCmd(d), newDiscoverCmd(d, nil), newPlacementsCmd(d, nil), newRecommendCmd(d, nil), newDatasetCmd(d), newPlaceCmd(d, nil), newMaterializeCmd(d, nil), newProfileCmd(d, nil), newTrainCmd(d, nil), newReportCmd(d, nil))
+	root.AddCommand(newVersionCmd(d), newDiscoverCmd(d, nil), newPlacementsCmd(d, nil), newRecommendCmd(d, nil), newDatasetCmd(d), newPlaceCmd(d, nil), newMaterializeCmd(d, nil), newProfileCmd(d, nil), newTrainCmd(d, nil), newReportCmd(d, nil), newValidateCmd(d, nil))
 	return root
 }
