@@ -59,7 +59,26 @@ type Plan struct {
 	CPUBatch *CPUBatch `json:"cpu_batch,omitempty"`
 	CPURates *CPURates `json:"cpu_rates,omitempty"`
 	CPUShape *CPUShape `json:"cpu_shape,omitempty"`
-	Notes    []string  `json:"notes,omitempty"`
+	// ValidatedError is how far this model's predictions were from the
+	// published measurements gnnplan validate checks it against.
+	ValidatedError *ValidatedError `json:"validated_error,omitempty"`
+	Notes          []string        `json:"notes,omitempty"`
+}
+
+// ValidatedError is the model's error over a set of measurements it was
+// checked against (gnnplan validate): how far to trust a plan's numbers.
+type ValidatedError struct {
+	Cases     int      `json:"cases"`
+	Sources   []string `json:"sources"`
+	MedianPct float64  `json:"median_abs_error_pct"`
+	WorstPct  float64  `json:"worst_abs_error_pct"`
+}
+
+// String says it in a line, e.g. "median |error| 22% and worst 66% over
+// 37 measurements (Moment (SC'25), Hyperion (ICDE'25))".
+func (v ValidatedError) String() string {
+	return fmt.Sprintf("median |error| %.0f%% and worst %.0f%% over %d measurements (%s)",
+		v.MedianPct, v.WorstPct, v.Cases, strings.Join(v.Sources, ", "))
 }
 
 // CPUShape is a batch's mean shape, from pre-sampling the dataset: its
@@ -171,6 +190,7 @@ func (rec *Recommendation) Plan() *Plan {
 	for _, g := range rec.BestEval.PerGPU {
 		p.PerGPUGBps[g.ID] = g.GBps
 	}
+	p.ValidatedError = rec.ValidatedError
 	p.Notes = append(p.Notes, "T_train: "+b.TrainTimeSource,
 		"access skew: the hottest fraction x of vertices gets x^a of the accesses (no measured hotness yet)")
 	return p

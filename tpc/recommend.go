@@ -60,6 +60,9 @@ type Recommendation struct {
 	Distributed Distributed
 	Searched    int // hardware choices priced
 	Placements  int // distinct placements evaluated
+	// ValidatedError, when set, is the model's error against published
+	// measurements (package validate), which the plan carries.
+	ValidatedError *ValidatedError
 }
 
 // key identifies a placement search: its result depends on the devices'

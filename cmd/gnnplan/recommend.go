@@ -16,6 +16,7 @@ import (
 	"github.com/gnnplan/gnnplan/profiles"
 	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/tpc"
+	"github.com/gnnplan/gnnplan/tpc/validate"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
@@ -230,6 +231,11 @@ func runRecommend(ctx context.Context, o *recommendOptions) error {
 	if err != nil {
 		return err
 	}
+	v, err := validate.Published(ctx)
+	if err != nil {
+		return err
+	}
+	rec.ValidatedError = &v
 	if err := writeRecommendation(o, rec); err != nil {
 		return err
 	}
@@ -291,6 +297,9 @@ func writeRecommendation(o *recommendOptions, rec *tpc.Recommendation) error {
 		fmt.Fprintf(out, "    %-7s %s%s\n", id, plan.Placement.Where[id], extra)
 	}
 	fmt.Fprintf(out, "  saturated: %s\n", maxflow.BottleneckSummary(rec.BestEval.Bottlenecks))
+	if v := rec.ValidatedError; v != nil {
+		fmt.Fprintf(out, "  how far to trust it: the same model's predictions of published measurements had %s (gnnplan validate)\n", v)
+	}
 	fmt.Fprintf(out, "hint: %s\n", rec.Hint.Text)
 	if f := rec.Fastest; f != b {
 		fmt.Fprintf(out, "fastest within budget: %d x %s + %d x %s, $%s, %.0f samples/s (%.2fx the recommended), TPC %.3f per $1k\n",
@@ -301,7 +310,7 @@ func writeRecommendation(o *recommendOptions, rec *tpc.Recommendation) error {
 		d.Machines, tpc.FormatUSD(d.CostUSD), d.SamplesPerSec, d.TPC*1000, d.CostPerSample)
 	fmt.Fprintf(out, "  (%s)\n", d.Assumption)
 	a := rec.Request.Assumptions
-	fmt.Fprintf(out, "assumptions: %g GiB of each GPU kept for the model, %.0f%% of vertices cached in CPU memory, top x of vertices get x^%.2f of accesses, training at %.0f%% of FP32 peak\n",
-		a.GPUReserveGiB, 100*a.CPUCacheFraction, a.SkewExponent, 100*a.ComputeEfficiency)
+	fmt.Fprintf(out, "assumptions: %g GiB of each GPU kept for the model, %.0f%% of vertices cached in CPU memory, top x of vertices get x^%.2f of accesses, products at %.0f%% of FP32 peak, memory-bound kernels at %.0f%% of the GPU memory's rate, %.0f ms per batch fixed\n",
+		a.GPUReserveGiB, 100*a.CPUCacheFraction, a.SkewExponent, 100*a.ComputeEfficiency, 100*a.MemoryEfficiency, 1000*a.BatchOverheadS)
 	return nil
 }

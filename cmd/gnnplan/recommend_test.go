@@ -23,7 +23,8 @@ func TestRecommendDefaultRun(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"igb-hom graphsage on moment-b, budget $80,000", "recommended:", "placement:", "hint:", "distributed in-memory alternative", "wrote " + plan} {
+	for _, want := range []string{"igb-hom graphsage on moment-b, budget $80,000", "recommended:", "placement:", "hint:", "distributed in-memory alternative", "wrote " + plan,
+		"how far to trust it: the same model's predictions of published measurements had median |error|"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -36,7 +37,7 @@ func TestRecommendDefaultRun(t *testing.T) {
 	if err := json.Unmarshal(data, &top); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"schema_version", "budget_usd", "cost_usd", "predicted_epoch_s", "samples_per_s", "tpc", "machine", "placement", "storage_traffic", "assumptions"} {
+	for _, k := range []string{"schema_version", "budget_usd", "cost_usd", "predicted_epoch_s", "samples_per_s", "tpc", "machine", "placement", "storage_traffic", "assumptions", "validated_error"} {
 		if _, ok := top[k]; !ok {
 			t.Errorf("plan.json lacks %q", k)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/tpc"
+	"github.com/gnnplan/gnnplan/tpc/validate"
 	"github.com/gnnplan/gnnplan/trainer"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 	"github.com/gnnplan/gnnplan/trainer/sample"
@@ -134,11 +135,18 @@ func runThisMachine(ctx context.Context, o *recommendOptions) error {
 		if err != nil {
 			return err
 		}
+		rep, err := validate.Run(ctx)
+		if err != nil {
+			return err
+		}
+		p.ValidatedError = &rep.Here.ValidatedError
 		if err := tpc.WritePlan(o.PlanPath, p); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "wrote %s: %s at cache %.0f%%, predicted %s an epoch; train it: gnnplan train --plan %s --dataset %s\n",
 			o.PlanPath, w.Model, 100*fits, fmtSeconds(p.PredictedEpochS), o.PlanPath, o.Dataset)
+		fmt.Fprintf(out, "how far to trust it: CPU plans made this way missed the epochs train --plan measured by %s, on %s (gnnplan validate)\n",
+			p.ValidatedError, rep.HereMachine)
 		return nil
 	}
 	fmt.Fprintf(out, "train it: gnnplan train --dataset %s %s --features memory (out of core: place and materialize a layout first, then --cache-fraction F instead of --features memory sets the cache)\n",

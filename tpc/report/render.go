@@ -54,6 +54,7 @@ func (r *Review) view() *view {
 		{"TPC", fmt.Sprintf("%.3f samples/s per $1k", b.TPC*1000)},
 		{"Bound", b.Bound},
 		{"Bytes per epoch", fmt.Sprintf("%.0f GB: %.0f%% from GPU memory, %.0f%% from CPU memory, %.0f%% from SSDs", b.Shares.EpochGB, 100*b.Shares.GPUCacheShare, 100*b.Shares.HostShare, 100*b.Shares.SSDShare)},
+		{"How far to trust it", fmt.Sprintf("the model's predictions of published measurements had %s (gnnplan validate)", r.ModelError)},
 	}
 	if f := rec.Fastest; f != b {
 		v.Fastest = fmt.Sprintf("Fastest within budget: %d x %s + %d x %s, $%s, %.0f samples/s (%.2fx the recommended), TPC %.3f per $1k.",

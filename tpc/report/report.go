@@ -27,6 +27,7 @@ import (
 	"github.com/gnnplan/gnnplan/profiles"
 	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/tpc"
+	"github.com/gnnplan/gnnplan/tpc/validate"
 )
 
 // Review is everything a review shows, computed.
@@ -43,6 +44,9 @@ type Review struct {
 	Notes                               []string
 	Version                             string
 	CatalogName                         string
+	// ModelError is the model's error against the published
+	// measurements it was checked on (gnnplan validate).
+	ModelError tpc.ValidatedError
 }
 
 // Source says where a kind of figure came from.
@@ -88,6 +92,9 @@ func Build(ctx context.Context, plan *tpc.Plan, opt Options) (*Review, error) {
 		return nil, fmt.Errorf("pricing the plan's options again: %w", err)
 	}
 	r := &Review{Plan: plan, Rec: rec, Machine: rec.BestMachine, Eval: rec.BestEval, Version: opt.Version, CatalogName: name}
+	if r.ModelError, err = validate.Published(ctx); err != nil {
+		return nil, err
+	}
 	b := rec.Best
 	if b.GPU.Key != plan.Hardware.GPUModel || b.GPUs != plan.Hardware.GPUs || b.SSDs != plan.Hardware.SSDs ||
 		(b.SSDs > 0 && b.SSD.Key != plan.Hardware.SSDModel) {

@@ -73,6 +73,7 @@ func TestReviewShowsThePlan(t *testing.T) {
 		"4 x NVIDIA L40S 48GB PCIe + 15 x Samsung PM1743 3.84TB", // the plan's hardware
 		`id="topology"`, `id="plot-ssds"`, `id="plot-gpus"`, `id="ranked"`, `id="provenance"`,
 		"Distributed in-memory alternative", "next dollar", "catalog", "assumed",
+		"How far to trust it", "published measurements had median |error|",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("review lacks %q", want)

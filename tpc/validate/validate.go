@@ -63,11 +63,8 @@ const OrderTolerance = 0.05
 
 // Summary is the error over a set of cases.
 type Summary struct {
-	Cases     int      `json:"cases"`
-	Sources   []string `json:"sources"`
-	MedianPct float64  `json:"median_abs_error_pct"`
-	WorstPct  float64  `json:"worst_abs_error_pct"`
-	WorstCase string   `json:"worst_case"`
+	tpc.ValidatedError
+	WorstCase string `json:"worst_case"`
 	// OrdersKept of Orders groups keep their source's order.
 	OrdersKept int `json:"orders_kept"`
 	Orders     int `json:"orders"`
@@ -110,14 +107,14 @@ func Run(ctx context.Context) (*Report, error) {
 	return rep, nil
 }
 
-// Published runs the published cases only and summarizes them: the error
-// recommend and the review quote.
-func Published(ctx context.Context) (Summary, error) {
+// Published is the model's error over the published cases: what
+// recommend and the capacity review quote.
+func Published(ctx context.Context) (tpc.ValidatedError, error) {
 	rep, err := Run(ctx)
 	if err != nil {
-		return Summary{}, err
+		return tpc.ValidatedError{}, err
 	}
-	return rep.Published, nil
+	return rep.Published.ValidatedError, nil
 }
 
 func (c gpuCase) predict(ctx context.Context) (Result, error) {
