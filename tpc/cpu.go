@@ -33,8 +33,34 @@ type CPURates struct {
 	// Source says where the rates come from.
 	Source string `json:"source,omitempty"`
 	// DiskRowsPerS is random feature-row reads per second from all the
-	// disks together, at the row size and a deep queue.
+	// disks together, at the row size and a deep queue; DiskCPURowS the
+	// CPU time one such read takes (submission, completion, the row's
+	// checksum), which the reader takes from the step's cores.
 	DiskRowsPerS float64 `json:"disk_rows_per_s"`
+	DiskCPURowS  float64 `json:"disk_cpu_row_s,omitempty"`
+	// OutOfCore is the pipeline out of core, measured through the
+	// dataset's feature store; nil where none was (the step's in-memory
+	// rates then price the store's copies).
+	OutOfCore *OutOfCoreRates `json:"out_of_core,omitempty"`
+}
+
+// OutOfCoreRates are the trainer's pipeline out of core, from a probe
+// through a feature store with every row served from memory (the gather
+// stage copying each batch's rows beside the step, as train's own
+// prediction probes it): what the step and the copies cost when they
+// share the cores.
+type OutOfCoreRates struct {
+	// ComputeS is a batch's wall time in that probe: the step, the
+	// sampling and the gather stage's copies overlapped.
+	ComputeS float64 `json:"compute_s"`
+	// CopyRowS is the gather stage's time per row copied from memory.
+	CopyRowS float64 `json:"copy_row_s"`
+	// InputRows is the probe's distinct rows per batch.
+	InputRows float64 `json:"input_rows"`
+	// BLASThreads is the products' thread count training out of core
+	// uses (train picks it as the probe did); 0 when not chosen.
+	BLASThreads int    `json:"blas_threads,omitempty"`
+	Source      string `json:"source,omitempty"`
 }
 
 // Rate is gbps, one of r's memory-bound rates, where it was measured,
@@ -71,6 +97,8 @@ type CPUBatch struct {
 	OverheadS    float64 `json:"overhead_s"` // the step's time beyond its kernels
 	DiskS        float64 `json:"disk_s"`     // rows from disk
 	CopyS        float64 `json:"copy_s"`     // rows copied from a store's caches
+	// StolenS is the disk reads' CPU time, which the step's cores lose.
+	StolenS float64 `json:"stolen_s,omitempty"`
 	BatchS       float64 `json:"batch_s"`
 	Bound        string  `json:"bound"` // "compute" or "disk"
 	// Work is the step's kernel work the times price.
@@ -78,7 +106,12 @@ type CPUBatch struct {
 }
 
 // PredictCPU predicts a batch of w on CPU workers with rates r, when hit
-// of the batch's rows distinct input rows come from memory. blocks are
+// of the batch's rows distinct input rows come from memory.
+//
+// Out of core (hit < 1) the disks' reads take their CPU time from the
+// step's cores (DiskCPURowS), and where r.OutOfCore was measured its
+// batch through the store stands for the step and its copy rate for the
+// gather stage's copies. blocks are
 // the batch's sampled blocks, the seeds' first (measured by pre-sampling
 // the dataset, or from Workload.PerBatch's model).
 //
@@ -126,11 +159,23 @@ func PredictCPU(w Workload, blocks []BlockShape, rows float64, r CPURates, hit f
 	}
 	c.ComputeS = c.ProductsS
 	c.MemoryS = c.AggregationS + c.RowGatherS + c.ElementwiseS + c.OptimizerS
-	if hit < 1 {
-		c.CopyS = rows * hit * float64(w.FeatureRowBytes()) / 1e9 / r.Rate(r.RowGatherGBps)
-		c.DiskS = rows * (1 - hit) / r.DiskRowsPerS
-	}
 	step := c.ComputeS + c.MemoryS + c.OverheadS
+	if hit < 1 {
+		c.DiskS = rows * (1 - hit) / r.DiskRowsPerS
+		c.StolenS = rows * (1 - hit) * r.DiskCPURowS
+		c.CopyS = rows * hit * float64(w.FeatureRowBytes()) / 1e9 / r.Rate(r.RowGatherGBps)
+		if o := r.OutOfCore; o != nil && o.ComputeS > 0 {
+			// As train's prediction (PredictPipeline): the probe's batch
+			// through the store is the compute side, the store's own
+			// copies the gather's.
+			c.CopyS = rows * hit * o.CopyRowS
+			step = o.ComputeS
+			if o.InputRows > 0 {
+				step *= rows / o.InputRows
+			}
+		}
+		step += c.StolenS
+	}
 	c.BatchS = max(step, c.SampleS, c.DiskS+c.CopyS)
 	switch c.BatchS {
 	case step:

@@ -61,8 +61,10 @@ type gpuCase struct {
 // momentCases are Moment's epoch times for the classic placements on its
 // machines A and B and its own placement on B (Figs. 1, 2 and 7):
 // GraphSAGE on IGB, 4 x A100 40GB, 8 x P5510, topology and 1% of the
-// vertices' features in host memory (section 4.1); the GPU cache size is
-// not given.
+// vertices' features in host memory (section 4.1). The paper names no GPU
+// cache, and the planner its artifact runs to place them
+// (github.com/RC4ML/Moment, maxflow.py: run_maxflow) sends every access
+// to host memory or the SSDs: no feature row is cached in GPU memory.
 func momentCases() []gpuCase {
 	c := func(id, machine, layout, where string, secs float64) gpuCase {
 		label := "machine A, placement (" + layout + ")"
@@ -77,7 +79,7 @@ func momentCases() []gpuCase {
 		return gpuCase{
 			Case:    Case{ID: id, Source: Moment, Where: where, Reading: Stated, Group: group, Label: label, Metric: EpochS, Measured: secs},
 			machine: machine, workload: "igb-hom", gpu: "a100-40gb-pcie", ssd: "p5510-3.84tb", gpus: 4, ssds: 8,
-			layout: layout, ssdGBps: momentSSDGBps,
+			layout: layout, ssdGBps: momentSSDGBps, noGPUCache: true,
 		}
 	}
 	return []gpuCase{

@@ -10,9 +10,9 @@ import (
 // cases, but the summary must not get worse than this (docs/epoch-model.md
 // has the table and the terms behind its misses).
 const (
-	publishedMedianCeilingPct = 22.0
-	publishedWorstCeilingPct  = 67.0
-	publishedOrdersKeptFloor  = 7
+	publishedMedianCeilingPct = 18.0
+	publishedWorstCeilingPct  = 49.0
+	publishedOrdersKeptFloor  = 8
 )
 
 func TestPublishedTableDoesNotGetWorse(t *testing.T) {
@@ -38,7 +38,7 @@ func TestPublishedTableDoesNotGetWorse(t *testing.T) {
 		}
 		t.Errorf("%d of %d sources' orders kept, were at least %d", p.OrdersKept, p.Orders, publishedOrdersKeptFloor)
 	}
-	for _, g := range []string{"Moment machine A placements", "Hyperion SSD count", "Hyperion end-to-end, gat"} {
+	for _, g := range []string{"Moment machine A placements", "Moment machine B placements", "Hyperion SSD count", "Hyperion end-to-end, gat"} {
 		for _, o := range rep.Orders {
 			if o.Group == g && !o.Kept {
 				t.Errorf("%s: order no longer kept: %s", g, o.Wrong)
