@@ -143,6 +143,26 @@ func TestPredictCPU(t *testing.T) {
 	if math.Abs(disk.DiskS-0.9) > 1e-12 || disk.Bound != "disk" || disk.BatchS != disk.DiskS {
 		t.Errorf("all on disk: %+v, want 0.9 s of reads setting the pace", disk)
 	}
+	// Out of core with the store's own rates (a probe through it): its
+	// batch is the compute side, each disk row takes CPU from it, the
+	// store's copies and the disk reads are the gather's. Half the rows
+	// from memory: 45,000 copies at 1 us, 45,000 reads at 100,000/s and
+	// 2 us of CPU each.
+	ooc := r
+	ooc.DiskCPURowS = 2e-6
+	ooc.OutOfCore = &OutOfCoreRates{ComputeS: 0.05, CopyRowS: 1e-6, InputRows: 90000}
+	half, err := PredictCPU(w, blocks, 90000, ooc, 0.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(half.CopyS-0.045) > 1e-12 || math.Abs(half.DiskS-0.45) > 1e-12 || math.Abs(half.StolenS-0.09) > 1e-12 ||
+		math.Abs(half.BatchS-0.495) > 1e-12 || half.Bound != "disk" {
+		t.Errorf("half from disk with the store's rates: %+v, want copies 45 ms, reads 450 ms, 90 ms of the step's CPU, a 495 ms batch", half)
+	}
+	ooc.DiskRowsPerS = 1e7 // fast disks: the step, slowed by the reads' CPU, sets the pace
+	if b, _ := PredictCPU(w, blocks, 90000, ooc, 0.5); math.Abs(b.BatchS-0.14) > 1e-12 || b.Bound != "compute" {
+		t.Errorf("fast disks: %+v, want the store's 50 ms batch plus 90 ms of reads' CPU", b)
+	}
 	// Twice the GEMM rate halves the compute time.
 	r2 := r
 	r2.GEMMGFLOPS *= 2

@@ -258,8 +258,27 @@ func TestRecommendThisMachine(t *testing.T) {
 	if code, _, errOut := runCLI(t, "place", "--plan", filepath.Join(dir, "plan.json"), "--dataset", data); code != 0 {
 		t.Fatalf("place: %s", errOut)
 	}
-	if code, out, errOut := runCLI(t, "recommend", "--this-machine", "--dataset", data, "--measured", prof); code != 0 || !strings.Contains(out, "measured hotness") {
+	if code, out, errOut := runCLI(t, "recommend", "--this-machine", "--dataset", data, "--measured", prof); code != 0 || !strings.Contains(out, "measured hotness") ||
+		!strings.Contains(out, "out of core: no feature store") {
 		t.Errorf("with hotness.npy: exit %d, %s\n%s", code, errOut, out)
+	}
+	// With a feature store, it times the pipeline through it, as train's
+	// prediction does, and the plan keeps those rates for out of core.
+	ssd := filepath.Join(dir, "ssd0")
+	if err := os.Mkdir(ssd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCLI(t, "materialize", "--dataset", data, "--ssd-dir", ssd); code != 0 {
+		t.Fatalf("materialize: %s", errOut)
+	}
+	oocPlan := filepath.Join(dir, "ooc.json")
+	if code, out, errOut := runCLI(t, "recommend", "--this-machine", "--dataset", data, "--measured", prof, "-o", oocPlan); code != 0 || !strings.Contains(out, "out of core: a probe of") {
+		t.Errorf("with a feature store: exit %d, %s\n%s", code, errOut, out)
+	}
+	if p, err := tpc.LoadPlan(oocPlan); err != nil {
+		t.Error(err)
+	} else if o := p.CPURates.OutOfCore; o == nil || !(o.ComputeS > 0) || !(o.CopyRowS > 0) || !(o.InputRows > 0) {
+		t.Errorf("plan's out-of-core rates %+v: want the probe through the store's batch, copy rate and rows", o)
 	}
 	old := filepath.Join(dir, "old.json")
 	write(old, `{"schema_version": 1, "feature_bytes": 512, "memcpy_GBps": 5}`)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -60,10 +61,21 @@ func runThisMachine(ctx context.Context, o *recommendOptions) error {
 		return err
 	}
 	rates := cpuRates(prof)
-	rates.DiskRowsPerS, _ = profiledDisks(prof)
+	rates.DiskRowsPerS, rates.DiskCPURowS = profiledDisks(prof)
 	profiled := rates
 	rates, probeNote, err := probeStepRates(ctx, o, g, w, rates)
 	if err != nil {
+		return err
+	}
+	_, topoBytes := w.DatasetBytes()
+	fits := 1.0
+	if avail, ok := trainer.MemAvailable(); ok {
+		// Keep the topology (mapped), a tenth and 2 GiB of working room.
+		room := float64(avail) - float64(avail)/10 - float64(topoBytes) - 2*(1<<30)
+		fits = min(1, max(0, room/(float64(w.FeatureRowBytes())*float64(w.Vertices))))
+	}
+	var oocNote string
+	if rates.OutOfCore, oocNote, err = probeOutOfCore(ctx, o, g, w, fits); err != nil {
 		return err
 	}
 	hit, hitSource := thisMachineHits(o.Dataset, meta.NumNodes, w)
@@ -73,16 +85,10 @@ func runThisMachine(ctx context.Context, o *recommendOptions) error {
 	if err := printStepRates(out, profiled, rates, probeNote); err != nil {
 		return err
 	}
+	fmt.Fprintf(out, "out of core: %s\n", oocNote)
 	fmt.Fprintf(out, "a batch of %d seeds reads %.0f distinct rows of %d bytes (pre-sampled: %d batches); rows from memory: %s\n",
 		w.BatchSize, rows, w.FeatureRowBytes(), thisMachineBatches, hitSource)
 	batches := float64(w.BatchesPerEpoch())
-	_, topoBytes := w.DatasetBytes()
-	fits := 1.0
-	if avail, ok := trainer.MemAvailable(); ok {
-		// Keep the topology (mapped), a tenth and 2 GiB of working room.
-		room := float64(avail) - float64(avail)/10 - float64(topoBytes) - 2*(1<<30)
-		fits = min(1, max(0, room/(float64(w.FeatureRowBytes())*float64(w.Vertices))))
-	}
 	fracs := []float64{0, 0.1, 0.5, 1}
 	if !slices.Contains(fracs, fits) {
 		fracs = append(fracs, fits)
@@ -206,6 +212,63 @@ func probeStepRates(ctx context.Context, o *recommendOptions, g *dataset.Graph, 
 	src := fmt.Sprintf("a probe of %d steps of this workload in memory, after %d to warm up (%s)", pr.Batches, thisMachineWarmupBatches, be.Name())
 	return tpc.StepRates(r, work, k.ProductsS, k.AggregationS, k.RowGatherS, k.ElementwiseS, k.OptimizerS, overhead, src),
 		fmt.Sprintf("rates in the step: %s; the profile's are each kernel timed alone, cold", src), nil
+}
+
+// probeOutOfCore times the workload's pipeline through the dataset's
+// feature store, every row served from memory (the gather stage copying
+// them beside the step, at the cache memory holds), as train's own
+// prediction does, with the products' thread count train would pick: the
+// plan's rates out of core. No store, no probe: nil and why.
+func probeOutOfCore(ctx context.Context, o *recommendOptions, g *dataset.Graph, w tpc.Workload, fraction float64) (*tpc.OutOfCoreRates, string, error) {
+	if _, err := os.Stat(filepath.Join(o.Dataset, store.ManifestFile)); err != nil {
+		return nil, fmt.Sprintf("no feature store in %s (gnnplan place --materialize writes one): the store's copies are priced at the step's row-gather rate", o.Dataset), nil
+	}
+	opt := store.Options{}
+	if hot, err := sample.ReadHotness(filepath.Join(o.Dataset, sample.HotnessFile), g.Meta.NumNodes); err == nil {
+		opt.Cache = &store.CacheOverride{Fraction: fraction, Hotness: hot}
+	}
+	src, err := store.Open(o.Dataset, opt)
+	if err != nil {
+		return nil, "", err
+	}
+	defer src.Close()
+	to, err := trainSettings(&trainOptions{Set: func(string) bool { return false }}, &tpc.Plan{Workload: w})
+	if err != nil {
+		return nil, "", err
+	}
+	to.Epochs, to.EvalEvery, to.Features = 1, 0, src
+	be, err := kernels.NewCPU(kernels.CPUOptions{})
+	if err != nil {
+		return nil, "", err
+	}
+	tr, err := trainer.New(be, g, nil, to)
+	if err != nil {
+		return nil, "", err
+	}
+	fmt.Fprintf(o.IO.Err, "recommend: timing %d batches of %s through the feature store, every row copied from memory ...\n", thisMachineProbeBatches, w.Model)
+	if _, err := tr.Probe(ctx, thisMachineWarmupBatches); err != nil {
+		return nil, "", err
+	}
+	probe := func(ctx context.Context) (trainer.Probe, error) { return tr.Probe(ctx, thisMachineProbeBatches) }
+	first, err := probe(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	pr, ch, err := chooseBLASThreads(ctx, o.IO.Err, probe, be, first, to.Workers)
+	if err != nil {
+		return nil, "", err
+	}
+	if !(pr.InputRows > 0) || !(pr.BatchSeconds > 0) {
+		return nil, "the probe through the store read no rows", nil
+	}
+	r := &tpc.OutOfCoreRates{ComputeS: pr.BatchSeconds, CopyRowS: pr.GatherSeconds / pr.InputRows, InputRows: pr.InputRows,
+		Source: fmt.Sprintf("a probe of %d batches through the feature store at cache %.0f%%, every row copied from memory", pr.Batches, 100*src.CachedFraction())}
+	threads := be.BLASThreads()
+	if ch != nil {
+		r.BLASThreads, threads = ch.Threads, ch.Threads
+	}
+	return r, fmt.Sprintf("%s: %s a batch with the gather stage copying every row (%.2f us a row), products on %s",
+		r.Source, ms(r.ComputeS)+" ms", 1e6*r.CopyRowS, threadsName(threads)), nil
 }
 
 // printStepRates shows each class's rate timed alone (the profile) and
