@@ -99,8 +99,8 @@ type CPUBatch struct {
 	CopyS        float64 `json:"copy_s"`     // rows copied from a store's caches
 	// StolenS is the disk reads' CPU time, which the step's cores lose.
 	StolenS float64 `json:"stolen_s,omitempty"`
-	BatchS       float64 `json:"batch_s"`
-	Bound        string  `json:"bound"` // "compute" or "disk"
+	BatchS  float64 `json:"batch_s"`
+	Bound   string  `json:"bound"` // "compute" or "disk"
 	// Work is the step's kernel work the times price.
 	Work StepWork `json:"work"`
 }
