@@ -101,12 +101,17 @@ func (p *trainPrediction) check(e trainer.EpochStats) (epochCheck, bool) {
 }
 
 // epochDiskRate is the rows per second an epoch read from disk: its disk
-// rows over the gather stage's busy time less the rows it copied from
-// memory (at the probe's copy time per row); 0 when it read none.
+// rows over the time the store's reader calls took, or, where the store
+// did not time them, over the gather stage's busy time less the rows it
+// copied from memory (at the probe's copy time per row); 0 when it read
+// none.
 func epochDiskRate(e trainer.EpochStats, copyRowS float64) float64 {
 	r := e.Rows
 	if r.SSDRows == 0 {
 		return 0
+	}
+	if r.ReadSeconds > 0 {
+		return float64(r.SSDRows) / r.ReadSeconds
 	}
 	secs := e.Stages.Gather.BusySeconds - float64(r.Rows-r.SSDRows)*copyRowS
 	if !(secs > 0) {

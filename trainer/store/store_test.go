@@ -170,8 +170,10 @@ func checkStats(t *testing.T, st GatherStats, batch []int32, l *ddak.Layout, m *
 		t.Errorf("stats %+v: useful bytes, want %d", st, int64(want.SSDRows)*rb)
 	case want.SSDRows > 0 && (st.DeviceBytes < int64(len(distinct))*rb || st.DeviceReads == 0):
 		t.Errorf("stats %+v: device bytes below the %d distinct SSD rows' bytes, or no reads", st, len(distinct))
-	case want.SSDRows == 0 && (st.DeviceBytes != 0 || st.ReadAmplification() != 0):
-		t.Errorf("stats %+v: device bytes without SSD rows", st)
+	case want.SSDRows == 0 && (st.DeviceBytes != 0 || st.ReadAmplification() != 0 || st.ReadSeconds != 0):
+		t.Errorf("stats %+v: device bytes or reader time without SSD rows", st)
+	case want.SSDRows > 0 && !(st.ReadSeconds > 0 && st.ReadSeconds <= st.Seconds):
+		t.Errorf("stats %+v: the reader's time must be within the gather's, and above 0 with SSD rows", st)
 	}
 }
 
