@@ -7,6 +7,10 @@
 # (default /tmp/gpu-check): two files, as a device run brings back.
 set -u
 OUT=${OUT:-/tmp/gpu-check}
+# BIN and DEVICE let the steps after the CUDA tests run without a GPU
+# (BIN=bin/gnnplan DEVICE=cpu), to check the script's flow.
+BIN=${BIN:-gpu-bundle/gnnplan-cuda}
+DEVICE=${DEVICE:-cuda}
 logs=$(mktemp -d)
 mkdir -p "$OUT"
 sum="$logs/summary.txt"
@@ -38,11 +42,34 @@ run() { # name, command...
 run kernels-tests gpu-bundle/kernels-cuda.test -test.v -test.run CUDA
 run trainer-tests gpu-bundle/trainer-cuda.test -test.v -test.run CUDA
 run kernels-bench gpu-bundle/kernels-cuda.test -test.run '^$' -test.bench CUDA -test.benchtime 2s -test.count 3
-run discover gpu-bundle/gnnplan-cuda discover
-run profile gpu-bundle/gnnplan-cuda profile --ssd-dir /tmp --allow-non-block --file-size-mib 256 --seconds 1 --depths 1,32 --save "$logs/profile.json"
-run train-gpu gpu-bundle/gnnplan-cuda train --device cuda --gpus 1 --synthetic-nodes 200000 --epochs 5 --hidden 256 -o json
-run train-cpu gpu-bundle/gnnplan-cuda train --device cpu --synthetic-nodes 200000 --epochs 5 --hidden 256 -o json
+run discover "$BIN" discover --save "$logs/machine.json"
+run profile "$BIN" profile --ssd-dir /tmp --allow-non-block --file-size-mib 256 --seconds 1 --depths 1,32 --save "$logs/profile.json"
+run train-gpu "$BIN" train --device "$DEVICE" --synthetic-nodes 200000 --epochs 5 --hidden 256 -o json
+run train-cpu "$BIN" train --device cpu --synthetic-nodes 200000 --epochs 5 --hidden 256 -o json
 grep -E 'TFLOP/s|GB/s' "$logs/kernels-bench.txt" | tee -a "$sum"
+
+# The loop on this machine's own disk (issue 33): a synthetic graph,
+# recommend --this-machine with the profile, a layout placed and cut into
+# SSD bins, then training on the GPU at cache 0, 10, 50 and 100%, each
+# epoch's prediction beside its measurement.
+NODES=${NODES:-2000000}
+data="$logs/synth"
+bins=${SSD_DIR:-/tmp/gpu-check-bins}
+rm -rf "$bins" && mkdir -p "$bins"
+run synth "$BIN" dataset synth --out "$data" --nodes "$NODES" --edges $((NODES * 10)) --feature-dim 128 --train-fraction 0.05
+run recommend-here "$BIN" recommend --this-machine --dataset "$data" --ssd-dir "$bins" -o "$logs/plan-here.json"
+# A layout with GPU, host and SSD bins to cut the store from (the caches
+# below override its split): one GPU and one SSD of Hyperion's machine.
+run recommend-layout "$BIN" recommend --profile hyperion-a --dataset "$data" --gpus 1 --ssds 1 -o "$logs/plan-layout.json"
+run place "$BIN" place --plan "$logs/plan-layout.json" --dataset "$data" --materialize --ssd-dir "$bins"
+for f in 0 0.1 0.5 1; do
+	run "train-$DEVICE-cache-$f" "$BIN" train --device "$DEVICE" --dataset "$data" --features store --cache-fraction "$f" \
+		--model graphsage --hidden 256 --fanouts 25,10 --batch 1024 --epochs 2 --eval-every 0 -o json
+	# predicted against measured, per epoch and in all
+	grep -E '"(predicted_epoch_s|measured_epoch_s|prediction_error_pct|predicted_with_epoch_disk_s|epoch_disk_rows_per_s)"' \
+		"$logs/train-$DEVICE-cache-$f.txt" | tr -d ' ,' | sed "s/^/  cache $f: /" | tee -a "$sum"
+done
+rm -rf "$bins"
 cp "$sum" "$OUT/summary.txt"
 tar -czf "$OUT/gpu-check.tar.gz" -C "$logs" .
 rm -rf "$logs"

@@ -235,7 +235,12 @@ func BinsFromPlan(p *tpc.Plan, rows int64, rowBytes int64, opt BinOptions) ([]Bi
 				b.CapacityRows++
 			}
 			hostSeen++
-			gb = math.Max(0, gb-topoGB/float64(hosts))
+			gb -= topoGB / float64(hosts)
+			// What the flow sends a host beyond its topology, less
+			// rounding: a residue of a billionth of the epoch is none.
+			if gb <= 1e-9*totalGB {
+				gb = 0
+			}
 		case maxflow.StorageSSD:
 			b.CapacityRows = capRows(ssdGB * 1e9 / float64(rowBytes))
 		}

@@ -102,10 +102,12 @@ func TestBinsFromRecommendedPlan(t *testing.T) {
 	// This plan is SSD-bound: the flow gives every SSD the same target,
 	// so DDAK's edge is balance, not locality; cross-socket traffic is
 	// about the same for both (logged, not asserted).
-	t.Logf("GPUs on sockets %v; distance ddak %.4f hash %.4f; SSD max imbalance ddak %.4f hash %.4f; cross-socket ddak %.4f hash %.4f",
+	t.Logf("GPUs on sockets %v; distance ddak %.6f hash %.6f; SSD max imbalance ddak %.4f hash %.4f; cross-socket ddak %.4f hash %.4f",
 		gpus, de.TargetDistance, he.TargetDistance, de.SSDMaxImbalance, he.SSDMaxImbalance, de.CrossSocketShare, he.CrossSocketShare)
-	if de.TargetDistance >= he.TargetDistance || de.SSDMaxImbalance >= he.SSDMaxImbalance {
-		t.Errorf("DDAK (distance %.4f, SSD max %.4f) not closer to the targets than hash (%.4f, %.4f)",
+	// The caches hold the same hottest rows under both, so the distance
+	// may tie; DDAK must not be farther, and must balance the SSDs better.
+	if de.TargetDistance > he.TargetDistance+1e-9 || de.SSDMaxImbalance >= he.SSDMaxImbalance {
+		t.Errorf("DDAK (distance %.6f, SSD max %.4f) not as close to the targets as hash (%.6f, %.4f) with the SSDs better balanced",
 			de.TargetDistance, de.SSDMaxImbalance, he.TargetDistance, he.SSDMaxImbalance)
 	}
 }
