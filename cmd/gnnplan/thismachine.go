@@ -175,27 +175,13 @@ func probeStepRates(ctx context.Context, o *recommendOptions, g *dataset.Graph, 
 	if err := trainer.CheckFits(o.Dataset, g.Meta); err != nil {
 		return r, fmt.Sprintf("no probe: %v; the kernels' rates alone price the step", err), nil
 	}
-	to, err := trainSettings(&trainOptions{Set: func(string) bool { return false }}, &tpc.Plan{Workload: w})
-	if err != nil {
-		return r, "", err
-	}
-	to.Epochs, to.EvalEvery = 1, 0
 	fmt.Fprintf(o.IO.Err, "recommend: timing %d steps of %s in memory ...\n", thisMachineProbeBatches, w.Model)
 	feats, err := trainer.LoadFeatures(o.Dataset, g.Meta)
 	if err != nil {
 		return r, "", err
 	}
-	be, err := kernels.NewCPU(kernels.CPUOptions{})
+	tr, be, err := warmProbeTrainer(ctx, g, w, feats, nil)
 	if err != nil {
-		return r, "", err
-	}
-	tr, err := trainer.New(be, g, feats, to)
-	if err != nil {
-		return r, "", err
-	}
-	// A first, shorter probe warms up (the features' pages, the step's
-	// buffers growing) and is dropped.
-	if _, err := tr.Probe(ctx, thisMachineWarmupBatches); err != nil {
 		return r, "", err
 	}
 	pr, err := tr.Probe(ctx, thisMachineProbeBatches)
@@ -232,21 +218,9 @@ func probeOutOfCore(ctx context.Context, o *recommendOptions, g *dataset.Graph, 
 		return nil, "", err
 	}
 	defer src.Close()
-	to, err := trainSettings(&trainOptions{Set: func(string) bool { return false }}, &tpc.Plan{Workload: w})
-	if err != nil {
-		return nil, "", err
-	}
-	to.Epochs, to.EvalEvery, to.Features = 1, 0, src
-	be, err := kernels.NewCPU(kernels.CPUOptions{})
-	if err != nil {
-		return nil, "", err
-	}
-	tr, err := trainer.New(be, g, nil, to)
-	if err != nil {
-		return nil, "", err
-	}
 	fmt.Fprintf(o.IO.Err, "recommend: timing %d batches of %s through the feature store, every row copied from memory ...\n", thisMachineProbeBatches, w.Model)
-	if _, err := tr.Probe(ctx, thisMachineWarmupBatches); err != nil {
+	tr, be, err := warmProbeTrainer(ctx, g, w, nil, src)
+	if err != nil {
 		return nil, "", err
 	}
 	probe := func(ctx context.Context) (trainer.Probe, error) { return tr.Probe(ctx, thisMachineProbeBatches) }
@@ -254,7 +228,7 @@ func probeOutOfCore(ctx context.Context, o *recommendOptions, g *dataset.Graph, 
 	if err != nil {
 		return nil, "", err
 	}
-	pr, ch, err := chooseBLASThreads(ctx, o.IO.Err, probe, be, first, to.Workers)
+	pr, ch, err := chooseBLASThreads(ctx, o.IO.Err, probe, be, first, 1)
 	if err != nil {
 		return nil, "", err
 	}
@@ -269,6 +243,33 @@ func probeOutOfCore(ctx context.Context, o *recommendOptions, g *dataset.Graph, 
 	}
 	return r, fmt.Sprintf("%s: %s a batch with the gather stage copying every row (%.2f us a row), products on %s",
 		r.Source, ms(r.ComputeS)+" ms", 1e6*r.CopyRowS, threadsName(threads)), nil
+}
+
+// warmProbeTrainer builds a trainer of w on g, as train --plan would train
+// it, on the CPU backend, with the features in memory or from src, and
+// runs a first, shorter probe that warms it up (the features' pages, the
+// step's buffers growing) and is dropped.
+func warmProbeTrainer(ctx context.Context, g *dataset.Graph, w tpc.Workload, feats []float32, src *store.Store) (*trainer.Trainer, *kernels.CPU, error) {
+	to, err := trainSettings(&trainOptions{Set: func(string) bool { return false }}, &tpc.Plan{Workload: w})
+	if err != nil {
+		return nil, nil, err
+	}
+	to.Epochs, to.EvalEvery = 1, 0
+	if src != nil {
+		to.Features = src
+	}
+	be, err := kernels.NewCPU(kernels.CPUOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	tr, err := trainer.New(be, g, feats, to)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := tr.Probe(ctx, thisMachineWarmupBatches); err != nil {
+		return nil, nil, err
+	}
+	return tr, be, nil
 }
 
 // printStepRates shows each class's rate timed alone (the profile) and
