@@ -161,20 +161,19 @@ func PredictCPU(w Workload, blocks []BlockShape, rows float64, r CPURates, hit f
 	c.MemoryS = c.AggregationS + c.RowGatherS + c.ElementwiseS + c.OptimizerS
 	step := c.ComputeS + c.MemoryS + c.OverheadS
 	if hit < 1 {
-		c.DiskS = rows * (1 - hit) / r.DiskRowsPerS
-		c.StolenS = rows * (1 - hit) * r.DiskCPURowS
-		c.CopyS = rows * hit * float64(w.FeatureRowBytes()) / 1e9 / r.Rate(r.RowGatherGBps)
+		// The pipeline's batch as train's prediction prices it
+		// (BatchCosts.batch): the step, or the probe's batch through the
+		// store where one was timed, beside the store's copies and reads.
+		bc := BatchCosts{ComputeS: step, InputRows: rows, DiskRowsPerS: r.DiskRowsPerS, DiskCPURowS: r.DiskCPURowS,
+			CopyRowS: float64(w.FeatureRowBytes()) / 1e9 / r.Rate(r.RowGatherGBps)}
 		if o := r.OutOfCore; o != nil && o.ComputeS > 0 {
-			// As train's prediction (PredictPipeline): the probe's batch
-			// through the store is the compute side, the store's own
-			// copies the gather's.
-			c.CopyS = rows * hit * o.CopyRowS
-			step = o.ComputeS
+			bc.ComputeS, bc.CopyRowS = o.ComputeS, o.CopyRowS
 			if o.InputRows > 0 {
-				step *= rows / o.InputRows
+				bc.ComputeS *= rows / o.InputRows
 			}
 		}
-		step += c.StolenS
+		pb := bc.batch(hit)
+		c.CopyS, c.DiskS, c.StolenS, step = pb.copyS, pb.diskS, pb.stolenS, pb.computeS
 	}
 	c.BatchS = max(step, c.SampleS, c.DiskS+c.CopyS)
 	switch c.BatchS {

@@ -73,19 +73,11 @@ func PredictPipeline(c BatchCosts, hitShare, batches float64) (PipelinePredictio
 		return PipelinePrediction{}, fmt.Errorf("predict: %.1f%% of the rows come from disk and no read rate was measured", 100*(1-hitShare))
 	}
 	p := PipelinePrediction{HitShare: hitShare, Batches: batches}
-	copyS := c.InputRows * hitShare * c.CopyRowS
-	var diskS float64
-	if hitShare < 1 {
-		diskS = c.InputRows * (1 - hitShare) / c.DiskRowsPerS
-	}
-	gather := copyS + diskS
-	// The reads' CPU time comes out of the step's cores: a step whose
-	// threads share the cores with the reader finishes that much later.
-	stolen := c.InputRows * (1 - hitShare) * c.DiskCPURowS
-	compute := c.ComputeS + stolen
-	batch := math.Max(compute, gather)
+	b := c.batch(hitShare)
+	gather, diskS, stolen := b.copyS+b.diskS, b.diskS, b.stolenS
+	batch := b.batchS
 	p.Bound = "compute"
-	if gather > compute {
+	if gather > b.computeS {
 		p.Bound = "disk"
 	}
 	p.SampleS = c.SampleS * batches
@@ -102,6 +94,31 @@ func PredictPipeline(c BatchCosts, hitShare, batches float64) (PipelinePredictio
 		p.EpochS = math.Max(batches-1, 0)*batch + fill + c.StepS + stolen
 	}
 	return p, nil
+}
+
+// pipelineBatch is one batch of the pipeline out of core, in seconds.
+type pipelineBatch struct {
+	copyS, diskS, stolenS float64
+	computeS              float64 // the compute side, the reads' CPU time included
+	batchS                float64
+}
+
+// batch is one batch when hit of its rows are served from memory: it
+// takes the longer of its compute time, which grows by the reads' CPU
+// time (rows x (1 - hit) x CPU per read: the reader takes it from the
+// step's cores), and its gather time, rows x hit x T_copy + rows x (1 -
+// hit) / disk rows per second. PredictPipeline and PredictCPU price a
+// batch with it.
+func (c BatchCosts) batch(hit float64) pipelineBatch {
+	var b pipelineBatch
+	b.copyS = c.InputRows * hit * c.CopyRowS
+	if hit < 1 && c.DiskRowsPerS > 0 {
+		b.diskS = c.InputRows * (1 - hit) / c.DiskRowsPerS
+	}
+	b.stolenS = c.InputRows * (1 - hit) * c.DiskCPURowS
+	b.computeS = c.ComputeS + b.stolenS
+	b.batchS = math.Max(b.computeS, b.copyS+b.diskS)
+	return b
 }
 
 // ErrorPct is the measured time's deviation from the predicted one in
