@@ -3,6 +3,7 @@ package trainer
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/gnnplan/gnnplan/kernels"
@@ -34,10 +35,15 @@ type StageStats struct {
 	BusySeconds    float64 `json:"busy_s"`
 	WaitInSeconds  float64 `json:"wait_in_s"`
 	WaitOutSeconds float64 `json:"wait_out_s"`
+	// CPUSeconds is the CPU time the stage's own thread used while busy
+	// (the gather stage; 0 where not measured): its work without the
+	// time it waited for a core the step held.
+	CPUSeconds float64 `json:"cpu_s,omitempty"`
 }
 
 func (s *StageStats) add(o StageStats) {
 	s.BusySeconds += o.BusySeconds
+	s.CPUSeconds += o.CPUSeconds
 	s.WaitInSeconds += o.WaitInSeconds
 	s.WaitOutSeconds += o.WaitOutSeconds
 }
@@ -140,6 +146,10 @@ func (t *Trainer) startPipeline(ctx context.Context, w *worker, epoch int) *pipe
 		}
 		run(func() {
 			defer close(out)
+			// On a thread of its own, so that the thread's CPU time is
+			// the gather's.
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
 			last := time.Now()
 			var waitedOut float64
 			for g := range prepared {
@@ -154,9 +164,13 @@ func (t *Trainer) startPipeline(ctx context.Context, w *worker, epoch int) *pipe
 						return
 					}
 					start := time.Now()
+					cpu0, cpuOK := threadCPUSeconds()
 					g.rows, g.stats.rows, g.err = t.gatherInput(ctx, w, g.mb, buf)
 					g.stats.gather = StageStats{BusySeconds: time.Since(start).Seconds(), WaitInSeconds: got.Sub(last).Seconds(),
 						WaitOutSeconds: waitedOut + start.Sub(got).Seconds()}
+					if cpu1, ok := threadCPUSeconds(); ok && cpuOK {
+						g.stats.gather.CPUSeconds = max(0, cpu1-cpu0)
+					}
 				}
 				sent := time.Now()
 				select {

@@ -30,6 +30,10 @@ type Probe struct {
 	// StepSeconds is the step's time per batch: gathering in the step (in
 	// memory), forward, backward and the optimizer.
 	StepSeconds float64 `json:"step_s"`
+	// GatherCPUSeconds is the gather stage's own CPU time per batch: its
+	// copies without the waits for a core the step held (0 where the
+	// thread's CPU time is not measured).
+	GatherCPUSeconds float64 `json:"gather_cpu_s,omitempty"`
 	// GatherSeconds is the gather stage's busy time per batch (out of
 	// core), every row copied from memory.
 	GatherSeconds float64 `json:"gather_s"`
@@ -135,6 +139,7 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (_ Probe, err error) {
 		sum.Seconds += end.Seconds - rec.skip.Seconds
 		sum.Stages.Sample.BusySeconds += end.Stages.Sample.BusySeconds - rec.skip.Stages.Sample.BusySeconds
 		sum.Stages.Gather.BusySeconds += end.Stages.Gather.BusySeconds - rec.skip.Stages.Gather.BusySeconds
+		sum.Stages.Gather.CPUSeconds += end.Stages.Gather.CPUSeconds - rec.skip.Stages.Gather.CPUSeconds
 		sum.Gather += end.Gather - rec.skip.Gather
 		sum.Compute += end.Compute - rec.skip.Compute
 		sum.Optim += end.Optim - rec.skip.Optim
@@ -158,6 +163,7 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (_ Probe, err error) {
 	p.SampleSeconds = sum.Stages.Sample.BusySeconds / n
 	p.StepSeconds = (sum.Gather + sum.Compute + sum.Optim) / n
 	p.GatherSeconds = sum.Stages.Gather.BusySeconds / n
+	p.GatherCPUSeconds = sum.Stages.Gather.CPUSeconds / n
 	if t.tally != nil {
 		k := sum.Kernels.Scale(1 / n)
 		p.Kernels = &k

@@ -55,6 +55,11 @@ func TestProbeLeavesTheRunAlone(t *testing.T) {
 			if ooc != (p.GatherSeconds > 0) {
 				t.Errorf("gather stage busy %v s per batch (out of core: %v)", p.GatherSeconds, ooc)
 			}
+			// The stage's own thread's CPU time: some, and no more than
+			// its busy time (a clock tick of slack).
+			if _, measured := threadCPUSeconds(); measured && ooc && !(p.GatherCPUSeconds >= 0 && p.GatherCPUSeconds <= p.GatherSeconds+0.02) {
+				t.Errorf("gather stage CPU %v s per batch, busy %v s", p.GatherCPUSeconds, p.GatherSeconds)
+			}
 		})
 	}
 	t.Run("fewer batches per epoch than asked", func(t *testing.T) {

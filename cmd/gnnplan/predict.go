@@ -173,9 +173,7 @@ func predictTraining(ctx context.Context, o *trainOptions, tr *trainer.Trainer, 
 	hit := 1.0
 	p.HitShareSource = "every row in memory"
 	if src != nil {
-		if pr.InputRows > 0 {
-			c.CopyRowS = pr.GatherSeconds / pr.InputRows
-		}
+		c.CopyRowS = copyRowSeconds(pr)
 		hot, herr := sample.ReadHotness(filepath.Join(dir, sample.HotnessFile), nodes)
 		if herr == nil {
 			if hit, err = src.HitShare(hot); err != nil {
@@ -209,6 +207,20 @@ func predictTraining(ctx context.Context, o *trainOptions, tr *trainer.Trainer, 
 	}
 	p.Costs = c
 	return p, nil
+}
+
+// copyRowSeconds is the gather stage's time per row a probe copied from
+// memory: its thread's CPU time where measured (in a probe the step holds
+// the cores, and the stage's wall time counts its waits for one, which a
+// disk-bound epoch does not have), else its busy time.
+func copyRowSeconds(pr trainer.Probe) float64 {
+	if !(pr.InputRows > 0) {
+		return 0
+	}
+	if pr.GatherCPUSeconds > 0 {
+		return pr.GatherCPUSeconds / pr.InputRows
+	}
+	return pr.GatherSeconds / pr.InputRows
 }
 
 // chooseBLASThreads decides the products' thread count out of core, where

@@ -235,7 +235,7 @@ func probeOutOfCore(ctx context.Context, o *recommendOptions, g *dataset.Graph, 
 	if !(pr.InputRows > 0) || !(pr.BatchSeconds > 0) {
 		return nil, "the probe through the store read no rows", nil
 	}
-	r := &tpc.OutOfCoreRates{ComputeS: pr.BatchSeconds, CopyRowS: pr.GatherSeconds / pr.InputRows, InputRows: pr.InputRows,
+	r := &tpc.OutOfCoreRates{ComputeS: pr.BatchSeconds, CopyRowS: copyRowSeconds(pr), InputRows: pr.InputRows,
 		Source: fmt.Sprintf("a probe of %d batches through the feature store at cache %.0f%%, every row copied from memory", pr.Batches, 100*src.CachedFraction())}
 	threads := be.BLASThreads()
 	if ch != nil {
