@@ -53,8 +53,7 @@ type OutOfCoreRates struct {
 	// ComputeS is a batch's wall time in that probe: the step, the
 	// sampling and the gather stage's copies overlapped.
 	ComputeS float64 `json:"compute_s"`
-	// CopyRowS is the gather stage's time per row copied from memory
-	// (its thread's CPU time where measured).
+	// CopyRowS is the gather stage's time per row copied from memory.
 	CopyRowS float64 `json:"copy_row_s"`
 	// InputRows is the probe's distinct rows per batch.
 	InputRows float64 `json:"input_rows"`

@@ -209,16 +209,13 @@ func predictTraining(ctx context.Context, o *trainOptions, tr *trainer.Trainer, 
 	return p, nil
 }
 
-// copyRowSeconds is the gather stage's time per row a probe copied from
-// memory: its thread's CPU time where measured (in a probe the step holds
-// the cores, and the stage's wall time counts its waits for one, which a
-// disk-bound epoch does not have), else its busy time.
+// copyRowSeconds is the gather stage's busy time per row a probe copied
+// from memory. Its thread's CPU time (gather_cpu_s) is lower, but priced
+// no better: on this project's 2-core machine the epochs' copies took
+// longer than either (docs/benchmarks.md, issue 33).
 func copyRowSeconds(pr trainer.Probe) float64 {
 	if !(pr.InputRows > 0) {
 		return 0
-	}
-	if pr.GatherCPUSeconds > 0 {
-		return pr.GatherCPUSeconds / pr.InputRows
 	}
 	return pr.GatherSeconds / pr.InputRows
 }
