@@ -101,10 +101,10 @@ func (p *trainPrediction) check(e trainer.EpochStats) (epochCheck, bool) {
 }
 
 // epochDiskRate is the rows per second an epoch read from disk: its disk
-// rows over the time the store's reader calls took, or, where the store
-// did not time them, over the gather stage's busy time less the rows it
-// copied from memory (at the probe's copy time per row); 0 when it read
-// none.
+// rows over the time the store spent on them (requests built, read and
+// checked), or, where the store did not time that, over the gather
+// stage's busy time less the rows it copied from memory (at the probe's
+// copy time per row); 0 when it read none.
 func epochDiskRate(e trainer.EpochStats, copyRowS float64) float64 {
 	r := e.Rows
 	if r.SSDRows == 0 {

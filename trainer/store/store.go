@@ -148,8 +148,9 @@ type GatherStats struct {
 	// them after the last read: what the checks added to the gather.
 	CheckSeconds     float64 `json:"check_seconds"`
 	CheckWaitSeconds float64 `json:"check_wait_seconds"`
-	// ReadSeconds is the part of Seconds spent in the SSD reader's calls:
-	// the disks' own pace for the SSD rows, apart from the copies.
+	// ReadSeconds is the part of Seconds spent on the SSD rows: their
+	// requests built, read and checked. The disk rows' pace as the gather
+	// handles them, apart from the copies of cached rows.
 	ReadSeconds float64 `json:"read_seconds"`
 	// BinRows counts the rows each bin served, in the order of
 	// Store.BinIDs: the traffic a layout sent to each bin.
@@ -569,9 +570,11 @@ func (s *Store) gather(ctx context.Context, vertices []int32, dst []float32, res
 	}
 	st.SSDRows = len(ssd)
 	if len(ssd) > 0 {
-		rs, read, check, wait, err := s.readSSD(ctx, vertices, ssd, slots, dst)
+		t := time.Now()
+		rs, check, wait, err := s.readSSD(ctx, vertices, ssd, slots, dst)
+		st.ReadSeconds = time.Since(t).Seconds()
 		st.UsefulBytes, st.DeviceBytes, st.DeviceReads = rs.UsefulBytes, rs.DeviceBytes, rs.DeviceReads
-		st.ReadSeconds, st.CheckSeconds, st.CheckWaitSeconds = read, check, wait
+		st.CheckSeconds, st.CheckWaitSeconds = check, wait
 		if err != nil {
 			st.Seconds = time.Since(start).Seconds()
 			return n, st, err
@@ -582,21 +585,20 @@ func (s *Store) gather(ctx context.Context, vertices []int32, dst []float32, res
 }
 
 // readSSD reads the batch rows ssd (indices into vertices) straight into
-// rows slots of dst, and checks each against its checksum; read is the
-// seconds spent in the reader's calls, check the seconds the checks took,
-// on their own goroutines, and wait the seconds spent waiting for them
-// after the last read.
+// rows slots of dst, and checks each against its checksum; check is the
+// seconds the checks took, on their own goroutines, and wait the seconds
+// spent waiting for them after the last read.
 //
 // The rows are read in up to maxCheckChunks pieces, each a range of the
 // files' blocks, and each piece is checked on a goroutine of its own while
 // the next is read, so that the checks overlap the disk's work instead of
 // following it; rows that share a block stay in one piece and are still
 // read once.
-func (s *Store) readSSD(ctx context.Context, vertices []int32, ssd, slots []int, dst []float32) (_ ioread.Stats, read, check, wait float64, _ error) {
+func (s *Store) readSSD(ctx context.Context, vertices []int32, ssd, slots []int, dst []float32) (_ ioread.Stats, check, wait float64, _ error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.reader == nil {
-		return ioread.Stats{}, 0, 0, 0, errors.New("gather: the store is closed")
+		return ioread.Stats{}, 0, 0, errors.New("gather: the store is closed")
 	}
 	dim, rb := s.dim, int(s.rowBytes)
 	k := min(maxCheckChunks, max(1, len(ssd)/minCheckChunkRows))
@@ -649,12 +651,10 @@ func (s *Store) readSSD(ctx context.Context, vertices []int32, ssd, slots []int,
 		if lo == hi {
 			continue
 		}
-		t := time.Now()
 		st, err := s.reader.Read(ctx, reqs[lo:hi])
-		read += time.Since(t).Seconds()
 		rs.Add(st)
 		if err != nil {
-			return rs, read, 0, 0, s.readError(err, vertices, ssd)
+			return rs, 0, 0, s.readError(err, vertices, ssd)
 		}
 		// Every row is checked against the checksum taken when it was
 		// written before it reaches a kernel.
@@ -680,10 +680,10 @@ func (s *Store) readSSD(ctx context.Context, vertices []int32, ssd, slots []int,
 	}
 	for _, err := range errs {
 		if err != nil {
-			return rs, read, check, wait, err
+			return rs, check, wait, err
 		}
 	}
-	return rs, read, check, wait, nil
+	return rs, check, wait, nil
 }
 
 // The pieces readSSD cuts a batch's reads into: at most maxCheckChunks,
@@ -844,7 +844,7 @@ func (s *Store) MeasureReads(ctx context.Context, d time.Duration, batches [][]i
 		for j := range vs {
 			ssd = append(ssd, j)
 		}
-		st, _, _, _, err := s.readSSD(ctx, vs, ssd, ssd, dst[:len(vs)*s.dim])
+		st, _, _, err := s.readSSD(ctx, vs, ssd, ssd, dst[:len(vs)*s.dim])
 		if err != nil {
 			return rr, err
 		}
