@@ -30,10 +30,6 @@ type Probe struct {
 	// StepSeconds is the step's time per batch: gathering in the step (in
 	// memory), forward, backward and the optimizer.
 	StepSeconds float64 `json:"step_s"`
-	// CopiedRows is the rows per batch the gather stage copied from
-	// memory (out of core: the store's cached rows; the rows on disk are
-	// left to the disks).
-	CopiedRows float64 `json:"copied_rows,omitempty"`
 	// GatherCPUSeconds is the gather stage's own CPU time per batch: its
 	// copies without the waits for a core the step held (0 where the
 	// thread's CPU time is not measured).
@@ -65,10 +61,9 @@ const probeSalt = 0x70726f6265 // "probe"
 // Probe times up to batches training batches on a sibling of t: the same
 // graph, model shape, sampling and pipeline, with its own parameters and
 // a different seed, so the run that follows is not changed. Out of core
-// the sibling reads no disk: a store's MemoryView copies the rows the
-// store caches and leaves the others to the disks (which read them into
-// the batch without a copy), other sources a pool: the probe measures
-// computing and copying, the disk is measured on its own. It drops each
+// the sibling's rows all come from memory, from a store's MemoryView (so
+// its copies range over the caches' footprint) or else a pool: the probe
+// measures computing, the disk is measured on its own. It drops each
 // epoch's first batch, so an epoch of fewer batches than asked is repeated
 // (at most maxProbeEpochs times) until enough are timed; with epochs of
 // one batch, the first epoch warms up and the next ones' batches are
@@ -118,7 +113,6 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (_ Probe, err error) {
 		sum    partialEpoch // the timed batches' totals
 		inputs [][]int32
 		fills  []float64 // each epoch's wait for its first batch
-		copied int       // rows the timed batches copied from memory
 	)
 	for e := range epochs {
 		total := min(batches-p.Batches+1, nb)
@@ -146,7 +140,6 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (_ Probe, err error) {
 		sum.Stages.Sample.BusySeconds += end.Stages.Sample.BusySeconds - rec.skip.Stages.Sample.BusySeconds
 		sum.Stages.Gather.BusySeconds += end.Stages.Gather.BusySeconds - rec.skip.Stages.Gather.BusySeconds
 		sum.Stages.Gather.CPUSeconds += end.Stages.Gather.CPUSeconds - rec.skip.Stages.Gather.CPUSeconds
-		copied += copiedRows(end.Rows) - copiedRows(rec.skip.Rows)
 		sum.Gather += end.Gather - rec.skip.Gather
 		sum.Compute += end.Compute - rec.skip.Compute
 		sum.Optim += end.Optim - rec.skip.Optim
@@ -171,7 +164,6 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (_ Probe, err error) {
 	p.StepSeconds = (sum.Gather + sum.Compute + sum.Optim) / n
 	p.GatherSeconds = sum.Stages.Gather.BusySeconds / n
 	p.GatherCPUSeconds = sum.Stages.Gather.CPUSeconds / n
-	p.CopiedRows = float64(copied) / n
 	if t.tally != nil {
 		k := sum.Kernels.Scale(1 / n)
 		p.Kernels = &k
@@ -263,10 +255,4 @@ func median(xs []float64) float64 {
 		return xs[n/2]
 	}
 	return (xs[n/2-1] + xs[n/2]) / 2
-}
-
-// copiedRows is the rows a gather copied from memory: its cache hits, less
-// those a worker's device held resident.
-func copiedRows(g store.GatherStats) int {
-	return g.SocketCacheHits + g.WorkerCacheHits - g.ResidentHits
 }

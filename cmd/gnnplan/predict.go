@@ -148,7 +148,7 @@ func (c epochCheck) line(outOfCore bool) string {
 // thread count (chooseBLASThreads).
 func predictTraining(ctx context.Context, o *trainOptions, tr *trainer.Trainer, cpu *kernels.CPU, src *store.Store, dir string, nodes int64, seeds, batch, workers int) (*trainPrediction, error) {
 	errw := o.IO.Err
-	fmt.Fprintf(errw, "predicting: timing %d batches with no disk read ...\n", o.ProbeBatches)
+	fmt.Fprintf(errw, "predicting: timing %d batches with every row in memory ...\n", o.ProbeBatches)
 	pr, err := tr.Probe(ctx, o.ProbeBatches)
 	if err != nil {
 		return nil, err
@@ -169,7 +169,7 @@ func predictTraining(ctx context.Context, o *trainOptions, tr *trainer.Trainer, 
 	}
 	p.FullBatches = (share + batch - 1) / batch
 	c := tpc.BatchCosts{ComputeS: pr.BatchSeconds, SampleS: pr.SampleSeconds, StepS: pr.StepSeconds, InputRows: pr.InputRows, FillS: pr.FirstWaitSeconds,
-		Source: fmt.Sprintf("a probe of %d batches with its own seed and no disk read", pr.Batches)}
+		Source: fmt.Sprintf("a probe of %d batches with its own seed and every row in memory", pr.Batches)}
 	hit := 1.0
 	p.HitShareSource = "every row in memory"
 	if src != nil {
@@ -210,17 +210,14 @@ func predictTraining(ctx context.Context, o *trainOptions, tr *trainer.Trainer, 
 }
 
 // copyRowSeconds is the gather stage's busy time per row a probe copied
-// from memory (its input rows where the source does not say which it
-// copied). Its thread's CPU time (gather_cpu_s) is lower, but priced no
-// better (docs/benchmarks.md, issue 33).
+// from memory. Its thread's CPU time (gather_cpu_s) is lower, but priced
+// no better: on this project's 2-core machine the epochs' copies took
+// longer than either (docs/benchmarks.md, issue 33).
 func copyRowSeconds(pr trainer.Probe) float64 {
-	switch {
-	case pr.CopiedRows > 0:
-		return pr.GatherSeconds / pr.CopiedRows
-	case pr.InputRows > 0:
-		return pr.GatherSeconds / pr.InputRows
+	if !(pr.InputRows > 0) {
+		return 0
 	}
-	return 0
+	return pr.GatherSeconds / pr.InputRows
 }
 
 // chooseBLASThreads decides the products' thread count out of core, where

@@ -218,7 +218,7 @@ func probeOutOfCore(ctx context.Context, o *recommendOptions, g *dataset.Graph, 
 		return nil, "", err
 	}
 	defer src.Close()
-	fmt.Fprintf(o.IO.Err, "recommend: timing %d batches of %s through the feature store, its cached rows copied ...\n", thisMachineProbeBatches, w.Model)
+	fmt.Fprintf(o.IO.Err, "recommend: timing %d batches of %s through the feature store, every row copied from memory ...\n", thisMachineProbeBatches, w.Model)
 	tr, be, err := warmProbeTrainer(ctx, g, w, nil, src)
 	if err != nil {
 		return nil, "", err
@@ -236,12 +236,12 @@ func probeOutOfCore(ctx context.Context, o *recommendOptions, g *dataset.Graph, 
 		return nil, "the probe through the store read no rows", nil
 	}
 	r := &tpc.OutOfCoreRates{ComputeS: pr.BatchSeconds, CopyRowS: copyRowSeconds(pr), InputRows: pr.InputRows,
-		Source: fmt.Sprintf("a probe of %d batches through the feature store at cache %.0f%%, its cached rows copied", pr.Batches, 100*src.CachedFraction())}
+		Source: fmt.Sprintf("a probe of %d batches through the feature store at cache %.0f%%, every row copied from memory", pr.Batches, 100*src.CachedFraction())}
 	threads := be.BLASThreads()
 	if ch != nil {
 		r.BLASThreads, threads = ch.Threads, ch.Threads
 	}
-	return r, fmt.Sprintf("%s: %s a batch with the gather stage copying them (%.2f us a row), products on %s",
+	return r, fmt.Sprintf("%s: %s a batch with the gather stage copying every row (%.2f us a row), products on %s",
 		r.Source, ms(r.ComputeS)+" ms", 1e6*r.CopyRowS, threadsName(threads)), nil
 }
 

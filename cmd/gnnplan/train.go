@@ -185,7 +185,7 @@ the parameters an uninterrupted run would have.`,
 	f.Float64Var(&opts.CacheFraction, "cache-fraction", -1, "out of core: hold the hottest share of the rows (0 to 1, by the dataset's hotness.npy) in memory instead of the layout's caches, reading every other row from disk (default: the layout's caches)")
 	f.StringVar(&opts.CacheOrder, "cache-order", "hottest", "with --cache-fraction: which rows the cache holds: hottest (by hotness.npy) or random (the baseline, drawn with --seed)")
 	f.IntVar(&opts.Workers, "workers", 0, "data-parallel CPU workers, each with its share of the seeds, its sampler, pipeline and model replica, gradients averaged every step (default 1; a plan naming GPUs needs it on a machine or build without them)")
-	f.IntVar(&opts.ProbeBatches, "probe-batches", 20, "predict the epoch time from this many batches timed before training (their own seed; no disk read) and the SSD bins' read rate, and compare each epoch with it (0: no prediction)")
+	f.IntVar(&opts.ProbeBatches, "probe-batches", 20, "predict the epoch time from this many batches timed before training (their own seed; every row in memory) and the SSD bins' read rate, and compare each epoch with it (0: no prediction)")
 	f.StringVar(&opts.Measured, "measured", "", "out of core: take the disks' read rate from this profile (gnnplan profile --save) instead of reading the SSD bins before training")
 	f.Float64Var(&opts.MeasureSeconds, "measure-seconds", 5, "out of core: seconds to read random rows from the SSD bins for the prediction's disk rate")
 	return cmd

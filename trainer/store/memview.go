@@ -4,29 +4,51 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"sort"
 	"time"
 )
 
-// MemoryView is a store without its disks, for timing a pipeline apart
-// from them (trainer.Probe): a row the store caches is copied from its
-// cache, as Gather copies it; a row on disk is left as dst holds it, as
-// Gather leaves the copying of it to the disk, which reads it straight
-// into dst (its cost is the disks', measured on its own). The rows on
-// disk are not the features of their vertices: it times, it does not
-// train.
+// MemoryView serves every row of a store from memory, for timing a
+// pipeline without its disks (trainer.Probe): a row the store caches is
+// copied from its cache; a row on disk is replaced by a cached row chosen
+// by its vertex id, so the copies range over as much memory as the
+// store's caches hold (and miss the processor's caches as often). With
+// nothing cached it copies from a random pool of 256 MiB. The rows it
+// writes are not the features of the vertices on disk: it times, it does
+// not train.
 type MemoryView struct {
-	s *Store
+	s     *Store
+	bins  []int   // bins held in memory with rows
+	cum   []int64 // cum[i]: rows in bins[:i]
+	pool  []float32
+	prows int64
 }
 
-// MemoryView returns the store's view without its disks.
-func (s *Store) MemoryView() *MemoryView { return &MemoryView{s: s} }
+// MemoryView returns the store's view that serves every row from memory.
+func (s *Store) MemoryView() *MemoryView {
+	m := &MemoryView{s: s, cum: []int64{0}}
+	for i, b := range s.bins {
+		if b.tier != tierSSD && b.rows > 0 && i < len(s.caches) && len(s.caches[i]) > 0 {
+			m.bins = append(m.bins, i)
+			m.cum = append(m.cum, m.cum[len(m.cum)-1]+b.rows)
+		}
+	}
+	if len(m.bins) == 0 {
+		m.prows = max(4096, (256<<20)/(4*int64(s.dim)))
+		m.pool = make([]float32, m.prows*int64(s.dim))
+		r := rand.New(rand.NewPCG(uint64(s.m.NumNodes), 0x706f6f6c)) // "pool"
+		for i := range m.pool {
+			m.pool[i] = r.Float32()
+		}
+	}
+	return m
+}
 
 // Dim is the store's feature dimension.
 func (m *MemoryView) Dim() int { return m.s.dim }
 
-// Gather copies the cached rows of vertices into dst (see MemoryView);
-// the stats count them as cache hits and the others as SSD rows, with no
-// device read.
+// Gather writes a row from memory for each vertex (see MemoryView).
 func (m *MemoryView) Gather(ctx context.Context, vertices []int32, dst []float32) (GatherStats, error) {
 	start := time.Now()
 	s, dim := m.s, m.s.dim
@@ -36,23 +58,33 @@ func (m *MemoryView) Gather(ctx context.Context, vertices []int32, dst []float32
 	if s.caches == nil {
 		return GatherStats{}, errors.New("gather: the store is closed")
 	}
-	st := GatherStats{Rows: len(vertices), Bytes: int64(len(vertices)) * s.rowBytes}
+	total := m.cum[len(m.cum)-1]
 	for i, v := range vertices {
 		if v < 0 || int64(v) >= s.m.NumNodes {
 			return GatherStats{}, fmt.Errorf("gather: vertex %d (batch row %d) out of range [0, %d)", v, i, s.m.NumNodes)
 		}
+		out := dst[i*dim : (i+1)*dim]
 		b, r := int(s.bin[v]), int64(s.row[v])
-		switch s.bins[b].tier {
-		case tierWorker:
-			st.WorkerCacheHits++
-		case tierSocket:
-			st.SocketCacheHits++
+		switch {
+		case s.bins[b].tier != tierSSD:
+			copy(out, s.caches[b][r*int64(dim):(r+1)*int64(dim)])
+		case total > 0:
+			k := int64(mix64(uint64(v)) % uint64(total))
+			j := sort.Search(len(m.bins), func(j int) bool { return m.cum[j+1] > k })
+			r = k - m.cum[j]
+			copy(out, s.caches[m.bins[j]][r*int64(dim):(r+1)*int64(dim)])
 		default:
-			st.SSDRows++
-			continue
+			r = int64(mix64(uint64(v)) % uint64(m.prows))
+			copy(out, m.pool[r*int64(dim):(r+1)*int64(dim)])
 		}
-		copy(dst[i*dim:(i+1)*dim], s.caches[b][r*int64(dim):(r+1)*int64(dim)])
 	}
-	st.Seconds = time.Since(start).Seconds()
-	return st, nil
+	n := len(vertices)
+	return GatherStats{Rows: n, SocketCacheHits: n, Bytes: int64(n) * s.rowBytes, Seconds: time.Since(start).Seconds()}, nil
+}
+
+// mix64 scatters vertex ids over the cached rows (splitmix64's finaliser).
+func mix64(z uint64) uint64 {
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
 }
