@@ -148,7 +148,10 @@ func (c epochCheck) line(outOfCore bool) string {
 // thread count (chooseBLASThreads).
 func predictTraining(ctx context.Context, o *trainOptions, tr *trainer.Trainer, cpu *kernels.CPU, src *store.Store, dir string, nodes int64, seeds, batch, workers int) (*trainPrediction, error) {
 	errw := o.IO.Err
-	fmt.Fprintf(errw, "predicting: timing %d batches with every row in memory ...\n", o.ProbeBatches)
+	fmt.Fprintf(errw, "predicting: timing %d batches with every row in memory, after %d to warm up ...\n", o.ProbeBatches, probeWarmupBatches)
+	if _, err := tr.Probe(ctx, probeWarmupBatches); err != nil {
+		return nil, err
+	}
 	pr, err := tr.Probe(ctx, o.ProbeBatches)
 	if err != nil {
 		return nil, err

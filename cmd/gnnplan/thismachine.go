@@ -161,11 +161,15 @@ func runThisMachine(ctx context.Context, o *recommendOptions) error {
 }
 
 // thisMachineProbeBatches is how many steps the probe of the workload
-// times for its rates, after thisMachineWarmupBatches untimed.
-const (
-	thisMachineProbeBatches  = 40
-	thisMachineWarmupBatches = 10
-)
+// times for its rates, after probeWarmupBatches untimed.
+const thisMachineProbeBatches = 40
+
+// probeWarmupBatches is how many batches a probe runs untimed first, here
+// and in train's prediction: the first batches of a trainer pay for its
+// buffers' first pages and the caches' first touches (out of core, a
+// 20-batch probe without them timed the store's copies at 0.83 us a row,
+// one of 60 at 0.55).
+const probeWarmupBatches = 10
 
 // probeStepRates times thisMachineProbeBatches real steps of w on g, in
 // memory, and returns r with the step's rates as the probe measured them
@@ -195,7 +199,7 @@ func probeStepRates(ctx context.Context, o *recommendOptions, g *dataset.Graph, 
 	work := tpc.StepWork{ProductGFLOP: k.Work.ProductGFLOP, AggregationGB: k.Work.AggregationGB, RowGatherGB: k.Work.RowGatherGB,
 		RowGatherRows: k.Work.RowGatherRows, ElementwiseGB: k.Work.ElementwiseGB, OptimizerGB: k.Work.OptimizerGB}
 	overhead := pr.BatchSeconds - (k.TotalS() - k.LossS)
-	src := fmt.Sprintf("a probe of %d steps of this workload in memory, after %d to warm up (%s)", pr.Batches, thisMachineWarmupBatches, be.Name())
+	src := fmt.Sprintf("a probe of %d steps of this workload in memory, after %d to warm up (%s)", pr.Batches, probeWarmupBatches, be.Name())
 	return tpc.StepRates(r, work, k.ProductsS, k.AggregationS, k.RowGatherS, k.ElementwiseS, k.OptimizerS, overhead, src),
 		fmt.Sprintf("rates in the step: %s; the profile's are each kernel timed alone, cold", src), nil
 }
@@ -266,7 +270,7 @@ func warmProbeTrainer(ctx context.Context, g *dataset.Graph, w tpc.Workload, fea
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := tr.Probe(ctx, thisMachineWarmupBatches); err != nil {
+	if _, err := tr.Probe(ctx, probeWarmupBatches); err != nil {
 		return nil, nil, err
 	}
 	return tr, be, nil
