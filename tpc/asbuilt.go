@@ -66,14 +66,7 @@ func PredictSetup(ctx context.Context, s Setup) (Prediction, error) {
 	inv.GPU, inv.SSD = gpuNode(gpu), ssdNode(ssd)
 	hw := Hardware{GPU: gpu, GPUs: inv.GPUs, SSD: ssd, SSDs: inv.SSDs}
 	a := s.Assumptions
-	sh := shares(s.Workload, hw, hostMemoryGiB(s.Machine, cat.Host), a)
-	if hw.SSDs == 0 {
-		sh.HostShare, sh.SSDShare = sh.HostShare+sh.SSDShare, 0
-	}
-	rate := ssdGBps(ssd, s.Workload.FeatureRowBytes(), a)
-	if s.SSDGBps > 0 {
-		rate = s.SSDGBps
-	}
+	sh, rate := ioShares(s.Workload, hw, hostMemoryGiB(s.Machine, cat.Host), a, s.SSDGBps)
 	opts := maxflow.SearchOptions{Top: 1, Workers: 1}
 	layout := s.Layout
 	if layout == "" {

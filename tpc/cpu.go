@@ -106,14 +106,14 @@ type CPUBatch struct {
 }
 
 // PredictCPU predicts a batch of w on CPU workers with rates r, when hit
-// of the batch's rows distinct input rows come from memory.
+// of the batch's rows distinct input rows come from memory. blocks are
+// the batch's sampled blocks, the seeds' first (measured by pre-sampling
+// the dataset, or from Workload.PerBatch's model).
 //
 // Out of core (hit < 1) the disks' reads take their CPU time from the
 // step's cores (DiskCPURowS), and where r.OutOfCore was measured its
 // batch through the store stands for the step and its copy rate for the
-// gather stage's copies. blocks are
-// the batch's sampled blocks, the seeds' first (measured by pre-sampling
-// the dataset, or from Workload.PerBatch's model).
+// gather stage's copies.
 //
 // The trainer is a pipeline: sampling runs ahead of the step on its own
 // workers, one a core, and out of core (hit < 1) a store's gather stage reads the

@@ -331,15 +331,7 @@ func ssdNode(s profiles.SSDModel) topology.Node {
 // evaluate places and predicts one hardware choice.
 func (r *recommender) evaluate(ctx context.Context, hw Hardware) (*Option, error) {
 	a := r.req.Assumptions
-	s := shares(r.req.Workload, hw, r.hostGiB, a)
-	if hw.SSDs == 0 {
-		// Everything from memory: the SSD share moves to host memory.
-		s.HostShare, s.SSDShare = s.HostShare+s.SSDShare, 0
-	}
-	ssd := ssdGBps(hw.SSD, r.req.Workload.FeatureRowBytes(), a)
-	if r.req.MeasuredSSDGBps > 0 {
-		ssd = r.req.MeasuredSSDGBps
-	}
+	s, ssd := ioShares(r.req.Workload, hw, r.hostGiB, a, r.req.MeasuredSSDGBps)
 	tiers := tiersFor(s, ssd, a)
 	out := r.search(ctx, hw, tiers)
 	if out.err != nil {
@@ -348,6 +340,21 @@ func (r *recommender) evaluate(ctx context.Context, hw Hardware) (*Option, error
 	o := &Option{Hardware: hw, Placement: out.best.Placement, FabricGBps: out.best.FabricGBps}
 	o.Prediction = predict(r.req.Workload, hw, r.req.Catalog.Host, out.best.Seconds, s, a, ssd)
 	return o, nil
+}
+
+// ioShares splits an epoch's bytes over hw's tiers (shares; with no SSD
+// the SSD share moves to host memory) and gives one SSD's read rate for
+// feature rows: measuredSSDGBps where > 0, else the catalog's.
+func ioShares(w Workload, hw Hardware, hostGiB float64, a Assumptions, measuredSSDGBps float64) (Shares, float64) {
+	s := shares(w, hw, hostGiB, a)
+	if hw.SSDs == 0 {
+		s.HostShare, s.SSDShare = s.HostShare+s.SSDShare, 0
+	}
+	ssd := ssdGBps(hw.SSD, w.FeatureRowBytes(), a)
+	if measuredSSDGBps > 0 {
+		ssd = measuredSSDGBps
+	}
+	return s, ssd
 }
 
 func (r *recommender) search(ctx context.Context, hw Hardware, tiers maxflow.Tiers) *searchOut {
