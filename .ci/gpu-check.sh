@@ -13,9 +13,18 @@ BIN=${BIN:-gpu-bundle/gnnplan-cuda}
 DEVICE=${DEVICE:-cuda}
 logs=$(mktemp -d)
 mkdir -p "$OUT"
-sum="$logs/summary.txt"
+# The summary is written into $OUT as it grows and the logs are packed on
+# any exit, so a run cut off at a device call's limit still brings back
+# what it did.
+sum="$OUT/summary.txt"
 : >"$sum"
 note() { echo "$*" | tee -a "$sum"; }
+finish() {
+	rm -rf "${bins:-/tmp/gpu-check-bins}"
+	tar -czf "$OUT/gpu-check.tar.gz" -C "$logs" --exclude=./synth . && rm -rf "$logs"
+}
+trap finish EXIT
+trap 'note "stopped by a signal"; exit 1' INT TERM HUP
 
 note "date: $(date -u +%Y-%m-%dT%H:%MZ)"
 nvidia-smi >"$logs/nvidia-smi.txt" 2>&1 && note "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)"
@@ -30,18 +39,23 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libcublas\.so\.1[1-3]'; then
 	fi
 fi
 
+# Each step stops after STEP_S seconds (exit 124) so one that hangs on the
+# GPU leaves time for the rest.
+STEP_S=${STEP_S:-150}
 run() { # name, command...
 	name=$1
 	shift
 	start=$(date +%s)
-	"$@" >"$logs/$name.txt" 2>&1
+	timeout "$STEP_S" "$@" >"$logs/$name.txt" 2>&1
 	rc=$?
 	note "$name: exit $rc in $(($(date +%s) - start)) s"
+	# a failed step's last lines go into the summary too
+	[ "$rc" = 0 ] || tail -n 12 "$logs/$name.txt" | sed 's/^/    /' >>"$sum"
 }
 
 run kernels-tests gpu-bundle/kernels-cuda.test -test.v -test.run CUDA
 run trainer-tests gpu-bundle/trainer-cuda.test -test.v -test.run CUDA
-run kernels-bench gpu-bundle/kernels-cuda.test -test.run '^$' -test.bench CUDA -test.benchtime 2s -test.count 3
+run kernels-bench gpu-bundle/kernels-cuda.test -test.run '^$' -test.bench CUDA -test.benchtime 1s -test.count 3
 run discover "$BIN" discover --save "$logs/machine.json"
 run profile "$BIN" profile --ssd-dir /tmp --allow-non-block --file-size-mib 256 --seconds 1 --depths 1,32 --save "$logs/profile.json"
 run train-gpu "$BIN" train --device "$DEVICE" --synthetic-nodes 200000 --epochs 5 --hidden 256 -o json
@@ -69,7 +83,3 @@ for f in 0 0.1 0.5 1; do
 	grep -E '"(predicted_epoch_s|measured_epoch_s|prediction_error_pct|predicted_with_epoch_disk_s|epoch_disk_rows_per_s)"' \
 		"$logs/train-$DEVICE-cache-$f.txt" | tr -d ' ,' | sed "s/^/  cache $f: /" | tee -a "$sum"
 done
-rm -rf "$bins"
-cp "$sum" "$OUT/summary.txt"
-tar -czf "$OUT/gpu-check.tar.gz" -C "$logs" .
-rm -rf "$logs"

@@ -237,6 +237,32 @@ func TestViewsShowEveryNodeAndCapacity(t *testing.T) {
 	}
 }
 
+// TestViewsRoundMemory: memory the CUDA driver reports in bytes shows in
+// GiB to two places (the H200's 150,109,880,320 bytes as 139.8 GiB), not
+// as the float's every digit.
+func TestViewsRoundMemory(t *testing.T) {
+	b := NewBuilder("vm", "test")
+	s := b.Add(Node{Kind: KindSocket, MemoryGiB: 125.87109375 + 1e-9})
+	rp := b.Add(Node{Kind: KindRootPort, Parent: s})
+	b.Add(Node{Kind: KindGPU, Parent: rp, Name: "NVIDIA H200", MemoryGiB: 150109880320.0 / (1 << 30), Lanes: 16, PCIeGen: 5})
+	m, err := b.Finish(CPUArch{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tree, table bytes.Buffer
+	if err := WriteTree(&tree, m); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteTable(&table, m); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"tree": tree.String(), "table": table.String()} {
+		if !strings.Contains(out, "NVIDIA H200, 139.8 GiB") || !strings.Contains(out, "125.87 GiB memory") || strings.Contains(out, "139.800") {
+			t.Errorf("%s view does not round memory to two places:\n%s", name, out)
+		}
+	}
+}
+
 // FuzzDecodeMachineJSON checks the machine JSON reader never panics and
 // only returns valid machines.
 func FuzzDecodeMachineJSON(f *testing.F) {

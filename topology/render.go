@@ -32,7 +32,7 @@ func (m *Machine) Describe(n *Node) string {
 			add(fmt.Sprintf("%d threads", n.Threads))
 		}
 		if n.MemoryGiB > 0 {
-			add(fmt.Sprintf("%s GiB memory", fmtNum(n.MemoryGiB)))
+			add(fmt.Sprintf("%s GiB memory", fmtNum2(n.MemoryGiB)))
 		}
 	case KindSlot:
 		add(n.Label)
@@ -57,7 +57,7 @@ func (m *Machine) Describe(n *Node) string {
 			add(n.Model)
 		}
 		if n.MemoryGiB > 0 {
-			add(fmt.Sprintf("%s GiB", fmtNum(n.MemoryGiB)))
+			add(fmt.Sprintf("%s GiB", fmtNum2(n.MemoryGiB)))
 		}
 		if n.ReadGBps > 0 {
 			add(fmt.Sprintf("read %s GB/s", fmtNum(n.ReadGBps)))

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"sync"
 	"unsafe"
 
 	"github.com/gnnplan/gnnplan/topology"
@@ -94,6 +95,26 @@ func RowNormalize(x []float32, dim int) {
 			row[j] = float32(float64(v) * inv)
 		}
 	}
+}
+
+// minNormalizeRows is the fewest rows rowNormalizeOn gives a goroutine.
+const minNormalizeRows = 4096
+
+// rowNormalizeOn is RowNormalize on up to threads goroutines, each a
+// range of whole rows, so the bits are RowNormalize's.
+func rowNormalizeOn(threads int, x []float32, dim int) {
+	rows := len(x) / max(dim, 1)
+	k := max(1, min(threads, rows/minNormalizeRows))
+	if k == 1 {
+		RowNormalize(x, dim)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range k {
+		lo, hi := i*rows/k*dim, (i+1)*rows/k*dim
+		wg.Go(func() { RowNormalize(x[lo:hi], dim) })
+	}
+	wg.Wait()
 }
 
 // MemAvailable is this machine's available memory (MemAvailable in

@@ -37,7 +37,9 @@ type StageStats struct {
 	WaitOutSeconds float64 `json:"wait_out_s"`
 	// CPUSeconds is the CPU time the stage's own thread used while busy
 	// (the gather stage; 0 where not measured): its work without the
-	// time it waited for a core the step held.
+	// time it waited for a core the step held. The goroutines a store
+	// with several copy threads (store.Options.CopyThreads) starts are
+	// not counted.
 	CPUSeconds float64 `json:"cpu_s,omitempty"`
 }
 
@@ -273,7 +275,7 @@ func (t *Trainer) gatherInput(ctx context.Context, w *worker, mb *sample.MiniBat
 		return r, st, fmt.Errorf("epoch %d, batch %d: %w", mb.Epoch+1, mb.Index+1, err)
 	}
 	if t.o.RowNormalize {
-		RowNormalize(r.buf[:r.n*dim], dim)
+		rowNormalizeOn(t.o.GatherThreads, r.buf[:r.n*dim], dim)
 	}
 	if r.st != nil {
 		r.st.Upload(r.n, dim)

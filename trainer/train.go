@@ -62,6 +62,11 @@ type Options struct {
 	// GatherAhead is how many gathered batches may wait for the step; 0
 	// means DefaultGatherAhead.
 	GatherAhead int
+	// GatherThreads is how many goroutines the gather stage scales a
+	// batch's rows on (RowNormalize), each at least 4096 rows; 0 or 1:
+	// the stage's own. The bits are the same on any count. The store's
+	// copies have their own count (store.Options.CopyThreads).
+	GatherThreads int
 	// Workers is the number of data-parallel workers (0 or 1: one). Each
 	// has its own share of the training seeds (every Workers-th), its own
 	// sampler, pipeline and model replica, and trains BatchSize seeds per

@@ -11,8 +11,10 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -517,5 +519,31 @@ func TestCheckFitsRefusesFeaturesBeyondMemory(t *testing.T) {
 	}
 	if err := CheckFits("/data/small", dataset.Meta{NumNodes: 1000, FeatureDim: 128}); err != nil {
 		t.Fatalf("CheckFits of 512 KB: %v", err)
+	}
+}
+
+// TestRowNormalizeOnThreads: the gather stage's scaling on several
+// goroutines gives RowNormalize's bits on every row, zero rows left as
+// they are, for row counts around the goroutines' share.
+func TestRowNormalizeOnThreads(t *testing.T) {
+	const dim = 7
+	rng := rand.New(rand.NewPCG(8, 9))
+	for _, rows := range []int{0, 1, minNormalizeRows - 1, 2 * minNormalizeRows, 5*minNormalizeRows + 3} {
+		x := make([]float32, rows*dim)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		if rows > 10 {
+			clear(x[3*dim : 4*dim])
+		}
+		want := slices.Clone(x)
+		RowNormalize(want, dim)
+		for _, threads := range []int{0, 1, 3, 8} {
+			got := slices.Clone(x)
+			rowNormalizeOn(threads, got, dim)
+			if !slices.Equal(got, want) {
+				t.Errorf("%d rows on %d threads: differs from RowNormalize", rows, threads)
+			}
+		}
 	}
 }

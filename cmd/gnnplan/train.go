@@ -48,6 +48,9 @@ type trainOptions struct {
 	Layers                                                     int
 	// BLASThreads is --blas-threads: the dense products' threads (0: auto).
 	BLASThreads int
+	// CopyThreads is --copy-threads: goroutines copying and scaling each
+	// batch's rows out of core (0: auto, storeCopyThreads).
+	CopyThreads int
 
 	LR, WeightDecay, Dropout, InputDropout float64
 	Seed                                   uint64
@@ -175,6 +178,7 @@ the parameters an uninterrupted run would have.`,
 	// longer uses; kept so scripts that pass it still run.
 	f.Bool("blas-spin", false, "no effect")
 	_ = f.MarkDeprecated("blas-spin", "products run on gnnplan's own threads, which sleep between products; the flag does nothing")
+	f.IntVar(&opts.CopyThreads, "copy-threads", 0, "out of core, goroutines copying and scaling each batch's rows (0: 1 on the CPU, half the cores shared among the GPUs with --device cuda); the bits are the same on any count")
 	f.IntVar(&opts.BLASThreads, "blas-threads", 0, "threads each dense product runs on (0: --threads; out of core the probe may choose one fewer); the bits are the same on any count")
 	f.StringVar(&opts.BLAS, "blas", "", "GEMM library: openblas, gonum, or a path to a libopenblas.so (default: OpenBLAS when it loads)")
 	f.StringVar(&opts.Checkpoint, "checkpoint", "", "directory to checkpoint into after every epoch and on Ctrl-C")
@@ -293,7 +297,7 @@ type trainBinReport struct {
 // openFeatureStore opens the dataset's feature store when the run trains
 // out of core (--features store, or auto with a store present), with the
 // cache override of --cache-fraction; nil when it trains in memory.
-func openFeatureStore(o *trainOptions, dir string, m dataset.Meta) (*store.Store, error) {
+func openFeatureStore(o *trainOptions, dir string, m dataset.Meta, copyThreads int) (*store.Store, error) {
 	_, err := os.Stat(filepath.Join(dir, store.ManifestFile))
 	have := err == nil
 	var use bool
@@ -326,7 +330,7 @@ func openFeatureStore(o *trainOptions, dir string, m dataset.Meta) (*store.Store
 	if !use {
 		return nil, nil
 	}
-	opt := store.Options{}
+	opt := store.Options{CopyThreads: copyThreads}
 	if override {
 		f := o.CacheFraction
 		if math.IsNaN(f) || f < 0 || f > 1 {
@@ -339,6 +343,20 @@ func openFeatureStore(o *trainOptions, dir string, m dataset.Meta) (*store.Store
 		opt.Cache = &store.CacheOverride{Fraction: f, Hotness: hot, Random: o.CacheOrder == "random", Seed: o.Seed}
 	}
 	return store.Open(dir, opt)
+}
+
+// storeCopyThreads is how many goroutines copy and scale each batch's
+// rows out of core: on the CPU one, beside the products that want every core;
+// with GPUs, whose steps leave the cores to the pipelines, half the cores
+// shared among the GPUs' pipelines (the other half to their samplers).
+func storeCopyThreads(o *trainOptions, gpus int) int {
+	if o.CopyThreads > 0 {
+		return o.CopyThreads
+	}
+	if o.Device == deviceCPU {
+		return 1
+	}
+	return max(1, runtime.GOMAXPROCS(0)/(2*max(1, gpus)))
 }
 
 // describeStore is a line on where an out-of-core run's rows come from.
@@ -402,7 +420,15 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 	if len(to.Fanouts) > 0 && g.Meta.FeatureDim == 0 {
 		return usageErrorf("--dataset %s: it has no features to train on", dir)
 	}
-	src, err := openFeatureStore(o, dir, g.Meta)
+	bs, devNotes, err := trainBackends(o, plan)
+	if err != nil {
+		return err
+	}
+	notes = append(notes, devNotes...)
+	// Out of core the gather stage's copies and scaling run on this many
+	// goroutines.
+	to.GatherThreads = storeCopyThreads(o, len(bs))
+	src, err := openFeatureStore(o, dir, g.Meta, to.GatherThreads)
 	if err != nil {
 		return err
 	}
@@ -421,11 +447,6 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 			return err
 		}
 	}
-	bs, devNotes, err := trainBackends(o, plan)
-	if err != nil {
-		return err
-	}
-	notes = append(notes, devNotes...)
 	be := bs[0]
 	if len(bs) > 1 {
 		// One worker per GPU.
@@ -691,6 +712,8 @@ func checkTrainFlags(o *trainOptions) error {
 		return usageErrorf("--threads: %d (valid: 1 to %d, or 0 for one per core)", o.Threads, limit)
 	case o.BLASThreads > limit:
 		return usageErrorf("--blas-threads: %d (valid: 1 to %d, or 0 for auto)", o.BLASThreads, limit)
+	case o.CopyThreads < 0 || o.CopyThreads > limit:
+		return usageErrorf("--copy-threads: %d (valid: 1 to %d, or 0 for auto)", o.CopyThreads, limit)
 	case set("workers") && o.Workers == 0:
 		return usageErrorf("--workers: 0 (valid: >= 1)")
 	case o.ProbeBatches < 0:

@@ -218,6 +218,7 @@ func TestTrainBadInputExitsTwo(t *testing.T) {
 		{"a hundred million GAT heads", []string{"--model", "gat", "--heads", "100000000"}, "need about"},
 		{"a trillion classes", []string{"--dataset", manyClasses}, "need about"},
 		{"a hundred thousand BLAS threads", []string{"--blas-threads", "100000"}, "--blas-threads: 100000 (valid: 1 to"},
+		{"negative copy threads", []string{"--copy-threads", "-2"}, "--copy-threads: -2 (valid: 1 to"},
 		{"no workers", []string{"--workers", "0"}, "--workers: 0 (valid: >= 1)"},
 		{"negative probe batches", []string{"--probe-batches", "-1"}, "--probe-batches: -1"},
 		{"measuring for NaN seconds", []string{"--measure-seconds", "NaN"}, "--measure-seconds: NaN (valid: above 0, at most 3600)"},

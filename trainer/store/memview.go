@@ -58,28 +58,41 @@ func (m *MemoryView) Gather(ctx context.Context, vertices []int32, dst []float32
 	if s.caches == nil {
 		return GatherStats{}, errors.New("gather: the store is closed")
 	}
+	err := forSpans(copySpans(len(vertices), s.copyThreads), func(_ int, sp span) error {
+		return m.copySpan(vertices, sp, dst)
+	})
+	if err != nil {
+		return GatherStats{}, err
+	}
+	n := len(vertices)
+	return GatherStats{Rows: n, SocketCacheHits: n, Bytes: int64(n) * s.rowBytes, Seconds: time.Since(start).Seconds()}, nil
+}
+
+// copySpan writes the rows of vertices[sp.lo:sp.hi] (see MemoryView).
+func (m *MemoryView) copySpan(vertices []int32, sp span, dst []float32) error {
+	s, dim := m.s, int64(m.s.dim)
 	total := m.cum[len(m.cum)-1]
-	for i, v := range vertices {
+	for i := sp.lo; i < sp.hi; i++ {
+		v := vertices[i]
 		if v < 0 || int64(v) >= s.m.NumNodes {
-			return GatherStats{}, fmt.Errorf("gather: vertex %d (batch row %d) out of range [0, %d)", v, i, s.m.NumNodes)
+			return fmt.Errorf("gather: vertex %d (batch row %d) out of range [0, %d)", v, i, s.m.NumNodes)
 		}
-		out := dst[i*dim : (i+1)*dim]
+		out := dst[int64(i)*dim : int64(i+1)*dim]
 		b, r := int(s.bin[v]), int64(s.row[v])
 		switch {
 		case s.bins[b].tier != tierSSD:
-			copy(out, s.caches[b][r*int64(dim):(r+1)*int64(dim)])
+			copy(out, s.caches[b][r*dim:(r+1)*dim])
 		case total > 0:
 			k := int64(mix64(uint64(v)) % uint64(total))
 			j := sort.Search(len(m.bins), func(j int) bool { return m.cum[j+1] > k })
 			r = k - m.cum[j]
-			copy(out, s.caches[m.bins[j]][r*int64(dim):(r+1)*int64(dim)])
+			copy(out, s.caches[m.bins[j]][r*dim:(r+1)*dim])
 		default:
 			r = int64(mix64(uint64(v)) % uint64(m.prows))
-			copy(out, m.pool[r*int64(dim):(r+1)*int64(dim)])
+			copy(out, m.pool[r*dim:(r+1)*dim])
 		}
 	}
-	n := len(vertices)
-	return GatherStats{Rows: n, SocketCacheHits: n, Bytes: int64(n) * s.rowBytes, Seconds: time.Since(start).Seconds()}, nil
+	return nil
 }
 
 // mix64 scatters vertex ids over the cached rows (splitmix64's finaliser).

@@ -50,6 +50,11 @@ type Options struct {
 	// Cache, when set, replaces the layout's caches for experiments: see
 	// CacheOverride.
 	Cache *CacheOverride
+	// CopyThreads is how many goroutines a Gather copies a batch's cached
+	// rows on, each a share of at least 4096 rows; 0 or 1: the caller's
+	// alone. A GPU's pipeline, whose step leaves the cores idle, wants
+	// several; the CPU trainer's products want the cores themselves.
+	CopyThreads int
 
 	// memAvailable stands in for meminfo.Available in tests.
 	memAvailable func() (uint64, bool)
@@ -111,7 +116,10 @@ type Store struct {
 	bins     []binSrc // the manifest's bins, then any CacheOverride adds
 	caches   [][]float32
 	paths    []string
-	cached   float64 // share of the rows held in memory
+	// copyThreads is Options.CopyThreads: how many goroutines copy a
+	// batch's cached rows.
+	copyThreads int
+	cached      float64 // share of the rows held in memory
 
 	mu     sync.Mutex // guards reader and the scratch below
 	reader *ioread.Reader
@@ -219,7 +227,7 @@ func Open(datasetDir string, opt Options) (*Store, error) {
 	}
 	defer src.f.Close()
 
-	s := &Store{m: m, dim: m.FeatureDim, rowBytes: m.RowBytes, bin: l.Bin, row: l.Row}
+	s := &Store{m: m, dim: m.FeatureDim, rowBytes: m.RowBytes, bin: l.Bin, row: l.Row, copyThreads: opt.CopyThreads}
 	var inMemory int64
 	for i, b := range m.Bins {
 		bs := binSrc{id: b.ID, name: fmt.Sprintf("bin %d (%s)", i, b.ID), rows: b.Rows, socket: b.Socket, file: -1}
@@ -535,38 +543,9 @@ func (s *Store) gather(ctx context.Context, vertices []int32, dst []float32, res
 	}
 	// The SSD rows, in batch order, and where each goes; the cache rows
 	// are copied on the way.
-	var ssd, slots []int
-	st.BinRows = make([]int, len(s.bins))
-	n := 0
-	for i, v := range vertices {
-		if v < 0 || int64(v) >= s.m.NumNodes {
-			return 0, st, fmt.Errorf("gather: vertex %d (batch row %d) out of range [0, %d)", v, i, s.m.NumNodes)
-		}
-		b, r := s.bin[v], int(s.row[v])
-		st.BinRows[b]++
-		if int(b) == resident {
-			idx[i] = int32(-1 - r)
-			st.WorkerCacheHits++
-			st.ResidentHits++
-			continue
-		}
-		slot := i
-		if idx != nil {
-			slot = n
-			idx[i] = int32(n)
-		}
-		n++
-		switch s.bins[b].tier {
-		case tierWorker:
-			copy(dst[slot*dim:(slot+1)*dim], caches[b][r*dim:(r+1)*dim])
-			st.WorkerCacheHits++
-		case tierSocket:
-			copy(dst[slot*dim:(slot+1)*dim], caches[b][r*dim:(r+1)*dim])
-			st.SocketCacheHits++
-		default:
-			ssd = append(ssd, i)
-			slots = append(slots, slot)
-		}
+	n, ssd, slots, err := s.serve(caches, vertices, dst, resident, idx, &st)
+	if err != nil {
+		return 0, st, err
 	}
 	st.SSDRows = len(ssd)
 	if len(ssd) > 0 {

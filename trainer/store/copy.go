@@ -1,0 +1,144 @@
+package store
+
+import (
+	"fmt"
+	"sync"
+)
+
+// minCopyRows is the fewest batch rows a copy goroutine is given: below
+// it, starting one costs more than the copies it would take over.
+const minCopyRows = 4096
+
+// span is a range [lo, hi) of a batch's rows.
+type span struct{ lo, hi int }
+
+// copySpans cuts n rows into at most threads spans of at least
+// minCopyRows each (one span when threads is 0 or 1).
+func copySpans(n, threads int) []span {
+	k := max(1, min(threads, n/minCopyRows))
+	out := make([]span, k)
+	for i := range out {
+		out[i] = span{lo: i * n / k, hi: (i + 1) * n / k}
+	}
+	return out
+}
+
+// forSpans runs f on every span at once, the first on the calling
+// goroutine, and returns the error of the lowest span that failed.
+func forSpans(spans []span, f func(i int, sp span) error) error {
+	if len(spans) == 1 {
+		return f(0, spans[0])
+	}
+	errs := make([]error, len(spans))
+	var wg sync.WaitGroup
+	for i := 1; i < len(spans); i++ {
+		wg.Go(func() { errs[i] = f(i, spans[i]) })
+	}
+	errs[0] = f(0, spans[0])
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// served is what one span of a gather did: the rows it counted and
+// copied, and the SSD rows it left for the reader (batch rows, and the
+// rows of dst they go to), in batch order.
+type served struct {
+	binRows                       []int
+	worker, socket, resident, ssd int
+	ssdRows, slots                []int
+}
+
+// serveSpan copies the cached rows of vertices[sp.lo:sp.hi] into dst and
+// lists the SSD rows. Without a resident bin (idx nil) batch row i goes
+// to row i of dst; with one, the rows not resident are packed from row
+// base on (idx as GatherResident describes).
+func (s *Store) serveSpan(caches [][]float32, vertices []int32, sp span, base int, dst []float32, resident int, idx []int32) (served, error) {
+	dim := s.dim
+	out := served{binRows: make([]int, len(s.bins))}
+	n := base
+	for i := sp.lo; i < sp.hi; i++ {
+		v := vertices[i]
+		if v < 0 || int64(v) >= s.m.NumNodes {
+			return out, fmt.Errorf("gather: vertex %d (batch row %d) out of range [0, %d)", v, i, s.m.NumNodes)
+		}
+		b, r := s.bin[v], int(s.row[v])
+		out.binRows[b]++
+		if int(b) == resident {
+			idx[i] = int32(-1 - r)
+			out.resident++
+			continue
+		}
+		slot := i
+		if idx != nil {
+			slot = n
+			idx[i] = int32(n)
+		}
+		n++
+		switch s.bins[b].tier {
+		case tierWorker:
+			copy(dst[slot*dim:(slot+1)*dim], caches[b][r*dim:(r+1)*dim])
+			out.worker++
+		case tierSocket:
+			copy(dst[slot*dim:(slot+1)*dim], caches[b][r*dim:(r+1)*dim])
+			out.socket++
+		default:
+			out.ssdRows = append(out.ssdRows, i)
+			out.slots = append(out.slots, slot)
+			out.ssd++
+		}
+	}
+	return out, nil
+}
+
+// serve runs serveSpan over the batch on up to s.copyThreads goroutines
+// and joins their counts and SSD rows in batch order; n is how many rows
+// were placed in dst (all but the resident ones).
+func (s *Store) serve(caches [][]float32, vertices []int32, dst []float32, resident int, idx []int32, st *GatherStats) (n int, ssd, slots []int, err error) {
+	spans := copySpans(len(vertices), s.copyThreads)
+	// With a resident bin the rows are packed: each span starts where the
+	// rows before it that are not resident end.
+	base := make([]int, len(spans))
+	if idx != nil && len(spans) > 1 {
+		counts := make([]int, len(spans))
+		_ = forSpans(spans, func(i int, sp span) error {
+			for _, v := range vertices[sp.lo:sp.hi] {
+				if v < 0 || int64(v) >= s.m.NumNodes || int(s.bin[v]) != resident {
+					counts[i]++
+				}
+			}
+			return nil
+		})
+		for i := 1; i < len(spans); i++ {
+			base[i] = base[i-1] + counts[i-1]
+		}
+	}
+	parts := make([]served, len(spans))
+	err = forSpans(spans, func(i int, sp span) error {
+		var err error
+		parts[i], err = s.serveSpan(caches, vertices, sp, base[i], dst, resident, idx)
+		return err
+	})
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	st.BinRows = parts[0].binRows
+	ssd, slots = parts[0].ssdRows, parts[0].slots
+	for i, p := range parts {
+		if i > 0 {
+			for b, c := range p.binRows {
+				st.BinRows[b] += c
+			}
+			ssd, slots = append(ssd, p.ssdRows...), append(slots, p.slots...)
+		}
+		st.WorkerCacheHits += p.worker + p.resident
+		st.ResidentHits += p.resident
+		st.SocketCacheHits += p.socket
+		n += p.worker + p.socket + p.ssd
+	}
+	return n, ssd, slots, nil
+}
