@@ -32,6 +32,9 @@ type BatchCosts struct {
 	// (submission, completion, copies): the cores it takes from the
 	// step, which on a CPU machine shares them.
 	DiskCPURowS float64 `json:"disk_cpu_row_s"`
+	// StepOffCores says the step runs on a device of its own (a GPU): the
+	// reads' CPU time takes nothing from it.
+	StepOffCores bool `json:"step_off_cores,omitempty"`
 	// Source says where each figure came from.
 	Source string `json:"source"`
 }
@@ -106,7 +109,7 @@ type pipelineBatch struct {
 // batch is one batch when hit of its rows are served from memory: it
 // takes the longer of its compute time, which grows by the reads' CPU
 // time (rows x (1 - hit) x CPU per read: the reader takes it from the
-// step's cores), and its gather time, rows x hit x T_copy + rows x (1 -
+// step's cores, unless the step runs on a GPU), and its gather time, rows x hit x T_copy + rows x (1 -
 // hit) / disk rows per second. PredictPipeline and PredictCPU price a
 // batch with it.
 func (c BatchCosts) batch(hit float64) pipelineBatch {
@@ -115,7 +118,9 @@ func (c BatchCosts) batch(hit float64) pipelineBatch {
 	if hit < 1 && c.DiskRowsPerS > 0 {
 		b.diskS = c.InputRows * (1 - hit) / c.DiskRowsPerS
 	}
-	b.stolenS = c.InputRows * (1 - hit) * c.DiskCPURowS
+	if !c.StepOffCores {
+		b.stolenS = c.InputRows * (1 - hit) * c.DiskCPURowS
+	}
 	b.computeS = c.ComputeS + b.stolenS
 	b.batchS = math.Max(b.computeS, b.copyS+b.diskS)
 	return b

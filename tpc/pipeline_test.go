@@ -53,6 +53,16 @@ func TestPredictPipeline(t *testing.T) {
 	if p.Bound != "compute" || math.Abs(p.StepS-10*(0.09+0.02)) > 1e-9 || math.Abs(p.EpochS-(9*0.12+0.01+0.109+0.09+0.02)) > 1e-9 {
 		t.Errorf("reads stealing cores: %+v", p)
 	}
+	// A step on a GPU keeps its time: the same reads leave it at 100 ms,
+	// under the 109 ms gather.
+	offCores := stealing
+	offCores.StepOffCores = true
+	if p, err = PredictPipeline(offCores, 0.9, 10); err != nil {
+		t.Fatal(err)
+	}
+	if p.Bound != "disk" || math.Abs(p.StepS-10*0.09) > 1e-9 || math.Abs(p.EpochS-(9*0.109+0.01+0.109+0.09)) > 1e-9 {
+		t.Errorf("reads beside a step on a GPU: %+v", p)
+	}
 	// A measured fill replaces one batch's sampling and gathering, plus
 	// the first batch's disk reads.
 	filled := base

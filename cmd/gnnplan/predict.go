@@ -171,8 +171,9 @@ func predictTraining(ctx context.Context, o *trainOptions, tr *trainer.Trainer, 
 		batch = share
 	}
 	p.FullBatches = (share + batch - 1) / batch
+	// On a GPU the reads' CPU time leaves the step alone.
 	c := tpc.BatchCosts{ComputeS: pr.BatchSeconds, SampleS: pr.SampleSeconds, StepS: pr.StepSeconds, InputRows: pr.InputRows, FillS: pr.FirstWaitSeconds,
-		Source: fmt.Sprintf("a probe of %d batches with its own seed and every row in memory", pr.Batches)}
+		StepOffCores: cpu == nil, Source: fmt.Sprintf("a probe of %d batches with its own seed and every row in memory", pr.Batches)}
 	hit := 1.0
 	p.HitShareSource = "every row in memory"
 	if src != nil {
