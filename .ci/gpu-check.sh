@@ -82,4 +82,16 @@ for f in 0 0.1 0.5 1; do
 	# predicted against measured, per epoch and in all
 	grep -E '"(predicted_epoch_s|measured_epoch_s|prediction_error_pct|predicted_with_epoch_disk_s|epoch_disk_rows_per_s)"' \
 		"$logs/train-$DEVICE-cache-$f.txt" | tr -d ' ,' | sed "s/^/  cache $f: /" | tee -a "$sum"
+	# and per stage, each epoch (where python3 is there to read the JSON)
+	command -v python3 >/dev/null && python3 - "$logs/train-$DEVICE-cache-$f.txt" "$f" <<'PY' | tee -a "$sum"
+import json, sys
+text = open(sys.argv[1]).read()
+try:
+    d = json.loads(text[text.index("{\n"):])
+except ValueError:
+    sys.exit(0)
+for c in d.get("epoch_checks", []):
+    parts = ["%s %.3f/%.3f s" % (k, c[k]["measured_s"], c[k]["predicted_s"]) for k in ("sample", "gather", "step") if k in c]
+    print("  cache %s epoch %d, measured/predicted: %s" % (sys.argv[2], c["epoch"], ", ".join(parts)))
+PY
 done
