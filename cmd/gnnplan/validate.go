@@ -111,8 +111,11 @@ func writeValidateTable(o *validateOptions, rep *validate.Report) error {
 }
 
 func formatMetric(metric string, v float64) string {
-	if metric == validate.SamplesPerS {
+	switch metric {
+	case validate.SamplesPerS:
 		return fmt.Sprintf("%.0f samples/s", v)
+	case validate.InletGBps:
+		return fmt.Sprintf("%.3g GB/s per GPU", v)
 	}
 	return fmt.Sprintf("%.3g s", v)
 }

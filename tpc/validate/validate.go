@@ -27,7 +27,7 @@ type Case struct {
 	// Config names the configuration; repeated runs of one share it and
 	// their order is not checked. "" is Label.
 	Config   string  `json:"config,omitempty"`
-	Metric   string  `json:"metric"` // EpochS or SamplesPerS
+	Metric   string  `json:"metric"` // EpochS, SamplesPerS or InletGBps
 	Measured float64 `json:"measured"`
 }
 
@@ -167,8 +167,11 @@ func (c gpuCase) predict(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	pred := p.EpochSeconds
-	if c.Metric == SamplesPerS {
+	switch c.Metric {
+	case SamplesPerS:
 		pred = p.SamplesPerSec
+	case InletGBps:
+		pred = p.Shares.EpochGB / float64(c.gpus) / p.EpochSeconds
 	}
 	return result(c.Case, pred, p.Bound, inputs), nil
 }
@@ -243,7 +246,7 @@ func (c Case) config() string {
 
 // faster says whether a is a faster configuration than b under metric.
 func faster(metric string, a, b float64) bool {
-	if metric == SamplesPerS {
+	if metric == SamplesPerS || metric == InletGBps {
 		return a > b
 	}
 	return a < b

@@ -10,9 +10,9 @@ import (
 // cases, but the summary must not get worse than this (docs/epoch-model.md
 // has the table and the terms behind its misses).
 const (
-	publishedMedianCeilingPct = 18.0
+	publishedMedianCeilingPct = 17.0
 	publishedWorstCeilingPct  = 49.0
-	publishedOrdersKeptFloor  = 8
+	publishedOrdersKeptFloor  = 9
 )
 
 func TestPublishedTableDoesNotGetWorse(t *testing.T) {
@@ -38,7 +38,7 @@ func TestPublishedTableDoesNotGetWorse(t *testing.T) {
 		}
 		t.Errorf("%d of %d sources' orders kept, were at least %d", p.OrdersKept, p.Orders, publishedOrdersKeptFloor)
 	}
-	for _, g := range []string{"Moment machine A placements", "Moment machine B placements", "Hyperion SSD count", "Hyperion end-to-end, gat"} {
+	for _, g := range []string{"Moment machine A placements", "Moment machine B placements", "Moment machine B, per-GPU inlet", "Hyperion SSD count", "Hyperion end-to-end, gat"} {
 		for _, o := range rep.Orders {
 			if o.Group == g && !o.Kept {
 				t.Errorf("%s: order no longer kept: %s", g, o.Wrong)
@@ -61,7 +61,7 @@ func TestCasesSayWhereTheyComeFrom(t *testing.T) {
 			t.Errorf("%s: source, where, reading, group and label must all be given: %+v", r.ID, r.Case)
 		case !(r.Measured > 0) || !(r.Predicted > 0):
 			t.Errorf("%s: measured %g, predicted %g: want both > 0", r.ID, r.Measured, r.Predicted)
-		case r.Metric != EpochS && r.Metric != SamplesPerS:
+		case r.Metric != EpochS && r.Metric != SamplesPerS && r.Metric != InletGBps:
 			t.Errorf("%s: metric %q", r.ID, r.Metric)
 		case r.Inputs == "":
 			t.Errorf("%s: no inputs listed", r.ID)
