@@ -238,13 +238,17 @@ func TestViewsShowEveryNodeAndCapacity(t *testing.T) {
 }
 
 // TestViewsRoundMemory: memory the CUDA driver reports in bytes shows in
-// GiB to two places (the H200's 150,109,880,320 bytes as 139.8 GiB), not
-// as the float's every digit.
+// GiB to two places (the H200's 150,109,880,320 bytes as 139.8 GiB), and a
+// rate computed as a product to three (18 x 40.1 GB/s as 721.8), not as
+// the float's every digit.
 func TestViewsRoundMemory(t *testing.T) {
 	b := NewBuilder("vm", "test")
 	s := b.Add(Node{Kind: KindSocket, MemoryGiB: 125.87109375 + 1e-9})
 	rp := b.Add(Node{Kind: KindRootPort, Parent: s})
-	b.Add(Node{Kind: KindGPU, Parent: rp, Name: "NVIDIA H200", MemoryGiB: 150109880320.0 / (1 << 30), Lanes: 16, PCIeGen: 5})
+	g := b.Add(Node{Kind: KindGPU, Parent: rp, Name: "NVIDIA H200", MemoryGiB: 150109880320.0 / (1 << 30), Lanes: 16, PCIeGen: 5})
+	g2 := b.Add(Node{Kind: KindGPU, Parent: rp, Name: "NVIDIA H200", MemoryGiB: 140, Lanes: 16, PCIeGen: 5})
+	perLink := 40.1 // a variable: a constant product would be exact
+	b.Link(Link{From: g, To: g2, Kind: LinkNVLink, Count: 18, GBps: 18 * perLink, Source: SourceNominal})
 	m, err := b.Finish(CPUArch{})
 	if err != nil {
 		t.Fatal(err)
@@ -259,6 +263,9 @@ func TestViewsRoundMemory(t *testing.T) {
 	for name, out := range map[string]string{"tree": tree.String(), "table": table.String()} {
 		if !strings.Contains(out, "NVIDIA H200, 139.8 GiB") || !strings.Contains(out, "125.87 GiB memory") || strings.Contains(out, "139.800") {
 			t.Errorf("%s view does not round memory to two places:\n%s", name, out)
+		}
+		if name == "tree" && (!strings.Contains(out, "NVLink x18 721.8 GB/s") || strings.Contains(out, "721.80")) {
+			t.Errorf("tree view shows a rate's float noise (18 x 40.1 = %v):\n%s", 18*perLink, out)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package topology
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -114,8 +115,11 @@ func DescribeLink(l *Link) string {
 }
 
 // fmtNum prints a number with at most two decimals and no trailing zeros.
+// fmtNum prints a rate to at most three decimals, without trailing zeros:
+// sums of link shares carry float noise (0.1 + 0.2 is 0.30000000000000004)
+// that a view should not show.
 func fmtNum(v float64) string {
-	return strconv.FormatFloat(v, 'f', -1, 64)
+	return strconv.FormatFloat(math.Round(v*1000)/1000, 'f', -1, 64)
 }
 
 func fmtNum2(v float64) string {
