@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -439,6 +440,10 @@ func (r *recommender) hint(ctx context.Context, rec *Recommendation) Hint {
 	case ssdBound && pcie == "" && socket == "":
 		h.Bound = "ssd"
 		h.Text = fmt.Sprintf("SSD-bound: the %d SSD(s) read %.1f GB/s each for feature rows", best.SSDs, best.SSDGBps)
+		if c, ok := SSDLinkCap(rec.BestMachine, rec.BestEval, best.SSDGBps); ok {
+			h.Text = fmt.Sprintf("SSD-bound: the %d SSD(s) read %.1f GB/s each for feature rows, what their %s links carry "+
+				"(a %s reads %.1f GB/s on a link of its own speed)", best.SSDs, c.GBps, c.Links, best.SSD.Key, best.SSDGBps)
+		}
 	case socket != "":
 		h.Bound, h.Link = "socket-link", socket
 		h.Text = "socket-link-bound: " + socket
@@ -453,6 +458,55 @@ func (r *recommender) hint(ctx context.Context, rec *Recommendation) Hint {
 	}
 	r.nextStep(ctx, &h, best, more, "one more "+best.SSD.Key)
 	return h
+}
+
+// LinkCap is the rate the SSDs' own links hold them to.
+type LinkCap struct {
+	GBps  float64 // the most one SSD's link carries, the slowest of them
+	Links string  // the links, as "x4 Gen4" (several kinds comma-separated)
+}
+
+// SSDLinkCap says whether the SSDs' own links (drive to slot or switch),
+// not the drives, bind an evaluated machine: every SSD bottleneck is such
+// a link and carries less than the drive's rate driveGBps. A Gen5 drive
+// in a Gen4 x4 bay reads at the bay's 6 GB/s, not its own 10.
+func SSDLinkCap(m *topology.Machine, ev *maxflow.Evaluation, driveGBps float64) (LinkCap, bool) {
+	if m == nil || ev == nil {
+		return LinkCap{}, false
+	}
+	var c LinkCap
+	var kinds []string
+	for _, b := range ev.Bottlenecks {
+		if b.FromKind != topology.KindNVMe {
+			continue
+		}
+		if b.Kind == "ssd_read" || !(b.GBps < 0.999*driveGBps) {
+			return LinkCap{}, false
+		}
+		if c.GBps == 0 || b.GBps < c.GBps {
+			c.GBps = b.GBps
+		}
+		// The link trains to the narrower and older of its two ends.
+		k := "a PCIe link"
+		if up, d := m.Node(b.To), m.Node(b.From); up != nil && d != nil && up.Lanes > 0 && up.PCIeGen > 0 {
+			lanes, gen := up.Lanes, up.PCIeGen
+			if d.Lanes > 0 {
+				lanes = min(lanes, d.Lanes)
+			}
+			if d.PCIeGen > 0 {
+				gen = min(gen, d.PCIeGen)
+			}
+			k = fmt.Sprintf("x%d Gen%d", lanes, gen)
+		}
+		if !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	if c.GBps == 0 {
+		return LinkCap{}, false
+	}
+	c.Links = strings.Join(kinds, ", ")
+	return c, true
 }
 
 // nextStep evaluates adding one component and phrases the result.

@@ -406,3 +406,26 @@ func TestRecommendStopsSoonAfterCancel(t *testing.T) {
 		}
 	}
 }
+
+// TestSSDBoundHintNamesTheLinkCap: moment-b's bays are x4 Gen4 (6 GB/s),
+// so the best $80,000 plan's Gen5 PM1743s read 6 GB/s each, not their own
+// 10.2: the hint says so and names the links. Gen4 P5510s in the same bays
+// run at their own rate, and no cap is reported for them.
+func TestSSDBoundHintNamesTheLinkCap(t *testing.T) {
+	req := request(t, "moment-b", "igb-hom", 80000)
+	req.SSDModels = []string{"pm1743-3.84tb"}
+	rec := recommend(t, req)
+	c, ok := SSDLinkCap(rec.BestMachine, rec.BestEval, rec.Best.SSDGBps)
+	if rec.Hint.Bound != "ssd" || !ok || math.Abs(c.GBps-6) > 1e-9 || c.Links != "x4 Gen4" || !(rec.Best.SSDGBps > 9) {
+		t.Fatalf("bound %q, cap %+v (%v), drive %.2f GB/s: want SSD-bound, capped at 6 GB/s by x4 Gen4 links below a 10 GB/s drive", rec.Hint.Bound, c, ok, rec.Best.SSDGBps)
+	}
+	if !strings.Contains(rec.Hint.Text, "read 6.0 GB/s each") || !strings.Contains(rec.Hint.Text, "x4 Gen4") || strings.Contains(rec.Hint.Text, "read 10.2 GB/s each") {
+		t.Errorf("hint %q: want the links' 6.0 GB/s each and x4 Gen4, not the drives' rate as what they read", rec.Hint.Text)
+	}
+
+	req.SSDModels = []string{"p5510-3.84tb"}
+	rec = recommend(t, req)
+	if c, ok := SSDLinkCap(rec.BestMachine, rec.BestEval, rec.Best.SSDGBps); ok {
+		t.Errorf("P5510s (%.2f GB/s) in x4 Gen4 bays: cap %+v reported", rec.Best.SSDGBps, c)
+	}
+}

@@ -285,8 +285,12 @@ func writeRecommendation(o *recommendOptions, rec *tpc.Recommendation) error {
 	b := rec.Best
 	fmt.Fprintf(out, "recommended: %d x %s + %d x %s, $%s 5-year TCO, %.0f samples/s (epoch %.1f s: IO %.1f s, training %.1f s)\n",
 		b.GPUs, b.GPU.Name, b.SSDs, b.SSD.Name, tpc.FormatUSD(b.CostUSD), b.SamplesPerSec, b.EpochSeconds, b.EpochIOSeconds, b.EpochTrainSecs)
-	fmt.Fprintf(out, "  bytes per epoch: %.0f GB, %.0f%% from GPU memory, %.0f%% from CPU memory, %.0f%% from SSDs (%.2f GB/s each for feature rows)\n",
-		b.Shares.EpochGB, 100*b.Shares.GPUCacheShare, 100*b.Shares.HostShare, 100*b.Shares.SSDShare, b.SSDGBps)
+	ssdRate := fmt.Sprintf("%.2f GB/s each for feature rows", b.SSDGBps)
+	if c, ok := tpc.SSDLinkCap(rec.BestMachine, rec.BestEval, b.SSDGBps); ok {
+		ssdRate = fmt.Sprintf("%.2f GB/s each, what their %s links carry; the drives read %.2f GB/s", c.GBps, c.Links, b.SSDGBps)
+	}
+	fmt.Fprintf(out, "  bytes per epoch: %.0f GB, %.0f%% from GPU memory, %.0f%% from CPU memory, %.0f%% from SSDs (%s)\n",
+		b.Shares.EpochGB, 100*b.Shares.GPUCacheShare, 100*b.Shares.HostShare, 100*b.Shares.SSDShare, ssdRate)
 	plan := rec.Plan()
 	fmt.Fprintln(out, "  placement:")
 	for _, id := range append(deviceIDs("gpu", b.GPUs), deviceIDs("nvme", b.SSDs)...) {

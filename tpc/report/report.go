@@ -186,6 +186,10 @@ func sources(r *Review) []Source {
 	} else {
 		out = append(out, Source{"SSD read rate for feature rows", "catalog", fmt.Sprintf("%.2f GB/s per %s at the workload's row size", b.SSDGBps, b.SSD.Key)})
 	}
+	if c, ok := tpc.SSDLinkCap(r.Machine, r.Eval, b.SSDGBps); ok {
+		out = append(out, Source{"SSD read rate in this layout", "computed",
+			fmt.Sprintf("%.2f GB/s per SSD: their %s links carry less than the drives read", c.GBps, c.Links)})
+	}
 	// Link capacities, counted by where they came from.
 	byFrom := map[string][]string{}
 	counts := map[string]int{}
