@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/profiles"
 	"github.com/gnnplan/gnnplan/topology"
 )
 
@@ -62,7 +63,13 @@ type Plan struct {
 	// ValidatedError is how far this model's predictions were from the
 	// published measurements gnnplan validate checks it against.
 	ValidatedError *ValidatedError `json:"validated_error,omitempty"`
-	Notes          []string        `json:"notes,omitempty"`
+	// Catalog is the catalog the plan was priced with (the built-in one,
+	// or it with a --catalog file's entries over it): prices, rates and
+	// sources, so a review prices the plan as it was made. CatalogSource
+	// names it ("the built-in catalog", "catalog prices.yaml").
+	Catalog       *profiles.Catalog `json:"catalog,omitempty"`
+	CatalogSource string            `json:"catalog_source,omitempty"`
+	Notes         []string          `json:"notes,omitempty"`
 }
 
 // ValidatedError is the model's error over a set of measurements it was
@@ -191,6 +198,7 @@ func (rec *Recommendation) Plan() *Plan {
 		p.PerGPUGBps[g.ID] = g.GBps
 	}
 	p.ValidatedError = rec.ValidatedError
+	p.Catalog = rec.Request.Catalog
 	p.Notes = append(p.Notes, "T_train: "+b.TrainTimeSource,
 		"access skew: the hottest fraction x of vertices gets x^a of the accesses (no measured hotness yet)")
 	return p
@@ -260,6 +268,15 @@ func LoadPlan(path string) (*Plan, error) {
 	}
 	if err := p.Machine.Validate(); err != nil {
 		return nil, &topology.InputError{Path: path, Field: "machine", Msg: err.Error()}
+	}
+	if p.Catalog != nil {
+		if err := p.Catalog.Validate(); err != nil {
+			var in *topology.InputError
+			if errors.As(err, &in) && in.Field != "" {
+				return nil, &topology.InputError{Path: path, Field: "catalog." + in.Field, Msg: in.Msg, Err: in.Err}
+			}
+			return nil, &topology.InputError{Path: path, Field: "catalog", Err: err}
+		}
 	}
 	return &p, nil
 }

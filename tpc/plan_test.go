@@ -43,6 +43,9 @@ func TestLoadPlanDamaged(t *testing.T) {
 		{"train fraction in percent", edit(func(m map[string]any) { workload(m)["train_fraction"] = 50 }), "workload.train_fraction"},
 		{"machine as a list", edit(func(m map[string]any) { m["machine"] = []int{1} }), "machine: a JSON array where the plan wants an object"},
 		{"no machine", edit(func(m map[string]any) { delete(m, "machine") }), "machine: missing"},
+		{"a catalog price below zero", edit(func(m map[string]any) {
+			m["catalog"].(map[string]any)["gpus"].([]any)[0].(map[string]any)["price_USD"] = -1
+		}), "catalog.gpus[0]"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

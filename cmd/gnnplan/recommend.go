@@ -250,7 +250,12 @@ func runRecommend(ctx context.Context, o *recommendOptions) error {
 		fmt.Fprintf(o.IO.Out, "wrote %s\n", o.PlotPath)
 	}
 	if o.PlanPath != "" {
-		if err := tpc.WritePlan(o.PlanPath, rec.Plan()); err != nil {
+		plan := rec.Plan()
+		plan.CatalogSource = "the built-in catalog"
+		if o.Catalog != "" {
+			plan.CatalogSource = "catalog " + o.Catalog + " over the built-in one"
+		}
+		if err := tpc.WritePlan(o.PlanPath, plan); err != nil {
 			return fmt.Errorf("-o: %w", err)
 		}
 		fmt.Fprintf(o.IO.Out, "wrote %s\n", o.PlanPath)

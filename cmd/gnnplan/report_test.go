@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gnnplan/gnnplan/tpc"
 )
 
 // TestReportWritesHTMLAndMarkdown: recommend, then report, as the README
@@ -70,5 +72,56 @@ func TestReportBadInput(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "r.html")); err == nil {
 		t.Error("a review was written for a bad plan")
+	}
+}
+
+// TestReportUsesThePlansCatalog: a plan priced with a catalog file is
+// reviewed at that file's prices and names it, without report being given
+// the file again: the L40S at $11,000 makes the review's cost the plan's,
+// not the built-in $8,000 one's (issue 34, finding 1).
+func TestReportUsesThePlansCatalog(t *testing.T) {
+	dir := t.TempDir()
+	prices := filepath.Join(dir, "prices.yaml")
+	if err := os.WriteFile(prices, []byte(`schema_version: 1
+gpus:
+  - key: l40s-48gb-pcie
+    name: NVIDIA L40S 48GB PCIe
+    price_USD: 11000
+    memory_GiB: 48
+    pcie_gen: 4
+    lanes: 16
+    double_width: true
+    fp32_TFLOPS: 91.6
+    tf32_TFLOPS: 183
+    mem_GBps: 864
+    sources: "price: a quote for this test"
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan := filepath.Join(dir, "plan.json")
+	if code, _, errOut := runCLI(t, "recommend", "--catalog", prices, "--gpu-model", "l40s-48gb-pcie", "--ssds", "4-12", "--budget", "90000", "-o", plan); code != 0 {
+		t.Fatalf("recommend exit %d: %s", code, errOut)
+	}
+	p, err := tpc.LoadPlan(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Hardware.GPUUSD != 11000 || p.Catalog == nil || !strings.Contains(p.CatalogSource, "prices.yaml") {
+		t.Fatalf("plan: GPU at $%.0f, catalog kept %v, source %q: want the file's $11,000 kept with the plan", p.Hardware.GPUUSD, p.Catalog != nil, p.CatalogSource)
+	}
+	md := filepath.Join(dir, "r.md")
+	if code, _, errOut := runCLI(t, "report", "--plan", plan, "-o", md); code != 0 {
+		t.Fatalf("report exit %d: %s", code, errOut)
+	}
+	data, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	review := string(data)
+	if want := "$" + tpc.FormatUSD(p.CostUSD); !strings.Contains(review, want) || !strings.Contains(review, "prices.yaml") || strings.Contains(review, "the built-in catalog |") {
+		t.Errorf("review does not show the plan's %s TCO from prices.yaml:\n%s", want, review[:min(len(review), 3000)])
+	}
+	if strings.Contains(review, "not the plan's") {
+		t.Errorf("review priced the plan again to another best option:\n%s", review[:min(len(review), 3000)])
 	}
 }

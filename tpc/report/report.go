@@ -75,11 +75,19 @@ func Build(ctx context.Context, plan *tpc.Plan, opt Options) (*Review, error) {
 	if opt.Machine != nil {
 		m = opt.Machine
 	}
-	catalog := opt.Catalog
-	if catalog == nil {
+	// The plan's own catalog, unless the caller gives another: the plan
+	// is reviewed at the prices it was made with.
+	catalog, name := opt.Catalog, opt.CatalogName
+	switch {
+	case catalog != nil:
+	case plan.Catalog != nil:
+		catalog, name = plan.Catalog, plan.CatalogSource
+		if name == "" {
+			name = "the catalog the plan was made with"
+		}
+	default:
 		catalog = profiles.DefaultCatalog()
 	}
-	name := opt.CatalogName
 	if name == "" {
 		name = "the built-in catalog"
 	}
