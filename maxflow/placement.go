@@ -157,10 +157,13 @@ type slotGroup struct {
 // electrical width at least the card's (a narrower slot would run it at
 // fewer lanes; planners do not choose that), and room for a double-width
 // GPU.
-func fits(card topology.Node, lanes int, doubleWidth bool) bool {
+func fits(card topology.Node, lanes int, doubleWidth bool, takes topology.Kind) bool {
 	need := card.Lanes
 	if need == 0 {
 		need = 1
+	}
+	if takes != "" && takes != card.Kind {
+		return false
 	}
 	if card.Kind == topology.KindGPU && !doubleWidth {
 		return false
@@ -176,13 +179,13 @@ func groupSlots(m *topology.Machine, inv Inventory) []slotGroup {
 		if s.Occupied {
 			continue
 		}
-		key := fmt.Sprintf("%s|%d|%d|%v", s.Parent, s.Lanes, s.PCIeGen, s.DoubleWidth)
+		key := fmt.Sprintf("%s|%d|%d|%v|%s", s.Parent, s.Lanes, s.PCIeGen, s.DoubleWidth, s.Takes)
 		i, ok := idx[key]
 		if !ok {
 			i = len(groups)
 			idx[key] = i
 			groups = append(groups, slotGroup{parent: s.Parent, lanes: s.Lanes, gen: s.PCIeGen, doubleWidth: s.DoubleWidth,
-				takesGPU: fits(inv.GPU, s.Lanes, s.DoubleWidth), takesSSD: fits(inv.SSD, s.Lanes, s.DoubleWidth)})
+				takesGPU: fits(inv.GPU, s.Lanes, s.DoubleWidth, s.Takes), takesSSD: fits(inv.SSD, s.Lanes, s.DoubleWidth, s.Takes)})
 		}
 		groups[i].slots = append(groups[i].slots, id)
 	}
@@ -320,8 +323,12 @@ func search(ctx context.Context, m *topology.Machine, inv Inventory, tiers Tiers
 		return nil, &topology.InputError{Field: "--gpus/--ssds", Msg: fmt.Sprintf("%d devices but %s has only %d free slots", inv.GPUs+inv.SSDs, m.Name, free)}
 	}
 	if ssdShare := 1 - tiers.HostShare - tiers.GPUCacheShare; inv.SSDs == 0 && ssdShare > 1e-12 && len(m.SortedKind(topology.KindNVMe)) == 0 {
+		fix := fmt.Sprintf("give --ssds N (%d free slot(s) take one beside the %d GPU(s))", min(ssdRoom, free-inv.GPUs), inv.GPUs)
+		if min(ssdRoom, free-inv.GPUs) <= 0 {
+			fix = fmt.Sprintf("no free slot takes an SSD beside the %d GPU(s), so describe the machine's NVMe bays in its file (slot nodes with lanes and pcie_gen)", inv.GPUs)
+		}
 		return nil, &topology.InputError{Field: m.Name, Msg: fmt.Sprintf(
-			"cannot serve the epoch: %.0f%% of it is to come from SSDs and no SSD is placed (give --ssds N, or raise the memory shares to 100%%)", 100*ssdShare)}
+			"cannot serve the epoch: %.0f%% of it is to come from SSDs and no SSD is placed: %s, or serve it from memory (--host-share and --gpu-cache-share summing to 1)", 100*ssdShare, fix)}
 	}
 	canon := newCanonicalizer(m, groups)
 	res := &SearchResult{Machine: m, Inventory: inv, Tiers: tiers, Raw: rawCount(groups, inv)}

@@ -104,6 +104,11 @@ type Node struct {
 	DoubleWidth bool   `json:"double_width,omitempty"`
 	Occupied    bool   `json:"occupied,omitempty"`
 	Label       string `json:"label,omitempty"` // SMBIOS slot designation or a board label
+	// Takes, on a slot, is the one kind of device it takes: set on the
+	// position a GPU or SSD was found at with no slot record (an SXM
+	// socket, an onboard M.2 connector), which takes that kind again. ""
+	// takes any card the slot's lanes and width fit.
+	Takes Kind `json:"takes,omitempty"`
 
 	// Devices.
 	Model        string        `json:"model,omitempty"`     // catalog model key, e.g. "a100-40gb-pcie"
@@ -267,6 +272,9 @@ func (m *Machine) Validate() error {
 		}
 		if n.PCIeGen < 0 || n.PCIeGen > 7 {
 			return fmt.Errorf("nodes[%d].pcie_gen: %d (valid: 1 to 7, or 0 for unknown)", i, n.PCIeGen)
+		}
+		if n.Takes != "" && (n.Kind != KindSlot || (n.Takes != KindGPU && n.Takes != KindNVMe)) {
+			return fmt.Errorf("nodes[%d].takes: %q on a %s (valid: %s or %s, on a slot)", i, n.Takes, n.Kind, KindGPU, KindNVMe)
 		}
 		if n.Cores < 0 || n.Threads < 0 {
 			return fmt.Errorf("nodes[%d] (%s): cores %d, threads %d (counts must be >= 0)", i, n.ID, n.Cores, n.Threads)

@@ -56,6 +56,7 @@ func PredictSetup(ctx context.Context, s Setup) (Prediction, error) {
 	if s.Machine == nil {
 		return Prediction{}, &topology.InputError{Field: "machine", Msg: "none given (want a machine with slots)"}
 	}
+	s.Machine, _ = maxflow.PositionSlots(s.Machine)
 	stripped, inv := maxflow.Strip(s.Machine)
 	if s.GPUs >= 0 {
 		inv.GPUs = s.GPUs

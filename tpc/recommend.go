@@ -123,9 +123,12 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Devices found outside any slot record: their positions become
+	// slots that take their kind again (the machine's notes say so).
+	req.Machine, _ = maxflow.PositionSlots(req.Machine)
 	stripped, _ := maxflow.Strip(req.Machine)
 	r := &recommender{req: req, stripped: stripped, hostGiB: hostMemoryGiB(req.Machine, req.Catalog.Host), cache: map[searchKey]*searchOut{}}
-	gpuSlots, otherSlots := r.slotRoom()
+	room := r.slotRoom()
 	for _, sl := range stripped.NodesOfKind(topology.KindSlot) {
 		r.maxGen = max(r.maxGen, sl.PCIeGen)
 	}
@@ -140,11 +143,12 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 	var cheapestHW Hardware
 	for _, g := range gpus {
 		for n := req.MinGPUs; n <= req.MaxGPUs; n++ {
-			if n > gpuSlots {
+			if n > room.gpu+room.either {
 				break
 			}
+			ssdRoom := room.ssd + room.either - max(0, n-room.gpu)
 			for si, s := range ssds {
-				for m := 0; n+m <= gpuSlots+otherSlots; m++ {
+				for m := 0; m <= ssdRoom; m++ {
 					if !allowed(req.SSDCounts, m) || m == 0 && si > 0 {
 						continue // a plan without SSDs is one plan, whatever the SSD model
 					}
@@ -166,7 +170,7 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 	}
 	if len(jobs) == 0 {
 		if math.IsInf(cheapest, 1) {
-			return nil, &topology.InputError{Field: req.Machine.Name, Msg: "no GPU and SSD choice fits the machine's slots and holds the dataset"}
+			return nil, &topology.InputError{Field: req.Machine.Name, Msg: r.nothingFits(room, gpus, ssds)}
 		}
 		return nil, &topology.InputError{Field: "--budget", Msg: fmt.Sprintf("$%.0f buys no plan: the cheapest plan (%d x %s, %d x %s) costs $%.0f",
 			req.BudgetUSD, cheapestHW.GPUs, cheapestHW.GPU.Key, cheapestHW.SSDs, cheapestHW.SSD.Key, cheapest)}
@@ -295,19 +299,60 @@ func pickSSDs(c *profiles.Catalog, keys []string) ([]profiles.SSDModel, error) {
 	return out, nil
 }
 
-// slotRoom counts the free slots that take a GPU and all free slots.
-func (r *recommender) slotRoom() (gpu, other int) {
+// nothingFits says which constraint left no hardware choice, and what
+// would fit.
+func (r *recommender) nothingFits(c room, gpus []profiles.GPUModel, ssds []profiles.SSDModel) string {
+	req := r.req
+	slots := fmt.Sprintf("%d free slot(s) take a GPU, %d an SSD (%d either)", c.gpu+c.either, c.ssd+c.either, c.either)
+	if c.gpu+c.either < req.MinGPUs {
+		return fmt.Sprintf("no choice fits: %s, and the plan needs at least %d GPU(s) (--gpus); describe free slots in the machine file (a slot node with lanes, pcie_gen and double_width), or use a machine with room", slots, req.MinGPUs)
+	}
+	feat, topo := req.Workload.DatasetBytes()
+	need := float64(feat+topo) / 1e9
+	host := 0.9 * r.hostGiB * (1 << 30) / 1e9
+	room := c.ssd + c.either - max(0, req.MinGPUs-c.gpu)
+	biggest := 0.0
+	for _, s := range ssds {
+		biggest = math.Max(biggest, s.CapacityGB)
+	}
+	disks := float64(max(room, 0)) * biggest
+	mem := fmt.Sprintf("90%% of %.0f GiB", r.hostGiB)
+	if req.Machine.Summarize().MemoryGiB == 0 {
+		mem += ": the catalog's host, as the machine file gives no memory size"
+	}
+	msg := fmt.Sprintf("no choice holds %s's %.0f GB: host memory holds %.0f GB (%s) without SSDs", req.Workload.Name, need, host, mem)
+	switch {
+	case room <= 0:
+		msg += fmt.Sprintf(", and no free slot is left for an SSD beside %d GPU(s) (%s)", req.MinGPUs, slots)
+	default:
+		msg += fmt.Sprintf(", and the %d SSD slot(s) left beside %d GPU(s) hold at most %.0f GB of features (%s)", room, req.MinGPUs, disks, slots)
+	}
+	return msg + "; what would fit: a dataset within those sizes, free NVMe bays described in the machine file, or more host memory (the socket's memory_GiB)"
+}
+
+// room is the machine's free slots by what they take: GPUs only, SSDs
+// only, or either.
+type room struct{ gpu, ssd, either int }
+
+// slotRoom counts the free slots by what they take: a double-width x16
+// slot takes a GPU or an SSD, a narrower one an SSD, a position found
+// without a slot record (Node.Takes) its own kind.
+func (r *recommender) slotRoom() room {
+	var c room
 	for _, n := range r.stripped.NodesOfKind(topology.KindSlot) {
-		if n.Occupied {
-			continue
-		}
-		if n.DoubleWidth && (n.Lanes == 0 || n.Lanes >= 16) {
-			gpu++
-		} else {
-			other++
+		switch {
+		case n.Occupied:
+		case n.Takes == topology.KindGPU:
+			c.gpu++
+		case n.Takes == topology.KindNVMe:
+			c.ssd++
+		case n.DoubleWidth && (n.Lanes == 0 || n.Lanes >= 16):
+			c.either++
+		default:
+			c.ssd++
 		}
 	}
-	return gpu, other
+	return c
 }
 
 // feasible says whether the hardware can hold the dataset: the SSDs hold

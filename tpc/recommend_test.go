@@ -429,3 +429,40 @@ func TestSSDBoundHintNamesTheLinkCap(t *testing.T) {
 		t.Errorf("P5510s (%.2f GB/s) in x4 Gen4 bays: cap %+v reported", rec.Best.SSDGBps, c)
 	}
 }
+
+// TestRecommendOnAMachineWithoutSlotRecords: AWS p4d.24xlarge as its NCCL
+// topology describes it (eight A100 SXM4 under PCIe switches, no slot
+// records, no NVMe, no memory size). Papers100M fits the catalog host's
+// memory: the plan refills the GPU positions. IGB does not: the refusal
+// names what failed (no position takes an SSD; host memory too small)
+// and what would fit (issue 34, finding 3).
+func TestRecommendOnAMachineWithoutSlotRecords(t *testing.T) {
+	m, err := topology.Import(filepath.Join("..", "topology", "testdata", "topology", "aws-p4d-24xl-topo.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := BuiltinWorkload("ogbn-papers100M")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := Request{Machine: m, Workload: w, BudgetUSD: 200000, Catalog: profiles.DefaultCatalog(), Assumptions: DefaultAssumptions()}
+	rec := recommend(t, req)
+	if rec.Best.GPUs < 1 || rec.Best.SSDs != 0 {
+		t.Fatalf("best %d GPUs, %d SSDs: want GPUs in the positions and no SSD", rec.Best.GPUs, rec.Best.SSDs)
+	}
+	for _, s := range rec.Best.Placement.GPUSlots {
+		if n := rec.BestMachine.Node(s); n == nil || n.Takes != topology.KindGPU {
+			t.Errorf("GPU placed in %s (%+v), want a GPU position", s, n)
+		}
+	}
+	req.Workload, _ = BuiltinWorkload("igb-hom")
+	_, err = Recommend(context.Background(), req)
+	if err == nil || !topology.IsBadInput(err) {
+		t.Fatalf("IGB on p4d: %v, want a refusal", err)
+	}
+	for _, want := range []string{"no choice holds igb-hom", "no free slot is left for an SSD", "the machine file gives no memory size", "what would fit"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q lacks %q", err, want)
+		}
+	}
+}

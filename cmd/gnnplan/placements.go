@@ -98,6 +98,10 @@ func runPlacements(ctx context.Context, o *placementsOptions) error {
 	if err != nil {
 		return err
 	}
+	if pm, n := maxflow.PositionSlots(m); n > 0 {
+		m = pm
+		fmt.Fprintf(o.IO.Err, "note: %s has no slot record for %d GPU/SSD position(s): each is taken as a slot that takes its kind again\n", m.Name, n)
+	}
 	sm, inv := maxflow.Strip(m)
 	if o.GPUs >= 0 {
 		inv.GPUs = o.GPUs

@@ -173,6 +173,11 @@ func (o *recommendOptions) request(ctx context.Context) (tpc.Request, error) {
 	if err != nil {
 		return req, err
 	}
+	if m, n := maxflow.PositionSlots(req.Machine); n > 0 {
+		req.Machine = m
+		fmt.Fprintf(o.IO.Err, "note: %s has no slot record for %d GPU/SSD position(s): each is taken as a slot that takes its kind again; "+
+			"to let the plan add cards, describe the free slots in the machine file (slot nodes with lanes, pcie_gen, double_width)\n", m.Name, n)
+	}
 	if o.Dataset != "" {
 		meta, err := dataset.ReadMeta(o.Dataset)
 		if err != nil {
