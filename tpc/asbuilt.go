@@ -3,6 +3,8 @@ package tpc
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/gnnplan/gnnplan/maxflow"
 	"github.com/gnnplan/gnnplan/profiles"
@@ -100,4 +102,94 @@ func PredictSetup(ctx context.Context, s Setup) (Prediction, error) {
 		return Prediction{}, &topology.InputError{Field: "layout", Msg: fmt.Sprintf("%q (valid: installed, best, a, b, c, d)", layout)}
 	}
 	return predict(s.Workload, hw, cat.Host, c.Seconds, sh, a, rate), nil
+}
+
+// Installed is a machine as it stands: its GPUs and SSDs where they are,
+// priced and predicted with the catalog models that describe them.
+type Installed struct {
+	GPU, SSD   string // catalog keys ("" for no SSD)
+	GPUs, SSDs int
+	Prediction Prediction
+	// Matched says how each installed device was matched to the catalog.
+	Matched []string
+}
+
+// PredictInstalled predicts req's machine as it stands (Setup with
+// LayoutInstalled), its devices matched to catalog models by model key,
+// else by name and memory (a GPU) or name (an SSD). It is the first
+// question of a review of a server one has: how fast is it as installed,
+// and what binds. An error says what could not be matched or predicted.
+func PredictInstalled(ctx context.Context, req Request) (*Installed, error) {
+	cat := req.Catalog
+	if cat == nil {
+		cat = profiles.DefaultCatalog()
+	}
+	m, _ := maxflow.PositionSlots(req.Machine)
+	in := &Installed{}
+	for _, n := range m.Nodes {
+		if n.Kind != topology.KindGPU && n.Kind != topology.KindNVMe {
+			continue
+		}
+		if p := m.Node(n.Parent); p == nil || p.Kind != topology.KindSlot {
+			continue
+		}
+		key, how, err := installedModel(cat, n)
+		if err != nil {
+			return nil, err
+		}
+		if n.Kind == topology.KindGPU {
+			if in.GPU != "" && in.GPU != key {
+				return nil, &topology.InputError{Field: m.Name, Msg: fmt.Sprintf("GPUs of two models (%s, %s): the model prices one model at a time", in.GPU, key)}
+			}
+			in.GPU, in.GPUs = key, in.GPUs+1
+		} else {
+			if in.SSD != "" && in.SSD != key {
+				return nil, &topology.InputError{Field: m.Name, Msg: fmt.Sprintf("SSDs of two models (%s, %s): the model prices one model at a time", in.SSD, key)}
+			}
+			in.SSD, in.SSDs = key, in.SSDs+1
+		}
+		if how != "" && !slices.Contains(in.Matched, how) {
+			in.Matched = append(in.Matched, how)
+		}
+	}
+	if in.GPUs == 0 {
+		return nil, &topology.InputError{Field: m.Name, Msg: "no GPU installed in a slot or position: nothing to predict as installed"}
+	}
+	ssd := in.SSD
+	if ssd == "" {
+		ssd = cat.SSDs[0].Key // no SSD: the model's key is not used
+	}
+	p, err := PredictSetup(ctx, Setup{Machine: m, Catalog: cat, Workload: req.Workload, GPU: in.GPU, SSD: ssd, GPUs: in.GPUs, SSDs: in.SSDs,
+		Layout: LayoutInstalled, SSDGBps: req.MeasuredSSDGBps, Assumptions: req.Assumptions})
+	if err != nil {
+		return nil, err
+	}
+	in.Prediction = p
+	return in, nil
+}
+
+// installedModel is the catalog key of an installed device and, where it
+// was matched by name, how.
+func installedModel(cat *profiles.Catalog, n topology.Node) (key, how string, err error) {
+	if n.Model != "" {
+		if n.Kind == topology.KindGPU {
+			if _, err := cat.GPU(n.Model); err == nil {
+				return n.Model, "", nil
+			}
+		} else if _, err := cat.SSD(n.Model); err == nil {
+			return n.Model, "", nil
+		}
+	}
+	if n.Kind == topology.KindGPU {
+		if g, ok := cat.GPUForDriverName(n.Name, n.MemoryGiB); ok {
+			return g.Key, fmt.Sprintf("%s (%g GiB) priced as %s", n.Name, n.MemoryGiB, g.Key), nil
+		}
+		return "", "", &topology.InputError{Field: n.ID, Msg: fmt.Sprintf("%q (%g GiB) matches no catalog GPU (add its model with --catalog)", n.Name, n.MemoryGiB)}
+	}
+	for _, s := range cat.SSDs {
+		if n.Name != "" && strings.EqualFold(n.Name, s.Name) {
+			return s.Key, "", nil
+		}
+	}
+	return cat.SSDs[0].Key, fmt.Sprintf("%s %q priced as %s (no catalog SSD of that name)", n.ID, n.Name, cat.SSDs[0].Key), nil
 }

@@ -466,3 +466,31 @@ func TestRecommendOnAMachineWithoutSlotRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestPredictInstalled: moment-b as built (4 A100 40GB, 8 P5510 in Moment's
+// slots) is predicted where its devices are, as PredictSetup's installed
+// layout predicts it; a p4d's A100 SXM4, which no catalog GPU describes,
+// is refused naming the device and the fix.
+func TestPredictInstalled(t *testing.T) {
+	req := request(t, "moment-b", "igb-hom", 80000)
+	in, err := PredictInstalled(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := PredictSetup(context.Background(), Setup{Machine: req.Machine, Workload: req.Workload, GPU: "a100-40gb-pcie", SSD: "p5510-3.84tb",
+		GPUs: -1, SSDs: -1, Layout: LayoutInstalled, Assumptions: req.Assumptions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.GPU != "a100-40gb-pcie" || in.GPUs != 4 || in.SSD != "p5510-3.84tb" || in.SSDs != 8 || in.Prediction.EpochSeconds != want.EpochSeconds || !(want.EpochSeconds > 0) {
+		t.Errorf("as installed %+v, epoch %v s; want 4 x a100-40gb-pcie + 8 x p5510-3.84tb at %v s", in, in.Prediction.EpochSeconds, want.EpochSeconds)
+	}
+	m, err := topology.Import(filepath.Join("..", "topology", "testdata", "topology", "aws-p4d-24xl-topo.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Machine = m
+	if _, err := PredictInstalled(context.Background(), req); err == nil || !strings.Contains(err.Error(), "gpu0") || !strings.Contains(err.Error(), "--catalog") {
+		t.Errorf("p4d as installed: %v, want a refusal naming gpu0 and --catalog", err)
+	}
+}

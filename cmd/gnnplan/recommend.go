@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -244,6 +245,7 @@ func runRecommend(ctx context.Context, o *recommendOptions) error {
 	if err := writeRecommendation(o, rec); err != nil {
 		return err
 	}
+	writeInstalled(ctx, o.IO.Out, req)
 	if o.PlotPath != "" {
 		var buf bytes.Buffer
 		if err := tpc.WritePlotSVG(&buf, rec); err != nil {
@@ -266,6 +268,30 @@ func runRecommend(ctx context.Context, o *recommendOptions) error {
 		fmt.Fprintf(o.IO.Out, "wrote %s\n", o.PlanPath)
 	}
 	return nil
+}
+
+// writeInstalled prints the machine as it stands, beside the plans: its
+// own GPUs and SSDs where they are (tpc.PredictInstalled). A machine with
+// no GPU gets no line; one that cannot be predicted says why.
+func writeInstalled(ctx context.Context, out io.Writer, req tpc.Request) {
+	if req.Machine.Count(topology.KindGPU) == 0 {
+		return
+	}
+	in, err := tpc.PredictInstalled(ctx, req)
+	if err != nil {
+		fmt.Fprintf(out, "as installed: not predicted: %v\n", err)
+		return
+	}
+	p := in.Prediction
+	ssd := "no SSD"
+	if in.SSDs > 0 {
+		ssd = fmt.Sprintf("%d x %s", in.SSDs, in.SSD)
+	}
+	fmt.Fprintf(out, "as installed: %d x %s + %s where they are: epoch %.1f s, %.0f samples/s, $%s 5-year TCO at catalog prices, TPC %.3f per $1k, %s-bound\n",
+		in.GPUs, in.GPU, ssd, p.EpochSeconds, p.SamplesPerSec, tpc.FormatUSD(p.CostUSD), 1000*p.TPC, p.Bound)
+	for _, m := range in.Matched {
+		fmt.Fprintf(out, "  %s\n", m)
+	}
 }
 
 func writeRecommendation(o *recommendOptions, rec *tpc.Recommendation) error {
