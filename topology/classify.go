@@ -71,10 +71,34 @@ func KindForPCI(class uint32, vendorID string) Kind {
 	return KindOther
 }
 
+// onboardDisplays are display controllers of a GPU vendor that servers
+// solder on the board for a console (the BMC's or the chipset's video),
+// by vendor:device: never a GPU to train on. Vendors that make only such
+// parts (ASPEED, Matrox, Nuvoton) are left out by computeGPUVendor.
+var onboardDisplays = map[string]string{
+	"1002:515e": "ATI ES1000 (onboard server video)",
+	"1002:515f": "ATI ES1000 (onboard server video)",
+	"1002:5159": "ATI Radeon 7000/VE RV100 (onboard server video)",
+}
+
+// KindForPCIDevice is KindForPCI with the device id: a display controller
+// the board carries for its console (onboardDisplays: an ATI ES1000 on a
+// Tesla server) is not a GPU.
+func KindForPCIDevice(class uint32, vendorID, deviceID string) Kind {
+	k := KindForPCI(class, vendorID)
+	if k == KindGPU {
+		if _, onboard := onboardDisplays[normHex(vendorID)+":"+normHex(deviceID)]; onboard {
+			return KindOther
+		}
+	}
+	return k
+}
+
 // knownDevices names datacenter parts by vendor:device so output is readable
 // without a pci.ids file. It is a convenience, not a source of truth: an
 // unknown id prints as vendor:device in hex.
 var knownDevices = map[string]string{
+	"10de:06d2": "NVIDIA Tesla M2070",
 	"10de:15f8": "NVIDIA Tesla P100 PCIe 16GB",
 	"10de:1db4": "NVIDIA Tesla V100 PCIe 16GB",
 	"10de:1db8": "NVIDIA Tesla V100 SXM3 32GB",
@@ -115,6 +139,9 @@ var knownDevices = map[string]string{
 func DeviceName(vendorID, deviceID string) string {
 	key := normHex(vendorID) + ":" + normHex(deviceID)
 	if n, ok := knownDevices[key]; ok {
+		return n
+	}
+	if n, ok := onboardDisplays[key]; ok {
 		return n
 	}
 	return key

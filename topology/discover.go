@@ -518,7 +518,7 @@ func (f *pciFunc) isBridge() bool { return f.class>>8 == classBridgePCI || f.cla
 
 // kind classifies a function; chipset functions on a root bus that are not
 // devices a planner cares about come back as KindOther.
-func (f *pciFunc) kind() Kind { return KindForPCI(f.class, f.vendor) }
+func (f *pciFunc) kind() Kind { return KindForPCIDevice(f.class, f.vendor, f.device) }
 
 func (f *pciFunc) displayName() string {
 	if f.name != "" {

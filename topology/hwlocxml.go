@@ -663,7 +663,7 @@ func hwlocChipsetKind(k Kind) bool { return k == KindOther || k == KindRootPort 
 // hwlocPCIDevKind classifies a PCIDev; ok is false when pci_type is unreadable.
 func hwlocPCIDevKind(e *hwlocElem) (hwlocPCIType, Kind, bool) {
 	pt, ok := hwlocParsePCIType(e.attr("pci_type"))
-	k := KindForPCI(pt.class, pt.vendor)
+	k := KindForPCIDevice(pt.class, pt.vendor, pt.device)
 	// hwloc marks NVSwitches it found through NVLink peers; their PCI
 	// identity is sometimes unreadable (class 0000, ids 0000:0000).
 	if strings.EqualFold(e.attr("subtype"), "NVSwitch") {

@@ -104,6 +104,46 @@ func TestKindForPCIComputeGPUsOnly(t *testing.T) {
 	}
 }
 
+// TestOnboardServerVideoIsNotAGPU: hwloc's 2-socket Tesla M2070 server
+// (tests/hwloc/xml/24em64t-2n6c2t-pci.xml) has three Teslas and an ATI
+// ES1000 for its console behind a PCI bridge: three GPUs, the ES1000 named
+// and counted as another device (issue 34, finding 5).
+func TestOnboardServerVideoIsNotAGPU(t *testing.T) {
+	m, err := Import(filepath.Join(fixtureDir, "hwloc-24em64t-2n6c2t-pci.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := m.Count(KindGPU); n != 3 {
+		t.Errorf("%d GPUs, want the 3 Tesla M2070", n)
+	}
+	for _, g := range m.NodesOfKind(KindGPU) {
+		if !strings.Contains(g.Name, "M2070") {
+			t.Errorf("GPU %s is %q, want a Tesla M2070", g.ID, g.Name)
+		}
+	}
+	found := false
+	for _, n := range m.Nodes {
+		if strings.Contains(n.Name, "ES1000") {
+			found = n.Kind == KindOther
+		}
+	}
+	if !found {
+		t.Error("the ES1000 is not kept as another device")
+	}
+	for _, tc := range []struct {
+		vendor, device string
+		class          uint32
+		want           Kind
+	}{
+		{"1002", "515e", 0x030000, KindOther}, {"1002", "5159", 0x030000, KindOther},
+		{"1002", "738c", 0x038000, KindGPU}, {"10de", "06d2", 0x030200, KindGPU},
+	} {
+		if got := KindForPCIDevice(tc.class, tc.vendor, tc.device); got != tc.want {
+			t.Errorf("KindForPCIDevice(0x%06x, %s:%s) = %s, want %s", tc.class, tc.vendor, tc.device, got, tc.want)
+		}
+	}
+}
+
 func TestDiscoverBMCGraphicsIsNotAGPU(t *testing.T) {
 	for _, vendor := range []string{"1a03", "102b", "1050"} {
 		t.Run("vendor "+vendor, func(t *testing.T) {

@@ -438,7 +438,7 @@ func (im *ncclImport) addPCI(e *ncclElem, parent string, up ncclLinkAttrs, sock 
 	case nic != nil:
 		kind = KindNIC
 	case hasClass:
-		kind = KindForPCI(class, vendor)
+		kind = KindForPCIDevice(class, vendor, device)
 	case len(pciKids) > 0:
 		kind = KindBridge
 	default:
