@@ -9,6 +9,11 @@ BIN      ?= bin/gnnplan
 # test run need the flag; `go build ./topology/...` and other packages that
 # do not import giouring build without it.
 LINKFLAGS ?= -checklinkname=0
+# VERSION names the build in `gnnplan version` and the review: the git
+# revision (and "-dirty" for uncommitted changes), since Go stamps none
+# where -buildvcs=false is set; "dev" outside a git checkout.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+BINFLAGS = $(LINKFLAGS) -X main.version=$(VERSION)
 FUZZTIME  ?= 5s
 # FUZZMINTIME bounds minimizing a new input (the default, 60s, can outlast
 # FUZZTIME many times over and end in "hung while minimizing").
@@ -55,7 +60,7 @@ setup:
 	$(GO) mod download
 
 build:
-	$(GO) build -ldflags='$(LINKFLAGS)' -o $(BIN) ./cmd/gnnplan
+	$(GO) build -ldflags='$(BINFLAGS)' -o $(BIN) ./cmd/gnnplan
 
 # demo: describe this machine, then plan the embedded default: what to buy
 # for $80,000 for GraphSAGE on IGB-HOM in Moment's machine B, and where to
@@ -197,7 +202,7 @@ ptx: cuda-deps
 # with dlopen; build it here, run it on the GPU machine.
 build-cuda: cuda-deps
 	CGO_CFLAGS='-I$(CUDA_DIR)/include' CGO_LDFLAGS='-L$(CUDA_DIR)/lib' \
-		$(GO) build -tags cuda -ldflags='$(LINKFLAGS)' -o bin/gnnplan-cuda ./cmd/gnnplan
+		$(GO) build -tags cuda -ldflags='$(BINFLAGS)' -o bin/gnnplan-cuda ./cmd/gnnplan
 
 # gpu-bundle builds what .ci/gpu-check.sh runs on a machine with a GPU
 # (which needs no Go) into gpu-bundle/: the CUDA binary and the kernels'
@@ -207,7 +212,7 @@ build-cuda: cuda-deps
 gpu-bundle: cuda-deps
 	mkdir -p gpu-bundle
 	CGO_CFLAGS='-I$(CUDA_DIR)/include' CGO_LDFLAGS='-L$(CUDA_DIR)/lib' \
-		$(GO) build -tags cuda -ldflags='$(LINKFLAGS) -s -w' -o gpu-bundle/gnnplan-cuda ./cmd/gnnplan
+		$(GO) build -tags cuda -ldflags='$(BINFLAGS) -s -w' -o gpu-bundle/gnnplan-cuda ./cmd/gnnplan
 	CGO_CFLAGS='-I$(CUDA_DIR)/include' CGO_LDFLAGS='-L$(CUDA_DIR)/lib' \
 		$(GO) test -tags cuda -ldflags='$(LINKFLAGS) -s -w' -c -o gpu-bundle/kernels-cuda.test ./kernels
 	CGO_CFLAGS='-I$(CUDA_DIR)/include' CGO_LDFLAGS='-L$(CUDA_DIR)/lib' \
