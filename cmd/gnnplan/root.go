@@ -50,6 +50,27 @@ prediction was.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &usageError{msg: err.Error()}
 	})
+	// An unknown command is a usage error like an unknown flag: exit 2,
+	// naming the commands there are (cobra checks Args only on a command
+	// that runs: with no command, root prints its help).
+	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	root.SuggestionsMinimumDistance = 2
+	root.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		var names []string
+		for _, c := range cmd.Commands() {
+			if c.IsAvailableCommand() {
+				names = append(names, c.Name())
+			}
+		}
+		hint := ""
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			hint = fmt.Sprintf("did you mean %s? ", strings.Join(s, " or "))
+		}
+		return usageErrorf("unknown command %q: %svalid: %s", args[0], hint, strings.Join(names, ", "))
+	}
 	root.AddCommand(newVersionCmd(d), newDiscoverCmd(d, nil), newPlacementsCmd(d, nil), newRecommendCmd(d, nil), newDatasetCmd(d), newPlaceCmd(d, nil), newMaterializeCmd(d, nil), newProfileCmd(d, nil), newTrainCmd(d, nil), newReportCmd(d, nil), newValidateCmd(d, nil))
 	return root
 }
