@@ -366,3 +366,20 @@ func ReadLayout(dir string) (*Layout, []Bin, error) {
 	}
 	return l, bins, nil
 }
+
+// LayoutPolicy is the policy of the layout in dir (layout.json), and
+// false where there is none or it cannot be read: what a caller about to
+// replace it tells the user.
+func LayoutPolicy(dir string) (Policy, bool) {
+	data, err := os.ReadFile(filepath.Join(dir, LayoutMetaFile))
+	if err != nil {
+		return "", false
+	}
+	var m struct {
+		Policy Policy `json:"policy"`
+	}
+	if json.Unmarshal(data, &m) != nil || m.Policy == "" {
+		return "", false
+	}
+	return m.Policy, true
+}

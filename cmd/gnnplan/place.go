@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/gnnplan/gnnplan/tpc"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 	"github.com/gnnplan/gnnplan/trainer/sample"
+	"github.com/gnnplan/gnnplan/trainer/store"
 )
 
 // placeOptions holds the place command's flags.
@@ -157,8 +159,17 @@ func runPlace(ctx context.Context, o *placeOptions) error {
 	}
 	ev := ddak.Evaluate(chosen, hot, bins, gpuSockets)
 	evOther := ddak.Evaluate(other, hot, bins, gpuSockets)
+	prev, hadLayout := ddak.LayoutPolicy(o.Dataset)
 	if err := ddak.WriteLayout(o.Dataset, chosen, bins); err != nil {
 		return err
+	}
+	if hadLayout && prev != chosen.Policy {
+		fmt.Fprintf(o.IO.Err, "note: %s held a %s layout: replaced by this %s one (place again with --policy %s to restore it)\n",
+			o.Dataset, prev, chosen.Policy, prev)
+	}
+	if _, err := os.Stat(filepath.Join(o.Dataset, store.ManifestFile)); err == nil && !o.Materialize {
+		fmt.Fprintf(o.IO.Err, "note: %s's feature store was cut from the layout before: write it again from this one (gnnplan materialize --dataset %s --ssd-dir DIR) before training out of core\n",
+			o.Dataset, o.Dataset)
 	}
 	if o.Materialize {
 		if err := materializeLayout(ctx, o.IO, o.Dataset, o.SSDDirs); err != nil {

@@ -84,6 +84,11 @@ func TestPlaceEndToEnd(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Policy != "hash" || len(rep.Evaluation.Bins) == 0 || len(rep.Other) != 1 || rep.Sampling != nil {
 		t.Fatalf("json report %+v (%v)", rep, err)
 	}
+	// The hash layout replaced the DDAK one: place says so (issue 34,
+	// finding 7), and keeps stdout the JSON report.
+	if !strings.Contains(errOut, "held a ddak layout: replaced by this hash one (place again with --policy ddak") {
+		t.Errorf("place --policy hash over a DDAK layout said nothing on stderr: %q", errOut)
+	}
 	// A fixed number of epochs, reported with the topology share.
 	code, out, errOut = runCLI(t, "place", "--plan", plan, "--dataset", data, "--epochs", "3", "-o", "json")
 	if code != 0 {
