@@ -496,8 +496,10 @@ const (
 )
 
 // ParseCatalog decodes a catalog file's contents and merges them over
-// DefaultCatalog: an entry whose key is already known replaces it wholesale
-// (so it must be complete), new keys are added after the built-in ones, and
+// DefaultCatalog: an entry whose key is already known overrides the fields
+// it gives and keeps the built-in entry's others (a price alone is a
+// complete override), new keys are added after the built-in ones and must
+// be complete, and
 // a host block replaces the host fields it sets. When the block sets
 // power_kW, USD_per_kWh or years but not electricity_USD, electricity is
 // recomputed from them (around the clock), so changing the power or the
@@ -530,6 +532,9 @@ func ParseCatalog(path string, data []byte) (*Catalog, error) {
 	if *f.SchemaVersion != CatalogSchemaVersion {
 		return nil, &topology.InputError{Path: path, Line: entryLine(fm, data, "schema_version", -1), Field: "schema_version",
 			Msg: fmt.Sprintf("%d is not supported (this gnnplan reads version %d)", *f.SchemaVersion, CatalogSchemaVersion)}
+	}
+	if err := fillFromBuiltIn(fm, data, &f); err != nil {
+		return nil, &topology.InputError{Path: path, Msg: "cannot read the entries' fields", Err: err}
 	}
 	p := entriesProblem(f.GPUs, f.SSDs)
 	if p == nil && f.Host != nil {
@@ -564,6 +569,71 @@ func detectFormat(path string, data []byte) format {
 		return formatJSON
 	}
 	return formatYAML
+}
+
+// fillFromBuiltIn completes each file entry whose key the built-in catalog
+// has: the fields the file leaves out take the built-in entry's values.
+// Which fields the file gives is read from the file itself, as a map per
+// entry, since a decoded struct cannot tell a 0 from a field left out.
+func fillFromBuiltIn(fm format, data []byte, f *catalogFile) error {
+	var raw struct {
+		GPUs []map[string]any `json:"gpus" yaml:"gpus"`
+		SSDs []map[string]any `json:"ssds" yaml:"ssds"`
+	}
+	var err error
+	if fm == formatJSON {
+		err = json.Unmarshal(data, &raw)
+	} else {
+		err = yaml.Unmarshal(data, &raw)
+	}
+	if err != nil {
+		return err
+	}
+	builtIn := DefaultCatalog()
+	for i := range f.GPUs {
+		j := slices.IndexFunc(builtIn.GPUs, func(x GPUModel) bool { return x.Key == f.GPUs[i].Key })
+		if j < 0 || i >= len(raw.GPUs) {
+			continue
+		}
+		if err := overlay(builtIn.GPUs[j], raw.GPUs[i], &f.GPUs[i]); err != nil {
+			return err
+		}
+	}
+	for i := range f.SSDs {
+		j := slices.IndexFunc(builtIn.SSDs, func(x SSDModel) bool { return x.Key == f.SSDs[i].Key })
+		if j < 0 || i >= len(raw.SSDs) {
+			continue
+		}
+		if err := overlay(builtIn.SSDs[j], raw.SSDs[i], &f.SSDs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// overlay writes base with the given fields over it into dst (both JSON
+// encodings use the catalog's field names, as the YAML ones do).
+func overlay[T any](base T, given map[string]any, dst *T) error {
+	b, err := json.Marshal(base)
+	if err != nil {
+		return err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	for k, v := range given {
+		m[k] = v
+	}
+	if b, err = json.Marshal(m); err != nil {
+		return err
+	}
+	var out T
+	if err := json.Unmarshal(b, &out); err != nil {
+		return err
+	}
+	*dst = out
+	return nil
 }
 
 // merge applies a decoded, checked file over c.

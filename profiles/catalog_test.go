@@ -265,7 +265,7 @@ func TestCatalogFilesAreRefused(t *testing.T) {
 		{"garbage YAML", "garbage.yaml", 2, []string{"malformed YAML"}},
 		{"binary garbage", "garbage.bin", 0, []string{"YAML"}},
 		{"truncated JSON", "truncated.json", 0, []string{"truncated JSON"}},
-		{"truncated YAML drops required fields", "truncated.yaml", 5, []string{"gpus[0] (a100-80gb-pcie): pcie_gen 0 is not a PCIe generation"}},
+		{"truncated YAML drops a new entry's required fields", "truncated-new-key.yaml", 16, []string{"gpus[1] (rtx6000ada-48gb-pcie):"}},
 		{"truncated YAML string", "truncated-string.yaml", 4, []string{"malformed YAML"}},
 		{"duplicate key in one file", "duplicate-key.yaml", 11, []string{"ssds[1] (p5510-3.84tb): key repeats ssds[0]"}},
 		{"lanes out of range", "bad-lanes.json", 4, []string{"ssds[0] (p5510-3.84tb): lanes 64 is not a PCIe link width"}},
@@ -502,4 +502,29 @@ func FuzzParseCatalog(f *testing.F) {
 			t.Fatalf("JSON round trip changed the catalog:\n%+v\n%+v", c, again)
 		}
 	})
+}
+
+// TestPriceOnlyOverride: an entry for a built-in key may give its price
+// alone (YAML or JSON): the other fields stay the built-in entry's, and a
+// new key must still be complete (issue 34, finding 7).
+func TestPriceOnlyOverride(t *testing.T) {
+	builtIn, _ := DefaultCatalog().GPU("l40s-48gb-pcie")
+	for name, text := range map[string]string{
+		"prices.yaml": "schema_version: 1\ngpus:\n  - key: l40s-48gb-pcie\n    price_USD: 11000\n",
+		"prices.json": `{"schema_version": 1, "gpus": [{"key": "l40s-48gb-pcie", "price_USD": 11000}]}`,
+	} {
+		c, err := ParseCatalog(name, []byte(text))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		g, _ := c.GPU("l40s-48gb-pcie")
+		want := builtIn
+		want.PriceUSD = 11000
+		if g != want {
+			t.Errorf("%s: %+v, want the built-in entry at $11,000", name, g)
+		}
+	}
+	if _, err := ParseCatalog("new.yaml", []byte("schema_version: 1\ngpus:\n  - key: my-gpu\n    price_USD: 1000\n")); err == nil || !strings.Contains(err.Error(), "my-gpu") {
+		t.Errorf("a new key with a price alone: %v, want it refused naming the entry", err)
+	}
 }

@@ -71,6 +71,6 @@ prediction was.`,
 		}
 		return usageErrorf("unknown command %q: %svalid: %s", args[0], hint, strings.Join(names, ", "))
 	}
-	root.AddCommand(newVersionCmd(d), newDiscoverCmd(d, nil), newPlacementsCmd(d, nil), newRecommendCmd(d, nil), newDatasetCmd(d), newPlaceCmd(d, nil), newMaterializeCmd(d, nil), newProfileCmd(d, nil), newTrainCmd(d, nil), newReportCmd(d, nil), newValidateCmd(d, nil))
+	root.AddCommand(newVersionCmd(d), newDiscoverCmd(d, nil), newPlacementsCmd(d, nil), newRecommendCmd(d, nil), newDatasetCmd(d), newPlaceCmd(d, nil), newMaterializeCmd(d, nil), newProfileCmd(d, nil), newTrainCmd(d, nil), newReportCmd(d, nil), newValidateCmd(d, nil), newCatalogCmd(d))
 	return root
 }

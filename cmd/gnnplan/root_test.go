@@ -14,7 +14,7 @@ func TestUnknownCommandExitsTwo(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"foo"}, `unknown command "foo": valid: completion, dataset, discover`},
+		{[]string{"foo"}, `unknown command "foo": valid: catalog, completion, dataset, discover`},
 		{[]string{"recomend"}, "did you mean recommend?"},
 		{[]string{"recommend", "--nosuchflag"}, "unknown flag: --nosuchflag"},
 	} {
