@@ -14,20 +14,20 @@ import (
 type Tiers struct {
 	// DemandGB is the bytes all compute nodes read per epoch (GB). The
 	// rates this package reports do not depend on it; times scale with it.
-	DemandGB float64
+	DemandGB float64 `json:"demand_GB"`
 	// HostShare is the fraction served from CPU memory: the graph
 	// topology the GPUs sample over PCIe plus the features cached in host
 	// memory (DESIGN.md section 4). It is split evenly over the sockets.
-	HostShare float64
+	HostShare float64 `json:"host_share"`
 	// GPUCacheShare is the fraction served from the GPUs' own memory,
 	// split evenly over the GPUs.
-	GPUCacheShare float64
+	GPUCacheShare float64 `json:"gpu_cache_share"`
 	// HostMemGBps is one socket's DRAM read rate.
-	HostMemGBps float64
+	HostMemGBps float64 `json:"host_mem_GBps"`
 	// GPUMemGBps is one GPU's memory read rate.
-	GPUMemGBps float64
+	GPUMemGBps float64 `json:"gpu_mem_GBps"`
 	// SSDReadGBps is an SSD's read rate when its node does not give one.
-	SSDReadGBps float64
+	SSDReadGBps float64 `json:"ssd_read_GBps"`
 }
 
 // DefaultTiers is Moment's setup on its machines (section 4.1): the graph

@@ -13,8 +13,10 @@ import (
 	"github.com/gnnplan/gnnplan/topology"
 )
 
-// PlanSchemaVersion versions plan.json.
-const PlanSchemaVersion = 1
+// PlanSchemaVersion versions plan.json. Version 2 spells every key one
+// way (snake_case, units as in cost_usd and demand_GB) and keeps the
+// catalog the plan was priced with.
+const PlanSchemaVersion = 2
 
 // Plan is what `gnnplan recommend -o plan.json` writes and `place` and
 // `train` read: the machine with its devices placed, what each storage
@@ -248,6 +250,9 @@ func LoadPlan(path string) (*Plan, error) {
 	}
 	if err := json.Unmarshal(data, &probe); err != nil {
 		return nil, planJSONError(path, data, err)
+	}
+	if probe.SchemaVersion != nil && *probe.SchemaVersion >= 1 && *probe.SchemaVersion < PlanSchemaVersion {
+		return nil, &topology.InputError{Path: path, Field: "schema_version", Msg: fmt.Sprintf("%d: a plan an older gnnplan wrote; run gnnplan recommend again to write it as version %d", *probe.SchemaVersion, PlanSchemaVersion)}
 	}
 	if probe.SchemaVersion == nil || *probe.SchemaVersion != PlanSchemaVersion {
 		return nil, &topology.InputError{Path: path, Field: "schema_version", Msg: fmt.Sprintf("want %d (a plan written by `gnnplan recommend -o`)", PlanSchemaVersion)}
