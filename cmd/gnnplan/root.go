@@ -7,6 +7,10 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/gnnplan/gnnplan/profiles"
+	"github.com/gnnplan/gnnplan/tpc"
 )
 
 // deps are what commands use from the outside world, injected so tests can
@@ -72,5 +76,59 @@ prediction was.`,
 		return usageErrorf("unknown command %q: %svalid: %s", args[0], hint, strings.Join(names, ", "))
 	}
 	root.AddCommand(newVersionCmd(d), newDiscoverCmd(d, nil), newPlacementsCmd(d, nil), newRecommendCmd(d, nil), newDatasetCmd(d), newPlaceCmd(d, nil), newMaterializeCmd(d, nil), newProfileCmd(d, nil), newTrainCmd(d, nil), newReportCmd(d, nil), newValidateCmd(d, nil), newCatalogCmd(d))
+	registerCompletions(root)
 	return root
+}
+
+// registerCompletions gives shell completion the values of the flags that
+// name something built in, on every command that has them: machine
+// profiles, workloads, catalog models, and -o's formats where -o is a
+// format (its usage lists them after "format:").
+func registerCompletions(root *cobra.Command) {
+	cat := profiles.DefaultCatalog()
+	var gpus, ssds, workloads []string
+	for _, g := range cat.GPUs {
+		gpus = append(gpus, g.Key)
+	}
+	for _, s := range cat.SSDs {
+		ssds = append(ssds, s.Key)
+	}
+	for _, w := range tpc.BuiltinWorkloads() {
+		workloads = append(workloads, w.Name)
+	}
+	values := map[string][]string{"profile": profiles.MachineNames(), "workload": workloads, "gpu-model": gpus, "ssd-model": ssds}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			vals := values[f.Name]
+			if f.Name == "output" {
+				vals = formatsIn(f.Usage)
+			}
+			if len(vals) > 0 {
+				_ = c.RegisterFlagCompletionFunc(f.Name, cobra.FixedCompletions(vals, cobra.ShellCompDirectiveNoFileComp))
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}
+
+// formatsIn reads the formats a usage line lists after "format:" ("output
+// format: table, json, tree" or "format: yaml or json"); none where -o
+// names a file.
+func formatsIn(usage string) []string {
+	_, list, ok := strings.Cut(usage, "format: ")
+	if !ok {
+		return nil
+	}
+	list, _, _ = strings.Cut(list, " (")
+	var out []string
+	for _, part := range strings.Split(strings.ReplaceAll(list, " or ", ", "), ",") {
+		if w := strings.TrimSpace(part); w != "" && !strings.ContainsAny(w, " ./") {
+			out = append(out, w)
+		}
+	}
+	return out
 }

@@ -27,3 +27,31 @@ func TestUnknownCommandExitsTwo(t *testing.T) {
 		t.Errorf("gnnplan alone: exit %d, want the help and 0", code)
 	}
 }
+
+// TestCompletionOffersValues: shell completion offers the built-in
+// profiles, workloads, catalog models and -o's formats (issue 34, finding
+// 7); -o that names a file completes files.
+func TestCompletionOffersValues(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"__complete", "recommend", "--profile", ""}, []string{"moment-b", "hyperion-a"}},
+		{[]string{"__complete", "placements", "--profile", ""}, []string{"moment-a"}},
+		{[]string{"__complete", "recommend", "--workload", ""}, []string{"igb-hom", "ogbn-papers100M"}},
+		{[]string{"__complete", "recommend", "--gpu-model", ""}, []string{"l40s-48gb-pcie"}},
+		{[]string{"__complete", "recommend", "--ssd-model", ""}, []string{"p5510-3.84tb"}},
+		{[]string{"__complete", "discover", "-o", ""}, []string{"table", "tree", "json", "dot"}},
+		{[]string{"__complete", "catalog", "-o", ""}, []string{"yaml", "json"}},
+	} {
+		code, out, errOut := runCLI(t, tc.args...)
+		for _, w := range tc.want {
+			if code != 0 || !strings.Contains(out, w+"\n") {
+				t.Errorf("gnnplan %s: exit %d, %q (%s); want %q offered", strings.Join(tc.args, " "), code, out, errOut, w)
+			}
+		}
+	}
+	if _, out, _ := runCLI(t, "__complete", "report", "-o", ""); strings.Contains(out, "table") {
+		t.Errorf("report -o names a file, completion offered formats: %q", out)
+	}
+}
