@@ -81,11 +81,21 @@ var onboardDisplays = map[string]string{
 	"1002:5159": "ATI Radeon 7000/VE RV100 (onboard server video)",
 }
 
+// highPointVendor is HighPoint Technologies' PCI vendor id.
+const highPointVendor = "1103"
+
 // KindForPCIDevice is KindForPCI with the device id: a display controller
 // the board carries for its console (onboardDisplays: an ATI ES1000 on a
-// Tesla server) is not a GPU.
+// Tesla server) is not a GPU, and a HighPoint NVMe RAID carrier's own
+// function is a storage controller, not an SSD.
 func KindForPCIDevice(class uint32, vendorID, deviceID string) Kind {
 	k := KindForPCI(class, vendorID)
+	// HighPoint's NVMe RAID carriers (SSD7xxx) show their RAID engine as
+	// an NVMe-class function beside the drives behind their switch: a
+	// storage controller, not one more SSD.
+	if k == KindNVMe && normHex(vendorID) == highPointVendor {
+		return KindStorage
+	}
 	if k == KindGPU {
 		if _, onboard := onboardDisplays[normHex(vendorID)+":"+normHex(deviceID)]; onboard {
 			return KindOther

@@ -518,7 +518,15 @@ func (f *pciFunc) isBridge() bool { return f.class>>8 == classBridgePCI || f.cla
 
 // kind classifies a function; chipset functions on a root bus that are not
 // devices a planner cares about come back as KindOther.
-func (f *pciFunc) kind() Kind { return KindForPCIDevice(f.class, f.vendor, f.device) }
+func (f *pciFunc) kind() Kind {
+	k := KindForPCIDevice(f.class, f.vendor, f.device)
+	// Without ids (lspci -tv) the name tells a RAID carrier's own NVMe
+	// function from a drive: "SSD7540 ... NVMe RAID Controller".
+	if k == KindNVMe && (strings.Contains(f.name, "RAID") || strings.HasPrefix(f.name, "HighPoint") || strings.HasPrefix(f.vendorName, "HighPoint")) {
+		return KindStorage
+	}
+	return k
+}
 
 func (f *pciFunc) displayName() string {
 	if f.name != "" {

@@ -137,6 +137,8 @@ func TestOnboardServerVideoIsNotAGPU(t *testing.T) {
 	}{
 		{"1002", "515e", 0x030000, KindOther}, {"1002", "5159", 0x030000, KindOther},
 		{"1002", "738c", 0x038000, KindGPU}, {"10de", "06d2", 0x030200, KindGPU},
+		// A HighPoint NVMe RAID carrier's own function; a Samsung drive.
+		{"1103", "7540", 0x010802, KindStorage}, {"144d", "a80a", 0x010802, KindNVMe},
 	} {
 		if got := KindForPCIDevice(tc.class, tc.vendor, tc.device); got != tc.want {
 			t.Errorf("KindForPCIDevice(0x%06x, %s:%s) = %s, want %s", tc.class, tc.vendor, tc.device, got, tc.want)

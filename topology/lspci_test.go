@@ -57,6 +57,11 @@ func TestLspciTreeAlone(t *testing.T) {
 	if m.Count(KindNIC) != 4 { // X710 and ConnectX-7, two functions each
 		t.Errorf("%d NIC functions, want 4", m.Count(KindNIC))
 	}
+	// The carrier's own SSD7540 RAID function is a storage controller:
+	// 9 NVMe SSDs (8 Samsung and a Kingston), not 10 (issue 34, finding 4).
+	if n, raid := m.Count(KindNVMe), m.Count(KindStorage); n != 9 || raid < 1 {
+		t.Errorf("%d NVMe SSDs and %d storage controllers, want 9 SSDs and the HighPoint carrier as storage", n, raid)
+	}
 	if !strings.Contains(strings.Join(m.Notes, "\n"), "classified by their names") {
 		t.Errorf("no note that -tv classes are guessed: %v", m.Notes)
 	}
