@@ -197,6 +197,32 @@ func InterSocketLink(vendor string, family, model int) (arch CPUArch, ok bool) {
 // InterSocketLinkByName guesses the architecture from a CPU model string as
 // /proc/cpuinfo or a profile writes it ("Intel(R) Xeon(R) Gold 6426Y",
 // "AMD EPYC 7742"). ok is false when the name says nothing recognisable.
+// platformCodenames are the code names chipset and root-complex devices
+// carry in lspci's and hwloc's names ("[AMD] Genoa CCP/PSP 4.0 Device",
+// "Sapphire Rapids ... Root Port"), to each platform's inter-socket link.
+var platformCodenames = []struct {
+	name         string
+	vendor       string
+	family, mode int
+}{
+	{"turin", "AuthenticAMD", 26, 0}, {"genoa", "AuthenticAMD", 25, 0}, {"bergamo", "AuthenticAMD", 25, 0},
+	{"siena", "AuthenticAMD", 25, 0}, {"milan", "AuthenticAMD", 25, 0}, {"rome", "AuthenticAMD", 23, 0},
+	{"naples", "AuthenticAMD", 23, 0}, {"granite rapids", "GenuineIntel", 6, 173}, {"emerald rapids", "GenuineIntel", 6, 207},
+	{"sapphire rapids", "GenuineIntel", 6, 143}, {"ice lake", "GenuineIntel", 6, 106}, {"cascade lake", "GenuineIntel", 6, 85},
+	{"sky lake-e", "GenuineIntel", 6, 85}, {"skylake-e", "GenuineIntel", 6, 85},
+}
+
+// platformCodename finds a platform code name in a lower-case name and
+// returns its link lookup, or nil.
+func platformCodename(n string) func() (CPUArch, bool) {
+	for _, p := range platformCodenames {
+		if strings.Contains(n, p.name) {
+			return func() (CPUArch, bool) { return InterSocketLink(p.vendor, p.family, p.mode) }
+		}
+	}
+	return nil
+}
+
 func InterSocketLinkByName(name string) (CPUArch, bool) {
 	n := strings.ToLower(name)
 	intel := func(model int) (CPUArch, bool) { return InterSocketLink("GenuineIntel", 6, model) }
@@ -223,6 +249,8 @@ func InterSocketLinkByName(name string) (CPUArch, bool) {
 				return intel(207)
 			}
 		}
+	case platformCodename(n) != nil:
+		return platformCodename(n)()
 	case strings.Contains(n, "epyc") || strings.Contains(n, "threadripper"):
 		num := firstModelNumber(n)
 		// EPYC 7xx1 Zen1, 7xx2 Zen2, 7xx3 Zen3, 9xx4 Zen4, 9xx5 Zen5.

@@ -196,9 +196,20 @@ func TestInterSocketLinkFromCPUName(t *testing.T) {
 		{"AMD EPYC 7763 64-Core Processor", 24},  // Zen3
 		{"AMD EPYC 9654 96-Core Processor", 24},  // Zen4
 		{"AMD EPYC 9755 128-Core Processor", 32}, // Zen5
+		// Platform code names in chipset devices' names, as lspci prints
+		// them where no CPU model is given (issue 34, finding 4).
+		{"Advanced Micro Devices, Inc. [AMD] Genoa CCP/PSP 4.0 Device", 24},
+		{"Advanced Micro Devices, Inc. [AMD] Starship/Matisse Root Complex", 0},
+		{"Intel Corporation Sapphire Rapids PCIe Root Port", 22},
 	}
 	for _, c := range cases {
 		a, ok := InterSocketLinkByName(c.cpu)
+		if c.want == 0 {
+			if ok {
+				t.Errorf("InterSocketLinkByName(%q) = %+v: want no platform recognised", c.cpu, a)
+			}
+			continue
+		}
 		if !ok || a.GBps != c.want {
 			t.Errorf("InterSocketLinkByName(%q) = %+v, %v; want %v GB/s", c.cpu, a, ok, c.want)
 		}

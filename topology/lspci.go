@@ -389,7 +389,18 @@ func buildLspciMachine(paths []string, funcs map[string]*lspciFunc) (*Machine, e
 	if n := len(d.belowMax); n > 0 {
 		d.b.Note("%d PCIe link(s) run below their LnkCap now (LnkSta lower): capacities use LnkCap, the current speed and width are kept on the link", n)
 	}
+	// No CPU model in lspci: the platform's code name in its own devices'
+	// names ("[AMD] Genoa CCP/PSP") gives the inter-socket link.
 	arch, _ := InterSocketLink("", 0, 0)
+	for _, a := range d.order {
+		if f := d.funcs[a]; f != nil {
+			if pa, ok := InterSocketLinkByName(f.name); ok {
+				arch = pa
+				d.b.Note("CPU platform from the devices' names (%q): inter-socket links at %s's rate", f.name, pa.Name)
+				break
+			}
+		}
+	}
 	m, err := d.b.Finish(arch)
 	if err != nil {
 		return nil, &InputError{Path: path, Msg: "the captures do not describe a machine", Err: err}

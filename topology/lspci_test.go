@@ -57,6 +57,10 @@ func TestLspciTreeAlone(t *testing.T) {
 	if m.Count(KindNIC) != 4 { // X710 and ConnectX-7, two functions each
 		t.Errorf("%d NIC functions, want 4", m.Count(KindNIC))
 	}
+	// lspci names no CPU, its AMD chipset devices name the platform.
+	if !strings.Contains(strings.Join(m.Notes, "\n"), `CPU platform from the devices' names ("Advanced Micro Devices, Inc. [AMD] Genoa`) {
+		t.Errorf("notes %q: want the Genoa platform taken from the devices' names", m.Notes)
+	}
 	// The carrier's own SSD7540 RAID function is a storage controller:
 	// 9 NVMe SSDs (8 Samsung and a Kingston), not 10 (issue 34, finding 4).
 	if n, raid := m.Count(KindNVMe), m.Count(KindStorage); n != 9 || raid < 1 {
