@@ -247,6 +247,11 @@ func (b *Builder) shareMultiFunctionLinks() {
 			if l.Label == "" {
 				l.Label = "function of " + p
 			}
+			// One link: where only the lowest function's is known (lspci
+			// -vvv of function .0 alone), the others take it.
+			if pl, ok := uplink[p]; ok && l.Source == SourceAssumed && m.Links[pl].Source != SourceAssumed && m.Links[pl].Kind == LinkPCIe {
+				l.PCIeGen, l.Lanes, l.GBps, l.Source = m.Links[pl].PCIeGen, m.Links[pl].Lanes, m.Links[pl].GBps, m.Links[pl].Source
+			}
 		}
 		n.Parent = p
 		moved++
@@ -274,6 +279,21 @@ func splitPCIFunction(addr string) (dev string, fn int64, ok bool) {
 // link it carries: a switch is built with an uplink at least that wide, and
 // the assumption would make a Gen5 switch of Gen5 GPUs a Gen3 bottleneck.
 func (b *Builder) inferSwitchUplinks() {
+	if n := b.inferUplinks(KindSwitch); n > 0 {
+		b.Note("%d switch uplink(s) report no speed or width: taken as the fastest and widest link each switch carries", n)
+	}
+	// A root port's link is the link to what hangs below it; where the
+	// capture gives it no details (lspci -tv alone) the links below say
+	// what it carries, instead of an assumed Gen3 x16 capping a Gen4 GPU.
+	if n := b.inferUplinks(KindRootPort); n > 0 {
+		b.Note("%d root port link(s) report no speed or width: taken as the fastest and widest link below each", n)
+	}
+}
+
+// inferUplinks gives each node of kind whose PCIe uplink is assumed the
+// generation and width of the fastest and widest known PCIe link below it,
+// and returns how many it changed.
+func (b *Builder) inferUplinks(kind Kind) int {
 	m := b.m
 	type best struct{ gen, lanes int }
 	below := map[string]best{}
@@ -281,7 +301,7 @@ func (b *Builder) inferSwitchUplinks() {
 		if l.Kind != LinkPCIe || l.Source == SourceAssumed {
 			continue
 		}
-		if n := b.Node(l.From); n == nil || n.Kind != KindSwitch {
+		if n := b.Node(l.From); n == nil || n.Kind != kind {
 			continue
 		}
 		x := below[l.From]
@@ -293,7 +313,7 @@ func (b *Builder) inferSwitchUplinks() {
 		if l.Kind != LinkPCIe || l.Source != SourceAssumed {
 			continue
 		}
-		if n := b.Node(l.To); n == nil || n.Kind != KindSwitch || n.Parent != l.From {
+		if n := b.Node(l.To); n == nil || n.Kind != kind || n.Parent != l.From {
 			continue
 		}
 		x := below[l.To]
@@ -303,7 +323,5 @@ func (b *Builder) inferSwitchUplinks() {
 		l.PCIeGen, l.Lanes, l.GBps, l.Source = x.gen, x.lanes, PCIeGBps(x.gen, x.lanes), SourceDerived
 		inferred++
 	}
-	if inferred > 0 {
-		b.Note("%d switch uplink(s) report no speed or width: taken as the fastest and widest link each switch carries", inferred)
-	}
+	return inferred
 }

@@ -125,11 +125,26 @@ func TestLspciCombined(t *testing.T) {
 				}
 				if p := m.Node(m.Node(l.To).Parent); p.Kind != KindRootPort {
 					t.Errorf("%s: GPU under %s, want a root port as in the tree", m.Source, p.Kind)
+				} else if up := m.UplinkOf(p.ID); up == nil || up.GBps < l.GBps || up.Source == SourceAssumed {
+					// The root port has no -vvv detail: its link is the
+					// GPU's, not an assumed Gen3 x16 capping it at 12 GB/s
+					// (issue 34, finding 4).
+					t.Errorf("%s: root port %s's link %+v caps the GPU's %g GB/s", m.Source, p.ID, up, l.GBps)
 				}
 			}
 		}
 		if gpuLinks != 2 {
 			t.Errorf("%s: %d GPU links", m.Source, gpuLinks)
+		}
+		// ConnectX-7 function .1 shares function .0's Gen5 x16 link.
+		for _, n := range m.NodesOfKind(KindNIC) {
+			if !strings.Contains(n.Name, "ConnectX-7") || !strings.HasSuffix(n.PCIAddress, ".1") {
+				continue
+			}
+			l, pl := m.UplinkOf(n.ID), m.UplinkOf(n.Parent)
+			if l == nil || pl == nil || l.GBps != pl.GBps || l.Source == SourceAssumed || l.PCIeGen != 5 {
+				t.Errorf("%s: ConnectX-7 .1's link %+v, want function .0's %+v", m.Source, l, pl)
+			}
 		}
 	}
 }
