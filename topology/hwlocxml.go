@@ -43,6 +43,23 @@ type hwlocElem struct {
 
 func (e *hwlocElem) attr(name string) string { return e.attrs[name] }
 
+// hwlocPCIName is the name the file gives a PCI object (hwloc writes
+// pci.ids' vendor and device names as PCIVendor and PCIDevice infos):
+// "Intel Corporation I350 Gigabit Network Connection", or the vendor's
+// name and the hex ids where only the vendor is named; hex where neither.
+func hwlocPCIName(e *hwlocElem, hex string) string {
+	vendor, device := strings.TrimSpace(e.info("PCIVendor")), strings.TrimSpace(e.info("PCIDevice"))
+	switch {
+	case vendor != "" && device != "":
+		return vendor + " " + device
+	case device != "":
+		return device
+	case vendor != "":
+		return vendor + " " + hex
+	}
+	return hex
+}
+
 func (e *hwlocElem) isObject() bool { return e != nil && e.name == "object" }
 
 // info returns the value of the <info name=... value=...> child with the
@@ -866,7 +883,7 @@ func (h *hwlocImport) addPCIDev(e *hwlocElem, parent string, port float64, rootB
 	}
 	n.Name = DeviceName(pt.vendor, pt.device)
 	if n.Name == pt.vendor+":"+pt.device {
-		n.Name = hwlocOSDevModel(e, n.Name)
+		n.Name = hwlocOSDevModel(e, hwlocPCIName(e, n.Name))
 		if k == KindNVSwitch && pt.zero() {
 			n.Name = "NVIDIA NVSwitch"
 		}
@@ -951,6 +968,9 @@ func (h *hwlocImport) addBridge(e *hwlocElem, parent string, port float64, rootB
 	if pt.vendor != "" && !pt.zero() {
 		n.VendorID, n.DeviceID, n.Class = pt.vendor, pt.device, fmt.Sprintf("0x%06x", pt.class)
 		n.Name = DeviceName(pt.vendor, pt.device)
+		if n.Name == pt.vendor+":"+pt.device {
+			n.Name = hwlocPCIName(e, n.Name)
+		}
 	}
 	id := h.b.Add(n)
 	h.nodeOf[e] = id

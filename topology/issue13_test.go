@@ -130,6 +130,15 @@ func TestOnboardServerVideoIsNotAGPU(t *testing.T) {
 	if !found {
 		t.Error("the ES1000 is not kept as another device")
 	}
+	// Devices gnnplan has no name for take the file's (hwloc's PCIVendor
+	// and PCIDevice infos), not vendor:device in hex (finding 5).
+	named := false
+	for _, n := range m.NodesOfKind(KindNIC) {
+		named = named || n.Name == "Intel Corporation 82576 Gigabit Network Connection"
+	}
+	if !named {
+		t.Errorf("NICs %v: want the 82576 named as the file names it", m.NodesOfKind(KindNIC))
+	}
 	for _, tc := range []struct {
 		vendor, device string
 		class          uint32
