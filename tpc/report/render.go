@@ -20,6 +20,9 @@ const TopOptions = 15
 type view struct {
 	Title, Subtitle                string
 	Summary                        [][2]string
+	Workload                       [][2]string
+	Costs                          [][]string
+	CostNote                       string
 	Hint, Fastest, Distributed     string
 	DistributedWhy                 string
 	Notes                          []string
@@ -56,6 +59,27 @@ func (r *Review) view() *view {
 		{"Bytes per epoch", fmt.Sprintf("%.0f GB: %.0f%% from GPU memory, %.0f%% from CPU memory, %.0f%% from SSDs", b.Shares.EpochGB, 100*b.Shares.GPUCacheShare, 100*b.Shares.HostShare, 100*b.Shares.SSDShare)},
 		{"How far to trust it", fmt.Sprintf("the model's predictions of published measurements had %s (gnnplan validate)", r.ModelError)},
 	}
+	w := p.Workload
+	feat, topo := w.DatasetBytes()
+	v.Workload = [][2]string{
+		{"Dataset", fmt.Sprintf("%s: %s vertices, %s edges", w.Name, tpc.FormatUSD(float64(w.Vertices)), tpc.FormatUSD(float64(w.Edges)))},
+		{"Features", fmt.Sprintf("%d x %d-byte values a vertex (%d bytes a row), %.0f GB; topology %.0f GB", w.FeatureDim, w.FeatureBytes, w.FeatureRowBytes(), float64(feat)/1e9, float64(topo)/1e9)},
+		{"Model", fmt.Sprintf("%s, hidden %d, fanouts %s, batch %d", w.Model, w.Hidden, strings.Trim(strings.Join(strings.Fields(fmt.Sprint(w.Fanouts)), ","), "[]"), w.BatchSize)},
+		{"Training vertices", fmt.Sprintf("%.2f%% of the vertices, each once an epoch", 100*w.TrainFraction)},
+	}
+	cat := rec.Request.Catalog
+	h := cat.Host
+	v.Costs = [][]string{
+		{"Host (chassis, CPUs, memory)", "$" + tpc.FormatUSD(h.MachineUSD), "1", "$" + tpc.FormatUSD(h.MachineUSD), "capex", sourcePart(h.Sources, "machine: ")},
+		{b.GPU.Name, "$" + tpc.FormatUSD(b.GPU.PriceUSD), fmt.Sprint(b.GPUs), "$" + tpc.FormatUSD(b.GPU.PriceUSD*float64(b.GPUs)), "capex", priceSource(b.GPU.Sources)},
+	}
+	if b.SSDs > 0 {
+		v.Costs = append(v.Costs, []string{b.SSD.Name, "$" + tpc.FormatUSD(b.SSD.PriceUSD), fmt.Sprint(b.SSDs), "$" + tpc.FormatUSD(b.SSD.PriceUSD*float64(b.SSDs)), "capex", priceSource(b.SSD.Sources)})
+	}
+	v.Costs = append(v.Costs, []string{fmt.Sprintf("Electricity: %g kW at $%g/kWh for %g years", h.PowerKW, h.USDPerKWh, h.Years), "", "", "$" + tpc.FormatUSD(h.ElectricityUSD), "opex", sourcePart(h.Sources, "electricity: ")})
+	capex := h.MachineUSD + b.GPU.PriceUSD*float64(b.GPUs) + b.SSD.PriceUSD*float64(b.SSDs)
+	v.CostNote = fmt.Sprintf("Capex $%s, opex $%s over %g years: 5-year TCO $%s (Hyperion's equation 5). Prices from %s.",
+		tpc.FormatUSD(capex), tpc.FormatUSD(h.ElectricityUSD), h.Years, tpc.FormatUSD(capex+h.ElectricityUSD), r.CatalogName)
 	if f := rec.Fastest; f != b {
 		v.Fastest = fmt.Sprintf("Fastest within budget: %d x %s + %d x %s, $%s, %.0f samples/s (%.2fx the recommended), TPC %.3f per $1k.",
 			f.GPUs, f.GPU.Key, f.SSDs, f.SSD.Key, tpc.FormatUSD(f.CostUSD), f.SamplesPerSec, f.SamplesPerSec/b.SamplesPerSec, f.TPC*1000)
@@ -98,6 +122,28 @@ func (r *Review) view() *view {
 	return v
 }
 
+// priceSource is the price part of a catalog entry's sources ("price:
+// estimate: ..." up to its "rates:"), or all of it.
+func priceSource(src string) string { return sourcePart(src, "price: ") }
+
+// sourcePart is the part of a catalog sources text that starts with key
+// ("price: ", "machine: ", "electricity: "), up to the next such part;
+// all of it where key is not there.
+func sourcePart(src, key string) string {
+	i := strings.Index(src, key)
+	if i < 0 {
+		return strings.TrimSpace(src)
+	}
+	rest := src[i+len(key):]
+	end := len(rest)
+	for _, next := range []string{" rates:", " machine:", " electricity:", " memory:", " price:"} {
+		if j := strings.Index(rest, next); j >= 0 && j < end {
+			end = j
+		}
+	}
+	return strings.TrimSpace(rest[:end])
+}
+
 var htmlTmpl = template.Must(template.New("review").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -134,6 +180,18 @@ footer { margin-top: 2em; font-size: 0.85em; color: #777; }
 <p id="hint"><strong>What binds and what the next dollar buys:</strong> {{.Hint}}</p>
 {{if .Fastest}}<p>{{.Fastest}}</p>{{end}}
 <p id="distributed"><strong>Distributed in-memory alternative:</strong> {{.Distributed}} <br><small>{{.DistributedWhy}}</small></p>
+
+<h2 id="workload">The workload</h2>
+<table id="workload-table">
+{{range .Workload}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>
+{{end}}</table>
+
+<h2 id="costs">What it costs</h2>
+<table id="cost-breakdown">
+<tr><th>Item</th><th>Unit price</th><th>Count</th><th>Subtotal</th><th>Kind</th><th>Price from</th></tr>
+{{range .Costs}}<tr><td>{{index . 0}}</td><td class="num">{{index . 1}}</td><td class="num">{{index . 2}}</td><td class="num">{{index . 3}}</td><td>{{index . 4}}</td><td>{{index . 5}}</td></tr>
+{{end}}</table>
+<p>{{.CostNote}}</p>
 
 <h2 id="machine">The machine and the placement</h2>
 <figure id="topology">
@@ -203,6 +261,15 @@ func (r *Review) WriteMarkdown(w io.Writer, stem string) error {
 		fmt.Fprintf(&b, "%s\n\n", v.Fastest)
 	}
 	fmt.Fprintf(&b, "**Distributed in-memory alternative:** %s (%s)\n\n", v.Distributed, v.DistributedWhy)
+	b.WriteString("## The workload\n\n| | |\n|---|---|\n")
+	for _, row := range v.Workload {
+		fmt.Fprintf(&b, "| %s | %s |\n", mdCell(row[0]), mdCell(row[1]))
+	}
+	b.WriteString("\n## What it costs\n\n| Item | Unit price | Count | Subtotal | Kind | Price from |\n|---|---:|---:|---:|---|---|\n")
+	for _, row := range v.Costs {
+		fmt.Fprintf(&b, "| %s |\n", strings.Join(mdCells(row), " | "))
+	}
+	fmt.Fprintf(&b, "\n%s\n\n", v.CostNote)
 	fmt.Fprintf(&b, "## The machine and the placement\n\n![topology of %s](%s)\n\n%s\n\n", mdCell(r.Machine.Name), v.TopologyFile, v.Legend)
 	b.WriteString("| Device | Slot | Where | Inlet GB/s |\n|---|---|---|---:|\n")
 	for _, row := range v.Placement {

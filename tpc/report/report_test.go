@@ -77,6 +77,11 @@ func TestReviewShowsThePlan(t *testing.T) {
 		// The PM1743s (10.2 GB/s) sit in x4 Gen4 bays: the review says
 		// what they read there.
 		"6.00 GB/s per SSD: their x4 Gen4 links carry less than the drives read", "read 6.0 GB/s each",
+		// The workload and the cost breakdown a capacity review needs
+		// (issue 34, finding 6).
+		`id="workload"`, "igb-hom: 269,346,174 vertices", "4096 bytes a row", "fanouts 25,10, batch 8000",
+		`id="costs"`, "NVIDIA L40S 48GB PCIe", "$32,000", "$12,000", "Electricity: 4 kW at $0.1/kWh for 5 years", "opex",
+		"estimate: not in the papers", "5-year TCO $" + tpc.FormatUSD(p.CostUSD),
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("review lacks %q", want)
