@@ -23,6 +23,7 @@ type view struct {
 	Workload                       [][2]string
 	Costs                          [][]string
 	CostNote                       string
+	Budgets, Range                 [][]string
 	Hint, Fastest, Distributed     string
 	DistributedWhy                 string
 	Notes                          []string
@@ -80,6 +81,22 @@ func (r *Review) view() *view {
 	capex := h.MachineUSD + b.GPU.PriceUSD*float64(b.GPUs) + b.SSD.PriceUSD*float64(b.SSDs)
 	v.CostNote = fmt.Sprintf("Capex $%s, opex $%s over %g years: 5-year TCO $%s (Hyperion's equation 5). Prices from %s.",
 		tpc.FormatUSD(capex), tpc.FormatUSD(h.ElectricityUSD), h.Years, tpc.FormatUSD(capex+h.ElectricityUSD), r.CatalogName)
+	for _, st := range r.Budgets {
+		row := []string{"$" + tpc.FormatUSD(st.BudgetUSD), "no plan", "", "", ""}
+		if o := st.Best; o != nil {
+			row = []string{"$" + tpc.FormatUSD(st.BudgetUSD), fmt.Sprintf("%d x %s + %d x %s", o.GPUs, o.GPU.Key, o.SSDs, o.SSD.Key),
+				"$" + tpc.FormatUSD(o.CostUSD), fmt.Sprintf("%.0f", o.SamplesPerSec), fmt.Sprintf("%.3f", 1000*o.TPC)}
+		}
+		v.Budgets = append(v.Budgets, row)
+	}
+	v.Range = [][]string{{fmt.Sprintf("the plan's: access skew x^%.2f", p.Assumptions.SkewExponent), fmt.Sprintf("%.1f", b.EpochSeconds), fmt.Sprintf("%.0f", b.SamplesPerSec)}}
+	for _, x := range r.Range {
+		v.Range = append(v.Range, []string{x.Assumption, fmt.Sprintf("%.1f", x.Epoch), fmt.Sprintf("%.0f", x.SamplesPS)})
+	}
+	if m := r.ModelError.MedianPct; m > 0 {
+		v.Range = append(v.Range, []string{fmt.Sprintf("the model's median error on published measurements (%.0f%%)", m),
+			fmt.Sprintf("%.1f to %.1f", b.EpochSeconds*(1-m/100), b.EpochSeconds*(1+m/100)), fmt.Sprintf("%.0f to %.0f", b.SamplesPerSec/(1+m/100), b.SamplesPerSec/(1-m/100))})
+	}
 	if f := rec.Fastest; f != b {
 		v.Fastest = fmt.Sprintf("Fastest within budget: %d x %s + %d x %s, $%s, %.0f samples/s (%.2fx the recommended), TPC %.3f per $1k.",
 			f.GPUs, f.GPU.Key, f.SSDs, f.SSD.Key, tpc.FormatUSD(f.CostUSD), f.SamplesPerSec, f.SamplesPerSec/b.SamplesPerSec, f.TPC*1000)
@@ -193,6 +210,16 @@ footer { margin-top: 2em; font-size: 0.85em; color: #777; }
 {{end}}</table>
 <p>{{.CostNote}}</p>
 
+<h2 id="sensitivity">How the plan moves with the budget and the assumptions</h2>
+<table id="budgets">
+<tr><th>Budget</th><th>Best plan (highest TPC)</th><th>5-year TCO</th><th>Samples/s</th><th>TPC per $1k</th></tr>
+{{range .Budgets}}<tr><td class="num">{{index . 0}}</td><td>{{index . 1}}</td><td class="num">{{index . 2}}</td><td class="num">{{index . 3}}</td><td class="num">{{index . 4}}</td></tr>
+{{end}}</table>
+<table id="range">
+<tr><th>The recommended hardware, with</th><th>Epoch s</th><th>Samples/s</th></tr>
+{{range .Range}}<tr><td>{{index . 0}}</td><td class="num">{{index . 1}}</td><td class="num">{{index . 2}}</td></tr>
+{{end}}</table>
+
 <h2 id="machine">The machine and the placement</h2>
 <figure id="topology">
 {{.Topology}}
@@ -270,6 +297,15 @@ func (r *Review) WriteMarkdown(w io.Writer, stem string) error {
 		fmt.Fprintf(&b, "| %s |\n", strings.Join(mdCells(row), " | "))
 	}
 	fmt.Fprintf(&b, "\n%s\n\n", v.CostNote)
+	b.WriteString("## How the plan moves with the budget and the assumptions\n\n| Budget | Best plan (highest TPC) | 5-year TCO | Samples/s | TPC per $1k |\n|---:|---|---:|---:|---:|\n")
+	for _, row := range v.Budgets {
+		fmt.Fprintf(&b, "| %s |\n", strings.Join(mdCells(row), " | "))
+	}
+	b.WriteString("\n| The recommended hardware, with | Epoch s | Samples/s |\n|---|---:|---:|\n")
+	for _, row := range v.Range {
+		fmt.Fprintf(&b, "| %s |\n", strings.Join(mdCells(row), " | "))
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "## The machine and the placement\n\n![topology of %s](%s)\n\n%s\n\n", mdCell(r.Machine.Name), v.TopologyFile, v.Legend)
 	b.WriteString("| Device | Slot | Where | Inlet GB/s |\n|---|---|---|---:|\n")
 	for _, row := range v.Placement {

@@ -17,6 +17,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
 	"strings"
@@ -47,7 +48,36 @@ type Review struct {
 	// ModelError is the model's error against the published
 	// measurements it was checked on (gnnplan validate).
 	ModelError tpc.ValidatedError
+	// Budgets is the best plan at other budgets: how the choice moves.
+	Budgets []BudgetStep
+	// Range is the recommended hardware predicted again under other
+	// assumptions: what they put on the prediction.
+	Range []RangeRow
 }
+
+// BudgetStep is the best plan (highest TPC) at one budget; Best is nil
+// where the budget buys no plan.
+type BudgetStep struct {
+	BudgetUSD float64
+	Best      *tpc.Option
+}
+
+// RangeRow is the recommended hardware's prediction under one assumption
+// changed.
+type RangeRow struct {
+	Assumption string
+	Epoch      float64 // seconds
+	SamplesPS  float64
+}
+
+// budgetFactors are the budgets a review shows, as multiples of the
+// plan's (1: the plan's own).
+var budgetFactors = []float64{0.5, 0.75, 1, 1.25, 1.5, 2}
+
+// skewRange is DiskGNN's Table 3 as exponents of the power law: its
+// least skewed graph gives the top 1% of vertices 14.1% of the accesses
+// (0.01^0.43), its most skewed 56.4% (0.01^0.12).
+var skewRange = [2]float64{0.12, 0.43}
 
 // Source says where a kind of figure came from.
 type Source struct {
@@ -123,7 +153,46 @@ func Build(ctx context.Context, plan *tpc.Plan, opt Options) (*Review, error) {
 	}
 	r.GPUPlotSVG = inlineSVG(buf.Bytes())
 	r.Sources = sources(r)
+	if err := budgetsAndRange(ctx, r, req); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// budgetsAndRange fills r.Budgets (the search again at budgetFactors x
+// the plan's budget) and r.Range (the recommended hardware predicted with
+// the access skew at DiskGNN's extremes).
+func budgetsAndRange(ctx context.Context, r *Review, req tpc.Request) error {
+	for _, f := range budgetFactors {
+		if f == 1 {
+			r.Budgets = append(r.Budgets, BudgetStep{BudgetUSD: req.BudgetUSD, Best: r.Rec.Best})
+			continue
+		}
+		q := req
+		q.BudgetUSD = req.BudgetUSD * f
+		rec, err := tpc.Recommend(ctx, q)
+		if err != nil {
+			if topology.IsBadInput(err) {
+				r.Budgets = append(r.Budgets, BudgetStep{BudgetUSD: q.BudgetUSD})
+				continue
+			}
+			return fmt.Errorf("the best plan at $%.0f: %w", q.BudgetUSD, err)
+		}
+		r.Budgets = append(r.Budgets, BudgetStep{BudgetUSD: q.BudgetUSD, Best: rec.Best})
+	}
+	b := r.Rec.Best
+	for _, a := range skewRange {
+		as := req.Assumptions
+		as.SkewExponent = a
+		p, err := tpc.PredictSetup(ctx, tpc.Setup{Machine: r.Rec.Machine, Catalog: req.Catalog, Workload: req.Workload, GPU: b.GPU.Key, SSD: b.SSD.Key,
+			GPUs: b.GPUs, SSDs: b.SSDs, Layout: tpc.LayoutBest, SSDGBps: req.MeasuredSSDGBps, Assumptions: as})
+		if err != nil {
+			return fmt.Errorf("the prediction with skew exponent %g: %w", a, err)
+		}
+		r.Range = append(r.Range, RangeRow{Assumption: fmt.Sprintf("access skew x^%.2f (top 1%% of vertices get %.0f%% of accesses)", a, 100*math.Pow(0.01, a)),
+			Epoch: p.EpochSeconds, SamplesPS: p.SamplesPerSec})
+	}
+	return nil
 }
 
 // Colours of the diagram, also named in the legend.

@@ -82,6 +82,10 @@ func TestReviewShowsThePlan(t *testing.T) {
 		`id="workload"`, "igb-hom: 269,346,174 vertices", "4096 bytes a row", "fanouts 25,10, batch 8000",
 		`id="costs"`, "NVIDIA L40S 48GB PCIe", "$32,000", "$12,000", "Electricity: 4 kW at $0.1/kWh for 5 years", "opex",
 		"estimate: not in the papers", "5-year TCO $" + tpc.FormatUSD(p.CostUSD),
+		// How the best plan moves with the budget, and the range the
+		// assumptions put on the prediction.
+		`id="sensitivity"`, "$40,000", "$160,000", "access skew x^0.12 (top 1% of vertices get 58% of accesses)",
+		"access skew x^0.43", "the model's median error on published measurements",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("review lacks %q", want)
