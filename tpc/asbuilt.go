@@ -107,11 +107,13 @@ func PredictSetup(ctx context.Context, s Setup) (Prediction, error) {
 // Installed is a machine as it stands: its GPUs and SSDs where they are,
 // priced and predicted with the catalog models that describe them.
 type Installed struct {
-	GPU, SSD   string // catalog keys ("" for no SSD)
-	GPUs, SSDs int
-	Prediction Prediction
+	GPU        string     `json:"gpu_model"` // catalog keys
+	SSD        string     `json:"ssd_model,omitempty"`
+	GPUs       int        `json:"gpus"`
+	SSDs       int        `json:"ssds"`
+	Prediction Prediction `json:"prediction"`
 	// Matched says how each installed device was matched to the catalog.
-	Matched []string
+	Matched []string `json:"matched,omitempty"`
 }
 
 // PredictInstalled predicts req's machine as it stands (Setup with

@@ -71,6 +71,11 @@ type Plan struct {
 	// names it ("the built-in catalog", "catalog prices.yaml").
 	Catalog       *profiles.Catalog `json:"catalog,omitempty"`
 	CatalogSource string            `json:"catalog_source,omitempty"`
+	// Installed is the machine as it stood when the plan was made (its
+	// own GPUs and SSDs where they were), nil where it held none or they
+	// matched no catalog model (InstalledNote says which).
+	Installed     *Installed `json:"installed,omitempty"`
+	InstalledNote string     `json:"installed_note,omitempty"`
 	Notes         []string          `json:"notes,omitempty"`
 }
 

@@ -245,7 +245,7 @@ func runRecommend(ctx context.Context, o *recommendOptions) error {
 	if err := writeRecommendation(o, rec); err != nil {
 		return err
 	}
-	writeInstalled(ctx, o.IO.Out, req)
+	installed, installedErr := writeInstalled(ctx, o.IO.Out, req)
 	if o.PlotPath != "" {
 		var buf bytes.Buffer
 		if err := tpc.WritePlotSVG(&buf, rec); err != nil {
@@ -258,6 +258,10 @@ func runRecommend(ctx context.Context, o *recommendOptions) error {
 	}
 	if o.PlanPath != "" {
 		plan := rec.Plan()
+		plan.Installed = installed
+		if installedErr != nil {
+			plan.InstalledNote = installedErr.Error()
+		}
 		plan.CatalogSource = "the built-in catalog"
 		if o.Catalog != "" {
 			plan.CatalogSource = "catalog " + o.Catalog + " over the built-in one"
@@ -271,16 +275,17 @@ func runRecommend(ctx context.Context, o *recommendOptions) error {
 }
 
 // writeInstalled prints the machine as it stands, beside the plans: its
-// own GPUs and SSDs where they are (tpc.PredictInstalled). A machine with
-// no GPU gets no line; one that cannot be predicted says why.
-func writeInstalled(ctx context.Context, out io.Writer, req tpc.Request) {
+// own GPUs and SSDs where they are (tpc.PredictInstalled), and returns it
+// for the plan. A machine with no GPU gets no line; one that cannot be
+// predicted says why.
+func writeInstalled(ctx context.Context, out io.Writer, req tpc.Request) (*tpc.Installed, error) {
 	if req.Machine.Count(topology.KindGPU) == 0 {
-		return
+		return nil, nil
 	}
 	in, err := tpc.PredictInstalled(ctx, req)
 	if err != nil {
 		fmt.Fprintf(out, "as installed: not predicted: %v\n", err)
-		return
+		return nil, err
 	}
 	p := in.Prediction
 	ssd := "no SSD"
@@ -292,6 +297,7 @@ func writeInstalled(ctx context.Context, out io.Writer, req tpc.Request) {
 	for _, m := range in.Matched {
 		fmt.Fprintf(out, "  %s\n", m)
 	}
+	return in, nil
 }
 
 func writeRecommendation(o *recommendOptions, rec *tpc.Recommendation) error {

@@ -24,6 +24,7 @@ type view struct {
 	Costs                          [][]string
 	CostNote                       string
 	Budgets, Range                 [][]string
+	Feasibility                    [][2]string
 	Hint, Fastest, Distributed     string
 	DistributedWhy                 string
 	Notes                          []string
@@ -59,6 +60,15 @@ func (r *Review) view() *view {
 		{"Bound", b.Bound},
 		{"Bytes per epoch", fmt.Sprintf("%.0f GB: %.0f%% from GPU memory, %.0f%% from CPU memory, %.0f%% from SSDs", b.Shares.EpochGB, 100*b.Shares.GPUCacheShare, 100*b.Shares.HostShare, 100*b.Shares.SSDShare)},
 		{"How far to trust it", fmt.Sprintf("the model's predictions of published measurements had %s (gnnplan validate)", r.ModelError)},
+	}
+	v.Feasibility = r.Feasibility
+	switch in := r.Installed; {
+	case in != nil:
+		ip := in.Prediction
+		v.Summary = append(v.Summary, [2]string{"As installed", fmt.Sprintf("%d x %s + %s: epoch %.1f s, %.0f samples/s, TPC %.3f per $1k, %s-bound; %s",
+			in.GPUs, in.GPU, ssdText(in.SSDs, in.SSD), ip.EpochSeconds, ip.SamplesPerSec, 1000*ip.TPC, ip.Bound, keptOrBought(in, b))})
+	case r.InstalledNote != "":
+		v.Summary = append(v.Summary, [2]string{"As installed", "not predicted: " + r.InstalledNote})
 	}
 	w := p.Workload
 	feat, topo := w.DatasetBytes()
@@ -139,6 +149,40 @@ func (r *Review) view() *view {
 	return v
 }
 
+// ssdText is "n x model" or "no SSD".
+func ssdText(n int, model string) string {
+	if n == 0 {
+		return "no SSD"
+	}
+	return fmt.Sprintf("%d x %s", n, model)
+}
+
+// keptOrBought says which installed devices the plan keeps and what it
+// buys: devices of the plan's model are kept, others replaced.
+func keptOrBought(in *tpc.Installed, b *tpc.Option) string {
+	part := func(what string, have int, haveModel string, want int, wantModel string) string {
+		switch {
+		case want == 0 && have == 0:
+			return ""
+		case haveModel == wantModel && have >= want:
+			return fmt.Sprintf("keeps %d of the %d %s", want, have, what)
+		case haveModel == wantModel:
+			return fmt.Sprintf("keeps the %d %s and buys %d more", have, what, want-have)
+		case have == 0:
+			return fmt.Sprintf("buys %d %s", want, what)
+		default:
+			return fmt.Sprintf("replaces the %d %s with %d x %s", have, what, want, wantModel)
+		}
+	}
+	var out []string
+	for _, s := range []string{part("GPUs", in.GPUs, in.GPU, b.GPUs, b.GPU.Key), part("SSDs", in.SSDs, in.SSD, b.SSDs, b.SSD.Key)} {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return "the plan " + strings.Join(out, " and ")
+}
+
 // priceSource is the price part of a catalog entry's sources ("price:
 // estimate: ..." up to its "rates:"), or all of it.
 func priceSource(src string) string { return sourcePart(src, "price: ") }
@@ -209,6 +253,11 @@ footer { margin-top: 2em; font-size: 0.85em; color: #777; }
 {{range .Costs}}<tr><td>{{index . 0}}</td><td class="num">{{index . 1}}</td><td class="num">{{index . 2}}</td><td class="num">{{index . 3}}</td><td>{{index . 4}}</td><td>{{index . 5}}</td></tr>
 {{end}}</table>
 <p>{{.CostNote}}</p>
+
+<h2 id="feasibility">Building it</h2>
+<table id="feasibility-table">
+{{range .Feasibility}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>
+{{end}}</table>
 
 <h2 id="sensitivity">How the plan moves with the budget and the assumptions</h2>
 <table id="budgets">
@@ -297,7 +346,11 @@ func (r *Review) WriteMarkdown(w io.Writer, stem string) error {
 		fmt.Fprintf(&b, "| %s |\n", strings.Join(mdCells(row), " | "))
 	}
 	fmt.Fprintf(&b, "\n%s\n\n", v.CostNote)
-	b.WriteString("## How the plan moves with the budget and the assumptions\n\n| Budget | Best plan (highest TPC) | 5-year TCO | Samples/s | TPC per $1k |\n|---:|---|---:|---:|---:|\n")
+	b.WriteString("## Building it\n\n| | |\n|---|---|\n")
+	for _, row := range v.Feasibility {
+		fmt.Fprintf(&b, "| %s | %s |\n", mdCell(row[0]), mdCell(row[1]))
+	}
+	b.WriteString("\n## How the plan moves with the budget and the assumptions\n\n| Budget | Best plan (highest TPC) | 5-year TCO | Samples/s | TPC per $1k |\n|---:|---|---:|---:|---:|\n")
 	for _, row := range v.Budgets {
 		fmt.Fprintf(&b, "| %s |\n", strings.Join(mdCells(row), " | "))
 	}

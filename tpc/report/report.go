@@ -53,6 +53,14 @@ type Review struct {
 	// Range is the recommended hardware predicted again under other
 	// assumptions: what they put on the prediction.
 	Range []RangeRow
+	// Feasibility is what building the plan takes: each check and its
+	// verdict.
+	Feasibility [][2]string
+	// Installed is the machine as it stands (its own GPUs and SSDs
+	// where they are), nil with the reason in InstalledNote where it has
+	// none or they match no catalog model.
+	Installed     *tpc.Installed
+	InstalledNote string
 }
 
 // BudgetStep is the best plan (highest TPC) at one budget; Best is nil
@@ -156,7 +164,56 @@ func Build(ctx context.Context, plan *tpc.Plan, opt Options) (*Review, error) {
 	if err := budgetsAndRange(ctx, r, req); err != nil {
 		return nil, err
 	}
+	r.Feasibility = feasibility(r)
+	// The plan's machine holds the recommended devices: what stood there
+	// before is what recommend kept in the plan.
+	r.Installed, r.InstalledNote = plan.Installed, plan.InstalledNote
 	return r, nil
+}
+
+// feasibility checks what building the recommended plan takes: slots that
+// fit the cards, adapters for drives in wide slots, the drives' capacity
+// against the dataset. Power is not checked: the catalog gives no power
+// per device, only the host's total.
+func feasibility(r *Review) [][2]string {
+	b := r.Rec.Best
+	m := r.Machine
+	var out [][2]string
+	wide := 0
+	for _, s := range b.Placement.SSDSlots {
+		if n := m.Node(s); n != nil && n.Lanes >= 8 && n.Takes == "" {
+			wide++
+		}
+	}
+	gpuOK := true
+	for _, s := range b.Placement.GPUSlots {
+		if n := m.Node(s); n == nil || (!n.DoubleWidth && b.GPU.DoubleWidth) || (n.Lanes > 0 && n.Lanes < b.GPU.Lanes) {
+			gpuOK = false
+		}
+	}
+	if gpuOK {
+		out = append(out, [2]string{"GPU slots", fmt.Sprintf("each of the %d %s sits in a slot wide enough (x%d, double-width where the card is)", b.GPUs, b.GPU.Key, b.GPU.Lanes)})
+	} else {
+		out = append(out, [2]string{"GPU slots", "a GPU sits in a slot narrower or thinner than the card: check the machine file's slots"})
+	}
+	switch {
+	case b.SSDs == 0:
+	case wide > 0:
+		out = append(out, [2]string{"SSD adapters", fmt.Sprintf("%d of the %d SSDs sit in x8 or wider slots: each needs an adapter card (one M.2 or U.2 drive per card, or a bifurcation card holding four at x4x4x4x4 where the board supports it)", wide, b.SSDs)})
+	default:
+		out = append(out, [2]string{"SSD adapters", "every SSD sits in an x4 bay or slot of its own: no adapter"})
+	}
+	if b.SSDs > 0 {
+		feat, topo := r.Plan.Workload.DatasetBytes()
+		have := float64(b.SSDs) * b.SSD.CapacityGB
+		verdict := "holds"
+		if have*1e9 < float64(feat) {
+			verdict = "does not hold"
+		}
+		out = append(out, [2]string{"SSD capacity", fmt.Sprintf("%d x %.0f GB = %.0f GB %s the %.0f GB of features (topology %.0f GB stays in host memory)", b.SSDs, b.SSD.CapacityGB, have, verdict, float64(feat)/1e9, float64(topo)/1e9)})
+	}
+	out = append(out, [2]string{"Power", fmt.Sprintf("not checked: the catalog gives the host's %g kW in all, no power per device", r.Rec.Request.Catalog.Host.PowerKW)})
+	return out
 }
 
 // budgetsAndRange fills r.Budgets (the search again at budgetFactors x

@@ -86,6 +86,9 @@ func TestReviewShowsThePlan(t *testing.T) {
 		// assumptions put on the prediction.
 		`id="sensitivity"`, "$40,000", "$160,000", "access skew x^0.12 (top 1% of vertices get 58% of accesses)",
 		"access skew x^0.43", "the model's median error on published measurements",
+		// Building it, and the machine as it stood (issue 34, finding 6).
+		`id="feasibility"`, "15 x 3840 GB = 57600 GB holds the 1103 GB of features", "each needs an adapter card",
+		"Power", "not checked",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("review lacks %q", want)
