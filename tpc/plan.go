@@ -76,7 +76,7 @@ type Plan struct {
 	// matched no catalog model (InstalledNote says which).
 	Installed     *Installed `json:"installed,omitempty"`
 	InstalledNote string     `json:"installed_note,omitempty"`
-	Notes         []string          `json:"notes,omitempty"`
+	Notes         []string   `json:"notes,omitempty"`
 }
 
 // ValidatedError is the model's error over a set of measurements it was
