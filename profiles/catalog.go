@@ -590,21 +590,21 @@ func fillFromBuiltIn(fm format, data []byte, f *catalogFile) error {
 		return err
 	}
 	builtIn := DefaultCatalog()
-	for i := range f.GPUs {
-		j := slices.IndexFunc(builtIn.GPUs, func(x GPUModel) bool { return x.Key == f.GPUs[i].Key })
-		if j < 0 || i >= len(raw.GPUs) {
-			continue
-		}
-		if err := overlay(builtIn.GPUs[j], raw.GPUs[i], &f.GPUs[i]); err != nil {
-			return err
-		}
+	if err := fillEntries(builtIn.GPUs, f.GPUs, raw.GPUs, func(g GPUModel) string { return g.Key }); err != nil {
+		return err
 	}
-	for i := range f.SSDs {
-		j := slices.IndexFunc(builtIn.SSDs, func(x SSDModel) bool { return x.Key == f.SSDs[i].Key })
-		if j < 0 || i >= len(raw.SSDs) {
+	return fillEntries(builtIn.SSDs, f.SSDs, raw.SSDs, func(s SSDModel) string { return s.Key })
+}
+
+// fillEntries overlays each file entry whose key a built-in entry has
+// (the fields raw says the file gives) on that built-in entry.
+func fillEntries[T any](builtIn, file []T, raw []map[string]any, key func(T) string) error {
+	for i := range file {
+		j := slices.IndexFunc(builtIn, func(x T) bool { return key(x) == key(file[i]) })
+		if j < 0 || i >= len(raw) {
 			continue
 		}
-		if err := overlay(builtIn.SSDs[j], raw.SSDs[i], &f.SSDs[i]); err != nil {
+		if err := overlay(builtIn[j], raw[i], &file[i]); err != nil {
 			return err
 		}
 	}

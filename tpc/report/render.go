@@ -329,50 +329,32 @@ func (r *Review) WriteMarkdown(w io.Writer, stem string) error {
 		fmt.Fprintf(&b, "> **Note:** %s\n\n", n)
 	}
 	b.WriteString("## Recommendation\n\n| | |\n|---|---|\n")
-	for _, row := range v.Summary {
-		fmt.Fprintf(&b, "| %s | %s |\n", mdCell(row[0]), mdCell(row[1]))
-	}
+	mdPairs(&b, v.Summary)
 	fmt.Fprintf(&b, "\n**What binds and what the next dollar buys:** %s\n\n", v.Hint)
 	if v.Fastest != "" {
 		fmt.Fprintf(&b, "%s\n\n", v.Fastest)
 	}
 	fmt.Fprintf(&b, "**Distributed in-memory alternative:** %s (%s)\n\n", v.Distributed, v.DistributedWhy)
 	b.WriteString("## The workload\n\n| | |\n|---|---|\n")
-	for _, row := range v.Workload {
-		fmt.Fprintf(&b, "| %s | %s |\n", mdCell(row[0]), mdCell(row[1]))
-	}
+	mdPairs(&b, v.Workload)
 	b.WriteString("\n## What it costs\n\n| Item | Unit price | Count | Subtotal | Kind | Price from |\n|---|---:|---:|---:|---|---|\n")
-	for _, row := range v.Costs {
-		fmt.Fprintf(&b, "| %s |\n", strings.Join(mdCells(row), " | "))
-	}
+	mdRows(&b, v.Costs)
 	fmt.Fprintf(&b, "\n%s\n\n", v.CostNote)
 	b.WriteString("## Building it\n\n| | |\n|---|---|\n")
-	for _, row := range v.Feasibility {
-		fmt.Fprintf(&b, "| %s | %s |\n", mdCell(row[0]), mdCell(row[1]))
-	}
+	mdPairs(&b, v.Feasibility)
 	b.WriteString("\n## How the plan moves with the budget and the assumptions\n\n| Budget | Best plan (highest TPC) | 5-year TCO | Samples/s | TPC per $1k |\n|---:|---|---:|---:|---:|\n")
-	for _, row := range v.Budgets {
-		fmt.Fprintf(&b, "| %s |\n", strings.Join(mdCells(row), " | "))
-	}
+	mdRows(&b, v.Budgets)
 	b.WriteString("\n| The recommended hardware, with | Epoch s | Samples/s |\n|---|---:|---:|\n")
-	for _, row := range v.Range {
-		fmt.Fprintf(&b, "| %s |\n", strings.Join(mdCells(row), " | "))
-	}
+	mdRows(&b, v.Range)
 	b.WriteString("\n")
 	fmt.Fprintf(&b, "## The machine and the placement\n\n![topology of %s](%s)\n\n%s\n\n", mdCell(r.Machine.Name), v.TopologyFile, v.Legend)
 	b.WriteString("| Device | Slot | Where | Inlet GB/s |\n|---|---|---|---:|\n")
-	for _, row := range v.Placement {
-		fmt.Fprintf(&b, "| %s |\n", strings.Join(mdCells(row), " | "))
-	}
+	mdRows(&b, v.Placement)
 	fmt.Fprintf(&b, "\n**Saturated:** %s\n\n## Options ranked by TPC\n\n| %s |\n|---|---|---|---:|---:|---:|---:|---|\n", strings.Join(v.Bottlenecks, "; "), strings.Join(v.OptionsHead, " | "))
-	for _, row := range v.Options {
-		fmt.Fprintf(&b, "| %s |\n", strings.Join(mdCells(row), " | "))
-	}
+	mdRows(&b, v.Options)
 	fmt.Fprintf(&b, "\n## TPC and throughput against SSD and GPU counts\n\n![against the SSD count](%s)\n\n![against the GPU count](%s)\n\n", v.SSDFile, v.GPUFile)
 	b.WriteString("## Assumptions and where each figure came from\n\n| Figure | From | Detail |\n|---|---|---|\n")
-	for _, row := range v.Sources {
-		fmt.Fprintf(&b, "| %s |\n", strings.Join(mdCells(row), " | "))
-	}
+	mdRows(&b, v.Sources)
 	if len(v.MachineNotes) > 0 {
 		b.WriteString("\nNotes on the machine description:\n\n")
 		for _, n := range v.MachineNotes {
@@ -382,6 +364,20 @@ func (r *Review) WriteMarkdown(w io.Writer, stem string) error {
 	fmt.Fprintf(&b, "\n_Written by gnnplan %s._\n", v.Version)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// mdPairs writes rows of two cells as Markdown table rows.
+func mdPairs(b *strings.Builder, rows [][2]string) {
+	for _, row := range rows {
+		fmt.Fprintf(b, "| %s | %s |\n", mdCell(row[0]), mdCell(row[1]))
+	}
+}
+
+// mdRows writes rows as Markdown table rows.
+func mdRows(b *strings.Builder, rows [][]string) {
+	for _, row := range rows {
+		fmt.Fprintf(b, "| %s |\n", strings.Join(mdCells(row), " | "))
+	}
 }
 
 func mdCell(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "|", `\|`), "\n", " ") }
