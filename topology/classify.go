@@ -104,6 +104,17 @@ func KindForPCIDevice(class uint32, vendorID, deviceID string) Kind {
 	return k
 }
 
+// IsVirtualFunction says whether a NIC function is an SR-IOV virtual
+// function rather than a port: pci.ids names them "... Virtual Function"
+// (Intel I350, 82599, E810; Mellanox ConnectX), Cisco's usNIC functions
+// "VIC Userspace NIC". A VF shares its physical function's port and link:
+// counting it would multiply a board's NICs (18 functions, 6 ports, on
+// hwloc's manyVFs server).
+func IsVirtualFunction(name string) bool {
+	n := strings.ToLower(name)
+	return strings.Contains(n, "virtual function") || strings.Contains(n, "userspace nic")
+}
+
 // knownDevices names datacenter parts by vendor:device so output is readable
 // without a pci.ids file. It is a convenience, not a source of truth: an
 // unknown id prints as vendor:device in hex.

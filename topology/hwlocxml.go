@@ -361,8 +361,8 @@ type hwlocImport struct {
 	implicitRP map[*hwlocElem]string
 	cpuVendor  string // PCI vendor id of the CPU maker, "" when unknown
 
-	chipset, emptyHosts, offStandard, inherited, assumed int
-	unplaced                                             []string
+	chipset, emptyHosts, offStandard, inherited, assumed, vfs int
+	unplaced                                                  []string
 }
 
 // parseHwlocXML builds a Machine from an hwloc XML export (lstopo --of xml).
@@ -891,6 +891,10 @@ func (h *hwlocImport) addPCIDev(e *hwlocElem, parent string, port float64, rootB
 	if k == KindGPU {
 		n.MemoryGiB = gpuMemoryGiB(pt.vendor, pt.device)
 	}
+	if k == KindNIC && IsVirtualFunction(n.Name) {
+		n.Kind = KindOther
+		h.vfs++
+	}
 	id := h.b.Add(n)
 	h.nodeOf[e] = id
 	if err := h.linkTo(parent, id, port, e); err != nil {
@@ -1110,6 +1114,9 @@ func (h *hwlocImport) addOSDev(e *hwlocElem, parent string) {
 }
 
 func (h *hwlocImport) ioNotes() {
+	if h.vfs > 0 {
+		h.b.Note("%d SR-IOV virtual function(s) are not counted as NICs: each shares its physical function's port and link", h.vfs)
+	}
 	if h.chipset > 0 {
 		h.b.Note("%d chipset function(s) on root buses (host bridge functions, DMA engines, uncore, USB, SMBus, ...) are not shown", h.chipset)
 	}

@@ -155,6 +155,32 @@ func TestOnboardServerVideoIsNotAGPU(t *testing.T) {
 	}
 }
 
+// TestVirtualFunctionsAreNotNICs: hwloc's manyVFs server (Cisco VIC and
+// Intel I350, tests/hwloc/xml/16intel64-manyVFs.xml) has 18 network
+// functions and 6 ports: the 12 usNIC virtual functions share their
+// physical functions' ports and links and are not counted (issue 34,
+// finding 5).
+func TestVirtualFunctionsAreNotNICs(t *testing.T) {
+	m, err := Import(filepath.Join(fixtureDir, "hwloc-16intel64-manyVFs.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := m.Count(KindNIC); n != 6 {
+		t.Errorf("%d NICs, want the 6 ports (2 I350, 4 VIC)", n)
+	}
+	if !strings.Contains(strings.Join(m.Notes, "\n"), "12 SR-IOV virtual function(s) are not counted as NICs") {
+		t.Errorf("notes %q: want the 12 virtual functions named", m.Notes)
+	}
+	for _, name := range []string{"Intel Corporation I350 Ethernet Controller Virtual Function", "Mellanox Technologies MT28800 Family [ConnectX-5 Ex Virtual Function]", "Cisco Systems Inc VIC Userspace NIC"} {
+		if !IsVirtualFunction(name) {
+			t.Errorf("%q not taken for a virtual function", name)
+		}
+	}
+	if IsVirtualFunction("Mellanox Technologies MT2910 Family [ConnectX-7]") {
+		t.Error("a ConnectX-7 port taken for a virtual function")
+	}
+}
+
 func TestDiscoverBMCGraphicsIsNotAGPU(t *testing.T) {
 	for _, vendor := range []string{"1a03", "102b", "1050"} {
 		t.Run("vendor "+vendor, func(t *testing.T) {
