@@ -341,6 +341,7 @@ func hwlocGiB(bytes float64) float64 { return math.Round(bytes/(1<<30)*100) / 10
 
 // hwlocImport holds the state of one import.
 type hwlocImport struct {
+	names   pciNames // pci.ids, for devices the file does not name
 	path    string
 	root    *hwlocElem // <topology>
 	major   int        // format major version: 1, 2 or 3
@@ -884,6 +885,9 @@ func (h *hwlocImport) addPCIDev(e *hwlocElem, parent string, port float64, rootB
 	n.Name = DeviceName(pt.vendor, pt.device)
 	if n.Name == pt.vendor+":"+pt.device {
 		n.Name = hwlocOSDevModel(e, hwlocPCIName(e, n.Name))
+		if n.Name == pt.vendor+":"+pt.device && !pt.zero() {
+			n.Name = h.names.deviceName(pt.vendor, pt.device)
+		}
 		if k == KindNVSwitch && pt.zero() {
 			n.Name = "NVIDIA NVSwitch"
 		}
@@ -974,6 +978,9 @@ func (h *hwlocImport) addBridge(e *hwlocElem, parent string, port float64, rootB
 		n.Name = DeviceName(pt.vendor, pt.device)
 		if n.Name == pt.vendor+":"+pt.device {
 			n.Name = hwlocPCIName(e, n.Name)
+		}
+		if n.Name == pt.vendor+":"+pt.device {
+			n.Name = h.names.deviceName(pt.vendor, pt.device)
 		}
 	}
 	id := h.b.Add(n)

@@ -731,3 +731,33 @@ func TestSwitchUplinkWithoutSpeedInferredFromWhatItCarries(t *testing.T) {
 		})
 	}
 }
+
+// TestImportsNameDevicesFromPCIIDs: where the file names a device only by
+// its ids, the pci.ids database names it (PCIDB_PATH points at a two-line
+// excerpt of it); without the database the name stays the ids (issue 34,
+// finding 5).
+func TestImportsNameDevicesFromPCIIDs(t *testing.T) {
+	path := filepath.Join(fixtureDir, "hwloc-32em64t-2n8c+dax+nvme+mic+dimms.xml")
+	named := func() string {
+		m, err := Import(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range m.NodesOfKind(KindNIC) {
+			if n.VendorID == "8086" && n.DeviceID == "1521" {
+				return n.Name
+			}
+		}
+		t.Fatal("no I350 in the file")
+		return ""
+	}
+	t.Setenv("PCIDB_PATH", filepath.Join("testdata", "pci.ids"))
+	if got := named(); got != "Intel Corporation I350 Gigabit Network Connection" {
+		t.Errorf("I350 named %q with pci.ids, want pci.ids' name", got)
+	}
+	t.Setenv("PCIDB_PATH", filepath.Join(t.TempDir(), "none.ids"))
+	t.Setenv("PCIDB_CHROOT", t.TempDir())
+	if got := named(); got != "8086:1521" {
+		t.Errorf("I350 named %q without pci.ids, want its ids", got)
+	}
+}

@@ -241,6 +241,7 @@ type ncclLinkAcc struct {
 type ncclImport struct {
 	path       string
 	b          *Builder
+	names      pciNames          // pci.ids, for devices the file names only by id
 	byBus      map[string]string // normalised bus id -> node id
 	busLine    map[string]int    // normalised bus id -> line, for duplicate reports
 	gpus       []ncclGPU
@@ -453,6 +454,9 @@ func (im *ncclImport) addPCI(e *ncclElem, parent string, up ncclLinkAttrs, sock 
 		n.Class = fmt.Sprintf("0x%06x", class)
 	}
 	n.Name = ncclDeviceName(kind, vendor, device, gpu, nic)
+	if vendor != "" && n.Name == normHex(vendor)+":"+normHex(device) {
+		n.Name = im.names.deviceName(vendor, device)
+	}
 	if kind == KindGPU && vendor != "" && device != "" {
 		n.MemoryGiB = gpuMemoryGiB(vendor, device)
 	}
