@@ -227,6 +227,11 @@ figcaption { font-size: 0.9em; color: #555; }
 .plots { display: flex; flex-wrap: wrap; gap: 1em; }
 .plots figure { flex: 1 1 30em; }
 footer { margin-top: 2em; font-size: 0.85em; color: #777; }
+@media print {
+  body { max-width: none; margin: 0; font-size: 10pt; }
+  h2 { break-after: avoid; }
+  figure, tr, .note { break-inside: avoid; }
+}
 </style>
 </head>
 <body>

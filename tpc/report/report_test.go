@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	stdhtml "html"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -253,6 +255,37 @@ func TestReviewInChromium(t *testing.T) {
 		}
 	}
 
+	// Read at a laptop's 800 px and a desktop's 1400 px: the page never
+	// scrolls sideways (wide tables scroll in their own box), and the
+	// review prints to PDF, pages that a buyer can circulate (issue 34,
+	// finding 6).
+	over := strings.Replace(buf.String(), "</body>", `<script>window.addEventListener("load", () => {
+  document.title = "overflow:" + document.documentElement.scrollWidth + "," + window.innerWidth })</script></body>`, 1)
+	overPage := filepath.Join(dir, "overflow.html")
+	if err := os.WriteFile(overPage, []byte(over), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, width := range []int{800, 1400} {
+		dom, _ := chromium(t, exe, overPage, fmt.Sprintf("--window-size=%d,1000", width), "--dump-dom")
+		m := regexp.MustCompile(`<title>overflow:(\d+),(\d+)</title>`).FindStringSubmatch(dom)
+		if m == nil {
+			t.Fatalf("%d px: no widths in the rendered page", width)
+		}
+		t.Logf("at %d px: page %s px wide, window %s px", width, m[1], m[2])
+		if sw, iw := atoi(m[1]), atoi(m[2]); sw > iw {
+			t.Errorf("at %d px the page is %d px wide: it scrolls sideways", iw, sw)
+		}
+	}
+	pdf := filepath.Join(dir, "review.pdf")
+	chromium(t, exe, page, "--no-pdf-header-footer", "--print-to-pdf="+pdf)
+	doc, err := os.ReadFile(pdf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pages := regexp.MustCompile(`/Type\s*/Page[^s]`).FindAll(doc, -1); !bytes.HasPrefix(doc, []byte("%PDF")) || len(pages) < 2 || len(doc) < 20_000 {
+		t.Errorf("print to PDF: %d bytes, %d pages: want a PDF of the review's pages", len(doc), len(pages))
+	}
+
 	shot := filepath.Join(dir, "review.png")
 	chromium(t, exe, page, "--window-size=1280,4300", "--screenshot="+shot)
 	png, err := os.ReadFile(shot)
@@ -267,4 +300,9 @@ func TestReviewInChromium(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }
