@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 
@@ -236,12 +237,20 @@ func CPUPlan(w Workload, m *topology.Machine, r CPURates, shape CPUShape, cache 
 // WritePlan writes the plan as JSON to path atomically.
 func WritePlan(path string, p *Plan) error {
 	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	if err := EncodePlan(&buf, p); err != nil {
+		return err
+	}
+	return topology.WriteFileAtomic(path, buf.Bytes())
+}
+
+// EncodePlan writes p as plan.json's indented JSON to w.
+func EncodePlan(w io.Writer, p *Plan) error {
+	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(p); err != nil {
 		return fmt.Errorf("encode plan: %w", err)
 	}
-	return topology.WriteFileAtomic(path, buf.Bytes())
+	return nil
 }
 
 // LoadPlan reads a plan.json, checking its schema version and machine.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -225,9 +226,34 @@ func (o *recommendOptions) request(ctx context.Context) (tpc.Request, error) {
 	return req, nil
 }
 
+// planFormats are words one might give -o meaning a format: recommend's
+// -o names the plan's file, and "-" is stdout.
+var planFormats = []string{"json", "table", "text", "yaml", "wide", "tree", "dot"}
+
+// writePlan writes p to -o's file, saying so on text, or for "-" its JSON
+// to stdout.
+func writePlan(stdout, text io.Writer, path string, p *tpc.Plan) error {
+	if path == "-" {
+		return tpc.EncodePlan(stdout, p)
+	}
+	if err := tpc.WritePlan(path, p); err != nil {
+		return fmt.Errorf("-o: %w", err)
+	}
+	fmt.Fprintf(text, "wrote %s\n", path)
+	return nil
+}
+
 func runRecommend(ctx context.Context, o *recommendOptions) error {
 	if o.Top < 1 {
 		return usageErrorf("--top: %d (valid: >= 1)", o.Top)
+	}
+	if slices.Contains(planFormats, o.PlanPath) {
+		return usageErrorf("-o %s: recommend's -o names the file the plan is written to (-o plan.json); -o - writes the plan's JSON to stdout", o.PlanPath)
+	}
+	// With -o - stdout is the plan's: the tables and notes go to stderr.
+	planOut := o.IO.Out
+	if o.PlanPath == "-" {
+		o.IO = &deps{In: o.IO.In, Out: o.IO.Err, Err: o.IO.Err}
 	}
 	req, err := o.request(ctx)
 	if err != nil {
@@ -266,10 +292,9 @@ func runRecommend(ctx context.Context, o *recommendOptions) error {
 		if o.Catalog != "" {
 			plan.CatalogSource = "catalog " + o.Catalog + " over the built-in one"
 		}
-		if err := tpc.WritePlan(o.PlanPath, plan); err != nil {
-			return fmt.Errorf("-o: %w", err)
+		if err := writePlan(planOut, o.IO.Out, o.PlanPath, plan); err != nil {
+			return err
 		}
-		fmt.Fprintf(o.IO.Out, "wrote %s\n", o.PlanPath)
 	}
 	return nil
 }

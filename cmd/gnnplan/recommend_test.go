@@ -343,3 +343,25 @@ func TestRecommendThisMachineWithoutDisks(t *testing.T) {
 		t.Errorf("exit %d, %s\n%s; want the in-memory row, a line on the caches left out, and the plan", code, errOut, out)
 	}
 }
+
+// TestRecommendPlanToStdout: -o - writes the plan's JSON to stdout and the
+// tables to stderr, so a script can pipe it; -o with a format's name is
+// refused saying what -o means here (issue 34, finding 7).
+func TestRecommendPlanToStdout(t *testing.T) {
+	code, out, errOut := runCLI(t, "recommend", "--budget", "80000", "-o", "-")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var plan map[string]any
+	if err := json.Unmarshal([]byte(out), &plan); err != nil || plan["schema_version"] != float64(2) || plan["cost_usd"] == nil {
+		t.Fatalf("stdout is not the plan's JSON (%v): %.300s", err, out)
+	}
+	if !strings.Contains(errOut, "recommended:") || strings.Contains(errOut, "wrote -") {
+		t.Errorf("stderr lacks the tables or names a file: %.300s", errOut)
+	}
+	for _, f := range []string{"json", "table"} {
+		if code, _, errOut := runCLI(t, "recommend", "-o", f); code != 2 || !strings.Contains(errOut, "-o - writes the plan's JSON to stdout") {
+			t.Errorf("-o %s: exit %d, %q", f, code, errOut)
+		}
+	}
+}
