@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
 )
 
 // phaseProgress is the progress stream long commands write to stderr
@@ -58,7 +59,7 @@ func (p *phaseProgress) Phase(name string, total int64) func(int64) {
 	}
 	bar := progressbar.NewOptions64(total, progressbar.OptionSetWriter(p.w), progressbar.OptionSetDescription(name),
 		progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
-		progressbar.OptionSetWidth(30), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+		progressbar.OptionSetWidth(barWidth(columns(p.w), len(name))), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
 	p.bar = bar
 	return func(k int64) { bar.Add64(k) }
 }
@@ -85,4 +86,27 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// defaultColumns is the width output fits when the terminal's is unknown.
+const defaultColumns = 100
+
+// barStatsColumns is what a bar prints besides its description and its
+// bar: " 100% |", "| (123456/123456, 1234 it/s) [1h2m3s:4m5s]".
+const barStatsColumns = 48
+
+// columns is w's terminal width, or defaultColumns.
+func columns(w io.Writer) int {
+	if f, ok := w.(*os.File); ok {
+		if c, _, err := term.GetSize(int(f.Fd())); err == nil && c > 0 {
+			return c
+		}
+	}
+	return defaultColumns
+}
+
+// barWidth is the width of a progress bar whose line, with a description
+// of descLen characters and its counts, fits cols columns: 10 to 30.
+func barWidth(cols, descLen int) int {
+	return max(10, min(30, cols-descLen-barStatsColumns))
 }

@@ -835,7 +835,8 @@ func (r *trainReporter) Batch(p trainer.BatchProgress) {
 		r.bar = progressbar.NewOptions(p.Batches, progressbar.OptionSetWriter(r.d.Err),
 			progressbar.OptionSetDescription(fmt.Sprintf("epoch %d/%d", p.Epoch, p.Epochs)),
 			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish(),
-			progressbar.OptionSetWidth(30), progressbar.OptionThrottle(100*time.Millisecond))
+			// The description grows to "epoch 10/10  loss 0.1234  1234567 samples/s".
+			progressbar.OptionSetWidth(barWidth(columns(r.d.Err), 44)), progressbar.OptionThrottle(100*time.Millisecond))
 	}
 	rate := 0.0
 	if p.Elapsed > 0 {
