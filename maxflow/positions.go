@@ -65,9 +65,14 @@ func PositionSlots(m *topology.Machine) (out *topology.Machine, n int) {
 		x.Parent = s
 		out.Nodes = append(out.Nodes, x)
 	}
+	parentOf := make(map[string]string, len(m.Nodes))
+	for _, x := range m.Nodes {
+		parentOf[x.ID] = x.Parent
+	}
 	for _, l := range m.Links {
+		// The tree link from a loose device's parent now ends at its slot.
 		s, ok := slotOf[l.To]
-		if !ok || m.UplinkOf(l.To) == nil || m.UplinkOf(l.To).From != l.From || m.Node(l.To).Parent != l.From {
+		if !ok || parentOf[l.To] != l.From {
 			out.Links = append(out.Links, l)
 			continue
 		}

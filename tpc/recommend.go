@@ -170,7 +170,7 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 	}
 	if len(jobs) == 0 {
 		if math.IsInf(cheapest, 1) {
-			return nil, &topology.InputError{Field: req.Machine.Name, Msg: r.nothingFits(room, gpus, ssds)}
+			return nil, &topology.InputError{Field: req.Machine.Name, Msg: r.nothingFits(room, ssds)}
 		}
 		return nil, &topology.InputError{Field: "--budget", Msg: fmt.Sprintf("$%.0f buys no plan: the cheapest plan (%d x %s, %d x %s) costs $%.0f",
 			req.BudgetUSD, cheapestHW.GPUs, cheapestHW.GPU.Key, cheapestHW.SSDs, cheapestHW.SSD.Key, cheapest)}
@@ -301,7 +301,7 @@ func pickSSDs(c *profiles.Catalog, keys []string) ([]profiles.SSDModel, error) {
 
 // nothingFits says which constraint left no hardware choice, and what
 // would fit.
-func (r *recommender) nothingFits(c room, gpus []profiles.GPUModel, ssds []profiles.SSDModel) string {
+func (r *recommender) nothingFits(c room, ssds []profiles.SSDModel) string {
 	req := r.req
 	slots := fmt.Sprintf("%d free slot(s) take a GPU, %d an SSD (%d either)", c.gpu+c.either, c.ssd+c.either, c.either)
 	if c.gpu+c.either < req.MinGPUs {
@@ -531,17 +531,9 @@ func SSDLinkCap(m *topology.Machine, ev *maxflow.Evaluation, driveGBps float64) 
 		if c.GBps == 0 || b.GBps < c.GBps {
 			c.GBps = b.GBps
 		}
-		// The link trains to the narrower and older of its two ends.
 		k := "a PCIe link"
-		if up, d := m.Node(b.To), m.Node(b.From); up != nil && d != nil && up.Lanes > 0 && up.PCIeGen > 0 {
-			lanes, gen := up.Lanes, up.PCIeGen
-			if d.Lanes > 0 {
-				lanes = min(lanes, d.Lanes)
-			}
-			if d.PCIeGen > 0 {
-				gen = min(gen, d.PCIeGen)
-			}
-			k = fmt.Sprintf("x%d Gen%d", lanes, gen)
+		if l := m.UplinkOf(b.From); l != nil && l.Lanes > 0 && l.PCIeGen > 0 {
+			k = fmt.Sprintf("x%d Gen%d", l.Lanes, l.PCIeGen)
 		}
 		if !slices.Contains(kinds, k) {
 			kinds = append(kinds, k)

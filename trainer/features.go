@@ -6,12 +6,12 @@ import (
 	"io"
 	"math"
 	"path/filepath"
-	"sync"
 	"unsafe"
 
 	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 	"github.com/gnnplan/gnnplan/trainer/internal/meminfo"
+	"github.com/gnnplan/gnnplan/trainer/internal/spans"
 )
 
 // LoadFeatures reads a dataset's whole feature matrix (float32, num_nodes
@@ -103,18 +103,11 @@ const minNormalizeRows = 4096
 // rowNormalizeOn is RowNormalize on up to threads goroutines, each a
 // range of whole rows, so the bits are RowNormalize's.
 func rowNormalizeOn(threads int, x []float32, dim int) {
-	rows := len(x) / max(dim, 1)
-	k := max(1, min(threads, rows/minNormalizeRows))
-	if k == 1 {
-		RowNormalize(x, dim)
-		return
-	}
-	var wg sync.WaitGroup
-	for i := range k {
-		lo, hi := i*rows/k*dim, (i+1)*rows/k*dim
-		wg.Go(func() { RowNormalize(x[lo:hi], dim) })
-	}
-	wg.Wait()
+	d := max(dim, 1)
+	_ = spans.Run(spans.Cut(len(x)/d, threads, minNormalizeRows), func(_ int, sp spans.Span) error {
+		RowNormalize(x[sp.Lo*d:sp.Hi*d], dim)
+		return nil
+	})
 }
 
 // MemAvailable is this machine's available memory (MemAvailable in

@@ -230,6 +230,20 @@ func (o *recommendOptions) request(ctx context.Context) (tpc.Request, error) {
 // -o names the plan's file, and "-" is stdout.
 var planFormats = []string{"json", "table", "text", "yaml", "wide", "tree", "dot"}
 
+// planStdout checks -o and returns where the plan's JSON goes for -o -:
+// stdout, which is then the plan's alone (o.IO.Out becomes stderr for the
+// tables and notes).
+func (o *recommendOptions) planStdout() (io.Writer, error) {
+	if slices.Contains(planFormats, o.PlanPath) {
+		return nil, usageErrorf("-o %s: recommend's -o names the file the plan is written to (-o plan.json); -o - writes the plan's JSON to stdout", o.PlanPath)
+	}
+	stdout := o.IO.Out
+	if o.PlanPath == "-" {
+		o.IO = &deps{In: o.IO.In, Out: o.IO.Err, Err: o.IO.Err}
+	}
+	return stdout, nil
+}
+
 // writePlan writes p to -o's file, saying so on text, or for "-" its JSON
 // to stdout.
 func writePlan(stdout, text io.Writer, path string, p *tpc.Plan) error {
@@ -247,13 +261,9 @@ func runRecommend(ctx context.Context, o *recommendOptions) error {
 	if o.Top < 1 {
 		return usageErrorf("--top: %d (valid: >= 1)", o.Top)
 	}
-	if slices.Contains(planFormats, o.PlanPath) {
-		return usageErrorf("-o %s: recommend's -o names the file the plan is written to (-o plan.json); -o - writes the plan's JSON to stdout", o.PlanPath)
-	}
-	// With -o - stdout is the plan's: the tables and notes go to stderr.
-	planOut := o.IO.Out
-	if o.PlanPath == "-" {
-		o.IO = &deps{In: o.IO.In, Out: o.IO.Err, Err: o.IO.Err}
+	planOut, err := o.planStdout()
+	if err != nil {
+		return err
 	}
 	req, err := o.request(ctx)
 	if err != nil {

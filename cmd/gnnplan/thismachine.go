@@ -31,13 +31,9 @@ const thisMachineBatches = 8
 // disks profiled, for the dataset, at several cache sizes, with rates
 // from --measured or measured now.
 func runThisMachine(ctx context.Context, o *recommendOptions) error {
-	if slices.Contains(planFormats, o.PlanPath) {
-		return usageErrorf("-o %s: recommend's -o names the file the plan is written to (-o plan.json); -o - writes the plan's JSON to stdout", o.PlanPath)
-	}
-	// With -o - stdout is the plan's: the tables and notes go to stderr.
-	planOut := o.IO.Out
-	if o.PlanPath == "-" {
-		o.IO = &deps{In: o.IO.In, Out: o.IO.Err, Err: o.IO.Err}
+	planOut, err := o.planStdout()
+	if err != nil {
+		return err
 	}
 	switch {
 	case o.Dataset == "":
@@ -154,11 +150,8 @@ func runThisMachine(ctx context.Context, o *recommendOptions) error {
 			return err
 		}
 		p.ValidatedError = &rep.Here.ValidatedError
-		if o.PlanPath == "-" {
-			if err := tpc.EncodePlan(planOut, p); err != nil {
-				return err
-			}
-		} else if err := tpc.WritePlan(o.PlanPath, p); err != nil {
+		// The line below says what was written, with more than writePlan's.
+		if err := writePlan(planOut, io.Discard, o.PlanPath, p); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "wrote %s: %s at cache %.0f%%, predicted %s an epoch; train it: gnnplan train --plan %s --dataset %s\n",

@@ -2,47 +2,13 @@ package store
 
 import (
 	"fmt"
-	"sync"
+
+	"github.com/gnnplan/gnnplan/trainer/internal/spans"
 )
 
 // minCopyRows is the fewest batch rows a copy goroutine is given: below
 // it, starting one costs more than the copies it would take over.
 const minCopyRows = 4096
-
-// span is a range [lo, hi) of a batch's rows.
-type span struct{ lo, hi int }
-
-// copySpans cuts n rows into at most threads spans of at least
-// minCopyRows each (one span when threads is 0 or 1).
-func copySpans(n, threads int) []span {
-	k := max(1, min(threads, n/minCopyRows))
-	out := make([]span, k)
-	for i := range out {
-		out[i] = span{lo: i * n / k, hi: (i + 1) * n / k}
-	}
-	return out
-}
-
-// forSpans runs f on every span at once, the first on the calling
-// goroutine, and returns the error of the lowest span that failed.
-func forSpans(spans []span, f func(i int, sp span) error) error {
-	if len(spans) == 1 {
-		return f(0, spans[0])
-	}
-	errs := make([]error, len(spans))
-	var wg sync.WaitGroup
-	for i := 1; i < len(spans); i++ {
-		wg.Go(func() { errs[i] = f(i, spans[i]) })
-	}
-	errs[0] = f(0, spans[0])
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // served is what one span of a gather did: the rows it counted and
 // copied, and the SSD rows it left for the reader (batch rows, and the
@@ -53,15 +19,15 @@ type served struct {
 	ssdRows, slots                []int
 }
 
-// serveSpan copies the cached rows of vertices[sp.lo:sp.hi] into dst and
+// serveSpan copies the cached rows of vertices[sp.Lo:sp.Hi] into dst and
 // lists the SSD rows. Without a resident bin (idx nil) batch row i goes
 // to row i of dst; with one, the rows not resident are packed from row
 // base on (idx as GatherResident describes).
-func (s *Store) serveSpan(caches [][]float32, vertices []int32, sp span, base int, dst []float32, resident int, idx []int32) (served, error) {
+func (s *Store) serveSpan(caches [][]float32, vertices []int32, sp spans.Span, base int, dst []float32, resident int, idx []int32) (served, error) {
 	dim := s.dim
 	out := served{binRows: make([]int, len(s.bins))}
 	n := base
-	for i := sp.lo; i < sp.hi; i++ {
+	for i := sp.Lo; i < sp.Hi; i++ {
 		v := vertices[i]
 		if v < 0 || int64(v) >= s.m.NumNodes {
 			return out, fmt.Errorf("gather: vertex %d (batch row %d) out of range [0, %d)", v, i, s.m.NumNodes)
@@ -99,26 +65,26 @@ func (s *Store) serveSpan(caches [][]float32, vertices []int32, sp span, base in
 // and joins their counts and SSD rows in batch order; n is how many rows
 // were placed in dst (all but the resident ones).
 func (s *Store) serve(caches [][]float32, vertices []int32, dst []float32, resident int, idx []int32, st *GatherStats) (n int, ssd, slots []int, err error) {
-	spans := copySpans(len(vertices), s.copyThreads)
+	cut := spans.Cut(len(vertices), s.copyThreads, minCopyRows)
 	// With a resident bin the rows are packed: each span starts where the
 	// rows before it that are not resident end.
-	base := make([]int, len(spans))
-	if idx != nil && len(spans) > 1 {
-		counts := make([]int, len(spans))
-		_ = forSpans(spans, func(i int, sp span) error {
-			for _, v := range vertices[sp.lo:sp.hi] {
+	base := make([]int, len(cut))
+	if idx != nil && len(cut) > 1 {
+		counts := make([]int, len(cut))
+		_ = spans.Run(cut, func(i int, sp spans.Span) error {
+			for _, v := range vertices[sp.Lo:sp.Hi] {
 				if v < 0 || int64(v) >= s.m.NumNodes || int(s.bin[v]) != resident {
 					counts[i]++
 				}
 			}
 			return nil
 		})
-		for i := 1; i < len(spans); i++ {
+		for i := 1; i < len(cut); i++ {
 			base[i] = base[i-1] + counts[i-1]
 		}
 	}
-	parts := make([]served, len(spans))
-	err = forSpans(spans, func(i int, sp span) error {
+	parts := make([]served, len(cut))
+	err = spans.Run(cut, func(i int, sp spans.Span) error {
 		var err error
 		parts[i], err = s.serveSpan(caches, vertices, sp, base[i], dst, resident, idx)
 		return err

@@ -9,22 +9,6 @@ import (
 	"testing"
 )
 
-func TestCopySpans(t *testing.T) {
-	for _, tc := range []struct{ n, threads, want int }{
-		{0, 8, 1}, {4095, 8, 1}, {8192, 8, 2}, {100000, 8, 8}, {100000, 0, 1}, {100000, 1, 1},
-	} {
-		sp := copySpans(tc.n, tc.threads)
-		if len(sp) != tc.want || sp[0].lo != 0 || sp[len(sp)-1].hi != tc.n {
-			t.Errorf("copySpans(%d, %d) = %v, want %d spans covering [0, %d)", tc.n, tc.threads, sp, tc.want, tc.n)
-		}
-		for i := 1; i < len(sp); i++ {
-			if sp[i].lo != sp[i-1].hi || sp[i].hi-sp[i].lo < minCopyRows {
-				t.Errorf("copySpans(%d, %d) = %v: spans not contiguous or under %d rows", tc.n, tc.threads, sp, minCopyRows)
-			}
-		}
-	}
-}
-
 // TestCopyThreadsGatherTheSame: a store copying on several goroutines
 // gathers what one copying alone does, row for row, with the same counts,
 // the same packing for a resident bin, the same memory view, and the same

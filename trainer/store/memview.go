@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"sort"
 	"time"
+
+	"github.com/gnnplan/gnnplan/trainer/internal/spans"
 )
 
 // MemoryView serves every row of a store from memory, for timing a
@@ -58,7 +60,7 @@ func (m *MemoryView) Gather(ctx context.Context, vertices []int32, dst []float32
 	if s.caches == nil {
 		return GatherStats{}, errors.New("gather: the store is closed")
 	}
-	err := forSpans(copySpans(len(vertices), s.copyThreads), func(_ int, sp span) error {
+	err := spans.Run(spans.Cut(len(vertices), s.copyThreads, minCopyRows), func(_ int, sp spans.Span) error {
 		return m.copySpan(vertices, sp, dst)
 	})
 	if err != nil {
@@ -69,10 +71,10 @@ func (m *MemoryView) Gather(ctx context.Context, vertices []int32, dst []float32
 }
 
 // copySpan writes the rows of vertices[sp.lo:sp.hi] (see MemoryView).
-func (m *MemoryView) copySpan(vertices []int32, sp span, dst []float32) error {
+func (m *MemoryView) copySpan(vertices []int32, sp spans.Span, dst []float32) error {
 	s, dim := m.s, int64(m.s.dim)
 	total := m.cum[len(m.cum)-1]
-	for i := sp.lo; i < sp.hi; i++ {
+	for i := sp.Lo; i < sp.Hi; i++ {
 		v := vertices[i]
 		if v < 0 || int64(v) >= s.m.NumNodes {
 			return fmt.Errorf("gather: vertex %d (batch row %d) out of range [0, %d)", v, i, s.m.NumNodes)
