@@ -68,8 +68,8 @@ build:
 # small synthetic graph train generates.
 demo: setup build
 	./$(BIN) discover
-	./$(BIN) recommend --budget 80000 -o bin/plan.json --plot bin/tpc.svg
-	./$(BIN) report --plan bin/plan.json -o bin/review.html
+	./$(BIN) recommend --budget 80000 --save bin/plan.json --plot bin/tpc.svg
+	./$(BIN) report --plan bin/plan.json --out bin/review.html
 	./$(BIN) train --epochs 20
 
 vet:

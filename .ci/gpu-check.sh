@@ -71,10 +71,10 @@ data="$logs/synth"
 bins=${SSD_DIR:-/tmp/gpu-check-bins}
 rm -rf "$bins" && mkdir -p "$bins"
 run synth "$BIN" dataset synth --out "$data" --nodes "$NODES" --edges $((NODES * 10)) --feature-dim 128 --train-fraction 0.05
-run recommend-here "$BIN" recommend --this-machine --dataset "$data" --ssd-dir "$bins" -o "$logs/plan-here.json"
+run recommend-here "$BIN" recommend --this-machine --dataset "$data" --ssd-dir "$bins" --save "$logs/plan-here.json"
 # A layout with GPU, host and SSD bins to cut the store from (the caches
 # below override its split): one GPU and one SSD of Hyperion's machine.
-run recommend-layout "$BIN" recommend --profile hyperion-a --dataset "$data" --gpus 1 --ssds 1 -o "$logs/plan-layout.json"
+run recommend-layout "$BIN" recommend --profile hyperion-a --dataset "$data" --gpus 1 --ssds 1 --save "$logs/plan-layout.json"
 run place "$BIN" place --plan "$logs/plan-layout.json" --dataset "$data" --materialize --ssd-dir "$bins"
 for f in 0 0.1 0.5 1; do
 	run "train-$DEVICE-cache-$f" "$BIN" train --device "$DEVICE" --dataset "$data" --features store --cache-fraction "$f" \

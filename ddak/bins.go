@@ -158,7 +158,7 @@ func BinsFromPlan(p *tpc.Plan, rows int64, rowBytes int64, opt BinOptions) ([]Bi
 		return nil, &topology.InputError{Field: "dataset", Msg: fmt.Sprintf("%d rows of %d bytes (valid: at least 1 of at least 1 byte)", rows, rowBytes)}
 	}
 	if len(p.StorageTraffic) == 0 {
-		return nil, &topology.InputError{Field: "storage_traffic", Msg: "empty: the plan names no storage node to serve the epoch (write it with `gnnplan recommend -o`)"}
+		return nil, &topology.InputError{Field: "storage_traffic", Msg: "empty: the plan names no storage node to serve the epoch (write it with `gnnplan recommend --save`)"}
 	}
 	cat := opt.Catalog
 	if cat == nil {

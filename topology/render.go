@@ -6,9 +6,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 )
 
 // Describe returns a short description of a node for people: its kind and
@@ -178,11 +175,24 @@ func writeSubtree(ew *errWriter, m *Machine, id, prefix string, last bool) {
 	}
 }
 
-// WriteTable prints one row per node: id, kind, parent, description, and
-// the capacity of its uplink; then one row per link outside the tree.
-func WriteTable(w io.Writer, m *Machine) error {
-	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithRowAutoWrap(tw.WrapNone))
-	t.Header("ID", "KIND", "PARENT", "DESCRIPTION", "UPLINK", "UPLINK GB/s")
+// TableView is the machine as rows for a table; the command line lays
+// them out to the terminal's width.
+type TableView struct {
+	// NodeHeader names Nodes' columns: id, kind, parent, description,
+	// the uplink and its capacity.
+	NodeHeader []string
+	Nodes      [][]string
+	// CrossHeader names Cross's columns: one row per link outside the
+	// tree (NVLink, inter-socket), its ends, kind and capacity.
+	CrossHeader []string
+	Cross       [][]string
+}
+
+// Table returns the machine's rows: one per node, then one per link
+// outside the tree.
+func Table(m *Machine) TableView {
+	v := TableView{NodeHeader: []string{"ID", "KIND", "PARENT", "DESCRIPTION", "UPLINK", "UPLINK GB/s"},
+		CrossHeader: []string{"FROM", "TO", "KIND", "LINK", "GB/s"}}
 	for i := range m.Nodes {
 		n := &m.Nodes[i]
 		up, gbps := "", ""
@@ -190,38 +200,16 @@ func WriteTable(w io.Writer, m *Machine) error {
 			up = DescribeLink(l)
 			gbps = fmtNum2(l.GBps)
 		}
-		if err := t.Append(n.ID, string(n.Kind), n.Parent, m.Describe(n), up, gbps); err != nil {
-			return fmt.Errorf("render table: %w", err)
-		}
+		v.Nodes = append(v.Nodes, []string{n.ID, string(n.Kind), n.Parent, m.Describe(n), up, gbps})
 	}
-	if err := t.Render(); err != nil {
-		return fmt.Errorf("render table: %w", err)
-	}
-	var cross [][]string
 	for i := range m.Links {
 		l := &m.Links[i]
 		if to := m.Node(l.To); to != nil && to.Parent == l.From {
 			continue
 		}
-		cross = append(cross, []string{l.From, l.To, string(l.Kind), DescribeLink(l), fmtNum2(l.GBps)})
+		v.Cross = append(v.Cross, []string{l.From, l.To, string(l.Kind), DescribeLink(l), fmtNum2(l.GBps)})
 	}
-	if len(cross) > 0 {
-		t2 := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
-		t2.Header("FROM", "TO", "KIND", "LINK", "GB/s")
-		for _, r := range cross {
-			if err := t2.Append(r); err != nil {
-				return fmt.Errorf("render table: %w", err)
-			}
-		}
-		if err := t2.Render(); err != nil {
-			return fmt.Errorf("render table: %w", err)
-		}
-	}
-	ew := &errWriter{w: w}
-	for _, n := range m.Notes {
-		ew.printf("note: %s\n", n)
-	}
-	return ew.err
+	return v
 }
 
 // WriteDOT prints the machine as a Graphviz digraph: tree links point down,

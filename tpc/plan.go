@@ -19,7 +19,7 @@ import (
 // catalog the plan was priced with.
 const PlanSchemaVersion = 2
 
-// Plan is what `gnnplan recommend -o plan.json` writes and `place` and
+// Plan is what `gnnplan recommend --save plan.json` writes and `place` and
 // `train` read: the machine with its devices placed, what each storage
 // node should serve, and the prediction with everything it assumed. The
 // top-level keys budget_usd, cost_usd, predicted_epoch_s, samples_per_s and
@@ -269,7 +269,7 @@ func LoadPlan(path string) (*Plan, error) {
 		return nil, &topology.InputError{Path: path, Field: "schema_version", Msg: fmt.Sprintf("%d: a plan an older gnnplan wrote; run gnnplan recommend again to write it as version %d", *probe.SchemaVersion, PlanSchemaVersion)}
 	}
 	if probe.SchemaVersion == nil || *probe.SchemaVersion != PlanSchemaVersion {
-		return nil, &topology.InputError{Path: path, Field: "schema_version", Msg: fmt.Sprintf("want %d (a plan written by `gnnplan recommend -o`)", PlanSchemaVersion)}
+		return nil, &topology.InputError{Path: path, Field: "schema_version", Msg: fmt.Sprintf("want %d (a plan written by `gnnplan recommend --save`)", PlanSchemaVersion)}
 	}
 	var p Plan
 	if err := json.Unmarshal(data, &p); err != nil {
@@ -311,7 +311,7 @@ func planJSONError(path string, data []byte, err error) error {
 	case errors.As(err, &syn):
 		return &topology.InputError{Path: path, Line: line(syn.Offset), Msg: "malformed JSON: " + syn.Error()}
 	case errors.As(err, &typ) && typ.Field == "":
-		return &topology.InputError{Path: path, Msg: fmt.Sprintf("not a plan: the file holds a JSON %s, want the object `gnnplan recommend -o` writes", typ.Value)}
+		return &topology.InputError{Path: path, Msg: fmt.Sprintf("not a plan: the file holds a JSON %s, want the object `gnnplan recommend --save` writes", typ.Value)}
 	case errors.As(err, &typ):
 		return &topology.InputError{Path: path, Line: line(typ.Offset), Field: typ.Field, Msg: fmt.Sprintf("a JSON %s where the plan wants %s", typ.Value, jsonKind(typ.Type.Kind().String()))}
 	}

@@ -7,10 +7,9 @@ import (
 	"io"
 	"strings"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
 
+	"github.com/gnnplan/gnnplan/cmd/gnnplan/internal/textout"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
@@ -270,8 +269,8 @@ also get in-degree statistics. Reads the structure only, not the features.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Dir = args[0]
-			if opts.Output != "table" && opts.Output != "json" {
-				return usageErrorf("-o/--output: %q is not a format (valid: table, json)", opts.Output)
+			if err := checkOutput(opts.Output, "", "table", "wide", "json"); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -279,7 +278,7 @@ also get in-degree statistics. Reads the structure only, not the features.`,
 			return runDatasetInfo(opts)
 		},
 	}
-	cmd.Flags().StringVarP(&opts.Output, "output", "o", "table", "output format: table, json")
+	cmd.Flags().StringVarP(&opts.Output, "output", "o", "table", "output format: table, wide, json")
 	return cmd
 }
 
@@ -300,9 +299,8 @@ func runDatasetInfo(o *datasetInfoOptions) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(info)
 	}
-	out := o.IO.Out
-	t := tablewriter.NewTable(out, tablewriter.WithHeaderAutoFormat(tw.Off))
-	t.Header("PROPERTY", "VALUE")
+	out := newHuman(o.IO.Out, o.Output)
+	t := textout.NewTable(col("PROPERTY"), textout.Column{Name: "VALUE", Elastic: true, Wrap: true})
 	rows := [][]string{
 		{"name", info.Name},
 		{"source", info.Source},
@@ -325,11 +323,9 @@ func runDatasetInfo(o *datasetInfoOptions) error {
 		[]string{"feature bytes", datasetBytes(info.FeatureBytes)},
 		[]string{"topology bytes", datasetBytes(info.TopologyBytes)})
 	for _, r := range rows {
-		if err := t.Append(r[0], r[1]); err != nil {
-			return err
-		}
+		t.Row(r[0], r[1])
 	}
-	if err := t.Render(); err != nil {
+	if err := out.write(t); err != nil {
 		return err
 	}
 	for _, n := range info.Notes {
@@ -337,7 +333,7 @@ func runDatasetInfo(o *datasetInfoOptions) error {
 			return err
 		}
 	}
-	return nil
+	return out.Flush()
 }
 
 func datasetDegreeRows(what string, s dataset.DegreeStats) [][]string {

@@ -122,7 +122,7 @@ func TestDatasetInfoFlags(t *testing.T) {
 		{"table by default", []string{"data/cora"}, datasetInfoOptions{Dir: "data/cora", Output: "table"}, ""},
 		{"json", []string{"data/cora", "-o", "json"}, datasetInfoOptions{Dir: "data/cora", Output: "json"}, ""},
 		{"a directory is required", nil, datasetInfoOptions{}, "want one dataset directory, got 0"},
-		{"unknown format refused", []string{"d", "-o", "yaml"}, datasetInfoOptions{}, "valid: table, json"},
+		{"unknown format refused", []string{"d", "-o", "yaml"}, datasetInfoOptions{}, "valid: table, wide, json"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gnnplan/gnnplan/cmd/gnnplan/internal/textout"
 	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/profiles"
 	"github.com/gnnplan/gnnplan/topology"
@@ -32,7 +33,7 @@ type discoverOptions struct {
 	DriverGPUs func() ([]kernels.GPUInfo, error)
 }
 
-var outputFormats = []string{"table", "tree", "json", "dot"}
+var outputFormats = []string{"table", "wide", "tree", "json", "dot"}
 
 func newDiscoverCmd(d *deps, runF func(context.Context, *discoverOptions) error) *cobra.Command {
 	opts := &discoverOptions{IO: d, Discover: topology.Discover, Import: topology.ImportFilesContext, Profiles: profiles.Machine, DriverGPUs: kernels.CUDAGPUs}
@@ -91,12 +92,7 @@ func (o *discoverOptions) validate() error {
 	if n > 1 {
 		return usageErrorf("--sysfs-root, --from and --profile: give at most one")
 	}
-	for _, f := range outputFormats {
-		if o.Output == f {
-			return nil
-		}
-	}
-	return usageErrorf("-o/--output: %q is not a format (valid: %s)", o.Output, strings.Join(outputFormats, ", "))
+	return checkOutput(o.Output, "--save", outputFormats...)
 }
 
 // loadMachine returns the machine the flags name.
@@ -138,23 +134,52 @@ func runDiscover(ctx context.Context, o *discoverOptions) error {
 			return fmt.Errorf("--save: %w", err)
 		}
 	}
-	out := o.IO.Out
 	switch o.Output {
 	case "json":
-		return topology.Encode(out, m)
+		return topology.Encode(o.IO.Out, m)
 	case "dot":
-		return topology.WriteDOT(out, m)
-	case "tree":
+		return topology.WriteDOT(o.IO.Out, m)
+	}
+	out := newHuman(o.IO.Out, o.Output)
+	if o.Output == "tree" {
 		if err := topology.WriteTree(out, m); err != nil {
 			return err
 		}
-	default:
-		if _, err := fmt.Fprintf(out, "%s  (%s)\n", m.Name, m.Source); err != nil {
-			return err
+	} else if err := writeMachineTable(out, m); err != nil {
+		return err
+	}
+	if err := topology.WriteSummary(out, m); err != nil {
+		return err
+	}
+	return out.Flush()
+}
+
+// writeMachineTable prints the machine's nodes and its links outside the
+// tree as tables, then its notes.
+func writeMachineTable(out *human, m *topology.Machine) error {
+	fmt.Fprintf(out, "%s  (%s)\n", m.Name, m.Source)
+	v := topology.Table(m)
+	h := v.NodeHeader
+	nodes := textout.NewTable(col(h[0]), col(h[1]), col(h[2]), textout.Column{Name: h[3], Elastic: true, Wrap: true},
+		opt(col(h[4])), num(h[5]))
+	for _, r := range v.Nodes {
+		nodes.Row(r...)
+	}
+	if err := out.write(nodes); err != nil {
+		return err
+	}
+	if len(v.Cross) > 0 {
+		h := v.CrossHeader
+		cross := textout.NewTable(col(h[0]), col(h[1]), col(h[2]), text(h[3]), num(h[4]))
+		for _, r := range v.Cross {
+			cross.Row(r...)
 		}
-		if err := topology.WriteTable(out, m); err != nil {
+		if err := out.write(cross); err != nil {
 			return err
 		}
 	}
-	return topology.WriteSummary(out, m)
+	for _, n := range m.Notes {
+		fmt.Fprintf(out, "note: %s\n", n)
+	}
+	return nil
 }

@@ -36,7 +36,7 @@ func TestDiscoverFlags(t *testing.T) {
 		{"profile as tree", []string{"--profile", "moment-b", "-o", "tree"}, discoverOptions{Profile: "moment-b", Output: "tree", Dmidecode: true}, ""},
 		{"snapshot saved", []string{"--sysfs-root", "/snap", "--save", "m.json", "--dmidecode=false"}, discoverOptions{SysfsRoot: "/snap", Save: "m.json", Output: "table"}, ""},
 		{"two sources refused", []string{"--profile", "moment-b", "--from", "x.xml"}, discoverOptions{}, "at most one"},
-		{"unknown format refused", []string{"-o", "yaml"}, discoverOptions{}, "valid: table, tree, json, dot"},
+		{"unknown format refused", []string{"-o", "yaml"}, discoverOptions{}, "valid: table, wide, tree, json, dot"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
 
+	"github.com/gnnplan/gnnplan/cmd/gnnplan/internal/textout"
 	"github.com/gnnplan/gnnplan/maxflow"
 	"github.com/gnnplan/gnnplan/trainer/store"
 )
@@ -57,8 +56,8 @@ whose header and checksum match and removes temporary files a killed run left.`,
 			if opts.Dataset == "" {
 				return usageErrorf("--dataset is required")
 			}
-			if opts.Output != "table" && opts.Output != "json" {
-				return usageErrorf("-o/--output: %q (valid: table, json)", opts.Output)
+			if err := checkOutput(opts.Output, "", "table", "wide", "json"); err != nil {
+				return err
 			}
 			if opts.Verify && (len(opts.SSDDirs) > 0 || opts.Layout != "") {
 				return usageErrorf("--verify checks the store the manifest describes: not with --ssd-dir or --layout")
@@ -74,7 +73,7 @@ whose header and checksum match and removes temporary files a killed run left.`,
 	f.StringVar(&opts.Layout, "layout", "", "the layout directory (default: the dataset directory, where place writes it)")
 	f.StringArrayVar(&opts.SSDDirs, "ssd-dir", nil, "a directory on one SSD for its bin file (repeat for each SSD)")
 	f.BoolVar(&opts.Verify, "verify", false, "check the existing store as train opens it, then read features.npy and every bin file whole against their checksums (writes nothing)")
-	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, json (the manifest, or the verify report)")
+	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, wide, json (the manifest, or the verify report)")
 	return cmd
 }
 
@@ -97,22 +96,20 @@ func runMaterialize(ctx context.Context, o *materializeOptions) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(m)
 	}
-	t := tablewriter.NewTable(o.IO.Out, tablewriter.WithHeaderAutoFormat(tw.Off))
-	t.Header("BIN", "KIND", "ROWS", "STRIDE BYTES", "FILE MiB", "FILE")
+	h := newHuman(o.IO.Out, o.Output)
+	t := textout.NewTable(col("BIN"), col("KIND"), num("ROWS"), opt(num("STRIDE BYTES")), num("FILE MiB"), textout.Column{Name: "FILE", Elastic: true, KeepEnd: true})
 	for _, b := range m.Bins {
 		file, mib, stride := "(memory, from features.npy)", "-", "-"
 		if b.Kind == maxflow.StorageSSD {
 			file, mib, stride = b.Path, fmt.Sprintf("%.1f", float64(b.FileBytes)/(1<<20)), fmt.Sprint(b.StrideBytes)
 		}
-		if err := t.Append(b.ID, string(b.Kind), fmt.Sprint(b.Rows), stride, mib, file); err != nil {
-			return err
-		}
+		t.Row(b.ID, string(b.Kind), fmt.Sprint(b.Rows), stride, mib, file)
 	}
-	if err := t.Render(); err != nil {
+	if err := h.write(t); err != nil {
 		return err
 	}
-	fmt.Fprintf(o.IO.Out, "wrote %s\n", filepath.Join(o.Dataset, store.ManifestFile))
-	return nil
+	fmt.Fprintf(h, "wrote %s\n", filepath.Join(o.Dataset, store.ManifestFile))
+	return h.Flush()
 }
 
 // runVerify is materialize --verify: the report, then the error naming
@@ -132,8 +129,8 @@ func runVerify(ctx context.Context, o *materializeOptions) error {
 		}
 		return err
 	}
-	t := tablewriter.NewTable(o.IO.Out, tablewriter.WithHeaderAutoFormat(tw.Off))
-	t.Header("BIN", "FILE MiB", "STATUS", "FILE")
+	h := newHuman(o.IO.Out, o.Output)
+	t := textout.NewTable(col("BIN"), num("FILE MiB"), col("STATUS"), textout.Column{Name: "FILE", Elastic: true, KeepEnd: true})
 	status := func(c store.FileCheck) string {
 		if c.OK {
 			return "ok"
@@ -143,23 +140,22 @@ func runVerify(ctx context.Context, o *materializeOptions) error {
 		}
 		return "DAMAGED"
 	}
-	if aerr := t.Append("(features)", fmt.Sprintf("%.1f", float64(rep.Features.Bytes)/(1<<20)), status(rep.Features), rep.Features.Path); aerr != nil {
-		return aerr
-	}
+	t.Row("(features)", fmt.Sprintf("%.1f", float64(rep.Features.Bytes)/(1<<20)), status(rep.Features), rep.Features.Path)
 	for _, c := range rep.Bins {
 		st := status(c.FileCheck)
 		if c.DamagedRows > 0 {
 			st = fmt.Sprintf("DAMAGED (%d rows)", c.DamagedRows)
 		}
-		if aerr := t.Append(c.ID, fmt.Sprintf("%.1f", float64(c.Bytes)/(1<<20)), st, c.Path); aerr != nil {
-			return aerr
-		}
+		t.Row(c.ID, fmt.Sprintf("%.1f", float64(c.Bytes)/(1<<20)), st, c.Path)
 	}
-	if rerr := t.Render(); rerr != nil {
-		return rerr
+	if werr := h.write(t); werr != nil {
+		return werr
 	}
 	if err == nil {
-		fmt.Fprintf(o.IO.Out, "store %s: features and %d SSD bin files intact\n", rep.StoreID, len(rep.Bins))
+		fmt.Fprintf(h, "store %s: features and %d SSD bin files intact\n", rep.StoreID, len(rep.Bins))
+	}
+	if ferr := h.Flush(); ferr != nil {
+		return ferr
 	}
 	return err
 }

@@ -76,7 +76,7 @@ func TestMaterializeAfterPlace(t *testing.T) {
 	os.Mkdir(data, 0o755)
 	writeDataset(t, data, 3000, 8, 16)
 	plan := filepath.Join(dir, "plan.json")
-	if code, _, errOut := runCLI(t, "recommend", "--dataset", data, "--ssds", "2-4", "--gpus", "2", "-o", plan); code != 0 {
+	if code, _, errOut := runCLI(t, "recommend", "--dataset", data, "--ssds", "2-4", "--gpus", "2", "--save", plan); code != 0 {
 		t.Fatalf("recommend: %s", errOut)
 	}
 	ssd := filepath.Join(dir, "ssd0")
@@ -125,7 +125,7 @@ func TestMaterializeCommandWritesBinFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"nvme0", ssd[0] + "/skewed-nvme0.rows", ssd[1] + "/skewed-nvme1.rows", ssd[0] + "/skewed-nvme2.rows", "from features.npy", "wrote "} {
+	for _, want := range []string{"nvme0", "a/skewed-nvme0.rows", "b/skewed-nvme1.rows", "a/skewed-nvme2.rows", "from features.npy", "wrote "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -175,7 +175,7 @@ func TestMaterializeBadInputExitsTwo(t *testing.T) {
 	os.Mkdir(data, 0o755)
 	writeDataset(t, data, 500, 4, 8)
 	plan := filepath.Join(dir, "plan.json")
-	if code, _, errOut := runCLI(t, "recommend", "--dataset", data, "--ssds", "2", "--gpus", "1", "-o", plan); code != 0 {
+	if code, _, errOut := runCLI(t, "recommend", "--dataset", data, "--ssds", "2", "--gpus", "1", "--save", plan); code != 0 {
 		t.Fatalf("recommend: %s", errOut)
 	}
 	cases := []struct {
@@ -263,7 +263,8 @@ func TestMaterializeVerifyNamesTheDamagedFile(t *testing.T) {
 
 func TestStoreReporterDrawsABarOnATerminal(t *testing.T) {
 	var buf bytes.Buffer
-	r := &phaseProgress{w: &buf, tty: true}
+	r := newPhaseProgress(&buf)
+	r.tty = true // as on a terminal
 	p := storeProgress(r)
 	p(store.Progress{Phase: "write rows", TotalBytes: 1 << 20})
 	p(store.Progress{Phase: "write rows", DoneBytes: 1 << 19, TotalBytes: 1 << 20})
@@ -276,7 +277,7 @@ func TestStoreReporterDrawsABarOnATerminal(t *testing.T) {
 			t.Errorf("terminal output lacks %q:\n%q", want, got)
 		}
 	}
-	if storeProgress(&phaseProgress{w: &buf}) != nil {
+	if storeProgress(newPhaseProgress(&buf)) != nil {
 		t.Errorf("a progress callback for a stderr that is not a terminal")
 	}
 }

@@ -8,10 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
 
+	"github.com/gnnplan/gnnplan/cmd/gnnplan/internal/textout"
 	"github.com/gnnplan/gnnplan/ddak"
 	"github.com/gnnplan/gnnplan/maxflow"
 	"github.com/gnnplan/gnnplan/tpc"
@@ -71,8 +70,8 @@ policy and the other one.`,
 			if !slices.Contains(ddak.Priorities(), ddak.Priority(opts.Priority)) {
 				return usageErrorf("--priority: %q (valid: %v)", opts.Priority, ddak.Priorities())
 			}
-			if opts.Output != "table" && opts.Output != "json" {
-				return usageErrorf("-o/--output: %q (valid: table, json)", opts.Output)
+			if err := checkOutput(opts.Output, "", "table", "wide", "json"); err != nil {
+				return err
 			}
 			if opts.Epochs < 0 {
 				return usageErrorf("--epochs: %d (valid: 0 to sample until the hotness estimate is stable, or a count of epochs)", opts.Epochs)
@@ -90,7 +89,7 @@ policy and the other one.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.Plan, "plan", "", "the plan (plan.json from gnnplan recommend -o)")
+	f.StringVar(&opts.Plan, "plan", "", "the plan (plan.json from gnnplan recommend --save)")
 	f.StringVar(&opts.Dataset, "dataset", "", "the dataset directory")
 	f.StringVar(&opts.Policy, "policy", string(ddak.PolicyDDAK), "placement policy: ddak or hash")
 	f.StringVar(&opts.Priority, "priority", string(ddak.DefaultPriority), "DDAK bin priority: need (traffic a bin still lacks per free row, after the next pool), sum (access/target + used/capacity) or product (Moment's paper)")
@@ -99,7 +98,7 @@ policy and the other one.`,
 	f.Float64Var(&opts.Fraction, "fraction", 1, "share of an epoch's batches to pre-sample for hotness")
 	f.IntVar(&opts.Epochs, "epochs", 0, fmt.Sprintf("epochs to pre-sample for hotness; 0 samples until one more epoch moves the top 1/5/10%% access shares by less than %.1f points (at most %d epochs)", 100*placeStable, sample.DefaultMaxHotnessEpochs))
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed for pre-sampling and the hash baseline")
-	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, json")
+	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, wide, json")
 	f.BoolVar(&opts.Materialize, "materialize", false, "then write the SSD bins as files for the feature store (as gnnplan materialize)")
 	f.StringArrayVar(&opts.SSDDirs, "ssd-dir", nil, "with --materialize: a directory on one SSD for its bin file (repeat for each SSD)")
 	return cmd
@@ -122,7 +121,7 @@ func runPlace(ctx context.Context, o *placeOptions) error {
 		return err
 	}
 	if plan.Cache != nil {
-		return usageErrorf("--plan %s: a plan of CPU training on this machine (recommend --this-machine) names no GPUs or SSDs to lay the features over: train it with gnnplan train --plan %s; to train out of core, place a plan of this machine's disks (gnnplan recommend --dataset DIR -o plan.json)", o.Plan, o.Plan)
+		return usageErrorf("--plan %s: a plan of CPU training on this machine (recommend --this-machine) names no GPUs or SSDs to lay the features over: train it with gnnplan train --plan %s; to train out of core, place a plan of this machine's disks (gnnplan recommend --dataset DIR --save plan.json)", o.Plan, o.Plan)
 	}
 	g, err := dataset.LoadGraph(o.Dataset)
 	if err != nil {
@@ -182,7 +181,7 @@ func runPlace(ctx context.Context, o *placeOptions) error {
 		return enc.Encode(placeReport{SchemaVersion: 1, Policy: chosen.Policy, Skew: sample.SkewOf(hot), Sampling: hotRep, Evaluation: ev,
 			Other: map[string]ddak.Evaluation{string(other.Policy): evOther}, Layout: o.Dataset})
 	}
-	out := o.IO.Out
+	out := newHuman(o.IO.Out, o.Output)
 	sk := sample.SkewOf(hot)
 	fmt.Fprintf(out, "%s: %d vertices, %d bins; hotness: top 1%% of vertices get %.1f%% of accesses, top 5%% %.1f%%, top 10%% %.1f%%\n",
 		g.Meta.Name, g.Meta.NumNodes, len(bins), 100*sk.Top1, 100*sk.Top5, 100*sk.Top10)
@@ -196,15 +195,12 @@ func runPlace(ctx context.Context, o *placeOptions) error {
 		fmt.Fprintf(out, "hotness from %d epoch(s) x %d batches (%s); of the bytes sampling and feature reads touch, %.1f%% are topology (neighbour lists), %.1f%% features\n",
 			r.Epochs, r.BatchesPerEpoch, stable, 100*r.TopologyShare, 100*(1-r.TopologyShare))
 	}
-	t := tablewriter.NewTable(out, tablewriter.WithHeaderAutoFormat(tw.Off))
-	t.Header("BIN", "KIND", "SOCKET", "ROWS", "TARGET %", "ACHIEVED %", "ACHIEVED/TARGET")
+	t := textout.NewTable(col("BIN"), col("KIND"), num("SOCKET"), num("ROWS"), num("TARGET %"), num("ACHIEVED %"), num("ACHIEVED/TARGET"))
 	for _, b := range ev.Bins {
-		if err := t.Append(b.ID, string(b.Kind), fmt.Sprint(b.Socket), fmt.Sprint(b.Rows), fmt.Sprintf("%.2f", 100*b.TargetShare),
-			fmt.Sprintf("%.2f", 100*b.Share), fmt.Sprintf("%.3f", b.Ratio)); err != nil {
-			return err
-		}
+		t.Row(b.ID, string(b.Kind), fmt.Sprint(b.Socket), fmt.Sprint(b.Rows), fmt.Sprintf("%.2f", 100*b.TargetShare),
+			fmt.Sprintf("%.2f", 100*b.Share), fmt.Sprintf("%.3f", b.Ratio))
 	}
-	if err := t.Render(); err != nil {
+	if err := out.write(t); err != nil {
 		return err
 	}
 	line := func(name string, e ddak.Evaluation) {
@@ -223,7 +219,7 @@ func runPlace(ctx context.Context, o *placeOptions) error {
 			gib(split.GPUTopologyBytes), gib(split.GPUFeatureBytes), gib(split.CPUTopologyBytes), gib(split.CPUFeatureBytes), 100*saved)
 	}
 	fmt.Fprintf(out, "wrote %s, %s and %s\n", filepath.Join(o.Dataset, "layout_bin.npy"), filepath.Join(o.Dataset, "layout_row.npy"), filepath.Join(o.Dataset, "layout.json"))
-	return nil
+	return out.Flush()
 }
 
 // placeCacheSplit sizes Hyperion's unified cache with one GPU bin's and all

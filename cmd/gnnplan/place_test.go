@@ -58,7 +58,7 @@ func TestPlaceEndToEnd(t *testing.T) {
 	os.Mkdir(data, 0o755)
 	writeDataset(t, data, 3000, 8, 16)
 	plan := filepath.Join(dir, "plan.json")
-	if code, _, errOut := runCLI(t, "recommend", "--dataset", data, "--ssds", "2-4", "--gpus", "2", "-o", plan); code != 0 {
+	if code, _, errOut := runCLI(t, "recommend", "--dataset", data, "--ssds", "2-4", "--gpus", "2", "--save", plan); code != 0 {
 		t.Fatalf("recommend: %s", errOut)
 	}
 	code, out, errOut := runCLI(t, "place", "--plan", plan, "--dataset", data)
@@ -107,7 +107,7 @@ func TestPlaceBadInputExitsTwo(t *testing.T) {
 	os.Mkdir(data, 0o755)
 	writeDataset(t, data, 500, 4, 8)
 	plan := filepath.Join(dir, "plan.json")
-	if code, _, errOut := runCLI(t, "recommend", "--dataset", data, "--gpus", "1", "-o", plan); code != 0 {
+	if code, _, errOut := runCLI(t, "recommend", "--dataset", data, "--gpus", "1", "--save", plan); code != 0 {
 		t.Fatalf("recommend: %s", errOut)
 	}
 	other := filepath.Join(dir, "other")
@@ -147,7 +147,7 @@ func TestPlaceHugePlanFanoutIsAllNeighbours(t *testing.T) {
 	os.Mkdir(data, 0o755)
 	writeDataset(t, data, 2000, 8, 16)
 	plan := filepath.Join(dir, "plan.json")
-	if code, _, errOut := runCLI(t, "recommend", "--dataset", data, "--gpus", "1", "--ssds", "1", "-o", plan); code != 0 {
+	if code, _, errOut := runCLI(t, "recommend", "--dataset", data, "--gpus", "1", "--ssds", "1", "--save", plan); code != 0 {
 		t.Fatalf("recommend: %s", errOut)
 	}
 	raw, err := os.ReadFile(plan)

@@ -7,10 +7,9 @@ import (
 	"math"
 	"strings"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
 
+	"github.com/gnnplan/gnnplan/cmd/gnnplan/internal/textout"
 	"github.com/gnnplan/gnnplan/maxflow"
 	"github.com/gnnplan/gnnplan/profiles"
 	"github.com/gnnplan/gnnplan/topology"
@@ -56,8 +55,8 @@ say how many; every slot is a candidate, occupied or not.`,
 			if opts.Profile != "" && opts.Machine != "" {
 				return usageErrorf("--profile and --machine: give at most one")
 			}
-			if opts.Output != "table" && opts.Output != "json" {
-				return usageErrorf("-o/--output: %q is not a format (valid: table, json)", opts.Output)
+			if err := checkOutput(opts.Output, "", "table", "wide", "json"); err != nil {
+				return err
 			}
 			opts.TopSet = cmd.Flags().Changed("top")
 			if runF != nil {
@@ -71,7 +70,7 @@ say how many; every slot is a candidate, occupied or not.`,
 	f.StringVar(&opts.Machine, "machine", "", "a machine file (gnnplan JSON from discover --save, NCCL or hwloc XML, nvidia-smi topo -m output); default: this machine")
 	f.IntVar(&opts.GPUs, "gpus", -1, "how many GPUs to place (default: as many as the machine holds)")
 	f.IntVar(&opts.SSDs, "ssds", -1, "how many NVMe SSDs to place (default: as many as the machine holds)")
-	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, json")
+	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, wide, json")
 	f.IntVar(&opts.Top, "top", maxflow.DefaultTop, "how many of the best placements to find and list (the classic ones are always listed)")
 	f.Float64Var(&opts.Tiers.HostShare, "host-share", opts.Tiers.HostShare, "fraction of an epoch's bytes read from CPU memory (graph topology and cached features)")
 	f.Float64Var(&opts.Tiers.GPUCacheShare, "gpu-cache-share", opts.Tiers.GPUCacheShare, "fraction of an epoch's bytes served from the GPUs' own memory")
@@ -132,14 +131,17 @@ func runPlacements(ctx context.Context, o *placementsOptions) error {
 }
 
 func writePlacementsTable(o *placementsOptions, res *maxflow.SearchResult) error {
-	out := o.IO.Out
+	out := newHuman(o.IO.Out, o.Output)
 	inv, t := res.Inventory, res.Tiers
 	// Devices outside slots stay where they are but count.
 	fmt.Fprintf(out, "%s: %d GPU(s) (%s), %d SSD(s) (%s)\n", res.Machine.Name, inv.GPUs+res.Machine.Count(topology.KindGPU), nonEmpty(inv.GPU.Model, inv.GPU.Name), inv.SSDs+res.Machine.Count(topology.KindNVMe), nonEmpty(inv.SSD.Model, inv.SSD.Name))
 	fmt.Fprintf(out, "%.0f placements; branch and bound kept the %d best, timing %d distinct up to symmetry; model: %.0f%% of each epoch's bytes from CPU memory, %.0f%% from GPU memory, the rest from SSDs (%.1f GB/s each unless the machine says)\n",
 		res.Raw, len(res.Candidates), res.Distinct, 100*t.HostShare, 100*t.GPUCacheShare, t.SSDReadGBps)
-	tbl := tablewriter.NewTable(out, tablewriter.WithHeaderAutoFormat(tw.Off))
-	tbl.Header("RANK", "LAYOUT", "GPUS", "SSDS", "PER-GPU GB/s", "AGGREGATE GB/s", "EPOCH IO vs BEST", "FABRIC GB/s", "SATURATED")
+	wrap := textout.Column{Elastic: true, Wrap: true}
+	gpusCol, ssdsCol := wrap, wrap
+	gpusCol.Name, ssdsCol.Name = "GPUS", "SSDS"
+	tbl := textout.NewTable(col("RANK"), col("LAYOUT"), gpusCol, ssdsCol, num("PER-GPU GB/s"), num("AGGREGATE GB/s"),
+		num("EPOCH IO vs BEST"), opt(num("FABRIC GB/s")), opt(col("SATURATED")))
 	for _, c := range res.Listed(o.Top) {
 		rank := fmt.Sprint(c.Rank)
 		if c.Rank == 0 {
@@ -150,12 +152,10 @@ func writePlacementsTable(o *placementsOptions, res *maxflow.SearchResult) error
 			layout = strings.TrimPrefix(layout+", installed", ", ")
 		}
 		gpus, ssds := res.Summary(c)
-		if err := tbl.Append(rank, layout, gpus, ssds, perGPU(c.Eval), fmt.Sprintf("%.2f", c.Eval.AggregateGBps),
-			vsBest(res.VsBest(c)), fmt.Sprintf("%.2f", c.FabricGBps), maxflow.BottleneckSummary(c.Eval.Bottlenecks)); err != nil {
-			return err
-		}
+		tbl.Row(rank, layout, gpus, ssds, perGPU(c.Eval), fmt.Sprintf("%.2f", c.Eval.AggregateGBps),
+			vsBest(res.VsBest(c)), fmt.Sprintf("%.2f", c.FabricGBps), maxflow.BottleneckSummary(c.Eval.Bottlenecks))
 	}
-	if err := tbl.Render(); err != nil {
+	if err := out.write(tbl); err != nil {
 		return err
 	}
 	if res.Truncated {
@@ -185,7 +185,7 @@ func writePlacementsTable(o *placementsOptions, res *maxflow.SearchResult) error
 	for _, id := range append(deviceIDs("gpu", inv.GPUs), deviceIDs("nvme", inv.SSDs)...) {
 		fmt.Fprintf(out, "  %-7s %s\n", id, rep.Where[id])
 	}
-	return nil
+	return out.Flush()
 }
 
 // vsBest formats an epoch-time ratio; "-" when there is none (no time).

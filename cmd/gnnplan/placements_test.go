@@ -14,11 +14,11 @@ import (
 )
 
 func TestPlacementsTableMarksClassicPlacements(t *testing.T) {
-	code, out, errOut := runCLI(t, "placements", "--profile", "moment-b", "--gpus", "4", "--ssds", "8", "--top", "3")
+	code, out, errOut := runCLI(t, "placements", "--profile", "moment-b", "--gpus", "4", "--ssds", "8", "--top", "3", "-o", "wide")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"distinct up to symmetry", "│ c ", "│ d ", "│ a ", "│ b ", "best vs classic (c):", "bus 11", "best placement:", "gpu3 ", "nvme7 "} {
+	for _, want := range []string{"distinct up to symmetry", "\n>3    c  ", "\n>3    d  ", "\n>3    a  ", "\n>3    b  ", "best vs classic (c):", "bus 11", "best placement:", "gpu3 ", "nvme7 "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -154,7 +154,7 @@ func TestPlacementsShowTheInstalledLayout(t *testing.T) {
 	}
 	var row string
 	for _, l := range strings.Split(out, "\n") {
-		if strings.Contains(l, "installed") && strings.Contains(l, "│") {
+		if strings.Contains(l, "installed") && strings.HasPrefix(l, ">") {
 			row = l
 		}
 	}

@@ -128,7 +128,7 @@ func (c epochCheck) line(outOfCore bool) string {
 		if s.PredictedS < 0.01*c.PredictedS {
 			return fmt.Sprintf("%s %s", name, fmtSecondsPair(s.MeasuredS, s.PredictedS))
 		}
-		return fmt.Sprintf("%s %s (%+.1f%%)", name, fmtSecondsPair(s.MeasuredS, s.PredictedS), s.ErrorPct)
+		return fmt.Sprintf("%s %s (%+.0f%%)", name, fmtSecondsPair(s.MeasuredS, s.PredictedS), s.ErrorPct)
 	}
 	parts := []string{f("epoch", c.stageCheck), f("sample", c.Sample)}
 	if outOfCore {

@@ -9,10 +9,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
 
+	"github.com/gnnplan/gnnplan/cmd/gnnplan/internal/textout"
 	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/trainer"
@@ -73,8 +72,8 @@ Notes (the reader's engine fallback, a non-SSD directory) are printed.`,
   gnnplan profile --ssd-dir /var/tmp --depths 1,32,128 --save profile.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.Output != "table" && o.Output != "json" {
-				return usageErrorf("-o/--output: %q (valid: table, json)", o.Output)
+			if err := checkOutput(o.Output, "--save", "table", "wide", "json"); err != nil {
+				return err
 			}
 			if o.Seconds <= 0 || o.FileMiB <= 0 {
 				return usageErrorf("--seconds and --file-size-mib must be > 0")
@@ -95,7 +94,7 @@ Notes (the reader's engine fallback, a non-SSD directory) are printed.`,
 	f.Int64Var(&o.FileMiB, "file-size-mib", 1024, "size of the test file per directory, MiB (reused between runs)")
 	f.StringVar(&o.Opts.Engine, "engine", "auto", "read engine: auto, io_uring, pread")
 	f.BoolVar(&o.Opts.AllowNonBlock, "allow-non-block", false, "measure a directory that is not on a block device or refuses O_DIRECT (tmpfs, overlay) instead of refusing it; for tests")
-	f.StringVarP(&o.Output, "output", "o", "table", "output format: table, json")
+	f.StringVarP(&o.Output, "output", "o", "table", "output format: table, wide, json")
 	f.StringVar(&o.Save, "save", "", "also write the profile as JSON to this file")
 	f.StringVar(&o.Dataset, "dataset", "", "measure the sampler's rate on this dataset's graph (default: a generated power-law graph of 500k vertices)")
 	f.BoolVar(&o.NoCompute, "no-compute", false, "skip the compute rates (GEMM, sampling; GPUs too)")
@@ -138,18 +137,15 @@ func runProfile(ctx context.Context, o *profileOptions) error {
 		_, err := o.IO.Out.Write(js.Bytes())
 		return err
 	}
-	out := o.IO.Out
-	t := tablewriter.NewTable(out, tablewriter.WithHeaderAutoFormat(tw.Off))
-	t.Header("DIR", "ENGINE", "QUEUE DEPTH", "IOPS", "USEFUL GB/s", "DEVICE GB/s", "CPU s/GB")
+	out := newHuman(o.IO.Out, o.Output)
+	t := textout.NewTable(textout.Column{Name: "DIR", Elastic: true, KeepEnd: true}, col("ENGINE"), num("QUEUE DEPTH"), num("IOPS"), num("USEFUL GB/s"), opt(num("DEVICE GB/s")), num("CPU s/GB"))
 	for _, d := range p.Disks {
 		for _, r := range d.Depths {
-			if err := t.Append(d.Dir, d.Engine, fmt.Sprint(r.QueueDepth), fmt.Sprintf("%.0f", r.IOPS), fmt.Sprintf("%.3f", r.UsefulGBps),
-				fmt.Sprintf("%.3f", r.DeviceGBps), fmt.Sprintf("%.2f", r.CPUSecondsPerG)); err != nil {
-				return err
-			}
+			t.Row(d.Dir, d.Engine, fmt.Sprint(r.QueueDepth), fmt.Sprintf("%.0f", r.IOPS), fmt.Sprintf("%.3f", r.UsefulGBps),
+				fmt.Sprintf("%.3f", r.DeviceGBps), fmt.Sprintf("%.2f", r.CPUSecondsPerG))
 		}
 	}
-	if err := t.Render(); err != nil {
+	if err := out.write(t); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "feature rows of %d bytes: %.3f GB/s per SSD (best queue depth); memory copy %.1f GB/s\n", p.FeatureBytes, p.SSDGBps, p.MemcpyGBps)
@@ -166,7 +162,7 @@ func runProfile(ctx context.Context, o *profileOptions) error {
 	for _, n := range p.Notes {
 		fmt.Fprintf(out, "note: %s\n", n)
 	}
-	return nil
+	return out.Flush()
 }
 
 // busSuffix is ", at ADDR" for a known PCI address.

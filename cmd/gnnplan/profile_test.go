@@ -118,7 +118,7 @@ func TestProfileGPUsReachRecommend(t *testing.T) {
 	js, _ := json.Marshal(p)
 	os.WriteFile(save, js, 0o644)
 	plan := filepath.Join(dir, "plan.json")
-	code, _, errOut = runCLI(t, "recommend", "--measured", save, "--gpu-model", "h100-80gb-pcie", "--gpus", "2", "--budget", "200000", "-o", plan)
+	code, _, errOut = runCLI(t, "recommend", "--measured", save, "--gpu-model", "h100-80gb-pcie", "--gpus", "2", "--budget", "200000", "--save", plan)
 	if code != 0 {
 		t.Fatalf("recommend --measured with an H100: exit %d: %s", code, errOut)
 	}

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gnnplan/gnnplan/cmd/gnnplan/internal/textout"
 	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 )
 
 // phaseProgress is the progress stream long commands write to stderr
@@ -16,15 +16,16 @@ import (
 // done, rate, ETA) and other lines print above it; otherwise a phase is
 // one line when it starts, and other lines pass through.
 type phaseProgress struct {
-	w   io.Writer
-	tty bool
+	w     io.Writer
+	lines *textout.Wrapper // w, lines wrapped to its width
+	tty   bool
 
 	mu  sync.Mutex
 	bar *progressbar.ProgressBar
 }
 
 func newPhaseProgress(w io.Writer) *phaseProgress {
-	return &phaseProgress{w: w, tty: isTerminal(w)}
+	return &phaseProgress{w: w, lines: textout.NewWrapper(w, textout.Columns(w)), tty: isTerminal(w)}
 }
 
 // Write prints lines, above the current bar on a terminal.
@@ -34,7 +35,7 @@ func (p *phaseProgress) Write(b []byte) (int, error) {
 	if p.bar != nil {
 		p.bar.Clear()
 	}
-	n, err := p.w.Write(b)
+	n, err := p.lines.Write(b)
 	if p.bar != nil {
 		p.bar.RenderBlank()
 	}
@@ -48,9 +49,9 @@ func (p *phaseProgress) Phase(name string, total int64) func(int64) {
 	p.finishLocked()
 	if !p.tty {
 		if total > 0 {
-			fmt.Fprintf(p.w, "%s (%d)\n", name, total)
+			fmt.Fprintf(p.lines, "%s (%d)\n", name, total)
 		} else {
-			fmt.Fprintf(p.w, "%s\n", name)
+			fmt.Fprintf(p.lines, "%s\n", name)
 		}
 		return func(int64) {}
 	}
@@ -59,7 +60,7 @@ func (p *phaseProgress) Phase(name string, total int64) func(int64) {
 	}
 	bar := progressbar.NewOptions64(total, progressbar.OptionSetWriter(p.w), progressbar.OptionSetDescription(name),
 		progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
-		progressbar.OptionSetWidth(barWidth(columns(p.w), len(name))), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+		progressbar.OptionSetWidth(barWidth(textout.Columns(p.w), len(name))), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
 	p.bar = bar
 	return func(k int64) { bar.Add64(k) }
 }
@@ -69,6 +70,7 @@ func (p *phaseProgress) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.finishLocked()
+	p.lines.Flush()
 }
 
 func (p *phaseProgress) finishLocked() {
@@ -88,22 +90,9 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// defaultColumns is the width output fits when the terminal's is unknown.
-const defaultColumns = 100
-
 // barStatsColumns is what a bar prints besides its description and its
 // bar: " 100% |", "| (123456/123456, 1234 it/s) [1h2m3s:4m5s]".
 const barStatsColumns = 48
-
-// columns is w's terminal width, or defaultColumns.
-func columns(w io.Writer) int {
-	if f, ok := w.(*os.File); ok {
-		if c, _, err := term.GetSize(int(f.Fd())); err == nil && c > 0 {
-			return c
-		}
-	}
-	return defaultColumns
-}
 
 // barWidth is the width of a progress bar whose line, with a description
 // of descLen characters and its counts, fits cols columns: 10 to 30.

@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
 
+	"github.com/gnnplan/gnnplan/cmd/gnnplan/internal/textout"
 	"github.com/gnnplan/gnnplan/maxflow"
 	"github.com/gnnplan/gnnplan/profiles"
 	"github.com/gnnplan/gnnplan/topology"
@@ -37,7 +35,8 @@ type recommendOptions struct {
 	SSDs      string
 	Catalog   string
 	Measured  string
-	PlanPath  string
+	Output    string
+	Save      string
 	PlotPath  string
 	Top       int
 	// ThisMachine plans the machine recommend runs on (CPU workers, the
@@ -74,7 +73,8 @@ in-memory alternative.
 With no flags it plans Moment's machine B (` + defaultProfile + `) for GraphSAGE on
 IGB-HOM with a $80,000 budget. Workloads: ` + strings.Join(workloads, ", ") + `.`,
 		Example: `  gnnplan recommend --budget 80000
-  gnnplan recommend --budget 60000 --profile hyperion-a --gpu-model a100-80gb-pcie -o plan.json
+  gnnplan recommend --budget 60000 --profile hyperion-a --gpu-model a100-80gb-pcie --save plan.json
+  gnnplan recommend --budget 80000 -o json | jq .predicted_epoch_s
   gnnplan recommend --machine machine.json --workload ogbn-papers100M --model gat --plot tpc.svg`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -106,7 +106,8 @@ IGB-HOM with a $80,000 budget. Workloads: ` + strings.Join(workloads, ", ") + `.
 	f.StringVar(&opts.SSDs, "ssds", "", "SSD count or range, e.g. 8 or 0-12 (default: 0 to as many as the free slots take)")
 	f.StringVar(&opts.Catalog, "catalog", "", "a catalog file (JSON or YAML) whose entries override the built-in prices and rates")
 	f.StringVar(&opts.Measured, "measured", "", "a profile from `gnnplan profile --save`: its measured SSD and memory rates replace catalog figures")
-	f.StringVarP(&opts.PlanPath, "output", "o", "", "write the best plan to this file (plan.json)")
+	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, wide, json (the best plan's JSON, as --save writes it)")
+	f.StringVar(&opts.Save, "save", "", "also write the best plan to this file (plan.json, for train, place and report)")
 	f.StringVar(&opts.PlotPath, "plot", "", "draw TPC and throughput against SSD count to this SVG file")
 	f.IntVar(&opts.Top, "top", 10, "how many plans to list")
 	f.BoolVar(&opts.ThisMachine, "this-machine", false, "plan the machine this runs on: CPU workers and its disks, for --dataset, at several cache sizes, with --measured's rates or rates measured now")
@@ -226,34 +227,33 @@ func (o *recommendOptions) request(ctx context.Context) (tpc.Request, error) {
 	return req, nil
 }
 
-// planFormats are words one might give -o meaning a format: recommend's
-// -o names the plan's file, and "-" is stdout.
-var planFormats = []string{"json", "table", "text", "yaml", "wide", "tree", "dot"}
-
-// planStdout checks -o and returns where the plan's JSON goes for -o -:
-// stdout, which is then the plan's alone (o.IO.Out becomes stderr for the
-// tables and notes).
-func (o *recommendOptions) planStdout() (io.Writer, error) {
-	if slices.Contains(planFormats, o.PlanPath) {
-		return nil, usageErrorf("-o %s: recommend's -o names the file the plan is written to (-o plan.json); -o - writes the plan's JSON to stdout", o.PlanPath)
+// outputs checks -o and returns where the human-readable output goes:
+// stdout fitted to the terminal, or for -o json nowhere (stdout is then
+// the plan's JSON alone).
+func (o *recommendOptions) outputs() (*human, error) {
+	if err := checkOutput(o.Output, "--save", "table", "wide", "json"); err != nil {
+		return nil, err
 	}
-	stdout := o.IO.Out
-	if o.PlanPath == "-" {
-		o.IO = &deps{In: o.IO.In, Out: o.IO.Err, Err: o.IO.Err}
+	if o.Output == "json" {
+		return &human{Wrapper: textout.NewWrapper(io.Discard, 0)}, nil
 	}
-	return stdout, nil
+	return newHuman(o.IO.Out, o.Output), nil
 }
 
-// writePlan writes p to -o's file, saying so on text, or for "-" its JSON
-// to stdout.
-func writePlan(stdout, text io.Writer, path string, p *tpc.Plan) error {
-	if path == "-" {
-		return tpc.EncodePlan(stdout, p)
+// wantPlan is whether a plan is asked for: --save or -o json.
+func (o *recommendOptions) wantPlan() bool { return o.Save != "" || o.Output == "json" }
+
+// emitPlan writes p to --save's file, saying so on h, and for -o json its
+// JSON to stdout.
+func (o *recommendOptions) emitPlan(h io.Writer, p *tpc.Plan) error {
+	if o.Save != "" {
+		if err := tpc.WritePlan(o.Save, p); err != nil {
+			return fmt.Errorf("--save: %w", err)
+		}
 	}
-	if err := tpc.WritePlan(path, p); err != nil {
-		return fmt.Errorf("-o: %w", err)
+	if o.Output == "json" {
+		return tpc.EncodePlan(o.IO.Out, p)
 	}
-	fmt.Fprintf(text, "wrote %s\n", path)
 	return nil
 }
 
@@ -261,7 +261,7 @@ func runRecommend(ctx context.Context, o *recommendOptions) error {
 	if o.Top < 1 {
 		return usageErrorf("--top: %d (valid: >= 1)", o.Top)
 	}
-	planOut, err := o.planStdout()
+	h, err := o.outputs()
 	if err != nil {
 		return err
 	}
@@ -278,10 +278,10 @@ func runRecommend(ctx context.Context, o *recommendOptions) error {
 		return err
 	}
 	rec.ValidatedError = &v
-	if err := writeRecommendation(o, rec); err != nil {
+	if err := writeRecommendation(h, o.Top, rec); err != nil {
 		return err
 	}
-	installed, installedErr := writeInstalled(ctx, o.IO.Out, req)
+	installed, installedErr := writeInstalled(ctx, h, req)
 	if o.PlotPath != "" {
 		var buf bytes.Buffer
 		if err := tpc.WritePlotSVG(&buf, rec); err != nil {
@@ -290,9 +290,9 @@ func runRecommend(ctx context.Context, o *recommendOptions) error {
 		if err := topology.WriteFileAtomic(o.PlotPath, buf.Bytes()); err != nil {
 			return fmt.Errorf("--plot: %w", err)
 		}
-		fmt.Fprintf(o.IO.Out, "wrote %s\n", o.PlotPath)
+		fmt.Fprintf(h, "wrote %s\n", o.PlotPath)
 	}
-	if o.PlanPath != "" {
+	if o.wantPlan() {
 		plan := rec.Plan()
 		plan.Installed = installed
 		if installedErr != nil {
@@ -302,11 +302,14 @@ func runRecommend(ctx context.Context, o *recommendOptions) error {
 		if o.Catalog != "" {
 			plan.CatalogSource = "catalog " + o.Catalog + " over the built-in one"
 		}
-		if err := writePlan(planOut, o.IO.Out, o.PlanPath, plan); err != nil {
+		if err := o.emitPlan(h, plan); err != nil {
 			return err
 		}
+		if o.Save != "" {
+			fmt.Fprintf(h, "wrote %s\n", o.Save)
+		}
 	}
-	return nil
+	return h.Flush()
 }
 
 // writeInstalled prints the machine as it stands, beside the plans: its
@@ -335,28 +338,26 @@ func writeInstalled(ctx context.Context, out io.Writer, req tpc.Request) (*tpc.I
 	return in, nil
 }
 
-func writeRecommendation(o *recommendOptions, rec *tpc.Recommendation) error {
-	out := o.IO.Out
+func writeRecommendation(h *human, top int, rec *tpc.Recommendation) error {
+	out := h
 	w := rec.Request.Workload
 	fmt.Fprintf(out, "%s on %s, budget $%s: %d plans priced, %d distinct placements evaluated\n",
 		w.Name+" "+w.Model, rec.Machine.Name, tpc.FormatUSD(rec.Request.BudgetUSD), rec.Searched, rec.Placements)
-	t := tablewriter.NewTable(out, tablewriter.WithHeaderAutoFormat(tw.Off))
-	t.Header("RANK", "GPUS", "SSDS", "COST $", "SAMPLES/s", "EPOCH s", "TPC (samples/s per $1k)", "BOUND")
+	t := textout.NewTable(col("RANK"), col("GPUS"), col("SSDS"), num("COST $"), num("SAMPLES/s"), num("EPOCH s"),
+		num("TPC per $1k"), opt(col("BOUND")))
 	for i, op := range rec.Options {
-		if i >= o.Top && op != rec.Fastest {
+		if i >= top && op != rec.Fastest {
 			continue
 		}
 		rank := strconv.Itoa(i + 1)
 		if op == rec.Fastest {
 			rank += " (fastest)"
 		}
-		if err := t.Append(rank, fmt.Sprintf("%d x %s", op.GPUs, op.GPU.Key), fmt.Sprintf("%d x %s", op.SSDs, op.SSD.Key),
+		t.Row(rank, fmt.Sprintf("%d x %s", op.GPUs, op.GPU.Key), fmt.Sprintf("%d x %s", op.SSDs, op.SSD.Key),
 			tpc.FormatUSD(op.CostUSD), fmt.Sprintf("%.0f", op.SamplesPerSec), fmt.Sprintf("%.1f", op.EpochSeconds),
-			fmt.Sprintf("%.3f", op.TPC*1000), op.Bound); err != nil {
-			return err
-		}
+			fmt.Sprintf("%.3f", op.TPC*1000), op.Bound)
 	}
-	if err := t.Render(); err != nil {
+	if err := h.write(t); err != nil {
 		return err
 	}
 	b := rec.Best

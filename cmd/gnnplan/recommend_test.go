@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,7 +20,7 @@ import (
 func TestRecommendDefaultRun(t *testing.T) {
 	dir := t.TempDir()
 	plan, plot := filepath.Join(dir, "plan.json"), filepath.Join(dir, "tpc.svg")
-	code, out, errOut := runCLI(t, "recommend", "-o", plan, "--plot", plot, "--top", "3")
+	code, out, errOut := runCLI(t, "recommend", "--save", plan, "--plot", plot, "--top", "3")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -55,14 +56,14 @@ func TestRecommendDefaultRun(t *testing.T) {
 func TestRecommendFlags(t *testing.T) {
 	var got *recommendOptions
 	cmd := newRecommendCmd(&deps{}, func(_ context.Context, o *recommendOptions) error { got = o; return nil })
-	cmd.SetArgs([]string{"--budget", "60000", "--profile", "hyperion-a", "--gpu-model", "a100-80gb-pcie,h100-80gb-pcie", "--ssds", "4-12", "--model", "gat", "-o", "p.json"})
+	cmd.SetArgs([]string{"--budget", "60000", "--profile", "hyperion-a", "--gpu-model", "a100-80gb-pcie,h100-80gb-pcie", "--ssds", "4-12", "--model", "gat", "--save", "p.json"})
 	cmd.SetOut(&bytes.Buffer{})
 	cmd.SetErr(&bytes.Buffer{})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
 	if got.BudgetUSD != 60000 || got.Profile != "hyperion-a" || !reflect.DeepEqual(got.GPUModels, []string{"a100-80gb-pcie", "h100-80gb-pcie"}) ||
-		got.SSDs != "4-12" || got.Model != "gat" || got.PlanPath != "p.json" || got.GPUs != "1-4" || got.Workload != "igb-hom" {
+		got.SSDs != "4-12" || got.Model != "gat" || got.Save != "p.json" || got.GPUs != "1-4" || got.Workload != "igb-hom" {
 		t.Errorf("options %+v", *got)
 	}
 	req, err := got.request(context.Background())
@@ -149,13 +150,13 @@ func TestRecommendThisMachine(t *testing.T) {
 	}
 	var epochs []float64
 	for _, line := range strings.Split(out, "\n") {
-		f := strings.Split(line, "│")
-		if len(f) < 10 || !strings.Contains(f[1], "%") {
+		f := regexp.MustCompile(`\s{2,}`).Split(line, -1)
+		if len(f) < 8 || !strings.HasSuffix(strings.Fields(f[0])[0], "%") {
 			continue
 		}
-		e, err := strconv.ParseFloat(strings.TrimSpace(f[8]), 64)
+		e, err := strconv.ParseFloat(strings.TrimSpace(f[7]), 64)
 		if err != nil {
-			t.Fatalf("epoch column %q: %v", f[8], err)
+			t.Fatalf("epoch column %q: %v", f[7], err)
 		}
 		epochs = append(epochs, e)
 	}
@@ -163,12 +164,14 @@ func TestRecommendThisMachine(t *testing.T) {
 		t.Fatalf("%d cache rows, want at least 0, 10, 50 and 100%%:\n%s", len(epochs), out)
 	}
 	// The command it prints trains the workload it predicted (hidden 256,
-	// fanouts 25,10, batch 1024), not train's defaults (hidden 16).
-	_, cmdLine, ok := strings.Cut(out, "train it: gnnplan train ")
+	// fanouts 25,10, batch 1024), not train's defaults (hidden 16); wrapped
+	// to fit, it goes on with a shell's " \" and pastes whole.
+	_, cmdLine, ok := strings.Cut(out, "\n  gnnplan train ")
 	if !ok {
 		t.Fatalf("no command to train the prediction:\n%s", out)
 	}
-	cmdLine, _, _ = strings.Cut(cmdLine, " (")
+	cmdLine = strings.ReplaceAll(cmdLine, " \\\n", " ")
+	cmdLine, _, _ = strings.Cut(cmdLine, "\n")
 	var got *trainOptions
 	tc := newTrainCmd(&deps{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, func(_ context.Context, o *trainOptions) error { got = o; return nil })
 	tc.SetArgs(strings.Fields(cmdLine))
@@ -186,7 +189,7 @@ func TestRecommendThisMachine(t *testing.T) {
 	// -o writes the plan of what it predicted, and train --plan runs it
 	// and reports the plan's prediction beside the probe's.
 	tmPlan := filepath.Join(dir, "this-machine.json")
-	if code, out, errOut := runCLI(t, "recommend", "--this-machine", "--dataset", data, "--measured", prof, "-o", tmPlan); code != 0 || !strings.Contains(out, "wrote "+tmPlan) {
+	if code, out, errOut := runCLI(t, "recommend", "--this-machine", "--dataset", data, "--measured", prof, "--save", tmPlan); code != 0 || !strings.Contains(out, "wrote "+tmPlan) {
 		t.Fatalf("-o: exit %d, %s\n%s", code, errOut, out)
 	}
 	p, err := tpc.LoadPlan(tmPlan)
@@ -242,7 +245,7 @@ func TestRecommendThisMachine(t *testing.T) {
 		t.Errorf("a plan at cache 25%% without a store: exit %d, %q; want 2 and how to lay the dataset out", code, errOut)
 	}
 	// place and report say what such a plan is for.
-	for _, cmd := range [][]string{{"place", "--plan", tmPlan, "--dataset", data}, {"report", "--plan", tmPlan, "-o", filepath.Join(dir, "r.md")}} {
+	for _, cmd := range [][]string{{"place", "--plan", tmPlan, "--dataset", data}, {"report", "--plan", tmPlan, "--out", filepath.Join(dir, "r.md")}} {
 		code, _, errOut := runCLI(t, cmd...)
 		if code != 2 || !strings.Contains(errOut, "recommend --this-machine") || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
 			t.Errorf("%s with a plan of this machine: exit %d, %q; want 2 and one line saying what the plan is for", cmd[0], code, errOut)
@@ -254,7 +257,7 @@ func TestRecommendThisMachine(t *testing.T) {
 		}
 	}
 	// With place's hotness the hit shares are measured ones.
-	if code, _, errOut := runCLI(t, "recommend", "--dataset", data, "--gpus", "1", "-o", filepath.Join(dir, "plan.json")); code != 0 {
+	if code, _, errOut := runCLI(t, "recommend", "--dataset", data, "--gpus", "1", "--save", filepath.Join(dir, "plan.json")); code != 0 {
 		t.Fatalf("recommend: %s", errOut)
 	}
 	if code, _, errOut := runCLI(t, "place", "--plan", filepath.Join(dir, "plan.json"), "--dataset", data); code != 0 {
@@ -274,7 +277,7 @@ func TestRecommendThisMachine(t *testing.T) {
 		t.Fatalf("materialize: %s", errOut)
 	}
 	oocPlan := filepath.Join(dir, "ooc.json")
-	if code, out, errOut := runCLI(t, "recommend", "--this-machine", "--dataset", data, "--measured", prof, "-o", oocPlan); code != 0 || !strings.Contains(out, "out of core: a probe of") {
+	if code, out, errOut := runCLI(t, "recommend", "--this-machine", "--dataset", data, "--measured", prof, "--save", oocPlan); code != 0 || !strings.Contains(out, "out of core: a probe of") {
 		t.Errorf("with a feature store: exit %d, %s\n%s", code, errOut, out)
 	}
 	if p, err := tpc.LoadPlan(oocPlan); err != nil {
@@ -338,17 +341,19 @@ func TestRecommendThisMachineWithoutDisks(t *testing.T) {
 		"compute": {"cores": 2, "gemm_GFLOPS": 80, "sampler_edges_per_s_per_core": 5e6}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := runCLI(t, "recommend", "--this-machine", "--dataset", data, "--measured", prof, "-o", filepath.Join(dir, "p.json"))
+	code, out, errOut := runCLI(t, "recommend", "--this-machine", "--dataset", data, "--measured", prof, "--save", filepath.Join(dir, "p.json"))
 	if code != 0 || !strings.Contains(out, "no disk was measured") || !strings.Contains(out, "100% (what memory holds)") {
 		t.Errorf("exit %d, %s\n%s; want the in-memory row, a line on the caches left out, and the plan", code, errOut, out)
 	}
 }
 
-// TestRecommendPlanToStdout: -o - writes the plan's JSON to stdout and the
-// tables to stderr, so a script can pipe it; -o with a format's name is
-// refused saying what -o means here (issue 34, finding 7).
-func TestRecommendPlanToStdout(t *testing.T) {
-	code, out, errOut := runCLI(t, "recommend", "--budget", "80000", "-o", "-")
+// TestOutputIsAFormatEverywhere: -o is a format on every command (issue
+// 34, finding 7). recommend -o json prints the plan --save writes, and
+// nothing else, to stdout; -o given a file name, on recommend or report,
+// exits 2 naming the flag that writes files.
+func TestOutputIsAFormatEverywhere(t *testing.T) {
+	saved := filepath.Join(t.TempDir(), "plan.json")
+	code, out, errOut := runCLI(t, "recommend", "--budget", "80000", "-o", "json", "--save", saved)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -356,12 +361,26 @@ func TestRecommendPlanToStdout(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &plan); err != nil || plan["schema_version"] != float64(2) || plan["cost_usd"] == nil {
 		t.Fatalf("stdout is not the plan's JSON (%v): %.300s", err, out)
 	}
-	if !strings.Contains(errOut, "recommended:") || strings.Contains(errOut, "wrote -") {
-		t.Errorf("stderr lacks the tables or names a file: %.300s", errOut)
+	if file, err := os.ReadFile(saved); err != nil || string(file) != out {
+		t.Errorf("-o json and --save differ (%v)", err)
 	}
-	for _, f := range []string{"json", "table"} {
-		if code, _, errOut := runCLI(t, "recommend", "-o", f); code != 2 || !strings.Contains(errOut, "-o - writes the plan's JSON to stdout") {
-			t.Errorf("-o %s: exit %d, %q", f, code, errOut)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"recommend", "-o", "plan.json"}, "--save plan.json"},
+		{[]string{"recommend", "-o", "-"}, "valid: table, wide, json"},
+		{[]string{"report", "--plan", saved, "-o", "review.html"}, "--out review.html"},
+		{[]string{"report", "--plan", saved, "-o", "md"}, "give --out review.md"},
+		{[]string{"report", "--plan", saved, "-o", "md", "--out", "r.html"}, "give one or make them agree"},
+		{[]string{"validate", "-o", "yaml"}, "valid: table, wide, json"},
+	} {
+		if code, _, errOut := runCLI(t, tc.args...); code != 2 || !strings.Contains(errOut, tc.want) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("gnnplan %s: exit %d, %q; want 2 and one line with %q", strings.Join(tc.args, " "), code, errOut, tc.want)
 		}
+	}
+	code, out, errOut = runCLI(t, "report", "--plan", saved)
+	if code != 0 || !strings.HasPrefix(out, "<!DOCTYPE html>") {
+		t.Errorf("report with no --out: exit %d (%s), want the HTML on stdout: %.100s", code, errOut, out)
 	}
 }

@@ -22,6 +22,7 @@ type reportOptions struct {
 	Machine string
 	Catalog string
 	Output  string
+	Out     string
 
 	Import func(ctx context.Context, path string) (*topology.Machine, error)
 }
@@ -31,7 +32,7 @@ func newReportCmd(d *deps, runF func(context.Context, *reportOptions) error) *co
 	cmd := &cobra.Command{
 		Use:   "report",
 		Short: "Write a capacity review of a plan: one HTML file to share, or Markdown for a wiki",
-		Long: `Write a capacity review of a plan from gnnplan recommend -o plan.json: the
+		Long: `Write a capacity review of a plan from gnnplan recommend --save plan.json: the
 machine drawn with the recommended placement and the saturated links marked,
 the options ranked by TPC, TPC and throughput against SSD and GPU counts, the
 bottleneck and what the next dollar buys, the distributed in-memory
@@ -39,24 +40,21 @@ alternative, and every assumption with where each figure came from
 (catalog, measured, assumed).
 
 The review prices the plan's search again (same machine, workload, budget,
-models and counts), so the tables show every option. -o review.html writes one
-self-contained file (figures inline, opens without network access);
--o review.md writes Markdown with the figures as SVG files beside it
-(review-topology.svg, review-ssds.svg, review-gpus.svg).`,
-		Example: `  gnnplan recommend --budget 80000 -o plan.json && gnnplan report --plan plan.json -o review.html
-  gnnplan report --plan plan.json -o review.md
-  gnnplan report --plan plan.json --machine other-chassis.xml -o review.html`,
+models and counts), so the tables show every option. -o html (the default)
+is one self-contained file (figures inline, opens without network access),
+written to --out or to stdout; -o md is Markdown with the figures as SVG
+files beside --out's file (review-topology.svg, review-ssds.svg,
+review-gpus.svg). Without -o, --out's extension picks the format.`,
+		Example: `  gnnplan recommend --budget 80000 --save plan.json && gnnplan report --plan plan.json --out review.html
+  gnnplan report --plan plan.json --out review.md
+  gnnplan report --plan plan.json --machine other-chassis.xml > review.html`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.Plan == "" {
-				return usageErrorf("--plan: required (a plan.json from gnnplan recommend -o)")
+				return usageErrorf("--plan: required (a plan.json from gnnplan recommend --save)")
 			}
-			switch strings.ToLower(filepath.Ext(opts.Output)) {
-			case ".html", ".htm", ".md":
-			case "":
-				return usageErrorf("-o/--output: required (review.html, or review.md for a wiki)")
-			default:
-				return usageErrorf("-o/--output: %q: want a .html or .md file", opts.Output)
+			if err := opts.checkFormat(cmd.Flags().Changed("output")); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -65,11 +63,35 @@ self-contained file (figures inline, opens without network access);
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.Plan, "plan", "", "the plan to review (plan.json from gnnplan recommend -o)")
+	f.StringVar(&opts.Plan, "plan", "", "the plan to review (plan.json from gnnplan recommend --save)")
 	f.StringVar(&opts.Machine, "machine", "", "price the plan's search on this machine's slots instead of the plan's (gnnplan JSON, NCCL or hwloc XML, nvidia-smi topo -m or lspci output)")
 	f.StringVar(&opts.Catalog, "catalog", "", "a catalog file whose entries override the built-in prices and rates (as recommend --catalog)")
-	f.StringVarP(&opts.Output, "output", "o", "", "write the review here: .html (one self-contained file) or .md (with SVG figures beside it)")
+	f.StringVarP(&opts.Output, "output", "o", "html", "output format: html, md (html: one self-contained file; md: Markdown with SVG figures beside --out's file)")
+	f.StringVar(&opts.Out, "out", "", "write the review to this file (default for html: stdout); without -o, a .md file asks for Markdown")
 	return cmd
+}
+
+// checkFormat settles -o against --out: an unset -o takes --out's
+// extension, a set one must agree with it, and Markdown needs a file for
+// its figures to sit beside.
+func (o *reportOptions) checkFormat(set bool) error {
+	if err := checkOutput(o.Output, "--out", "html", "md"); err != nil {
+		return err
+	}
+	ext := strings.ToLower(filepath.Ext(o.Out))
+	fromExt := map[string]string{".html": "html", ".htm": "html", ".md": "md"}[ext]
+	switch {
+	case o.Out != "" && fromExt == "":
+		return usageErrorf("--out %s: want a .html or .md file", o.Out)
+	case !set && fromExt != "":
+		o.Output = fromExt
+	case fromExt != "" && fromExt != o.Output:
+		return usageErrorf("-o %s and --out %s: the file's extension says %s; give one or make them agree", o.Output, o.Out, fromExt)
+	}
+	if o.Output == "md" && o.Out == "" {
+		return usageErrorf("-o md: give --out review.md; the figures are written beside it as SVG files")
+	}
+	return nil
 }
 
 func runReport(ctx context.Context, o *reportOptions) error {
@@ -78,7 +100,7 @@ func runReport(ctx context.Context, o *reportOptions) error {
 		return err
 	}
 	if plan.Cache != nil {
-		return usageErrorf("--plan %s: a plan of CPU training on this machine (recommend --this-machine) buys nothing to review: report reviews plans of machines to buy (gnnplan recommend -o plan.json)", o.Plan)
+		return usageErrorf("--plan %s: a plan of CPU training on this machine (recommend --this-machine) buys nothing to review: report reviews plans of machines to buy (gnnplan recommend --save plan.json)", o.Plan)
 	}
 	opt := report.Options{Version: versionString()}
 	if o.Catalog != "" {
@@ -97,8 +119,8 @@ func runReport(ctx context.Context, o *reportOptions) error {
 		return err
 	}
 	var buf bytes.Buffer
-	if strings.ToLower(filepath.Ext(o.Output)) == ".md" {
-		stem := strings.TrimSuffix(o.Output, filepath.Ext(o.Output))
+	if o.Output == "md" {
+		stem := strings.TrimSuffix(o.Out, filepath.Ext(o.Out))
 		if err := r.WriteMarkdown(&buf, stem); err != nil {
 			return err
 		}
@@ -108,16 +130,20 @@ func runReport(ctx context.Context, o *reportOptions) error {
 			svg  []byte
 		}{{topo, r.TopologySVG}, {ssds, r.SSDPlotSVG}, {gpus, r.GPUPlotSVG}} {
 			if err := topology.WriteFileAtomic(fig.path, fig.svg); err != nil {
-				return fmt.Errorf("-o: %w", err)
+				return fmt.Errorf("--out: %w", err)
 			}
 		}
 	} else if err := r.WriteHTML(&buf); err != nil {
 		return err
 	}
-	if err := topology.WriteFileAtomic(o.Output, buf.Bytes()); err != nil {
-		return fmt.Errorf("-o: %w", err)
+	if o.Out == "" {
+		_, err := o.IO.Out.Write(buf.Bytes())
+		return err
 	}
-	fmt.Fprintf(o.IO.Out, "wrote %s (%d options priced; recommended %d x %s + %d x %s)\n", o.Output, r.Rec.Searched,
+	if err := topology.WriteFileAtomic(o.Out, buf.Bytes()); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	fmt.Fprintf(o.IO.Out, "wrote %s (%d options priced; recommended %d x %s + %d x %s)\n", o.Out, r.Rec.Searched,
 		r.Rec.Best.GPUs, r.Rec.Best.GPU.Key, r.Rec.Best.SSDs, r.Rec.Best.SSD.Key)
 	return nil
 }

@@ -14,11 +14,11 @@ import (
 func TestReportWritesHTMLAndMarkdown(t *testing.T) {
 	dir := t.TempDir()
 	plan := filepath.Join(dir, "plan.json")
-	if code, _, errOut := runCLI(t, "recommend", "--budget", "80000", "-o", plan); code != 0 {
+	if code, _, errOut := runCLI(t, "recommend", "--budget", "80000", "--save", plan); code != 0 {
 		t.Fatalf("recommend exit %d: %s", code, errOut)
 	}
 	html := filepath.Join(dir, "review.html")
-	code, out, errOut := runCLI(t, "report", "--plan", plan, "-o", html)
+	code, out, errOut := runCLI(t, "report", "--plan", plan, "--out", html)
 	if code != 0 || !strings.Contains(out, "wrote "+html) {
 		t.Fatalf("report exit %d: %s%s", code, out, errOut)
 	}
@@ -30,7 +30,7 @@ func TestReportWritesHTMLAndMarkdown(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(md), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errOut := runCLI(t, "report", "--plan", plan, "-o", md); code != 0 {
+	if code, _, errOut := runCLI(t, "report", "--plan", plan, "--out", md); code != 0 {
 		t.Fatalf("report -o md exit %d: %s", code, errOut)
 	}
 	for _, f := range []string{"review.md", "review-topology.svg", "review-ssds.svg", "review-gpus.svg"} {
@@ -63,11 +63,11 @@ func TestReportBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no plan", []string{"report", "-o", "r.html"}, "--plan"},
-		{"no output", []string{"report", "--plan", notPlan}, "-o/--output"},
-		{"unknown format", []string{"report", "--plan", notPlan, "-o", "r.pdf"}, ".html or .md"},
-		{"missing plan file", []string{"report", "--plan", filepath.Join(dir, "none.json"), "-o", filepath.Join(dir, "r.html")}, "none.json"},
-		{"a plan without a machine", []string{"report", "--plan", notPlan, "-o", filepath.Join(dir, "r.html")}, "x.json"},
+		{"no plan", []string{"report", "--out", "r.html"}, "--plan"},
+		{"markdown to stdout", []string{"report", "--plan", notPlan, "-o", "md"}, "give --out review.md"},
+		{"unknown format", []string{"report", "--plan", notPlan, "--out", "r.pdf"}, ".html or .md"},
+		{"missing plan file", []string{"report", "--plan", filepath.Join(dir, "none.json"), "--out", filepath.Join(dir, "r.html")}, "none.json"},
+		{"a plan without a machine", []string{"report", "--plan", notPlan, "--out", filepath.Join(dir, "r.html")}, "x.json"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -106,7 +106,7 @@ gpus:
 		t.Fatal(err)
 	}
 	plan := filepath.Join(dir, "plan.json")
-	if code, _, errOut := runCLI(t, "recommend", "--catalog", prices, "--gpu-model", "l40s-48gb-pcie", "--ssds", "4-12", "--budget", "90000", "-o", plan); code != 0 {
+	if code, _, errOut := runCLI(t, "recommend", "--catalog", prices, "--gpu-model", "l40s-48gb-pcie", "--ssds", "4-12", "--budget", "90000", "--save", plan); code != 0 {
 		t.Fatalf("recommend exit %d: %s", code, errOut)
 	}
 	p, err := tpc.LoadPlan(plan)
@@ -117,7 +117,7 @@ gpus:
 		t.Fatalf("plan: GPU at $%.0f, catalog kept %v, source %q: want the file's $11,000 kept with the plan", p.Hardware.GPUUSD, p.Catalog != nil, p.CatalogSource)
 	}
 	md := filepath.Join(dir, "r.md")
-	if code, _, errOut := runCLI(t, "report", "--plan", plan, "-o", md); code != 0 {
+	if code, _, errOut := runCLI(t, "report", "--plan", plan, "--out", md); code != 0 {
 		t.Fatalf("report exit %d: %s", code, errOut)
 	}
 	data, err := os.ReadFile(md)

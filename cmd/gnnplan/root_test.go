@@ -29,8 +29,8 @@ func TestUnknownCommandExitsTwo(t *testing.T) {
 }
 
 // TestCompletionOffersValues: shell completion offers the built-in
-// profiles, workloads, catalog models and -o's formats (issue 34, finding
-// 7); -o that names a file completes files.
+// profiles, workloads, catalog models and -o's formats on every command
+// (issue 34, finding 7); --out, a file, completes files.
 func TestCompletionOffersValues(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -41,7 +41,9 @@ func TestCompletionOffersValues(t *testing.T) {
 		{[]string{"__complete", "recommend", "--workload", ""}, []string{"igb-hom", "ogbn-papers100M"}},
 		{[]string{"__complete", "recommend", "--gpu-model", ""}, []string{"l40s-48gb-pcie"}},
 		{[]string{"__complete", "recommend", "--ssd-model", ""}, []string{"p5510-3.84tb"}},
-		{[]string{"__complete", "discover", "-o", ""}, []string{"table", "tree", "json", "dot"}},
+		{[]string{"__complete", "discover", "-o", ""}, []string{"table", "wide", "tree", "json", "dot"}},
+		{[]string{"__complete", "recommend", "-o", ""}, []string{"table", "wide", "json"}},
+		{[]string{"__complete", "report", "-o", ""}, []string{"html", "md"}},
 		{[]string{"__complete", "catalog", "-o", ""}, []string{"yaml", "json"}},
 	} {
 		code, out, errOut := runCLI(t, tc.args...)
@@ -51,7 +53,7 @@ func TestCompletionOffersValues(t *testing.T) {
 			}
 		}
 	}
-	if _, out, _ := runCLI(t, "__complete", "report", "-o", ""); strings.Contains(out, "table") {
-		t.Errorf("report -o names a file, completion offered formats: %q", out)
+	if _, out, _ := runCLI(t, "__complete", "report", "--out", ""); strings.Contains(out, "table") {
+		t.Errorf("report --out names a file, completion offered formats: %q", out)
 	}
 }

@@ -3,16 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
-
+	"github.com/gnnplan/gnnplan/cmd/gnnplan/internal/textout"
 	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/tpc"
@@ -31,7 +28,7 @@ const thisMachineBatches = 8
 // disks profiled, for the dataset, at several cache sizes, with rates
 // from --measured or measured now.
 func runThisMachine(ctx context.Context, o *recommendOptions) error {
-	planOut, err := o.planStdout()
+	h, err := o.outputs()
 	if err != nil {
 		return err
 	}
@@ -83,7 +80,7 @@ func runThisMachine(ctx context.Context, o *recommendOptions) error {
 		return err
 	}
 	hit, hitSource := thisMachineHits(o.Dataset, meta.NumNodes, w)
-	out := o.IO.Out
+	out := h
 	fmt.Fprintf(out, "%s %s on this machine: %d CPU cores, %d disk(s) %.0f rows/s\n",
 		w.Name, w.Model, rates.Cores, len(prof.Disks), rates.DiskRowsPerS)
 	if err := printStepRates(out, profiled, rates, probeNote); err != nil {
@@ -98,17 +95,17 @@ func runThisMachine(ctx context.Context, o *recommendOptions) error {
 		fracs = append(fracs, fits)
 		slices.Sort(fracs)
 	}
-	t := tablewriter.NewTable(out, tablewriter.WithHeaderAutoFormat(tw.Off))
-	t.Header("CACHE", "ROWS FROM MEMORY", "SAMPLE ms", "PRODUCTS ms", "MEMORY ms", "DISK ms", "BATCH ms", "EPOCH s", "SAMPLES/s", "BOUND", "FITS IN MEMORY")
+	t := textout.NewTable(textout.Column{Name: "CACHE", Elastic: true, Wrap: true}, num("FROM MEMORY"), num("SAMPLE ms"), num("PRODUCTS ms"), num("MEMORY ms"), num("DISK ms"),
+		num("BATCH ms"), num("EPOCH s"), opt(num("SAMPLES/s")), opt(col("BOUND")), opt(col("FITS IN MEMORY")))
 	var planned tpc.CPUBatch // at the cache memory holds
 	skipped := 0
 	for _, f := range fracs {
-		h := hit(f)
-		if h < 1 && !(rates.DiskRowsPerS > 0) {
+		hf := hit(f)
+		if hf < 1 && !(rates.DiskRowsPerS > 0) {
 			skipped++ // rows from disk, and no disk measured
 			continue
 		}
-		b, err := tpc.PredictCPU(w, blocks, rows, rates, h)
+		b, err := tpc.PredictCPU(w, blocks, rows, rates, hf)
 		if err != nil {
 			return err
 		}
@@ -124,20 +121,18 @@ func runThisMachine(ctx context.Context, o *recommendOptions) error {
 			name += " (what memory holds)"
 		}
 		epoch := b.BatchS * batches
-		if err := t.Append(name, fmt.Sprintf("%.1f%%", 100*h), ms(b.SampleS), ms(b.ComputeS), ms(b.MemoryS), ms(b.DiskS+b.CopyS), ms(b.BatchS),
-			fmt.Sprintf("%.1f", epoch), fmt.Sprintf("%.0f", float64(w.BatchSize)*batches/epoch), b.Bound, fit); err != nil {
-			return err
-		}
+		t.Row(name, fmt.Sprintf("%.1f%%", 100*hf), ms(b.SampleS), ms(b.ComputeS), ms(b.MemoryS), ms(b.DiskS+b.CopyS), ms(b.BatchS),
+			fmt.Sprintf("%.1f", epoch), fmt.Sprintf("%.0f", float64(w.BatchSize)*batches/epoch), b.Bound, fit)
 	}
-	if err := t.Render(); err != nil {
+	if err := h.write(t); err != nil {
 		return err
 	}
 	if skipped > 0 {
 		fmt.Fprintf(out, "%d smaller cache(s) left out: they read rows from disk, and no disk was measured (--ssd-dir DIR, or --measured with a profile of the disks)\n", skipped)
 	}
-	if o.PlanPath != "" {
+	if o.wantPlan() {
 		if hit(fits) < 1 && !(rates.DiskRowsPerS > 0) {
-			return usageErrorf("-o %s: memory holds %.0f%% of %s's rows, so training reads the rest from disk, and no disk was measured: give --ssd-dir DIR on the disk that will hold them", o.PlanPath, 100*fits, o.Dataset)
+			return usageErrorf("--save %s: memory holds %.0f%% of %s's rows, so training reads the rest from disk, and no disk was measured: give --ssd-dir DIR on the disk that will hold them", o.Save, 100*fits, o.Dataset)
 		}
 		m := &topology.Machine{SchemaVersion: 1, Name: "this machine", Source: "recommend --this-machine",
 			Nodes: []topology.Node{{ID: "socket0", Kind: topology.KindSocket, Cores: rates.Cores}}}
@@ -150,19 +145,24 @@ func runThisMachine(ctx context.Context, o *recommendOptions) error {
 			return err
 		}
 		p.ValidatedError = &rep.Here.ValidatedError
-		// The line below says what was written, with more than writePlan's.
-		if err := writePlan(planOut, io.Discard, o.PlanPath, p); err != nil {
+		if err := o.emitPlan(out, p); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "wrote %s: %s at cache %.0f%%, predicted %s an epoch; train it: gnnplan train --plan %s --dataset %s\n",
-			o.PlanPath, w.Model, 100*fits, fmtSeconds(p.PredictedEpochS), o.PlanPath, o.Dataset)
+		name := o.Save
+		if name == "" {
+			name = "plan.json"
+		} else {
+			fmt.Fprintf(out, "wrote %s: ", name)
+		}
+		fmt.Fprintf(out, "%s at cache %.0f%%, predicted %s an epoch; train it:\n  gnnplan train --plan %s --dataset %s\n",
+			w.Model, 100*fits, fmtSeconds(p.PredictedEpochS), name, o.Dataset)
 		fmt.Fprintf(out, "how far to trust it: CPU plans made this way missed the epochs train --plan measured by %s, on %s (gnnplan validate)\n",
 			p.ValidatedError, rep.HereMachine)
-		return nil
+		return h.Flush()
 	}
-	fmt.Fprintf(out, "train it: gnnplan train --dataset %s %s --features memory (out of core: place and materialize a layout first, then --cache-fraction F instead of --features memory sets the cache)\n",
+	fmt.Fprintf(out, "train it (out of core: place and materialize a layout first, then --cache-fraction F instead of --features memory sets the cache):\n  gnnplan train --dataset %s %s --features memory\n",
 		o.Dataset, strings.Join(w.TrainFlags(), " "))
-	return nil
+	return h.Flush()
 }
 
 // thisMachineProbeBatches is how many steps the probe of the workload
@@ -283,9 +283,8 @@ func warmProbeTrainer(ctx context.Context, g *dataset.Graph, w tpc.Workload, fea
 
 // printStepRates shows each class's rate timed alone (the profile) and
 // in real steps (the probe), which the plan uses.
-func printStepRates(w io.Writer, profiled, used tpc.CPURates, note string) error {
-	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
-	t.Header("KERNELS", "TIMED ALONE", "IN THE STEP (PLANNED WITH)")
+func printStepRates(w *human, profiled, used tpc.CPURates, note string) error {
+	t := textout.NewTable(col("KERNELS"), num("TIMED ALONE"), num("IN THE STEP (PLANNED WITH)"))
 	rows := [][3]string{
 		{"products", fmt.Sprintf("%.1f GFLOP/s", profiled.GEMMGFLOPS), fmt.Sprintf("%.1f GFLOP/s", used.GEMMGFLOPS)},
 		{"aggregation", fmt.Sprintf("%.1f GB/s", profiled.Rate(profiled.AggregationGBps)), fmt.Sprintf("%.1f GB/s", used.Rate(used.AggregationGBps))},
@@ -294,11 +293,9 @@ func printStepRates(w io.Writer, profiled, used tpc.CPURates, note string) error
 		{"step overhead", "-", ms(used.StepOverheadS) + " ms"},
 	}
 	for _, r := range rows {
-		if err := t.Append(r[0], r[1], r[2]); err != nil {
-			return err
-		}
+		t.Row(r[0], r[1], r[2])
 	}
-	if err := t.Render(); err != nil {
+	if err := w.write(t); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintln(w, note)

@@ -17,6 +17,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/gnnplan/gnnplan/cmd/gnnplan/internal/textout"
 	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/tpc"
 	"github.com/gnnplan/gnnplan/trainer"
@@ -129,8 +130,8 @@ the parameters an uninterrupted run would have.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Set = func(name string) bool { return cmd.Flags().Changed(name) }
-			if opts.Output != "table" && opts.Output != "json" {
-				return usageErrorf("-o/--output: %q (valid: table, json)", opts.Output)
+			if err := checkOutput(opts.Output, "", "table", "wide", "json"); err != nil {
+				return err
 			}
 			if opts.Set("model") {
 				if _, err := nn.ParseKind(opts.Model); err != nil {
@@ -183,7 +184,7 @@ the parameters an uninterrupted run would have.`,
 	f.StringVar(&opts.BLAS, "blas", "", "GEMM library: openblas, gonum, or a path to a libopenblas.so (default: OpenBLAS when it loads)")
 	f.StringVar(&opts.Checkpoint, "checkpoint", "", "directory to checkpoint into after every epoch and on Ctrl-C")
 	f.BoolVar(&opts.Resume, "resume", false, "continue from the checkpoint in --checkpoint")
-	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, json")
+	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, wide, json")
 	f.Int64Var(&opts.SynthNodes, "synthetic-nodes", 20_000, "without --dataset: vertices of the generated graph")
 	f.StringVar(&opts.Features, "features", "auto", "where feature rows come from: store (the layout place wrote and materialize cut: caches in memory, the rest read from the SSD bins with O_DIRECT, gathered ahead of each step), memory (features.npy read whole), or auto (store when the dataset has one)")
 	f.Float64Var(&opts.CacheFraction, "cache-fraction", -1, "out of core: hold the hottest share of the rows (0 to 1, by the dataset's hotness.npy) in memory instead of the layout's caches, reading every other row from disk (default: the layout's caches)")
@@ -307,7 +308,7 @@ func openFeatureStore(o *trainOptions, dir string, m dataset.Meta, copyThreads i
 	case "memory":
 	case "store":
 		if !have && o.cacheFromPlan {
-			return nil, usageErrorf("--plan %s trains at cache %.0f%%, reading the other rows from the dataset's feature store, and %s has none: lay the dataset out over this machine's disks first (gnnplan recommend --dataset %s --gpus 1 -o layout.json; gnnplan place --plan layout.json --dataset %s --materialize --ssd-dir DIR), or train in memory with --features memory",
+			return nil, usageErrorf("--plan %s trains at cache %.0f%%, reading the other rows from the dataset's feature store, and %s has none: lay the dataset out over this machine's disks first (gnnplan recommend --dataset %s --gpus 1 --save layout.json; gnnplan place --plan layout.json --dataset %s --materialize --ssd-dir DIR), or train in memory with --features memory",
 				o.Plan, 100*o.CacheFraction, dir, dir, dir)
 		}
 		if !have {
@@ -371,6 +372,11 @@ func describeStore(s *store.Store) string {
 func runTrain(ctx context.Context, o *trainOptions) error {
 	if err := checkTrainFlags(o); err != nil {
 		return err
+	}
+	if o.Output != "json" {
+		h := newHuman(o.IO.Out, o.Output)
+		defer h.Flush()
+		o.IO = &deps{In: o.IO.In, Out: h, Err: o.IO.Err}
 	}
 	var plan *tpc.Plan
 	if o.Plan != "" {
@@ -460,7 +466,7 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 		return err
 	}
 	cfg := tr.Config()
-	if o.Output == "table" {
+	if o.Output != "json" {
 		fmt.Fprintf(o.IO.Out, "training %s on %s (%d vertices, %d training): %d layers, hidden %d, %d parameters, fanouts %s, batch %s; %s\n",
 			cfg.Kind, g.Meta.Name, g.Meta.NumNodes, len(g.Train), cfg.Layers, cfg.Hidden, tr.Model().NumParams(),
 			strings.Trim(strings.Join(strings.Fields(fmt.Sprint(to.Fanouts)), ","), "[]"), batchName(to.BatchSize), describeBackends(bs))
@@ -482,11 +488,11 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 			pred = nil
 		case err != nil:
 			return fmt.Errorf("predict: %w", err)
-		case o.Output == "table":
+		case o.Output != "json":
 			fmt.Fprintln(o.IO.Out, describePrediction(pred))
 		}
 	}
-	rep := newTrainReporter(o.IO, o.Output == "table")
+	rep := newTrainReporter(o.IO, o.Output != "json", o.Output == "wide")
 	rep.pred, rep.outOfCore = pred, src != nil
 	start := time.Now()
 	res, runErr := tr.Run(ctx, rep)
@@ -816,13 +822,14 @@ type trainReporter struct {
 	pred      *trainPrediction // nil: nothing to compare with
 	outOfCore bool
 	lines     bool
+	wide      bool // each epoch's stage times too
 	tty       bool
 	bar       *progressbar.ProgressBar
 	epoch     int
 }
 
-func newTrainReporter(d *deps, lines bool) *trainReporter {
-	return &trainReporter{d: d, lines: lines, tty: isTerminal(d.Err)}
+func newTrainReporter(d *deps, lines, wide bool) *trainReporter {
+	return &trainReporter{d: d, lines: lines, wide: wide, tty: isTerminal(d.Err)}
 }
 
 func (r *trainReporter) Batch(p trainer.BatchProgress) {
@@ -836,7 +843,7 @@ func (r *trainReporter) Batch(p trainer.BatchProgress) {
 			progressbar.OptionSetDescription(fmt.Sprintf("epoch %d/%d", p.Epoch, p.Epochs)),
 			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish(),
 			// The description grows to "epoch 10/10  loss 0.1234  1234567 samples/s".
-			progressbar.OptionSetWidth(barWidth(columns(r.d.Err), 44)), progressbar.OptionThrottle(100*time.Millisecond))
+			progressbar.OptionSetWidth(barWidth(textout.Columns(r.d.Err), 44)), progressbar.OptionThrottle(100*time.Millisecond))
 	}
 	rate := 0.0
 	if p.Elapsed > 0 {
@@ -854,10 +861,13 @@ func (r *trainReporter) Epoch(e trainer.EpochStats) {
 		}
 		return
 	}
-	fmt.Fprintf(r.d.Out, "epoch %4d  %8.3f s  %10.0f samples/s  wait %.3f  sample %.3f  gather %.3f  fwd+bwd %.3f  optim %.3f s  loss %.4f  train %.4f  val %s  test %s\n",
-		e.Epoch, e.Seconds, e.SamplesPerSecond, e.WaitSeconds, e.Stages.Sample.BusySeconds+e.Stages.Sample.WaitInSeconds, e.GatherSeconds+e.Stages.Gather.BusySeconds,
-		e.ComputeSeconds, e.OptimizerSeconds,
-		e.Loss, e.TrainAcc, fmtMetric(e.ValAcc), fmtMetric(e.TestAcc))
+	stages := "" // -o wide: the seconds each stage took
+	if r.wide {
+		stages = fmt.Sprintf("  wait %.3f  sample %.3f  gather %.3f  fwd+bwd %.3f  optim %.3f s", e.WaitSeconds,
+			e.Stages.Sample.BusySeconds+e.Stages.Sample.WaitInSeconds, e.GatherSeconds+e.Stages.Gather.BusySeconds, e.ComputeSeconds, e.OptimizerSeconds)
+	}
+	fmt.Fprintf(r.d.Out, "epoch %4d  %8.3f s  %10.0f samples/s%s  loss %.4f  train %.4f  val %s  test %s\n",
+		e.Epoch, e.Seconds, e.SamplesPerSecond, stages, e.Loss, e.TrainAcc, fmtMetric(e.ValAcc), fmtMetric(e.TestAcc))
 	if c, ok := r.pred.check(e); ok {
 		fmt.Fprintln(r.d.Out, c.line(r.outOfCore))
 	}

@@ -80,7 +80,7 @@ func TestTrainDefaultRunsOnASyntheticGraph(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"training graphsage on synthetic", "note: no --dataset", "epoch   40", "samples/s", "fwd+bwd", "best validation accuracy"} {
+	for _, want := range []string{"training graphsage on synthetic", "note: no --dataset", "epoch   40", "samples/s", "best validation accuracy"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -88,6 +88,7 @@ func TestTrainDefaultRunsOnASyntheticGraph(t *testing.T) {
 	// The generated classes are separable (8 classes, chance 12.5%): the
 	// model must learn them.
 	var acc float64
+	out = strings.Join(strings.Fields(out), " ") // lines wrapped to fit 100 columns
 	if i := strings.LastIndex(out, "test accuracy "); i < 0 {
 		t.Fatalf("no test accuracy in:\n%s", out)
 	} else if _, err := fmt.Sscanf(out[i:], "test accuracy %f", &acc); err != nil || acc < 0.6 {
@@ -181,7 +182,7 @@ func TestTrainBadInputExitsTwo(t *testing.T) {
 	manyClasses := edited(func(m *dataset.Meta) { m.NumClasses = 1e12 })
 
 	plan := filepath.Join(t.TempDir(), "plan.json")
-	if code, _, errOut := runCLI(t, "recommend", "--budget", "80000", "-o", plan); code != 0 {
+	if code, _, errOut := runCLI(t, "recommend", "--budget", "80000", "--save", plan); code != 0 {
 		t.Fatalf("recommend: %s", errOut)
 	}
 	noDir := filepath.Join(t.TempDir(), "a-file") // no directory can be made under a file
@@ -506,7 +507,7 @@ func TestTrainOutOfCore(t *testing.T) {
 func planFor(t *testing.T, dir, data string) string {
 	t.Helper()
 	plan := filepath.Join(dir, "plan.json")
-	if code, _, errOut := runCLI(t, "recommend", "--dataset", data, "--gpus", "1", "--ssds", "2", "-o", plan); code != 0 {
+	if code, _, errOut := runCLI(t, "recommend", "--dataset", data, "--gpus", "1", "--ssds", "2", "--save", plan); code != 0 {
 		t.Fatalf("recommend: %s", errOut)
 	}
 	return plan

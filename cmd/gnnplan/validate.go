@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
 
+	"github.com/gnnplan/gnnplan/cmd/gnnplan/internal/textout"
 	"github.com/gnnplan/gnnplan/tpc/validate"
 )
 
@@ -36,8 +35,8 @@ a plan.`,
   gnnplan validate --source moment -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if opts.Output != "table" && opts.Output != "json" {
-				return usageErrorf("-o/--output: %q is not a format (valid: table, json)", opts.Output)
+			if err := checkOutput(opts.Output, "", "table", "wide", "json"); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -46,7 +45,7 @@ a plan.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, json")
+	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, wide, json")
 	f.StringVar(&opts.Source, "source", "", "only the cases of sources whose name contains this (e.g. moment, hyperion, \"this machine\")")
 	return cmd
 }
@@ -70,20 +69,17 @@ func runValidate(ctx context.Context, o *validateOptions) error {
 }
 
 func writeValidateTable(o *validateOptions, rep *validate.Report) error {
-	out := o.IO.Out
-	tbl := tablewriter.NewTable(out, tablewriter.WithHeaderAutoFormat(tw.Off))
-	tbl.Header("SOURCE", "CASE", "WHERE", "MEASURED", "PREDICTED", "ERROR", "BOUND")
+	out := newHuman(o.IO.Out, o.Output)
+	tbl := textout.NewTable(text("SOURCE"), text("CASE"), opt(text("WHERE")), num("MEASURED"), num("PREDICTED"), num("ERROR"), opt(col("BOUND")))
 	for _, r := range rep.Results {
 		where := r.Where
 		if r.Reading != "" {
 			where += " (" + r.Reading + ")"
 		}
-		if err := tbl.Append(r.Source, r.Label, where, formatMetric(r.Metric, r.Measured), formatMetric(r.Metric, r.Predicted),
-			fmt.Sprintf("%+.1f%%", r.ErrorPct), r.Bound); err != nil {
-			return err
-		}
+		tbl.Row(r.Source, r.Label, where, formatMetric(r.Metric, r.Measured), formatMetric(r.Metric, r.Predicted),
+			fmt.Sprintf("%+.1f%%", r.ErrorPct), r.Bound)
 	}
-	if err := tbl.Render(); err != nil {
+	if err := out.write(tbl); err != nil {
 		return err
 	}
 	fmt.Fprintln(out, "ERROR: (predicted - measured) / measured; each source's measured device rates and cache sizes are inputs (gnnplan validate -o json lists them per case)")
@@ -107,7 +103,7 @@ func writeValidateTable(o *validateOptions, rep *validate.Report) error {
 	if rep.Here.Cases > 0 {
 		fmt.Fprintf(out, "this machine: %s\n", rep.HereMachine)
 	}
-	return nil
+	return out.Flush()
 }
 
 func formatMetric(metric string, v float64) string {

@@ -50,18 +50,20 @@ kernels run and who chose them (the library, OPENBLAS_CORETYPE, or gnnplan
 where the library's release would fall back to generic ones on this CPU),
 and the GPUs the CUDA backend sees (a binary built with make build-cuda).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := fmt.Fprintf(d.Out, "gnnplan %s\n", versionString()); err != nil {
+			out := newHuman(d.Out, "table")
+			defer out.Flush()
+			if _, err := fmt.Fprintf(out, "gnnplan %s\n", versionString()); err != nil {
 				return err
 			}
 			be, err := kernels.NewCPU(kernels.CPUOptions{})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(d.Out, "compute: %s\n", be.Name())
+			fmt.Fprintf(out, "compute: %s\n", be.Name())
 			if n := be.Note(); n != "" {
-				fmt.Fprintf(d.Out, "note: %s\n", n)
+				fmt.Fprintf(out, "note: %s\n", n)
 			}
-			fmt.Fprintf(d.Out, "gpus: %s\n", describeCUDA(kernels.CUDAGPUs()))
+			fmt.Fprintf(out, "gpus: %s\n", describeCUDA(kernels.CUDAGPUs()))
 			return nil
 		},
 	}

@@ -107,7 +107,7 @@ type Options struct {
 // Build prices the plan's search again and draws the figures.
 func Build(ctx context.Context, plan *tpc.Plan, opt Options) (*Review, error) {
 	if plan == nil || plan.Machine == nil {
-		return nil, &topology.InputError{Field: "--plan", Msg: "the plan has no machine (want a plan.json written by gnnplan recommend -o)"}
+		return nil, &topology.InputError{Field: "--plan", Msg: "the plan has no machine (want a plan.json written by gnnplan recommend --save)"}
 	}
 	m := plan.Machine
 	if opt.Machine != nil {
