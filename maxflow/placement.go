@@ -52,6 +52,9 @@ func Strip(m *topology.Machine) (*topology.Machine, Inventory) {
 			continue
 		}
 		remove[n.ID] = true
+		for _, c := range m.Children(n.ID) {
+			remove[c] = true // the card's own functions (placedCard)
+		}
 		t := n
 		t.ID, t.Parent, t.PCIAddress, t.BlockDevices, t.NUMANode = "", "", "", nil, nil
 		if n.Kind == topology.KindGPU {
@@ -393,14 +396,14 @@ func Installed(m *topology.Machine) Placement {
 }
 
 // placedCard returns the slot n sits in when n is what placement search
-// moves: a GPU or NVMe SSD in a slot with nothing hanging below it (a
-// plain card); nil otherwise.
+// moves: a GPU or NVMe SSD in a slot with no board below it (a plain
+// card, its own functions aside: hasBoard); nil otherwise.
 func placedCard(m *topology.Machine, n topology.Node) *topology.Node {
 	if n.Kind != topology.KindGPU && n.Kind != topology.KindNVMe {
 		return nil
 	}
 	s := m.Node(n.Parent)
-	if s == nil || s.Kind != topology.KindSlot || len(m.Children(n.ID)) > 0 {
+	if s == nil || s.Kind != topology.KindSlot || hasBoard(m, n.ID) {
 		return nil
 	}
 	return s

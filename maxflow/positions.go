@@ -6,6 +6,19 @@ import (
 	"github.com/gnnplan/gnnplan/topology"
 )
 
+// hasBoard reports whether a device has a board of its own below it: a
+// switch, bridge or device of a kind placement moves. Functions of the
+// device itself that a capture lists under it (a GPU's audio function in
+// lspci -tv) are not one.
+func hasBoard(m *topology.Machine, id string) bool {
+	for _, k := range m.Children(id) {
+		if n := m.Node(k); n != nil && n.Kind != topology.KindOther {
+			return true
+		}
+	}
+	return false
+}
+
 // PositionSlots returns m with a slot at every position where a GPU or an
 // NVMe SSD sits outside any slot (descriptions from NCCL or hwloc XML,
 // nvidia-smi and lspci captures, and sysfs snapshots without SMBIOS slot
@@ -14,12 +27,13 @@ import (
 // search can refill the positions the machine has. The link from the
 // parent now ends at the slot; a link of the device's own width joins
 // slot and device. Devices with children (a GPU board behind its own
-// switch) stay as they are. n is how many slots were made; m is returned
+// switch) stay as they are; a device's own functions listed under it
+// (KindOther) move with it. n is how many slots were made; m is returned
 // unchanged when none were.
 func PositionSlots(m *topology.Machine) (out *topology.Machine, n int) {
 	var loose []string
 	for _, d := range m.Nodes {
-		if (d.Kind != topology.KindGPU && d.Kind != topology.KindNVMe) || d.Parent == "" || len(m.Children(d.ID)) > 0 {
+		if (d.Kind != topology.KindGPU && d.Kind != topology.KindNVMe) || d.Parent == "" || hasBoard(m, d.ID) {
 			continue
 		}
 		if p := m.Node(d.Parent); p != nil && p.Kind == topology.KindSlot {

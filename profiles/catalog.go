@@ -47,6 +47,14 @@ type GPUModel struct {
 	TF32TFLOPS  float64 `json:"tf32_TFLOPS" yaml:"tf32_TFLOPS"`   // dense TF32 tensor peak (no sparsity), datasheet
 	MemGBps     float64 `json:"mem_GBps" yaml:"mem_GBps"`         // HBM/GDDR bandwidth, datasheet
 	Sources     string  `json:"sources" yaml:"sources"`           // where each figure comes from; "estimate:" for estimates
+	// Arch is the architecture a topology file may give instead of a
+	// model name ("sm80" from NCCL's sm attribute, "gfx908" from RCCL's
+	// gcn), so that an installed GPU known only by it matches.
+	Arch string `json:"arch,omitempty" yaml:"arch,omitempty"`
+	// InstalledOnly models are priced and predicted where a machine has
+	// them but never recommended to buy: modules no PCIe slot takes (SXM,
+	// OAM) and GPUs the trainer has no backend for.
+	InstalledOnly bool `json:"installed_only,omitempty" yaml:"installed_only,omitempty"`
 }
 
 // SSDModel is an NVMe SSD one can buy.
@@ -112,9 +120,9 @@ func DefaultCatalog() *Catalog {
 }
 
 func defaultGPUs() []GPUModel {
-	return []GPUModel{
+	return append([]GPUModel{
 		{
-			Key: ModelA100_40GBPCIe, Name: "NVIDIA A100 40GB PCIe",
+			Key: ModelA100_40GBPCIe, Name: "NVIDIA A100 40GB PCIe", Arch: "sm80",
 			PriceUSD: 14177, MemoryGiB: 40, PCIeGen: 4, Lanes: 16, DoubleWidth: true,
 			FP32TFLOPS: 19.5, TF32TFLOPS: 156, MemGBps: 1555,
 			Sources: "price: derived, not quoted: Moment (SC'25, section 4) gives a 5-year TCO of $90,270 for its machines A/B " +
@@ -124,7 +132,7 @@ func defaultGPUs() []GPUModel {
 				"40GB HBM2 at 1,555 GB/s; PCIe 4.0 x16, dual-slot card",
 		},
 		{
-			Key: ModelA100_80GBPCIe, Name: "NVIDIA A100 80GB PCIe",
+			Key: ModelA100_80GBPCIe, Name: "NVIDIA A100 80GB PCIe", Arch: "sm80",
 			PriceUSD: 14177, MemoryGiB: 80, PCIeGen: 4, Lanes: 16, DoubleWidth: true,
 			FP32TFLOPS: 19.5, TF32TFLOPS: 156, MemGBps: 1935,
 			Sources: "price: Hyperion (ICDE'25) section VI and Table I, $14,177 from an Amazon listing (its ref. [4], 2024). " +
@@ -142,7 +150,7 @@ func defaultGPUs() []GPUModel {
 				"PCIe 5.0 x16 (Hyperion Table I, machine B), dual-slot card",
 		},
 		{
-			Key: "h100-80gb-pcie", Name: "NVIDIA H100 80GB PCIe",
+			Key: "h100-80gb-pcie", Name: "NVIDIA H100 80GB PCIe", Arch: "sm90",
 			PriceUSD: 30000, MemoryGiB: 80, PCIeGen: 5, Lanes: 16, DoubleWidth: true,
 			FP32TFLOPS: 51, TF32TFLOPS: 378, MemGBps: 2000,
 			Sources: "price: estimate: not in the papers and NVIDIA publishes no list price; street prices reported in " +
@@ -151,13 +159,73 @@ func defaultGPUs() []GPUModel {
 				"with sparsity (378 dense), 80GB HBM2e at 2,000 GB/s; PCIe 5.0 x16, dual-slot 10.5-inch card",
 		},
 		{
-			Key: "l40s-48gb-pcie", Name: "NVIDIA L40S 48GB PCIe",
+			Key: "l40s-48gb-pcie", Name: "NVIDIA L40S 48GB PCIe", Arch: "sm89",
 			PriceUSD: 8000, MemoryGiB: 48, PCIeGen: 4, Lanes: 16, DoubleWidth: true,
 			FP32TFLOPS: 91.6, TF32TFLOPS: 183, MemGBps: 864,
 			Sources: "price: estimate: not in the papers and NVIDIA publishes no list price; reseller snapshots put the " +
 				"card at about $7,000-$10,000 (2024-2025), and $8,000 is a round figure in that range. " +
 				"rates: NVIDIA L40S datasheet: 91.6 TFLOPS FP32, 183 TFLOPS TF32 tensor dense (366 with sparsity), " +
 				"48GB GDDR6 at 864 GB/s; PCIe 4.0 x16, dual-slot card, no NVLink",
+		},
+	}, installedGPUs()...)
+}
+
+// installedGPUs are the models servers one already has hold, for a
+// review as installed: SXM modules on HGX/DGX boards and AMD Instinct
+// cards. None is recommended to buy (InstalledOnly); their prices, only
+// for the TCO of a machine as it stands, are estimates.
+func installedGPUs() []GPUModel {
+	return []GPUModel{
+		{
+			Key: "a100-40gb-sxm4", Name: "NVIDIA A100 SXM4 40GB", Arch: "sm80", InstalledOnly: true,
+			PriceUSD: 12000, MemoryGiB: 40, PCIeGen: 4, Lanes: 16,
+			FP32TFLOPS: 19.5, TF32TFLOPS: 156, MemGBps: 1555,
+			Sources: "price: estimate: sold only on HGX A100 boards; 8-GPU boards were reported at about $80,000-$120,000 " +
+				"(2021-2023), and $12,000 a module is a round figure in that range. " +
+				"rates: NVIDIA A100 datasheet: 19.5 TFLOPS FP32, 156 TFLOPS TF32 tensor dense, 40GB HBM2 at 1,555 GB/s; " +
+				"host link PCIe 4.0 x16, NVLink 600 GB/s",
+		},
+		{
+			Key: "a100-80gb-sxm4", Name: "NVIDIA A100 SXM4 80GB", Arch: "sm80", InstalledOnly: true,
+			PriceUSD: 15000, MemoryGiB: 80, PCIeGen: 4, Lanes: 16,
+			FP32TFLOPS: 19.5, TF32TFLOPS: 156, MemGBps: 2039,
+			Sources: "price: estimate: sold only on HGX A100 boards, about $15,000 a module in 2023 reports. " +
+				"rates: NVIDIA A100 datasheet: 19.5 TFLOPS FP32, 156 TFLOPS TF32 tensor dense, 80GB HBM2e at 2,039 GB/s; " +
+				"host link PCIe 4.0 x16, NVLink 600 GB/s",
+		},
+		{
+			Key: "h100-80gb-sxm5", Name: "NVIDIA H100 SXM5 80GB", Arch: "sm90", InstalledOnly: true,
+			PriceUSD: 30000, MemoryGiB: 80, PCIeGen: 5, Lanes: 16,
+			FP32TFLOPS: 67, TF32TFLOPS: 494.7, MemGBps: 3350,
+			Sources: "price: estimate: sold only on HGX H100 boards; 8-GPU systems were reported at about $250,000-$300,000 " +
+				"(2023-2024), and $30,000 a module is a round figure for the GPU's share. " +
+				"rates: NVIDIA H100 datasheet (SXM): 67 TFLOPS FP32, 989 TFLOPS TF32 tensor with sparsity (494.7 dense), " +
+				"80GB HBM3 at 3.35 TB/s; host link PCIe 5.0 x16, NVLink 900 GB/s",
+		},
+		{
+			Key: "v100-32gb-sxm", Name: "NVIDIA Tesla V100 SXM 32GB", Arch: "sm70", InstalledOnly: true,
+			PriceUSD: 9000, MemoryGiB: 32, PCIeGen: 3, Lanes: 16,
+			FP32TFLOPS: 15.7, TF32TFLOPS: 15.7, MemGBps: 900,
+			Sources: "price: estimate: sold on HGX-1/DGX boards; about $9,000 a module (2018-2019 reports). " +
+				"rates: NVIDIA V100 datasheet (SXM2): 15.7 TFLOPS FP32, 32GB HBM2 at 900 GB/s; no TF32 tensor cores, " +
+				"so products run at the FP32 rate; the SXM3 parts of a DGX-2H (450 W) clock higher, which this does not model; " +
+				"host link PCIe 3.0 x16, NVLink 300 GB/s",
+		},
+		{
+			Key: "mi100-32gb-pcie", Name: "AMD Instinct MI100 32GB", Arch: "gfx908", InstalledOnly: true,
+			PriceUSD: 6400, MemoryGiB: 32, PCIeGen: 4, Lanes: 16, DoubleWidth: true,
+			FP32TFLOPS: 23.1, TF32TFLOPS: 46.1, MemGBps: 1228.8,
+			Sources: "price: AMD's launch price, $6,400 (November 2020 press). installed only: gnnplan's trainer has no ROCm backend. " +
+				"rates: AMD Instinct MI100 datasheet: 23.1 TFLOPS FP32 vector, 46.1 TFLOPS FP32 matrix (no TF32: the matrix " +
+				"rate stands in for it), 32GB HBM2 at 1.2288 TB/s; PCIe 4.0 x16, dual-slot card",
+		},
+		{
+			Key: "mi50-32gb-pcie", Name: "AMD Instinct MI50 32GB", Arch: "gfx906", InstalledOnly: true,
+			PriceUSD: 4000, MemoryGiB: 32, PCIeGen: 4, Lanes: 16, DoubleWidth: true,
+			FP32TFLOPS: 13.3, TF32TFLOPS: 13.3, MemGBps: 1024,
+			Sources: "price: estimate: about $4,000 (2019-2020 reseller listings). installed only: gnnplan's trainer has no ROCm backend. " +
+				"rates: AMD Radeon Instinct MI50 datasheet: 13.3 TFLOPS FP32 (no matrix cores or TF32: products at the FP32 rate), " +
+				"32GB HBM2 at 1,024 GB/s; PCIe 4.0 x16, dual-slot card",
 		},
 	}
 }

@@ -114,6 +114,9 @@ type Installed struct {
 	Prediction Prediction `json:"prediction"`
 	// Matched says how each installed device was matched to the catalog.
 	Matched []string `json:"matched,omitempty"`
+	// CannotHold, when set, says why the machine as it stands cannot
+	// hold the dataset; Prediction is then empty.
+	CannotHold string `json:"cannot_hold,omitempty"`
 }
 
 // PredictInstalled predicts req's machine as it stands (Setup with
@@ -135,7 +138,7 @@ func PredictInstalled(ctx context.Context, req Request) (*Installed, error) {
 		if p := m.Node(n.Parent); p == nil || p.Kind != topology.KindSlot {
 			continue
 		}
-		key, how, err := installedModel(cat, n)
+		key, how, err := installedModel(cat, n, req.InstalledGPU)
 		if err != nil {
 			return nil, err
 		}
@@ -161,6 +164,12 @@ func PredictInstalled(ctx context.Context, req Request) (*Installed, error) {
 	if ssd == "" {
 		ssd = cat.SSDs[0].Key // no SSD: the model's key is not used
 	}
+	g, _ := cat.GPU(in.GPU)
+	sm, _ := cat.SSD(ssd)
+	if ok, why := holds(req.Workload, Hardware{GPU: g, GPUs: in.GPUs, SSD: sm, SSDs: in.SSDs}, hostMemoryGiB(m, cat.Host)); !ok {
+		in.CannotHold = why
+		return in, nil
+	}
 	p, err := PredictSetup(ctx, Setup{Machine: m, Catalog: cat, Workload: req.Workload, GPU: in.GPU, SSD: ssd, GPUs: in.GPUs, SSDs: in.SSDs,
 		Layout: LayoutInstalled, SSDGBps: req.MeasuredSSDGBps, Assumptions: req.Assumptions})
 	if err != nil {
@@ -171,8 +180,16 @@ func PredictInstalled(ctx context.Context, req Request) (*Installed, error) {
 }
 
 // installedModel is the catalog key of an installed device and, where it
-// was matched by name, how.
-func installedModel(cat *profiles.Catalog, n topology.Node) (key, how string, err error) {
+// was matched by name, how. gpuKey, when set, is what the user says the
+// installed GPUs are (--installed-gpu), for files that do not name them.
+func installedModel(cat *profiles.Catalog, n topology.Node, gpuKey string) (key, how string, err error) {
+	if n.Kind == topology.KindGPU && gpuKey != "" {
+		g, err := cat.GPU(gpuKey)
+		if err != nil {
+			return "", "", &topology.InputError{Field: "--installed-gpu", Msg: err.Error()}
+		}
+		return g.Key, fmt.Sprintf("the installed GPUs priced as %s (--installed-gpu)", g.Key), nil
+	}
 	if n.Model != "" {
 		if n.Kind == topology.KindGPU {
 			if _, err := cat.GPU(n.Model); err == nil {
@@ -184,9 +201,12 @@ func installedModel(cat *profiles.Catalog, n topology.Node) (key, how string, er
 	}
 	if n.Kind == topology.KindGPU {
 		if g, ok := cat.GPUForDriverName(n.Name, n.MemoryGiB); ok {
+			if n.MemoryGiB == 0 {
+				return g.Key, fmt.Sprintf("%s (memory not in the file) priced as %s, the family's smallest (--installed-gpu names another)", n.Name, g.Key), nil
+			}
 			return g.Key, fmt.Sprintf("%s (%g GiB) priced as %s", n.Name, n.MemoryGiB, g.Key), nil
 		}
-		return "", "", &topology.InputError{Field: n.ID, Msg: fmt.Sprintf("%q (%g GiB) matches no catalog GPU (add its model with --catalog)", n.Name, n.MemoryGiB)}
+		return "", "", &topology.InputError{Field: n.ID, Msg: fmt.Sprintf("%q (%g GiB) matches no catalog GPU: say what the installed GPUs are with --installed-gpu KEY (gnnplan catalog lists the keys), or add the model with --catalog", n.Name, n.MemoryGiB)}
 	}
 	for _, s := range cat.SSDs {
 		if n.Name != "" && strings.EqualFold(n.Name, s.Name) {

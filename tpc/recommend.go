@@ -32,6 +32,9 @@ type Request struct {
 	// MeasuredSSDGBps, when > 0, replaces every SSD model's catalog read
 	// rate for feature rows with a measured one (gnnplan profile).
 	MeasuredSSDGBps float64
+	// InstalledGPU, when set, is the catalog key of the machine's
+	// installed GPUs, for files that do not name them (PredictInstalled).
+	InstalledGPU string
 	// SSDCounts lists the SSD counts to consider; empty means every count
 	// from 0 to what the free slots take.
 	SSDCounts   []int
@@ -86,6 +89,7 @@ type recommender struct {
 	stripped *topology.Machine
 	hostGiB  float64
 	maxGen   int // newest PCIe generation of any slot
+	modules  int // GPU module sockets left out of the search
 	mu       sync.Mutex
 	cache    map[searchKey]*searchOut
 }
@@ -127,7 +131,9 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 	// slots that take their kind again (the machine's notes say so).
 	req.Machine, _ = maxflow.PositionSlots(req.Machine)
 	stripped, _ := maxflow.Strip(req.Machine)
-	r := &recommender{req: req, stripped: stripped, hostGiB: hostMemoryGiB(req.Machine, req.Catalog.Host), cache: map[searchKey]*searchOut{}}
+	modules := moduleSockets(req.Machine)
+	stripped = withoutModuleSockets(stripped, modules)
+	r := &recommender{modules: len(modules), req: req, stripped: stripped, hostGiB: hostMemoryGiB(req.Machine, req.Catalog.Host), cache: map[searchKey]*searchOut{}}
 	room := r.slotRoom()
 	for _, sl := range stripped.NodesOfKind(topology.KindSlot) {
 		r.maxGen = max(r.maxGen, sl.PCIeGen)
@@ -170,10 +176,10 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 	}
 	if len(jobs) == 0 {
 		if math.IsInf(cheapest, 1) {
-			return nil, &topology.InputError{Field: req.Machine.Name, Msg: r.nothingFits(room, ssds)}
+			return nil, &NothingFitsError{Err: &topology.InputError{Field: req.Machine.Name, Msg: r.nothingFits(room, ssds)}}
 		}
-		return nil, &topology.InputError{Field: "--budget", Msg: fmt.Sprintf("$%.0f buys no plan: the cheapest plan (%d x %s, %d x %s) costs $%.0f",
-			req.BudgetUSD, cheapestHW.GPUs, cheapestHW.GPU.Key, cheapestHW.SSDs, cheapestHW.SSD.Key, cheapest)}
+		return nil, &NothingFitsError{Budget: true, Err: &topology.InputError{Field: "--budget", Msg: fmt.Sprintf("$%.0f buys no plan: the cheapest plan (%d x %s, %d x %s) costs $%.0f",
+			req.BudgetUSD, cheapestHW.GPUs, cheapestHW.GPU.Key, cheapestHW.SSDs, cheapestHW.SSD.Key, cheapest)}}
 	}
 	rec.Searched = len(jobs)
 	opts := make([]*Option, len(jobs))
@@ -269,15 +275,26 @@ func (o *Option) label() string {
 	return fmt.Sprintf("%s x%d + %s x%03d", o.GPU.Key, o.GPUs, o.SSD.Key, o.SSDs)
 }
 
+// pickGPUs is the GPU models to price: keys', or every model one can buy
+// (not InstalledOnly). A key naming an installed-only model is refused.
 func pickGPUs(c *profiles.Catalog, keys []string) ([]profiles.GPUModel, error) {
-	if len(keys) == 0 {
-		return append([]profiles.GPUModel(nil), c.GPUs...), nil
-	}
 	var out []profiles.GPUModel
+	if len(keys) == 0 {
+		for _, g := range c.GPUs {
+			if !g.InstalledOnly {
+				out = append(out, g)
+			}
+		}
+		return out, nil
+	}
 	for _, k := range keys {
 		g, err := c.GPU(k)
 		if err != nil {
 			return nil, err
+		}
+		if g.InstalledOnly {
+			return nil, &topology.InputError{Field: "--gpu-model", Msg: fmt.Sprintf("%s is priced only where a machine has it, never bought: "+
+				"no PCIe slot takes a module, and the trainer has no backend for AMD GPUs (its catalog sources say which)", g.Key)}
 		}
 		out = append(out, g)
 	}
@@ -299,11 +316,26 @@ func pickSSDs(c *profiles.Catalog, keys []string) ([]profiles.SSDModel, error) {
 	return out, nil
 }
 
+// NothingFitsError is Recommend's answer when no hardware choice fits: the
+// machine (its free slots against the dataset's size) or, with Budget,
+// the budget. It is a bad input (topology.IsBadInput); a review of a
+// machine one has answers the first kind with the machine as installed.
+type NothingFitsError struct {
+	Err    *topology.InputError
+	Budget bool
+}
+
+func (e *NothingFitsError) Error() string { return e.Err.Error() }
+func (e *NothingFitsError) Unwrap() error { return e.Err }
+
 // nothingFits says which constraint left no hardware choice, and what
 // would fit.
 func (r *recommender) nothingFits(c room, ssds []profiles.SSDModel) string {
 	req := r.req
 	slots := fmt.Sprintf("%d free slot(s) take a GPU, %d an SSD (%d either)", c.gpu+c.either, c.ssd+c.either, c.either)
+	if r.modules > 0 {
+		slots += fmt.Sprintf("; its %d GPU module socket(s) (SXM, OAM) take no card one can buy", r.modules)
+	}
 	if c.gpu+c.either < req.MinGPUs {
 		return fmt.Sprintf("no choice fits: %s, and the plan needs at least %d GPU(s) (--gpus); describe free slots in the machine file (a slot node with lanes, pcie_gen and double_width), or use a machine with room", slots, req.MinGPUs)
 	}
@@ -328,6 +360,42 @@ func (r *recommender) nothingFits(c room, ssds []profiles.SSDModel) string {
 		msg += fmt.Sprintf(", and the %d SSD slot(s) left beside %d GPU(s) hold at most %.0f GB of features (%s)", room, req.MinGPUs, disks, slots)
 	}
 	return msg + "; what would fit: a dataset within those sizes, free NVMe bays described in the machine file, or more host memory (the socket's memory_GiB)"
+}
+
+// moduleSockets is the positions (PositionSlots' slots) that hold a GPU
+// module: SXM or OAM sockets, which no GPU one can buy fills.
+func moduleSockets(m *topology.Machine) map[string]bool {
+	out := map[string]bool{}
+	for _, n := range m.Nodes {
+		if n.Kind != topology.KindGPU || !profiles.IsModuleName(n.Name) {
+			continue
+		}
+		if p := m.Node(n.Parent); p != nil && p.Kind == topology.KindSlot && p.Takes == topology.KindGPU {
+			out[p.ID] = true
+		}
+	}
+	return out
+}
+
+// withoutModuleSockets is m (stripped of its devices) less the slots in
+// sockets and their links.
+func withoutModuleSockets(m *topology.Machine, sockets map[string]bool) *topology.Machine {
+	if len(sockets) == 0 {
+		return m
+	}
+	out := *m
+	out.Nodes, out.Links = nil, nil
+	for _, n := range m.Nodes {
+		if !sockets[n.ID] {
+			out.Nodes = append(out.Nodes, n)
+		}
+	}
+	for _, l := range m.Links {
+		if !sockets[l.From] && !sockets[l.To] {
+			out.Links = append(out.Links, l)
+		}
+	}
+	return &out
 }
 
 // room is the machine's free slots by what they take: GPUs only, SSDs
@@ -355,15 +423,28 @@ func (r *recommender) slotRoom() room {
 	return c
 }
 
-// feasible says whether the hardware can hold the dataset: the SSDs hold
-// the features and topology, or with no SSD host memory holds everything.
+// feasible says whether the hardware can hold the dataset (holds).
 func (r *recommender) feasible(hw Hardware) bool {
-	feat, topo := r.req.Workload.DatasetBytes()
-	total := float64(feat + topo)
+	ok, _ := holds(r.req.Workload, hw, r.hostGiB)
+	return ok
+}
+
+// holds says whether hw can hold w's dataset: the SSDs hold the features,
+// or with no SSD 90% of host memory holds features and topology; if not,
+// why in words.
+func holds(w Workload, hw Hardware, hostGiB float64) (bool, string) {
+	feat, topo := w.DatasetBytes()
 	if hw.SSDs == 0 {
-		return total <= r.hostGiB*(1<<30)*0.9
+		if total := float64(feat + topo); total > hostGiB*(1<<30)*0.9 {
+			return false, fmt.Sprintf("%s's %.0f GB do not fit 90%% of %.0f GiB of host memory (%.0f GB), and there is no SSD",
+				w.Name, total/1e9, hostGiB, 0.9*hostGiB*(1<<30)/1e9)
+		}
+		return true, ""
 	}
-	return float64(hw.SSDs)*hw.SSD.CapacityGB*1e9 >= float64(feat)
+	if c := float64(hw.SSDs) * hw.SSD.CapacityGB * 1e9; c < float64(feat) {
+		return false, fmt.Sprintf("%s's %.0f GB of features do not fit %d x %s (%.0f GB)", w.Name, float64(feat)/1e9, hw.SSDs, hw.SSD.Key, c/1e9)
+	}
+	return true, ""
 }
 
 func gpuNode(g profiles.GPUModel) topology.Node {

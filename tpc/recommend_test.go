@@ -430,14 +430,15 @@ func TestSSDBoundHintNamesTheLinkCap(t *testing.T) {
 	}
 }
 
-// TestRecommendOnAMachineWithoutSlotRecords: AWS p4d.24xlarge as its NCCL
-// topology describes it (eight A100 SXM4 under PCIe switches, no slot
+// TestRecommendOnAMachineWithoutSlotRecords: an 8 x MI50 PCIe server as
+// its RCCL topology describes it (cards under two PCIe switches, no slot
 // records, no NVMe, no memory size). Papers100M fits the catalog host's
-// memory: the plan refills the GPU positions. IGB does not: the refusal
+// memory: the plan refills the card positions. IGB does not: the refusal
 // names what failed (no position takes an SSD; host memory too small)
-// and what would fit (issue 34, finding 3).
+// and what would fit (issue 34, finding 3). (A p4d's SXM sockets take no
+// card: TestPredictInstalled.)
 func TestRecommendOnAMachineWithoutSlotRecords(t *testing.T) {
-	m, err := topology.Import(filepath.Join("..", "topology", "testdata", "topology", "aws-p4d-24xl-topo.xml"))
+	m, err := topology.Import(filepath.Join("..", "topology", "testdata", "topology", "rccl-topo_8p_pcie.xml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,7 +459,7 @@ func TestRecommendOnAMachineWithoutSlotRecords(t *testing.T) {
 	req.Workload, _ = BuiltinWorkload("igb-hom")
 	_, err = Recommend(context.Background(), req)
 	if err == nil || !topology.IsBadInput(err) {
-		t.Fatalf("IGB on p4d: %v, want a refusal", err)
+		t.Fatalf("IGB on the MI50 server: %v, want a refusal", err)
 	}
 	for _, want := range []string{"no choice holds igb-hom", "no free slot is left for an SSD", "the machine file gives no memory size", "what would fit"} {
 		if !strings.Contains(err.Error(), want) {
@@ -489,8 +490,36 @@ func TestPredictInstalled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// p4d: SXM4 modules, no SSD, memory not in the file: the modules are
+	// priced as the catalog's installed-only model, and igb-hom (1.1 TB)
+	// does not fit the assumed host memory without SSDs.
 	req.Machine = m
-	if _, err := PredictInstalled(context.Background(), req); err == nil || !strings.Contains(err.Error(), "gpu0") || !strings.Contains(err.Error(), "--catalog") {
-		t.Errorf("p4d as installed: %v, want a refusal naming gpu0 and --catalog", err)
+	in, err = PredictInstalled(context.Background(), req)
+	if err != nil || in.GPU != "a100-40gb-sxm4" || in.GPUs != 8 || in.SSDs != 0 || !strings.Contains(in.CannotHold, "no SSD") {
+		t.Errorf("p4d as installed: %+v, %v; want 8 x a100-40gb-sxm4 that cannot hold igb-hom without an SSD", in, err)
+	}
+	if req.Workload, err = BuiltinWorkload("ogbn-papers100M"); err != nil {
+		t.Fatal(err)
+	}
+	if in, err = PredictInstalled(context.Background(), req); err != nil || in.CannotHold != "" || !(in.Prediction.EpochSeconds > 0) {
+		t.Errorf("p4d as installed on papers100M: %+v, %v; want a prediction", in, err)
+	}
+	// No PCIe card one can buy goes into an SXM socket: nothing fits.
+	var none *NothingFitsError
+	if _, err := Recommend(context.Background(), req); !errors.As(err, &none) || none.Budget || !strings.Contains(err.Error(), "8 GPU module socket(s)") {
+		t.Errorf("p4d: %v, want nothing to fit, naming the 8 module sockets", err)
+	}
+	// A GPU the file does not name is priced as --installed-gpu says.
+	smi, err := topology.Import(filepath.Join("..", "topology", "testdata", "topology", "stelline-puget-nvidia-smi-topo.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Machine = smi
+	if _, err := PredictInstalled(context.Background(), req); err == nil || !strings.Contains(err.Error(), "--installed-gpu") {
+		t.Errorf("unnamed GPUs: %v, want a refusal naming --installed-gpu", err)
+	}
+	req.InstalledGPU = "l40s-48gb-pcie"
+	if in, err = PredictInstalled(context.Background(), req); err != nil || in.GPU != "l40s-48gb-pcie" || !(in.Prediction.EpochSeconds > 0) {
+		t.Errorf("unnamed GPUs with --installed-gpu: %+v, %v", in, err)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -35,10 +36,13 @@ type recommendOptions struct {
 	SSDs      string
 	Catalog   string
 	Measured  string
-	Output    string
-	Save      string
-	PlotPath  string
-	Top       int
+	// InstalledGPU is the catalog key of the machine's GPUs where its
+	// file does not name them.
+	InstalledGPU string
+	Output       string
+	Save         string
+	PlotPath     string
+	Top          int
 	// ThisMachine plans the machine recommend runs on (CPU workers, the
 	// SSDDirs' disks) instead of hardware to buy.
 	ThisMachine bool
@@ -108,6 +112,7 @@ IGB-HOM with a $80,000 budget. Workloads: ` + strings.Join(workloads, ", ") + `.
 	f.StringVar(&opts.Measured, "measured", "", "a profile from `gnnplan profile --save`: its measured SSD and memory rates replace catalog figures")
 	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, wide, json (the best plan's JSON, as --save writes it)")
 	f.StringVar(&opts.Save, "save", "", "also write the best plan to this file (plan.json, for train, place and report)")
+	f.StringVar(&opts.InstalledGPU, "installed-gpu", "", "the catalog model of the machine's installed GPUs, where its file does not name them (nvidia-smi topo -m, NCCL files without PCI ids)")
 	f.StringVar(&opts.PlotPath, "plot", "", "draw TPC and throughput against SSD count to this SVG file")
 	f.IntVar(&opts.Top, "top", 10, "how many plans to list")
 	f.BoolVar(&opts.ThisMachine, "this-machine", false, "plan the machine this runs on: CPU workers and its disks, for --dataset, at several cache sizes, with --measured's rates or rates measured now")
@@ -149,7 +154,7 @@ func parseRange(flag, s string, least int) (lo, hi int, err error) {
 }
 
 func (o *recommendOptions) request(ctx context.Context) (tpc.Request, error) {
-	req := tpc.Request{BudgetUSD: o.BudgetUSD, GPUModels: o.GPUModels, SSDModels: o.SSDModels, Assumptions: tpc.DefaultAssumptions()}
+	req := tpc.Request{BudgetUSD: o.BudgetUSD, GPUModels: o.GPUModels, SSDModels: o.SSDModels, InstalledGPU: o.InstalledGPU, Assumptions: tpc.DefaultAssumptions()}
 	var err error
 	if req.MinGPUs, req.MaxGPUs, err = parseRange("--gpus", o.GPUs, 1); err != nil {
 		return req, err
@@ -270,6 +275,19 @@ func runRecommend(ctx context.Context, o *recommendOptions) error {
 		return err
 	}
 	rec, err := tpc.Recommend(ctx, req)
+	var none *tpc.NothingFitsError
+	if errors.As(err, &none) && !none.Budget && !o.wantPlan() {
+		// A machine with no room to buy into: the review is of the
+		// machine as it stands.
+		w := req.Workload
+		fmt.Fprintf(h, "%s %s on %s: nothing to buy fits: %s\n", w.Name, w.Model, req.Machine.Name, none.Err.Msg)
+		// writeInstalled says on h why the machine could not be predicted.
+		_, _ = writeInstalled(ctx, h, req)
+		if req.Machine.Count(topology.KindGPU) == 0 {
+			fmt.Fprintf(h, "as installed: no GPU: plans here train on GPUs; to plan CPU training, run gnnplan recommend --this-machine --dataset DIR on the machine itself\n")
+		}
+		return h.Flush()
+	}
 	if err != nil {
 		return err
 	}
@@ -329,6 +347,13 @@ func writeInstalled(ctx context.Context, out io.Writer, req tpc.Request) (*tpc.I
 	ssd := "no SSD"
 	if in.SSDs > 0 {
 		ssd = fmt.Sprintf("%d x %s", in.SSDs, in.SSD)
+	}
+	if in.CannotHold != "" {
+		fmt.Fprintf(out, "as installed: %d x %s + %s where they are: cannot train: %s\n", in.GPUs, in.GPU, ssd, in.CannotHold)
+		for _, m := range in.Matched {
+			fmt.Fprintf(out, "  %s\n", m)
+		}
+		return in, nil
 	}
 	fmt.Fprintf(out, "as installed: %d x %s + %s where they are: epoch %.1f s, %.0f samples/s, $%s 5-year TCO at catalog prices, TPC %.3f per $1k, %s-bound\n",
 		in.GPUs, in.GPU, ssd, p.EpochSeconds, p.SamplesPerSec, tpc.FormatUSD(p.CostUSD), 1000*p.TPC, p.Bound)
