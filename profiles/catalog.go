@@ -53,7 +53,7 @@ type GPUModel struct {
 	Arch string `json:"arch,omitempty" yaml:"arch,omitempty"`
 	// InstalledOnly models are priced and predicted where a machine has
 	// them but never recommended to buy: modules no PCIe slot takes (SXM,
-	// OAM) and GPUs the trainer has no backend for.
+	// OAM), GPUs the trainer has no backend for, cards no longer sold.
 	InstalledOnly bool `json:"installed_only,omitempty" yaml:"installed_only,omitempty"`
 }
 
@@ -171,9 +171,10 @@ func defaultGPUs() []GPUModel {
 }
 
 // installedGPUs are the models servers one already has hold, for a
-// review as installed: SXM modules on HGX/DGX boards and AMD Instinct
-// cards. None is recommended to buy (InstalledOnly); their prices, only
-// for the TCO of a machine as it stands, are estimates.
+// review as installed: SXM modules on HGX/DGX boards, AMD Instinct cards
+// and cards no longer sold. None is recommended to buy (InstalledOnly);
+// their prices, only for the TCO of a machine as it stands, are
+// estimates.
 func installedGPUs() []GPUModel {
 	return []GPUModel{
 		{
@@ -226,6 +227,22 @@ func installedGPUs() []GPUModel {
 			Sources: "price: estimate: about $4,000 (2019-2020 reseller listings). installed only: gnnplan's trainer has no ROCm backend. " +
 				"rates: AMD Radeon Instinct MI50 datasheet: 13.3 TFLOPS FP32 (no matrix cores or TF32: products at the FP32 rate), " +
 				"32GB HBM2 at 1,024 GB/s; PCIe 4.0 x16, dual-slot card",
+		},
+		{
+			Key: "p100-16gb-pcie", Name: "NVIDIA Tesla P100 PCIe 16GB", Arch: "sm60", InstalledOnly: true,
+			PriceUSD: 1500, MemoryGiB: 16, PCIeGen: 3, Lanes: 16, DoubleWidth: true,
+			FP32TFLOPS: 9.3, TF32TFLOPS: 9.3, MemGBps: 732,
+			Sources: "price: estimate: no longer sold new; used cards list at about $1,000-$2,000 (2024). " +
+				"rates: NVIDIA Tesla P100 PCIe datasheet: 9.3 TFLOPS FP32 (no tensor cores: products at the FP32 rate), " +
+				"16GB HBM2 at 732 GB/s; PCIe 3.0 x16, dual-slot card",
+		},
+		{
+			Key: "m2070-6gb", Name: "NVIDIA Tesla M2070 6GB", Arch: "sm20", InstalledOnly: true,
+			PriceUSD: 100, MemoryGiB: 6, PCIeGen: 2, Lanes: 16, DoubleWidth: true,
+			FP32TFLOPS: 1.03, TF32TFLOPS: 1.03, MemGBps: 150,
+			Sources: "price: estimate: no longer sold; used modules list for about $100. installed only: CUDA 12, which the " +
+				"trainer's backend needs, no longer runs Fermi GPUs. " +
+				"rates: NVIDIA Tesla M2050/M2070 datasheet: 1.03 TFLOPS FP32, 6GB GDDR5 at 150 GB/s; PCIe 2.0 x16, dual-slot",
 		},
 	}
 }

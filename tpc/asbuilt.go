@@ -40,8 +40,28 @@ type Setup struct {
 // PredictSetup places s's devices as its layout says and predicts an
 // epoch with the same model Recommend prices every option with.
 func PredictSetup(ctx context.Context, s Setup) (Prediction, error) {
-	if err := s.Workload.Validate(); err != nil {
+	t, err := timeSetup(ctx, s)
+	if err != nil {
 		return Prediction{}, err
+	}
+	return t.prediction, nil
+}
+
+// timedSetup is a Setup placed and timed: its hardware, the stripped
+// machine and the candidate placement, and the prediction.
+type timedSetup struct {
+	hw         Hardware
+	stripped   *topology.Machine
+	candidate  *maxflow.Candidate
+	shares     Shares
+	ssdGBps    float64
+	a          Assumptions
+	prediction Prediction
+}
+
+func timeSetup(ctx context.Context, s Setup) (*timedSetup, error) {
+	if err := s.Workload.Validate(); err != nil {
+		return nil, err
 	}
 	cat := s.Catalog
 	if cat == nil {
@@ -49,14 +69,14 @@ func PredictSetup(ctx context.Context, s Setup) (Prediction, error) {
 	}
 	gpu, err := cat.GPU(s.GPU)
 	if err != nil {
-		return Prediction{}, err
+		return nil, err
 	}
 	ssd, err := cat.SSD(s.SSD)
 	if err != nil {
-		return Prediction{}, err
+		return nil, err
 	}
 	if s.Machine == nil {
-		return Prediction{}, &topology.InputError{Field: "machine", Msg: "none given (want a machine with slots)"}
+		return nil, &topology.InputError{Field: "machine", Msg: "none given (want a machine with slots)"}
 	}
 	s.Machine, _ = maxflow.PositionSlots(s.Machine)
 	stripped, inv := maxflow.Strip(s.Machine)
@@ -78,13 +98,13 @@ func PredictSetup(ctx context.Context, s Setup) (Prediction, error) {
 	if layout == LayoutInstalled {
 		opts.Installed = maxflow.Installed(s.Machine)
 		if n := len(opts.Installed.GPUSlots); n != inv.GPUs || len(opts.Installed.SSDSlots) != inv.SSDs {
-			return Prediction{}, &topology.InputError{Field: "layout", Msg: fmt.Sprintf("installed: %s holds %d GPU(s) and %d SSD(s) in slots, not %d and %d (valid: best, a-d, or the machine's counts)",
+			return nil, &topology.InputError{Field: "layout", Msg: fmt.Sprintf("installed: %s holds %d GPU(s) and %d SSD(s) in slots, not %d and %d (valid: best, a-d, or the machine's counts)",
 				s.Machine.Name, n, len(opts.Installed.SSDSlots), inv.GPUs, inv.SSDs)}
 		}
 	}
 	res, err := maxflow.SearchWith(ctx, stripped, inv, tiersFor(sh, rate, a), opts)
 	if err != nil {
-		return Prediction{}, err
+		return nil, err
 	}
 	var c *maxflow.Candidate
 	switch layout {
@@ -95,13 +115,14 @@ func PredictSetup(ctx context.Context, s Setup) (Prediction, error) {
 	default:
 		c = res.Classic[layout]
 		if c == nil && res.ClassicNote != "" {
-			return Prediction{}, &topology.InputError{Field: "layout", Msg: fmt.Sprintf("%q: %s", layout, res.ClassicNote)}
+			return nil, &topology.InputError{Field: "layout", Msg: fmt.Sprintf("%q: %s", layout, res.ClassicNote)}
 		}
 	}
 	if c == nil {
-		return Prediction{}, &topology.InputError{Field: "layout", Msg: fmt.Sprintf("%q (valid: installed, best, a, b, c, d)", layout)}
+		return nil, &topology.InputError{Field: "layout", Msg: fmt.Sprintf("%q (valid: installed, best, a, b, c, d)", layout)}
 	}
-	return predict(s.Workload, hw, cat.Host, c.Seconds, sh, a, rate), nil
+	return &timedSetup{hw: hw, stripped: stripped, candidate: c, shares: sh, ssdGBps: rate, a: a,
+		prediction: predict(s.Workload, hw, cat.Host, c.Seconds, sh, a, rate)}, nil
 }
 
 // Installed is a machine as it stands: its GPUs and SSDs where they are,
@@ -117,6 +138,8 @@ type Installed struct {
 	// CannotHold, when set, says why the machine as it stands cannot
 	// hold the dataset; Prediction is then empty.
 	CannotHold string `json:"cannot_hold,omitempty"`
+
+	timed *timedSetup // how it was timed (nil with CannotHold)
 }
 
 // PredictInstalled predicts req's machine as it stands (Setup with
@@ -170,13 +193,34 @@ func PredictInstalled(ctx context.Context, req Request) (*Installed, error) {
 		in.CannotHold = why
 		return in, nil
 	}
-	p, err := PredictSetup(ctx, Setup{Machine: m, Catalog: cat, Workload: req.Workload, GPU: in.GPU, SSD: ssd, GPUs: in.GPUs, SSDs: in.SSDs,
+	t, err := timeSetup(ctx, Setup{Machine: m, Catalog: cat, Workload: req.Workload, GPU: in.GPU, SSD: ssd, GPUs: in.GPUs, SSDs: in.SSDs,
 		Layout: LayoutInstalled, SSDGBps: req.MeasuredSSDGBps, Assumptions: req.Assumptions})
 	if err != nil {
 		return nil, err
 	}
-	in.Prediction = p
+	in.Prediction = t.prediction
+	in.timed = t
 	return in, nil
+}
+
+// option is the machine as installed as a ranked option, with the
+// machine it sits in and its flow: what Recommend answers with when
+// nothing can be bought.
+func (in *Installed) option() (*Option, *topology.Machine, *maxflow.Evaluation, error) {
+	t := in.timed
+	o := &Option{Hardware: t.hw, Placement: t.candidate.Placement, Prediction: t.prediction, FabricGBps: t.candidate.FabricGBps}
+	inv := maxflow.Inventory{GPUs: t.hw.GPUs, SSDs: t.hw.SSDs, GPU: gpuNode(t.hw.GPU), SSD: ssdNode(t.hw.SSD)}
+	pm, err := maxflow.Apply(t.stripped, inv, o.Placement)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ev := t.candidate.Eval
+	if ev == nil {
+		if ev, err = maxflow.Evaluate(pm, tiersFor(t.shares, t.ssdGBps, t.a)); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return o, pm, ev, nil
 }
 
 // installedModel is the catalog key of an installed device and, where it

@@ -77,7 +77,10 @@ type Plan struct {
 	// matched no catalog model (InstalledNote says which).
 	Installed     *Installed `json:"installed,omitempty"`
 	InstalledNote string     `json:"installed_note,omitempty"`
-	Notes         []string   `json:"notes,omitempty"`
+	// NothingToBuy, when set, says why nothing one can buy fits the
+	// machine: the plan is then the machine as installed, buying nothing.
+	NothingToBuy string   `json:"nothing_to_buy,omitempty"`
+	Notes        []string `json:"notes,omitempty"`
 }
 
 // ValidatedError is the model's error over a set of measurements it was
@@ -207,6 +210,7 @@ func (rec *Recommendation) Plan() *Plan {
 	}
 	p.ValidatedError = rec.ValidatedError
 	p.Catalog = rec.Request.Catalog
+	p.NothingToBuy = rec.NothingToBuy
 	p.Notes = append(p.Notes, "T_train: "+b.TrainTimeSource,
 		"access skew: the hottest fraction x of vertices gets x^a of the accesses (no measured hotness yet)")
 	return p

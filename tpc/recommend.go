@@ -64,6 +64,9 @@ type Recommendation struct {
 	Distributed Distributed
 	Searched    int // hardware choices priced
 	Placements  int // distinct placements evaluated
+	// NothingToBuy, when set, says why no hardware one can buy fits the
+	// machine; the one option is then the machine as installed.
+	NothingToBuy string
 	// ValidatedError, when set, is the model's error against published
 	// measurements (package validate), which the plan carries.
 	ValidatedError *ValidatedError
@@ -176,7 +179,11 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 	}
 	if len(jobs) == 0 {
 		if math.IsInf(cheapest, 1) {
-			return nil, &NothingFitsError{Err: &topology.InputError{Field: req.Machine.Name, Msg: r.nothingFits(room, ssds)}}
+			why := r.nothingFits(room, ssds)
+			if rec, ok := r.asInstalled(ctx, why); ok {
+				return rec, nil
+			}
+			return nil, &NothingFitsError{Err: &topology.InputError{Field: req.Machine.Name, Msg: why}}
 		}
 		return nil, &NothingFitsError{Budget: true, Err: &topology.InputError{Field: "--budget", Msg: fmt.Sprintf("$%.0f buys no plan: the cheapest plan (%d x %s, %d x %s) costs $%.0f",
 			req.BudgetUSD, cheapestHW.GPUs, cheapestHW.GPU.Key, cheapestHW.SSDs, cheapestHW.SSD.Key, cheapest)}}
@@ -360,6 +367,26 @@ func (r *recommender) nothingFits(c room, ssds []profiles.SSDModel) string {
 		msg += fmt.Sprintf(", and the %d SSD slot(s) left beside %d GPU(s) hold at most %.0f GB of features (%s)", room, req.MinGPUs, disks, slots)
 	}
 	return msg + "; what would fit: a dataset within those sizes, free NVMe bays described in the machine file, or more host memory (the socket's memory_GiB)"
+}
+
+// asInstalled is the answer for a machine nothing can be bought into: its
+// devices where they are, as the one option, with why nothing fits. It
+// is false where the machine as installed cannot be predicted (no GPU,
+// one the catalog does not know, a dataset it cannot hold).
+func (r *recommender) asInstalled(ctx context.Context, why string) (*Recommendation, bool) {
+	in, err := PredictInstalled(ctx, r.req)
+	if err != nil || in.timed == nil {
+		return nil, false
+	}
+	o, pm, ev, err := in.option()
+	if err != nil {
+		return nil, false
+	}
+	rec := &Recommendation{Request: r.req, Machine: r.stripped, Options: []*Option{o}, Best: o, Fastest: o,
+		BestMachine: pm, BestEval: ev, NothingToBuy: why, Searched: 1, Placements: 1}
+	rec.Hint = r.hint(ctx, rec)
+	rec.Distributed = distributedAlternative(r.req, o)
+	return rec, true
 }
 
 // moduleSockets is the positions (PositionSlots' slots) that hold a GPU

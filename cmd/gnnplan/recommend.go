@@ -283,9 +283,6 @@ func runRecommend(ctx context.Context, o *recommendOptions) error {
 		fmt.Fprintf(h, "%s %s on %s: nothing to buy fits: %s\n", w.Name, w.Model, req.Machine.Name, none.Err.Msg)
 		// writeInstalled says on h why the machine could not be predicted.
 		_, _ = writeInstalled(ctx, h, req)
-		if req.Machine.Count(topology.KindGPU) == 0 {
-			fmt.Fprintf(h, "as installed: no GPU: plans here train on GPUs; to plan CPU training, run gnnplan recommend --this-machine --dataset DIR on the machine itself\n")
-		}
 		return h.Flush()
 	}
 	if err != nil {
@@ -299,7 +296,11 @@ func runRecommend(ctx context.Context, o *recommendOptions) error {
 	if err := writeRecommendation(h, o.Top, rec); err != nil {
 		return err
 	}
-	installed, installedErr := writeInstalled(ctx, h, req)
+	var installed *tpc.Installed
+	var installedErr error
+	if rec.NothingToBuy == "" {
+		installed, installedErr = writeInstalled(ctx, h, req)
+	}
 	if o.PlotPath != "" {
 		var buf bytes.Buffer
 		if err := tpc.WritePlotSVG(&buf, rec); err != nil {
@@ -330,12 +331,24 @@ func runRecommend(ctx context.Context, o *recommendOptions) error {
 	return h.Flush()
 }
 
+// noGPULine is the machine as installed where it has no GPU.
+const noGPULine = "as installed: no GPU: plans here train on GPUs; to plan CPU training, run gnnplan recommend --this-machine --dataset DIR on the machine itself"
+
+// ssdCount is "n x model", or "no SSD".
+func ssdCount(n int, model string) string {
+	if n == 0 {
+		return "no SSD"
+	}
+	return fmt.Sprintf("%d x %s", n, model)
+}
+
 // writeInstalled prints the machine as it stands, beside the plans: its
 // own GPUs and SSDs where they are (tpc.PredictInstalled), and returns it
 // for the plan. A machine with no GPU gets no line; one that cannot be
 // predicted says why.
 func writeInstalled(ctx context.Context, out io.Writer, req tpc.Request) (*tpc.Installed, error) {
 	if req.Machine.Count(topology.KindGPU) == 0 {
+		fmt.Fprintf(out, "%s\n", noGPULine)
 		return nil, nil
 	}
 	in, err := tpc.PredictInstalled(ctx, req)
@@ -344,10 +357,7 @@ func writeInstalled(ctx context.Context, out io.Writer, req tpc.Request) (*tpc.I
 		return nil, err
 	}
 	p := in.Prediction
-	ssd := "no SSD"
-	if in.SSDs > 0 {
-		ssd = fmt.Sprintf("%d x %s", in.SSDs, in.SSD)
-	}
+	ssd := ssdCount(in.SSDs, in.SSD)
 	if in.CannotHold != "" {
 		fmt.Fprintf(out, "as installed: %d x %s + %s where they are: cannot train: %s\n", in.GPUs, in.GPU, ssd, in.CannotHold)
 		for _, m := range in.Matched {
@@ -366,8 +376,12 @@ func writeInstalled(ctx context.Context, out io.Writer, req tpc.Request) (*tpc.I
 func writeRecommendation(h *human, top int, rec *tpc.Recommendation) error {
 	out := h
 	w := rec.Request.Workload
-	fmt.Fprintf(out, "%s on %s, budget $%s: %d plans priced, %d distinct placements evaluated\n",
-		w.Name+" "+w.Model, rec.Machine.Name, tpc.FormatUSD(rec.Request.BudgetUSD), rec.Searched, rec.Placements)
+	if rec.NothingToBuy != "" {
+		fmt.Fprintf(out, "%s %s on %s: nothing to buy fits: %s\nthe machine as installed:\n", w.Name, w.Model, rec.Machine.Name, rec.NothingToBuy)
+	} else {
+		fmt.Fprintf(out, "%s on %s, budget $%s: %d plans priced, %d distinct placements evaluated\n",
+			w.Name+" "+w.Model, rec.Machine.Name, tpc.FormatUSD(rec.Request.BudgetUSD), rec.Searched, rec.Placements)
+	}
 	t := textout.NewTable(col("RANK"), col("GPUS"), col("SSDS"), num("COST $"), num("SAMPLES/s"), num("EPOCH s"),
 		num("TPC per $1k"), opt(col("BOUND")))
 	for i, op := range rec.Options {
@@ -375,10 +389,13 @@ func writeRecommendation(h *human, top int, rec *tpc.Recommendation) error {
 			continue
 		}
 		rank := strconv.Itoa(i + 1)
-		if op == rec.Fastest {
+		switch {
+		case rec.NothingToBuy != "":
+			rank = "installed"
+		case op == rec.Fastest:
 			rank += " (fastest)"
 		}
-		t.Row(rank, fmt.Sprintf("%d x %s", op.GPUs, op.GPU.Key), fmt.Sprintf("%d x %s", op.SSDs, op.SSD.Key),
+		t.Row(rank, fmt.Sprintf("%d x %s", op.GPUs, op.GPU.Key), ssdCount(op.SSDs, op.SSD.Key),
 			tpc.FormatUSD(op.CostUSD), fmt.Sprintf("%.0f", op.SamplesPerSec), fmt.Sprintf("%.1f", op.EpochSeconds),
 			fmt.Sprintf("%.3f", op.TPC*1000), op.Bound)
 	}
@@ -386,13 +403,20 @@ func writeRecommendation(h *human, top int, rec *tpc.Recommendation) error {
 		return err
 	}
 	b := rec.Best
-	fmt.Fprintf(out, "recommended: %d x %s + %d x %s, $%s 5-year TCO, %.0f samples/s (epoch %.1f s: IO %.1f s, training %.1f s)\n",
-		b.GPUs, b.GPU.Name, b.SSDs, b.SSD.Name, tpc.FormatUSD(b.CostUSD), b.SamplesPerSec, b.EpochSeconds, b.EpochIOSeconds, b.EpochTrainSecs)
-	ssdRate := fmt.Sprintf("%.2f GB/s each for feature rows", b.SSDGBps)
-	if c, ok := tpc.SSDLinkCap(rec.BestMachine, rec.BestEval, b.SSDGBps); ok {
-		ssdRate = fmt.Sprintf("%.2f GB/s each, what their %s links carry; the drives read %.2f GB/s", c.GBps, c.Links, b.SSDGBps)
+	verdict := "recommended"
+	if rec.NothingToBuy != "" {
+		verdict = "as installed"
 	}
-	fmt.Fprintf(out, "  bytes per epoch: %.0f GB, %.0f%% from GPU memory, %.0f%% from CPU memory, %.0f%% from SSDs (%s)\n",
+	fmt.Fprintf(out, "%s: %d x %s + %s, $%s 5-year TCO, %.0f samples/s (epoch %.1f s: IO %.1f s, training %.1f s)\n",
+		verdict, b.GPUs, b.GPU.Name, ssdCount(b.SSDs, b.SSD.Name), tpc.FormatUSD(b.CostUSD), b.SamplesPerSec, b.EpochSeconds, b.EpochIOSeconds, b.EpochTrainSecs)
+	ssdRate := ""
+	if b.SSDs > 0 {
+		ssdRate = fmt.Sprintf(" (%.2f GB/s each for feature rows)", b.SSDGBps)
+		if c, ok := tpc.SSDLinkCap(rec.BestMachine, rec.BestEval, b.SSDGBps); ok {
+			ssdRate = fmt.Sprintf(" (%.2f GB/s each, what their %s links carry; the drives read %.2f GB/s)", c.GBps, c.Links, b.SSDGBps)
+		}
+	}
+	fmt.Fprintf(out, "  bytes per epoch: %.0f GB, %.0f%% from GPU memory, %.0f%% from CPU memory, %.0f%% from SSDs%s\n",
 		b.Shares.EpochGB, 100*b.Shares.GPUCacheShare, 100*b.Shares.HostShare, 100*b.Shares.SSDShare, ssdRate)
 	plan := rec.Plan()
 	fmt.Fprintln(out, "  placement:")

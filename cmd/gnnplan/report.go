@@ -143,7 +143,11 @@ func runReport(ctx context.Context, o *reportOptions) error {
 	if err := topology.WriteFileAtomic(o.Out, buf.Bytes()); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	fmt.Fprintf(o.IO.Out, "wrote %s (%d options priced; recommended %d x %s + %d x %s)\n", o.Out, r.Rec.Searched,
-		r.Rec.Best.GPUs, r.Rec.Best.GPU.Key, r.Rec.Best.SSDs, r.Rec.Best.SSD.Key)
+	verdict := "recommended"
+	if r.Rec.NothingToBuy != "" {
+		verdict = "nothing to buy fits; reviewed as installed"
+	}
+	b := r.Rec.Best
+	fmt.Fprintf(o.IO.Out, "wrote %s (%d options priced; %s: %d x %s + %s)\n", o.Out, r.Rec.Searched, verdict, b.GPUs, b.GPU.Key, ssdCount(b.SSDs, b.SSD.Key))
 	return nil
 }

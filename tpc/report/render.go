@@ -51,8 +51,13 @@ func (r *Review) view() *view {
 		Version: r.Version,
 		Legend:  fmt.Sprintf("Red, thick: links and devices the flow model saturates. Green: the GPUs placed; blue: the SSDs placed. Dashed: empty slots. Link labels give the capacity per direction in GB/s (decimal)."),
 	}
+	buy := [2]string{"Buy", fmt.Sprintf("%d x %s + %s", b.GPUs, b.GPU.Name, ssdText(b.SSDs, b.SSD.Name))}
+	if rec.NothingToBuy != "" {
+		v.Subtitle = fmt.Sprintf("Nothing one can buy fits the machine: %s. This review is of the machine as installed, at catalog prices.", rec.NothingToBuy)
+		buy = [2]string{"Keep (as installed)", fmt.Sprintf("%d x %s + %s", b.GPUs, b.GPU.Name, ssdText(b.SSDs, b.SSD.Name))}
+	}
 	v.Summary = [][2]string{
-		{"Buy", fmt.Sprintf("%d x %s + %d x %s", b.GPUs, b.GPU.Name, b.SSDs, b.SSD.Name)},
+		buy,
 		{"5-year TCO", "$" + tpc.FormatUSD(b.CostUSD)},
 		{"Throughput", fmt.Sprintf("%.0f samples/s", b.SamplesPerSec)},
 		{"Epoch", fmt.Sprintf("%.1f s (IO %.1f s, training %.1f s)", b.EpochSeconds, b.EpochIOSeconds, b.EpochTrainSecs)},
@@ -121,10 +126,13 @@ func (r *Review) view() *view {
 			continue
 		}
 		rank := fmt.Sprint(i + 1)
-		if o == rec.Fastest {
+		switch {
+		case rec.NothingToBuy != "":
+			rank = "installed"
+		case o == rec.Fastest:
 			rank += " (fastest)"
 		}
-		v.Options = append(v.Options, []string{rank, fmt.Sprintf("%d x %s", o.GPUs, o.GPU.Key), fmt.Sprintf("%d x %s", o.SSDs, o.SSD.Key),
+		v.Options = append(v.Options, []string{rank, fmt.Sprintf("%d x %s", o.GPUs, o.GPU.Key), ssdText(o.SSDs, o.SSD.Key),
 			tpc.FormatUSD(o.CostUSD), fmt.Sprintf("%.0f", o.SamplesPerSec), fmt.Sprintf("%.1f", o.EpochSeconds), fmt.Sprintf("%.3f", o.TPC*1000), o.Bound})
 	}
 	plan := rec.Plan()

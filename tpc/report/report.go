@@ -241,8 +241,12 @@ func budgetsAndRange(ctx context.Context, r *Review, req tpc.Request) error {
 	for _, a := range skewRange {
 		as := req.Assumptions
 		as.SkewExponent = a
-		p, err := tpc.PredictSetup(ctx, tpc.Setup{Machine: r.Rec.Machine, Catalog: req.Catalog, Workload: req.Workload, GPU: b.GPU.Key, SSD: b.SSD.Key,
-			GPUs: b.GPUs, SSDs: b.SSDs, Layout: tpc.LayoutBest, SSDGBps: req.MeasuredSSDGBps, Assumptions: as})
+		s := tpc.Setup{Machine: r.Rec.Machine, Catalog: req.Catalog, Workload: req.Workload, GPU: b.GPU.Key, SSD: b.SSD.Key,
+			GPUs: b.GPUs, SSDs: b.SSDs, Layout: tpc.LayoutBest, SSDGBps: req.MeasuredSSDGBps, Assumptions: as}
+		if r.Rec.NothingToBuy != "" { // the machine as installed: its devices where they are
+			s.Machine, s.Layout = r.Rec.BestMachine, tpc.LayoutInstalled
+		}
+		p, err := tpc.PredictSetup(ctx, s)
 		if err != nil {
 			return fmt.Errorf("the prediction with skew exponent %g: %w", a, err)
 		}
