@@ -9,7 +9,8 @@
 // inter-socket link, or NVLink/xGMI link counts x per-link rate.
 //
 // A Machine is built by discovery from sysfs (ghw plus direct sysfs reads and
-// SMBIOS type 9 slot records), by import from NCCL/RCCL topology XML or hwloc
+// SMBIOS type 9 slot records; the running machine's, an unpacked snapshot's
+// or a snapshot archive's), by import from NCCL/RCCL topology XML or hwloc
 // XML, by loading a saved JSON file, or from an embedded profile (package
 // profiles). It renders as JSON (schema versioned, round trip exact), a tree,
 // a table and Graphviz DOT.

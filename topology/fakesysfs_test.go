@@ -1,11 +1,8 @@
 package topology
 
 import (
-	"archive/tar"
-	"compress/bzip2"
-	"compress/gzip"
+	"context"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -27,8 +24,9 @@ func fixture(t testing.TB, name string) string {
 	return p
 }
 
-// unpackSnapshot extracts a .tar.gz or .tar.bz2 sysfs snapshot (with its
-// symlinks) into a temporary directory and returns that directory.
+// unpackSnapshot extracts a sysfs snapshot archive (with its symlinks)
+// into a temporary directory, as Import does, and returns the directory
+// holding sys/.
 func unpackSnapshot(t testing.TB, path string) string {
 	t.Helper()
 	f, err := os.Open(path)
@@ -36,53 +34,11 @@ func unpackSnapshot(t testing.TB, path string) string {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var r io.Reader
-	switch {
-	case strings.HasSuffix(path, ".gz"):
-		gz, err := gzip.NewReader(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r = gz
-	case strings.HasSuffix(path, ".bz2"):
-		r = bzip2.NewReader(f)
-	default:
-		t.Fatalf("unknown archive %s", path)
+	root, err := extractSnapshot(context.Background(), path, f, t.TempDir(), defaultSnapshotLimits())
+	if err != nil {
+		t.Fatalf("unpack %s: %v", path, err)
 	}
-	dir := t.TempDir()
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("read %s: %v", path, err)
-		}
-		name := filepath.Clean(h.Name)
-		if strings.HasPrefix(name, "..") || filepath.IsAbs(name) {
-			continue
-		}
-		dst := filepath.Join(dir, name)
-		switch h.Typeflag {
-		case tar.TypeDir:
-			os.MkdirAll(dst, 0o755)
-		case tar.TypeSymlink:
-			os.MkdirAll(filepath.Dir(dst), 0o755)
-			os.Symlink(h.Linkname, dst)
-		case tar.TypeReg:
-			os.MkdirAll(filepath.Dir(dst), 0o755)
-			w, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := io.Copy(w, tr); err != nil {
-				t.Fatal(err)
-			}
-			w.Close()
-		}
-	}
-	return dir
+	return root
 }
 
 // fakeFunc is one PCI function of a fake sysfs tree.

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/xml"
@@ -21,15 +22,29 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
 // Import reads a machine description from a file, recognising its format
 // by content: gnnplan machine JSON, NCCL/RCCL topology XML (<system>),
-// hwloc XML (<topology>), or the text `nvidia-smi topo -m` or `lspci -vvv`
-// / `lspci -tv` print. An NCCL graph file (<graphs>) is refused: it holds
-// ring/tree channels, not the hardware.
+// hwloc XML (<topology>), the text `nvidia-smi topo -m` or `lspci -vvv`
+// / `lspci -tv` print, or a sysfs snapshot archive (.tar, .tar.gz,
+// .tar.bz2 of a captured /sys, as ghw and hwloc make), which is unpacked
+// into a temporary directory and discovered there. An NCCL graph file
+// (<graphs>) is refused: it holds ring/tree channels, not the hardware.
 func Import(path string) (*Machine, error) { return ImportContext(context.Background(), path) }
 
 // ImportContext is Import that stops when ctx is cancelled, returning
 // ctx's error.
 func ImportContext(ctx context.Context, path string) (*Machine, error) {
-	data, err := readImport(ctx, path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &InputError{Path: path, Field: "--from", Msg: "cannot read file", Err: err}
+	}
+	defer f.Close()
+	// A snapshot archive is unpacked as it is read, with its own limits
+	// (MaxSnapshotBytes), so it is told apart before readFrom's cap.
+	br := bufio.NewReaderSize(f, snapshotHeadBytes)
+	head, _ := br.Peek(snapshotHeadBytes)
+	if archiveFormat(head) != "" {
+		return importSnapshot(ctx, path, br)
+	}
+	data, err := readFrom(ctx, path, f, br)
 	if err != nil {
 		return nil, err
 	}
@@ -89,11 +104,17 @@ func readImport(ctx context.Context, path string) ([]byte, error) {
 		return nil, &InputError{Path: path, Field: "--from", Msg: "cannot read file", Err: err}
 	}
 	defer f.Close()
+	return readFrom(ctx, path, f, f)
+}
+
+// readFrom reads r, the contents of the open file f (r may have f's first
+// bytes buffered), refusing more than MaxImportBytes.
+func readFrom(ctx context.Context, path string, f *os.File, r io.Reader) ([]byte, error) {
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > MaxImportBytes {
 		return nil, tooBig(path, st.Size())
 	}
 	// Pipes and devices have no size: read one byte past the cap to tell.
-	data, err := io.ReadAll(io.LimitReader(&ctxReader{ctx: ctx, r: f}, MaxImportBytes+1))
+	data, err := io.ReadAll(io.LimitReader(&ctxReader{ctx: ctx, r: r}, MaxImportBytes+1))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -136,6 +157,9 @@ func ImportBytesContext(ctx context.Context, path string, data []byte) (*Machine
 }
 
 func importBytes(ctx context.Context, path string, data []byte) (*Machine, error) {
+	if archiveFormat(data) != "" {
+		return importSnapshot(ctx, path, bytes.NewReader(data))
+	}
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
 		return nil, inputErrorf(path, "", "empty file (want machine JSON, NCCL/RCCL topology XML or hwloc XML)")

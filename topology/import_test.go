@@ -56,6 +56,8 @@ func FuzzImport(f *testing.F) {
 	var js bytes.Buffer
 	Encode(&js, sampleMachine(f))
 	f.Add(js.Bytes())
+	// A sysfs snapshot archive: ImportBytes unpacks it.
+	f.Add(gzipBytes(f, buildTar(f, []tarEntry{{name: "sys/devices/system/cpu/cpu0/topology/core_id", body: "0\n"}})))
 	f.Add([]byte(`<graphs/>`))
 	f.Add([]byte(`<system version="1"/>`))
 	f.Fuzz(func(t *testing.T, data []byte) {
