@@ -86,7 +86,8 @@ const highPointVendor = "1103"
 
 // KindForPCIDevice is KindForPCI with the device id: a display controller
 // the board carries for its console (onboardDisplays: an ATI ES1000 on a
-// Tesla server) is not a GPU, and a HighPoint NVMe RAID carrier's own
+// Tesla server) or a CPU's integrated graphics (Intel's, by id) is not a
+// GPU, and a HighPoint NVMe RAID carrier's own
 // function is a storage controller, not an SSD.
 func KindForPCIDevice(class uint32, vendorID, deviceID string) Kind {
 	k := KindForPCI(class, vendorID)
@@ -100,8 +101,37 @@ func KindForPCIDevice(class uint32, vendorID, deviceID string) Kind {
 		if _, onboard := onboardDisplays[normHex(vendorID)+":"+normHex(deviceID)]; onboard {
 			return KindOther
 		}
+		// Intel's display functions are the CPU's integrated graphics
+		// unless the id is one of its discrete GPUs.
+		if normHex(vendorID) == "8086" && deviceID != "" && !intelDiscreteGPU(normHex(deviceID)) {
+			return KindOther
+		}
 	}
 	return k
+}
+
+// intelDiscreteGPU reports whether an Intel display device id is a
+// discrete GPU: Data Center GPU Max (Ponte Vecchio, 0bd0-0bdb), Flex
+// (56c0, 56c1), Arc and Arc Pro (5690-56bf), Arc B-series (e20b, e20c).
+func intelDiscreteGPU(device string) bool {
+	var id uint32
+	if _, err := fmt.Sscanf(device, "%x", &id); err != nil {
+		return false
+	}
+	return id >= 0x0bd0 && id <= 0x0bdb || id >= 0x5690 && id <= 0x56bf || id == 0x56c0 || id == 0x56c1 || id == 0xe20b || id == 0xe20c
+}
+
+// IsIntegratedGraphics says whether a display function named so is a
+// CPU's integrated graphics ("Alder Lake-P Integrated Graphics
+// Controller", "UHD Graphics 630"), for captures that give names but no
+// ids.
+func IsIntegratedGraphics(name string) bool {
+	for _, s := range []string{"Integrated Graphics", "UHD Graphics", "HD Graphics", "Iris"} {
+		if strings.Contains(name, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // IsVirtualFunction says whether a NIC function is an SR-IOV virtual

@@ -525,7 +525,7 @@ func (f *pciFunc) kind() Kind {
 	if k == KindNVMe && (strings.Contains(f.name, "RAID") || strings.HasPrefix(f.name, "HighPoint") || strings.HasPrefix(f.vendorName, "HighPoint")) {
 		return KindStorage
 	}
-	if k == KindNIC && IsVirtualFunction(f.name) {
+	if k == KindNIC && IsVirtualFunction(f.name) || k == KindGPU && IsIntegratedGraphics(f.name) {
 		return KindOther
 	}
 	return k

@@ -892,6 +892,9 @@ func (h *hwlocImport) addPCIDev(e *hwlocElem, parent string, port float64, rootB
 			n.Name = "NVIDIA NVSwitch"
 		}
 	}
+	if k == KindGPU && IsIntegratedGraphics(n.Name) {
+		k, n.Kind = KindOther, KindOther
+	}
 	if k == KindGPU {
 		n.MemoryGiB = gpuMemoryGiB(pt.vendor, pt.device)
 	}

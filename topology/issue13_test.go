@@ -146,6 +146,10 @@ func TestOnboardServerVideoIsNotAGPU(t *testing.T) {
 	}{
 		{"1002", "515e", 0x030000, KindOther}, {"1002", "5159", 0x030000, KindOther},
 		{"1002", "738c", 0x038000, KindGPU}, {"10de", "06d2", 0x030200, KindGPU},
+		// A CPU's integrated graphics (Alder Lake-P, UHD 630); Intel's
+		// discrete GPUs (Data Center GPU Max 1550, Arc A770, Flex 170).
+		{"8086", "46a6", 0x030000, KindOther}, {"8086", "3e92", 0x030000, KindOther},
+		{"8086", "0bd5", 0x038000, KindGPU}, {"8086", "56a0", 0x030000, KindGPU}, {"8086", "56c0", 0x038000, KindGPU},
 		// A HighPoint NVMe RAID carrier's own function; a Samsung drive.
 		{"1103", "7540", 0x010802, KindStorage}, {"144d", "a80a", 0x010802, KindNVMe},
 	} {

@@ -134,7 +134,7 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 	// slots that take their kind again (the machine's notes say so).
 	req.Machine, _ = maxflow.PositionSlots(req.Machine)
 	stripped, _ := maxflow.Strip(req.Machine)
-	modules := moduleSockets(req.Machine)
+	modules := moduleSockets(req.Machine, req.Catalog, req.InstalledGPU)
 	stripped = withoutModuleSockets(stripped, modules)
 	r := &recommender{modules: len(modules), req: req, stripped: stripped, hostGiB: hostMemoryGiB(req.Machine, req.Catalog.Host), cache: map[searchKey]*searchOut{}}
 	room := r.slotRoom()
@@ -390,11 +390,16 @@ func (r *recommender) asInstalled(ctx context.Context, why string) (*Recommendat
 }
 
 // moduleSockets is the positions (PositionSlots' slots) that hold a GPU
-// module: SXM or OAM sockets, which no GPU one can buy fills.
-func moduleSockets(m *topology.Machine) map[string]bool {
+// module: SXM or OAM sockets, which no GPU one can buy fills. A module is
+// known by its name, or by installedGPU (--installed-gpu) naming one.
+func moduleSockets(m *topology.Machine, cat *profiles.Catalog, installedGPU string) map[string]bool {
+	all := false
+	if g, err := cat.GPU(installedGPU); installedGPU != "" && err == nil {
+		all = profiles.IsModuleName(g.Name)
+	}
 	out := map[string]bool{}
 	for _, n := range m.Nodes {
-		if n.Kind != topology.KindGPU || !profiles.IsModuleName(n.Name) {
+		if n.Kind != topology.KindGPU || !all && !profiles.IsModuleName(n.Name) {
 			continue
 		}
 		if p := m.Node(n.Parent); p != nil && p.Kind == topology.KindSlot && p.Takes == topology.KindGPU {

@@ -504,11 +504,20 @@ func TestPredictInstalled(t *testing.T) {
 	if in, err = PredictInstalled(context.Background(), req); err != nil || in.CannotHold != "" || !(in.Prediction.EpochSeconds > 0) {
 		t.Errorf("p4d as installed on papers100M: %+v, %v; want a prediction", in, err)
 	}
-	// No PCIe card one can buy goes into an SXM socket: nothing fits.
+	// No PCIe card one can buy goes into an SXM socket: nothing to buy
+	// fits, and the answer is the machine as installed.
+	rec, err := Recommend(context.Background(), req)
+	if err != nil || !strings.Contains(rec.NothingToBuy, "8 GPU module socket(s)") || len(rec.Options) != 1 ||
+		rec.Best.GPU.Key != "a100-40gb-sxm4" || rec.Best.GPUs != 8 || rec.Best.EpochSeconds != in.Prediction.EpochSeconds {
+		t.Errorf("p4d: %+v, %v; want the 8 SXM4 modules as installed, naming the module sockets", rec, err)
+	}
+	// igb-hom it cannot hold as installed: nothing fits, an error.
+	req.Workload, _ = BuiltinWorkload("igb-hom")
 	var none *NothingFitsError
 	if _, err := Recommend(context.Background(), req); !errors.As(err, &none) || none.Budget || !strings.Contains(err.Error(), "8 GPU module socket(s)") {
-		t.Errorf("p4d: %v, want nothing to fit, naming the 8 module sockets", err)
+		t.Errorf("p4d on igb-hom: %v, want nothing to fit, naming the 8 module sockets", err)
 	}
+	req.Workload, _ = BuiltinWorkload("ogbn-papers100M")
 	// A GPU the file does not name is priced as --installed-gpu says.
 	smi, err := topology.Import(filepath.Join("..", "topology", "testdata", "topology", "stelline-puget-nvidia-smi-topo.txt"))
 	if err != nil {

@@ -31,7 +31,7 @@ func TestApplyDriverGPUs(t *testing.T) {
 	want := []struct {
 		name, model string
 		memGiB      float64
-	}{{"NVIDIA H100 PCIe", "h100-80gb-pcie", 79.6}, {"NVIDIA A100-SXM4-80GB", "", 79.2}, {"10de:2331", "", 0}}
+	}{{"NVIDIA H100 PCIe", "h100-80gb-pcie", 79.6}, {"NVIDIA A100-SXM4-80GB", "a100-80gb-sxm4", 79.2}, {"10de:2331", "", 0}}
 	for i, w := range want {
 		n := m.Nodes[i+1]
 		if n.Name != w.name || n.Model != w.model || math.Abs(n.MemoryGiB-w.memGiB) > 0.01 {

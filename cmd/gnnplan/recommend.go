@@ -365,8 +365,8 @@ func writeInstalled(ctx context.Context, out io.Writer, req tpc.Request) (*tpc.I
 		}
 		return in, nil
 	}
-	fmt.Fprintf(out, "as installed: %d x %s + %s where they are: epoch %.1f s, %.0f samples/s, $%s 5-year TCO at catalog prices, TPC %.3f per $1k, %s-bound\n",
-		in.GPUs, in.GPU, ssd, p.EpochSeconds, p.SamplesPerSec, tpc.FormatUSD(p.CostUSD), 1000*p.TPC, p.Bound)
+	fmt.Fprintf(out, "as installed: %d x %s + %s where they are: epoch %s, %.0f samples/s, $%s 5-year TCO at catalog prices, TPC %.3f per $1k, %s-bound\n",
+		in.GPUs, in.GPU, ssd, fmtSeconds(p.EpochSeconds), p.SamplesPerSec, tpc.FormatUSD(p.CostUSD), 1000*p.TPC, p.Bound)
 	for _, m := range in.Matched {
 		fmt.Fprintf(out, "  %s\n", m)
 	}
@@ -407,8 +407,9 @@ func writeRecommendation(h *human, top int, rec *tpc.Recommendation) error {
 	if rec.NothingToBuy != "" {
 		verdict = "as installed"
 	}
-	fmt.Fprintf(out, "%s: %d x %s + %s, $%s 5-year TCO, %.0f samples/s (epoch %.1f s: IO %.1f s, training %.1f s)\n",
-		verdict, b.GPUs, b.GPU.Name, ssdCount(b.SSDs, b.SSD.Name), tpc.FormatUSD(b.CostUSD), b.SamplesPerSec, b.EpochSeconds, b.EpochIOSeconds, b.EpochTrainSecs)
+	fmt.Fprintf(out, "%s: %d x %s + %s, $%s 5-year TCO, %.0f samples/s (epoch %s: IO %s, training %s)\n",
+		verdict, b.GPUs, b.GPU.Name, ssdCount(b.SSDs, b.SSD.Name), tpc.FormatUSD(b.CostUSD), b.SamplesPerSec,
+		fmtSeconds(b.EpochSeconds), fmtSeconds(b.EpochIOSeconds), fmtSeconds(b.EpochTrainSecs))
 	ssdRate := ""
 	if b.SSDs > 0 {
 		ssdRate = fmt.Sprintf(" (%.2f GB/s each for feature rows)", b.SSDGBps)

@@ -384,3 +384,105 @@ func TestOutputIsAFormatEverywhere(t *testing.T) {
 		t.Errorf("report with no --out: exit %d (%s), want the HTML on stdout: %.100s", code, errOut, out)
 	}
 }
+
+// TestRecommendReviewsEveryMachine is issue 34's line 2: recommend
+// --machine succeeds on every description of a real machine in the
+// fixtures (NCCL and RCCL XML, hwloc XML, nvidia-smi and lspci captures,
+// sysfs snapshots) and says how the machine does as installed: predicted
+// where the catalog knows its GPUs (on a dataset its memory holds), or
+// why not and what to give. The NCCL channel graph is not a machine and
+// is refused saying which file to give.
+func TestRecommendReviewsEveryMachine(t *testing.T) {
+	files, err := os.ReadDir(fixtureDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What each machine holds as installed, and the flags that name what
+	// its file does not (GPUs a capture lists without a model).
+	cases := map[string]struct {
+		installed string
+		flags     []string
+	}{
+		"aws-p4d-24xl-topo.xml":                               {"8 x a100-40gb-sxm4", nil},
+		"azure-ndv4-topo.xml":                                 {"8 x a100-40gb-sxm4", []string{"--installed-gpu", "a100-40gb-sxm4"}},
+		"hwloc-nvidiaDGX2.xml":                                {"16 x v100-32gb-sxm", nil},
+		"oci-H100-topology.xml":                               {"8 x h100-80gb-sxm5", nil},
+		"rccl-topo_8p6l.xml":                                  {"8 x mi100-32gb-pcie", nil},
+		"rccl-topo_8p_pcie.xml":                               {"8 x mi50-32gb-pcie", nil},
+		"rccl-topo_8p_rome_4n_1.xml":                          {"8 x mi100-32gb-pcie", nil},
+		"stelline-puget-lspci-tv.txt":                         {"2 x l40s-48gb-pcie + 9 x", []string{"--installed-gpu", "l40s-48gb-pcie"}},
+		"stelline-puget-lspci-vvv.txt":                        {"2 x l40s-48gb-pcie + no SSD", []string{"--installed-gpu", "l40s-48gb-pcie"}},
+		"stelline-puget-nvidia-smi-topo.txt":                  {"2 x l40s-48gb-pcie", []string{"--installed-gpu", "l40s-48gb-pcie"}},
+		"hwloc-24em64t-2n6c2t-pci.xml":                        {"3 x m2070-6gb", nil},
+		"ghw-sysfs-linux-amd64-accel-nvidia.tar.gz":           {"1 x p100-16gb-pcie", nil},
+		"ghw-sysfs-i7-1270P-nvme.tar.gz":                      {"no GPU", nil}, // its display is the CPU's integrated graphics
+		"ghw-sysfs-xeon-L5640-2numa.tar.gz":                   {"no GPU", nil},
+		"hwloc-sysfs-32em64t-2n8c+dax+nvme+mic+dimms.tar.bz2": {"no GPU", nil},
+		"hwloc-16intel64-manyVFs.xml":                         {"no GPU", nil},
+		"hwloc-32em64t-2n8c+dax+nvme+mic+dimms.xml":           {"no GPU", nil},
+		"azure-ncv4-topo.xml":                                 {"4 x a100-80gb-pcie", nil},
+		"azure-ndv2-topo.xml":                                 {"8 x v100-32gb-sxm", []string{"--installed-gpu", "v100-32gb-sxm"}},
+		"azure-ndv5-topo.xml":                                 {"8 x h100-80gb-sxm5", []string{"--installed-gpu", "h100-80gb-sxm5"}},
+	}
+	seen := 0
+	for _, f := range files {
+		name := f.Name()
+		if name == "SOURCES.md" {
+			continue
+		}
+		path := filepath.Join(fixtureDir, name)
+		if name == "azure-ncv4-graph.xml" {
+			if code, _, errOut := runCLI(t, "recommend", "--machine", path); code != 2 || !strings.Contains(errOut, "NCCL_TOPO_FILE") {
+				t.Errorf("%s: exit %d, %q; want 2 naming the topology file to give", name, code, errOut)
+			}
+			continue
+		}
+		tc, ok := cases[name]
+		if !ok {
+			t.Errorf("%s: a machine file with no expectation here: add one", name)
+			continue
+		}
+		seen++
+		// igb-hom (1.1 TB) on the machine's own memory and disks; then
+		// cora, which every GPU machine here holds.
+		for _, w := range []string{"igb-hom", "cora"} {
+			args := append([]string{"recommend", "--machine", path, "--workload", w}, tc.flags...)
+			code, out, errOut := runCLI(t, args...)
+			out = strings.Join(strings.Fields(out), " ") // lines wrapped to fit 100 columns
+			if code != 0 || !strings.Contains(out, "as installed") || !strings.Contains(out, tc.installed) {
+				t.Errorf("%s on %s: exit %d (%s); want 0 and the machine as installed (%s):\n%s", w, name, code, errOut, tc.installed, out)
+				continue
+			}
+			if w == "cora" && tc.installed != "no GPU" && !regexp.MustCompile(`as installed: [^:]*: epoch [0-9.]+ (s|ms|µs)|as installed: [^(]*\(epoch [0-9.]+ (s|ms|µs)`).MatchString(out) {
+				t.Errorf("cora on %s: the machine as installed is not predicted:\n%s", name, out)
+			}
+		}
+	}
+	if seen < len(cases) {
+		t.Errorf("%d machine files reviewed, want every one in %s (%d)", seen, fixtureDir, len(cases))
+	}
+}
+
+// TestReviewOfAMachineAsInstalled: a DGX-2 has no slot a card one can buy
+// goes into (its GPUs are SXM3 modules): recommend plans it as installed,
+// and the review says nothing is bought and what is kept.
+func TestReviewOfAMachineAsInstalled(t *testing.T) {
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "plan.json")
+	code, out, errOut := runCLI(t, "recommend", "--machine", filepath.Join(fixtureDir, "hwloc-nvidiaDGX2.xml"), "--save", plan)
+	if code != 0 || !strings.Contains(out, "nothing to buy fits") || !strings.Contains(out, "16 GPU module socket(s)") {
+		t.Fatalf("exit %d (%s), want a plan of the machine as installed:\n%s", code, errOut, out)
+	}
+	p, err := tpc.LoadPlan(plan)
+	if err != nil || p.NothingToBuy == "" || p.Hardware.GPUModel != "v100-32gb-sxm" || p.Hardware.GPUs != 16 || !(p.PredictedEpochS > 0) {
+		t.Fatalf("plan %+v, %v: want the 16 V100s as installed, nothing to buy", p, err)
+	}
+	md := filepath.Join(dir, "r.md")
+	if code, _, errOut := runCLI(t, "report", "--plan", plan, "--out", md); code != 0 {
+		t.Fatalf("report: exit %d: %s", code, errOut)
+	}
+	text, _ := os.ReadFile(md)
+	if !strings.Contains(string(text), "| Keep (as installed) | 16 x NVIDIA Tesla V100 SXM 32GB + no SSD |") || !strings.Contains(string(text), "Nothing one can buy fits") {
+		t.Errorf("the review does not say the machine is kept as installed:\n%.1500s", text)
+	}
+}
