@@ -13,7 +13,7 @@ type Distributed struct {
 	MemoryGiB     float64 `json:"memory_GiB_per_machine"`
 	Overhead      float64 `json:"memory_overhead"`
 	GPU           string  `json:"gpu"`
-	CostUSD       float64 `json:"cost_usd"`
+	CostUSD       float64 `json:"cost_USD"`
 	SamplesPerSec float64 `json:"samples_per_s"`
 	TPC           float64 `json:"tpc"`
 	NetworkGBps   float64 `json:"network_GBps"`

@@ -158,7 +158,7 @@ type Prediction struct {
 	EpochSeconds    float64 `json:"epoch_s"`
 	BatchSeconds    float64 `json:"batch_s"` // T_batch = max(T_io, T_train) per batch, per GPU
 	SamplesPerSec   float64 `json:"samples_per_s"`
-	CostUSD         float64 `json:"cost_usd"`
+	CostUSD         float64 `json:"cost_USD"`
 	TPC             float64 `json:"tpc"` // samples per second per USD (Hyperion eq. 3)
 	Bound           string  `json:"bound"`
 	SSDGBps         float64 `json:"ssd_GBps"`

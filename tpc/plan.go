@@ -14,20 +14,22 @@ import (
 	"github.com/gnnplan/gnnplan/topology"
 )
 
-// PlanSchemaVersion versions plan.json. Version 2 spells every key one
-// way (snake_case, units as in cost_usd and demand_GB) and keeps the
-// catalog the plan was priced with.
-const PlanSchemaVersion = 2
+// PlanSchemaVersion versions plan.json. Version 3 spells every key as
+// every other gnnplan JSON does (snake_case words, a unit suffix as the
+// unit is written: cost_USD, demand_GB, memory_GiB; docs/json.md), keeps
+// the catalog the plan was priced with, and says when it is the machine
+// as installed (nothing_to_buy).
+const PlanSchemaVersion = 3
 
 // Plan is what `gnnplan recommend --save plan.json` writes and `place` and
 // `train` read: the machine with its devices placed, what each storage
 // node should serve, and the prediction with everything it assumed. The
-// top-level keys budget_usd, cost_usd, predicted_epoch_s, samples_per_s and
-// tpc are there for scripts.
+// top-level keys budget_USD, cost_USD, predicted_epoch_s, samples_per_s
+// and tpc are there for scripts.
 type Plan struct {
 	SchemaVersion   int     `json:"schema_version"`
-	BudgetUSD       float64 `json:"budget_usd"`
-	CostUSD         float64 `json:"cost_usd"`
+	BudgetUSD       float64 `json:"budget_USD"`
+	CostUSD         float64 `json:"cost_USD"`
 	PredictedEpochS float64 `json:"predicted_epoch_s"`
 	SamplesPerS     float64 `json:"samples_per_s"`
 	// TPC is samples per second per USD of 5-year TCO (Hyperion eq. 3).
@@ -155,8 +157,8 @@ type PlanHardware struct {
 	GPUs     int     `json:"gpus"`
 	SSDModel string  `json:"ssd_model"`
 	SSDs     int     `json:"ssds"`
-	GPUUSD   float64 `json:"gpu_price_usd"`
-	SSDUSD   float64 `json:"ssd_price_usd"`
+	GPUUSD   float64 `json:"gpu_price_USD"`
+	SSDUSD   float64 `json:"ssd_price_USD"`
 }
 
 // PlanPlacement says where each device goes.
@@ -173,7 +175,7 @@ type PlanSummary struct {
 	GPUs        int     `json:"gpus"`
 	SSDModel    string  `json:"ssd_model"`
 	SSDs        int     `json:"ssds"`
-	CostUSD     float64 `json:"cost_usd"`
+	CostUSD     float64 `json:"cost_USD"`
 	SamplesPerS float64 `json:"samples_per_s"`
 	TPC         float64 `json:"tpc"`
 }

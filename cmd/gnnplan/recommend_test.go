@@ -40,12 +40,12 @@ func TestRecommendDefaultRun(t *testing.T) {
 	if err := json.Unmarshal(data, &top); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"schema_version", "budget_usd", "cost_usd", "predicted_epoch_s", "samples_per_s", "tpc", "machine", "placement", "storage_traffic", "assumptions", "validated_error"} {
+	for _, k := range []string{"schema_version", "budget_USD", "cost_USD", "predicted_epoch_s", "samples_per_s", "tpc", "machine", "placement", "storage_traffic", "assumptions", "validated_error"} {
 		if _, ok := top[k]; !ok {
 			t.Errorf("plan.json lacks %q", k)
 		}
 	}
-	if top["cost_usd"].(float64) > top["budget_usd"].(float64) {
+	if top["cost_USD"].(float64) > top["budget_USD"].(float64) {
 		t.Errorf("plan costs more than the budget")
 	}
 	if svg, err := os.ReadFile(plot); err != nil || !bytes.Contains(svg, []byte("<svg")) {
@@ -358,7 +358,7 @@ func TestOutputIsAFormatEverywhere(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	var plan map[string]any
-	if err := json.Unmarshal([]byte(out), &plan); err != nil || plan["schema_version"] != float64(2) || plan["cost_usd"] == nil {
+	if err := json.Unmarshal([]byte(out), &plan); err != nil || plan["schema_version"] != float64(3) || plan["cost_USD"] == nil {
 		t.Fatalf("stdout is not the plan's JSON (%v): %.300s", err, out)
 	}
 	if file, err := os.ReadFile(saved); err != nil || string(file) != out {
