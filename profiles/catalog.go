@@ -47,6 +47,9 @@ type GPUModel struct {
 	TF32TFLOPS  float64 `json:"tf32_TFLOPS" yaml:"tf32_TFLOPS"`   // dense TF32 tensor peak (no sparsity), datasheet
 	MemGBps     float64 `json:"mem_GBps" yaml:"mem_GBps"`         // HBM/GDDR bandwidth, datasheet
 	Sources     string  `json:"sources" yaml:"sources"`           // where each figure comes from; "estimate:" for estimates
+	// PowerW is the card's board power (datasheet maximum), for the
+	// check of a plan against the host's power supplies; 0 is unknown.
+	PowerW float64 `json:"power_W,omitempty" yaml:"power_W,omitempty"`
 	// Arch is the architecture a topology file may give instead of a
 	// model name ("sm80" from NCCL's sm attribute, "gfx908" from RCCL's
 	// gcn), so that an installed GPU known only by it matches.
@@ -67,6 +70,7 @@ type SSDModel struct {
 	Lanes        int     `json:"lanes" yaml:"lanes"`                         // 4
 	ReadGBps     float64 `json:"read_GBps" yaml:"read_GBps"`                 // sequential read, decimal GB/s
 	RandReadIOPS float64 `json:"rand_read_4k_IOPS" yaml:"rand_read_4k_IOPS"` // 4 KiB random read IOPS
+	PowerW       float64 `json:"power_W,omitempty" yaml:"power_W,omitempty"` // maximum draw; 0 is unknown
 	Sources      string  `json:"sources" yaml:"sources"`
 }
 
@@ -82,7 +86,12 @@ type HostCost struct {
 	USDPerKWh      float64 `json:"USD_per_kWh" yaml:"USD_per_kWh"`
 	Years          float64 `json:"years" yaml:"years"`
 	MemoryGiB      float64 `json:"memory_GiB" yaml:"memory_GiB"` // host memory the machine price includes
-	Sources        string  `json:"sources" yaml:"sources"`
+	// BasePowerW is what the host draws besides its GPUs and SSDs (CPUs,
+	// memory, fans), PSUW what its power supplies deliver with their
+	// redundancy kept; 0 is unknown and the power check is skipped.
+	BasePowerW float64 `json:"base_power_W,omitempty" yaml:"base_power_W,omitempty"`
+	PSUW       float64 `json:"psu_W,omitempty" yaml:"psu_W,omitempty"`
+	Sources    string  `json:"sources" yaml:"sources"`
 }
 
 // Catalog holds the parts and costs the TPC model prices plans with.
@@ -123,9 +132,9 @@ func defaultGPUs() []GPUModel {
 	return append([]GPUModel{
 		{
 			Key: ModelA100_40GBPCIe, Name: "NVIDIA A100 40GB PCIe", Arch: "sm80",
-			PriceUSD: 14177, MemoryGiB: 40, PCIeGen: 4, Lanes: 16, DoubleWidth: true,
+			PriceUSD: 14177, MemoryGiB: 40, PCIeGen: 4, Lanes: 16, DoubleWidth: true, PowerW: 250,
 			FP32TFLOPS: 19.5, TF32TFLOPS: 156, MemGBps: 1555,
-			Sources: "price: derived, not quoted: Moment (SC'25, section 4) gives a 5-year TCO of $90,270 for its machines A/B " +
+			Sources: "power: A100 PCIe 40GB datasheet, 250 W. price: derived, not quoted: Moment (SC'25, section 4) gives a 5-year TCO of $90,270 for its machines A/B " +
 				"(4 x A100 40GB PCIe + 8 x P5510) by Hyperion's TCO method (eq. 5); 14,098 + 17,000 + 8 x 308 + 4 x C_gpu = 90,270 " +
 				"gives C_gpu = $14,177, the price Hyperion quotes for the 80GB card. " +
 				"rates: NVIDIA A100 datasheet: 19.5 TFLOPS FP32, 156 TFLOPS TF32 tensor dense (312 with sparsity), " +
@@ -133,17 +142,17 @@ func defaultGPUs() []GPUModel {
 		},
 		{
 			Key: ModelA100_80GBPCIe, Name: "NVIDIA A100 80GB PCIe", Arch: "sm80",
-			PriceUSD: 14177, MemoryGiB: 80, PCIeGen: 4, Lanes: 16, DoubleWidth: true,
+			PriceUSD: 14177, MemoryGiB: 80, PCIeGen: 4, Lanes: 16, DoubleWidth: true, PowerW: 300,
 			FP32TFLOPS: 19.5, TF32TFLOPS: 156, MemGBps: 1935,
-			Sources: "price: Hyperion (ICDE'25) section VI and Table I, $14,177 from an Amazon listing (its ref. [4], 2024). " +
+			Sources: "power: A100 PCIe 80GB datasheet, 300 W. price: Hyperion (ICDE'25) section VI and Table I, $14,177 from an Amazon listing (its ref. [4], 2024). " +
 				"rates: NVIDIA A100 datasheet: 19.5 TFLOPS FP32, 156 TFLOPS TF32 tensor dense (312 with sparsity), " +
 				"80GB HBM2e at 1,935 GB/s (PCIe card; the SXM4 card has 2,039 GB/s); PCIe 4.0 x16, dual-slot card",
 		},
 		{
 			Key: "h800-80gb-pcie", Name: "NVIDIA H800 80GB PCIe",
-			PriceUSD: 44000, MemoryGiB: 80, PCIeGen: 5, Lanes: 16, DoubleWidth: true,
+			PriceUSD: 44000, MemoryGiB: 80, PCIeGen: 5, Lanes: 16, DoubleWidth: true, PowerW: 350,
 			FP32TFLOPS: 51, TF32TFLOPS: 378, MemGBps: 2000,
-			Sources: "price: Hyperion (ICDE'25) section VI and Table I (machine B), $44,000 from Amazon. " +
+			Sources: "power: taken as the H100 PCIe's 350 W. price: Hyperion (ICDE'25) section VI and Table I (machine B), $44,000 from Amazon. " +
 				"rates: estimate: taken equal to the H100 PCIe datasheet (51 TFLOPS FP32, 378 TFLOPS TF32 tensor dense, " +
 				"756 with sparsity, 80GB HBM2e at 2,000 GB/s): the H800 is the same GH100 part with NVLink (400 GB/s) " +
 				"and FP64 cut for export rules; not checked against an H800 datasheet. " +
@@ -151,18 +160,18 @@ func defaultGPUs() []GPUModel {
 		},
 		{
 			Key: "h100-80gb-pcie", Name: "NVIDIA H100 80GB PCIe", Arch: "sm90",
-			PriceUSD: 30000, MemoryGiB: 80, PCIeGen: 5, Lanes: 16, DoubleWidth: true,
+			PriceUSD: 30000, MemoryGiB: 80, PCIeGen: 5, Lanes: 16, DoubleWidth: true, PowerW: 350,
 			FP32TFLOPS: 51, TF32TFLOPS: 378, MemGBps: 2000,
-			Sources: "price: estimate: not in the papers and NVIDIA publishes no list price; street prices reported in " +
+			Sources: "power: H100 PCIe datasheet, 350 W. price: estimate: not in the papers and NVIDIA publishes no list price; street prices reported in " +
 				"2023 ran about $25,000-$40,000 per card (press reports), and $30,000 is a round figure in that range. " +
 				"rates: NVIDIA H100 PCIe datasheet and product brief PB-11133: 51 TFLOPS FP32, 756 TFLOPS TF32 tensor " +
 				"with sparsity (378 dense), 80GB HBM2e at 2,000 GB/s; PCIe 5.0 x16, dual-slot 10.5-inch card",
 		},
 		{
 			Key: "l40s-48gb-pcie", Name: "NVIDIA L40S 48GB PCIe", Arch: "sm89",
-			PriceUSD: 8000, MemoryGiB: 48, PCIeGen: 4, Lanes: 16, DoubleWidth: true,
+			PriceUSD: 8000, MemoryGiB: 48, PCIeGen: 4, Lanes: 16, DoubleWidth: true, PowerW: 350,
 			FP32TFLOPS: 91.6, TF32TFLOPS: 183, MemGBps: 864,
-			Sources: "price: estimate: not in the papers and NVIDIA publishes no list price; reseller snapshots put the " +
+			Sources: "power: L40S datasheet, 350 W. price: estimate: not in the papers and NVIDIA publishes no list price; reseller snapshots put the " +
 				"card at about $7,000-$10,000 (2024-2025), and $8,000 is a round figure in that range. " +
 				"rates: NVIDIA L40S datasheet: 91.6 TFLOPS FP32, 183 TFLOPS TF32 tensor dense (366 with sparsity), " +
 				"48GB GDDR6 at 864 GB/s; PCIe 4.0 x16, dual-slot card, no NVLink",
@@ -179,68 +188,68 @@ func installedGPUs() []GPUModel {
 	return []GPUModel{
 		{
 			Key: "a100-40gb-sxm4", Name: "NVIDIA A100 SXM4 40GB", Arch: "sm80", InstalledOnly: true,
-			PriceUSD: 12000, MemoryGiB: 40, PCIeGen: 4, Lanes: 16,
+			PriceUSD: 12000, MemoryGiB: 40, PCIeGen: 4, Lanes: 16, PowerW: 400,
 			FP32TFLOPS: 19.5, TF32TFLOPS: 156, MemGBps: 1555,
-			Sources: "price: estimate: sold only on HGX A100 boards; 8-GPU boards were reported at about $80,000-$120,000 " +
+			Sources: "power: A100 SXM4 datasheet, 400 W. price: estimate: sold only on HGX A100 boards; 8-GPU boards were reported at about $80,000-$120,000 " +
 				"(2021-2023), and $12,000 a module is a round figure in that range. " +
 				"rates: NVIDIA A100 datasheet: 19.5 TFLOPS FP32, 156 TFLOPS TF32 tensor dense, 40GB HBM2 at 1,555 GB/s; " +
 				"host link PCIe 4.0 x16, NVLink 600 GB/s",
 		},
 		{
 			Key: "a100-80gb-sxm4", Name: "NVIDIA A100 SXM4 80GB", Arch: "sm80", InstalledOnly: true,
-			PriceUSD: 15000, MemoryGiB: 80, PCIeGen: 4, Lanes: 16,
+			PriceUSD: 15000, MemoryGiB: 80, PCIeGen: 4, Lanes: 16, PowerW: 400,
 			FP32TFLOPS: 19.5, TF32TFLOPS: 156, MemGBps: 2039,
-			Sources: "price: estimate: sold only on HGX A100 boards, about $15,000 a module in 2023 reports. " +
+			Sources: "power: A100 SXM4 datasheet, 400 W. price: estimate: sold only on HGX A100 boards, about $15,000 a module in 2023 reports. " +
 				"rates: NVIDIA A100 datasheet: 19.5 TFLOPS FP32, 156 TFLOPS TF32 tensor dense, 80GB HBM2e at 2,039 GB/s; " +
 				"host link PCIe 4.0 x16, NVLink 600 GB/s",
 		},
 		{
 			Key: "h100-80gb-sxm5", Name: "NVIDIA H100 SXM5 80GB", Arch: "sm90", InstalledOnly: true,
-			PriceUSD: 30000, MemoryGiB: 80, PCIeGen: 5, Lanes: 16,
+			PriceUSD: 30000, MemoryGiB: 80, PCIeGen: 5, Lanes: 16, PowerW: 700,
 			FP32TFLOPS: 67, TF32TFLOPS: 494.7, MemGBps: 3350,
-			Sources: "price: estimate: sold only on HGX H100 boards; 8-GPU systems were reported at about $250,000-$300,000 " +
+			Sources: "power: H100 SXM5 datasheet, up to 700 W. price: estimate: sold only on HGX H100 boards; 8-GPU systems were reported at about $250,000-$300,000 " +
 				"(2023-2024), and $30,000 a module is a round figure for the GPU's share. " +
 				"rates: NVIDIA H100 datasheet (SXM): 67 TFLOPS FP32, 989 TFLOPS TF32 tensor with sparsity (494.7 dense), " +
 				"80GB HBM3 at 3.35 TB/s; host link PCIe 5.0 x16, NVLink 900 GB/s",
 		},
 		{
 			Key: "v100-32gb-sxm", Name: "NVIDIA Tesla V100 SXM 32GB", Arch: "sm70", InstalledOnly: true,
-			PriceUSD: 9000, MemoryGiB: 32, PCIeGen: 3, Lanes: 16,
+			PriceUSD: 9000, MemoryGiB: 32, PCIeGen: 3, Lanes: 16, PowerW: 300,
 			FP32TFLOPS: 15.7, TF32TFLOPS: 15.7, MemGBps: 900,
-			Sources: "price: estimate: sold on HGX-1/DGX boards; about $9,000 a module (2018-2019 reports). " +
+			Sources: "power: V100 SXM2 datasheet, 300 W (the DGX-2H's SXM3 parts 450 W). price: estimate: sold on HGX-1/DGX boards; about $9,000 a module (2018-2019 reports). " +
 				"rates: NVIDIA V100 datasheet (SXM2): 15.7 TFLOPS FP32, 32GB HBM2 at 900 GB/s; no TF32 tensor cores, " +
 				"so products run at the FP32 rate; the SXM3 parts of a DGX-2H (450 W) clock higher, which this does not model; " +
 				"host link PCIe 3.0 x16, NVLink 300 GB/s",
 		},
 		{
 			Key: "mi100-32gb-pcie", Name: "AMD Instinct MI100 32GB", Arch: "gfx908", InstalledOnly: true,
-			PriceUSD: 6400, MemoryGiB: 32, PCIeGen: 4, Lanes: 16, DoubleWidth: true,
+			PriceUSD: 6400, MemoryGiB: 32, PCIeGen: 4, Lanes: 16, DoubleWidth: true, PowerW: 300,
 			FP32TFLOPS: 23.1, TF32TFLOPS: 46.1, MemGBps: 1228.8,
-			Sources: "price: AMD's launch price, $6,400 (November 2020 press). installed only: gnnplan's trainer has no ROCm backend. " +
+			Sources: "power: MI100 datasheet, 300 W. price: AMD's launch price, $6,400 (November 2020 press). installed only: gnnplan's trainer has no ROCm backend. " +
 				"rates: AMD Instinct MI100 datasheet: 23.1 TFLOPS FP32 vector, 46.1 TFLOPS FP32 matrix (no TF32: the matrix " +
 				"rate stands in for it), 32GB HBM2 at 1.2288 TB/s; PCIe 4.0 x16, dual-slot card",
 		},
 		{
 			Key: "mi50-32gb-pcie", Name: "AMD Instinct MI50 32GB", Arch: "gfx906", InstalledOnly: true,
-			PriceUSD: 4000, MemoryGiB: 32, PCIeGen: 4, Lanes: 16, DoubleWidth: true,
+			PriceUSD: 4000, MemoryGiB: 32, PCIeGen: 4, Lanes: 16, DoubleWidth: true, PowerW: 300,
 			FP32TFLOPS: 13.3, TF32TFLOPS: 13.3, MemGBps: 1024,
-			Sources: "price: estimate: about $4,000 (2019-2020 reseller listings). installed only: gnnplan's trainer has no ROCm backend. " +
+			Sources: "power: MI50 datasheet, 300 W. price: estimate: about $4,000 (2019-2020 reseller listings). installed only: gnnplan's trainer has no ROCm backend. " +
 				"rates: AMD Radeon Instinct MI50 datasheet: 13.3 TFLOPS FP32 (no matrix cores or TF32: products at the FP32 rate), " +
 				"32GB HBM2 at 1,024 GB/s; PCIe 4.0 x16, dual-slot card",
 		},
 		{
 			Key: "p100-16gb-pcie", Name: "NVIDIA Tesla P100 PCIe 16GB", Arch: "sm60", InstalledOnly: true,
-			PriceUSD: 1500, MemoryGiB: 16, PCIeGen: 3, Lanes: 16, DoubleWidth: true,
+			PriceUSD: 1500, MemoryGiB: 16, PCIeGen: 3, Lanes: 16, DoubleWidth: true, PowerW: 250,
 			FP32TFLOPS: 9.3, TF32TFLOPS: 9.3, MemGBps: 732,
-			Sources: "price: estimate: no longer sold new; used cards list at about $1,000-$2,000 (2024). " +
+			Sources: "power: P100 PCIe datasheet, 250 W. price: estimate: no longer sold new; used cards list at about $1,000-$2,000 (2024). " +
 				"rates: NVIDIA Tesla P100 PCIe datasheet: 9.3 TFLOPS FP32 (no tensor cores: products at the FP32 rate), " +
 				"16GB HBM2 at 732 GB/s; PCIe 3.0 x16, dual-slot card",
 		},
 		{
 			Key: "m2070-6gb", Name: "NVIDIA Tesla M2070 6GB", Arch: "sm20", InstalledOnly: true,
-			PriceUSD: 100, MemoryGiB: 6, PCIeGen: 2, Lanes: 16, DoubleWidth: true,
+			PriceUSD: 100, MemoryGiB: 6, PCIeGen: 2, Lanes: 16, DoubleWidth: true, PowerW: 225,
 			FP32TFLOPS: 1.03, TF32TFLOPS: 1.03, MemGBps: 150,
-			Sources: "price: estimate: no longer sold; used modules list for about $100. installed only: CUDA 12, which the " +
+			Sources: "power: M2070 datasheet, 225 W. price: estimate: no longer sold; used modules list for about $100. installed only: CUDA 12, which the " +
 				"trainer's backend needs, no longer runs Fermi GPUs. " +
 				"rates: NVIDIA Tesla M2050/M2070 datasheet: 1.03 TFLOPS FP32, 6GB GDDR5 at 150 GB/s; PCIe 2.0 x16, dual-slot",
 		},
@@ -251,25 +260,25 @@ func defaultSSDs() []SSDModel {
 	return []SSDModel{
 		{
 			Key: ModelP5510_3_84TB, Name: "Intel SSD D7-P5510 3.84TB",
-			PriceUSD: 308, CapacityGB: 3840, PCIeGen: 4, Lanes: 4,
+			PriceUSD: 308, CapacityGB: 3840, PCIeGen: 4, Lanes: 4, PowerW: 25,
 			ReadGBps: 6.5, RandReadIOPS: 700000,
-			Sources: "price: Hyperion (ICDE'25) section VI, $308 from an Amazon listing (its ref. [3], 2024). " +
+			Sources: "power: the U.2 form factor's 25 W budget, an upper bound. price: Hyperion (ICDE'25) section VI, $308 from an Amazon listing (its ref. [3], 2024). " +
 				"rates: Intel D7-P5510 product specification for the 3.84TB model: PCIe 4.0 x4 U.2, 6,500 MB/s " +
 				"sequential read, 700K 4 KiB random read IOPS (the family's 930K is the 7.68TB model)",
 		},
 		{
 			Key: "980pro-1tb", Name: "Samsung 980 PRO 1TB",
-			PriceUSD: 100, CapacityGB: 1000, PCIeGen: 4, Lanes: 4,
+			PriceUSD: 100, CapacityGB: 1000, PCIeGen: 4, Lanes: 4, PowerW: 8.25,
 			ReadGBps: 7.0, RandReadIOPS: 1000000,
-			Sources: "price: Hyperion (ICDE'25) section VI, $100. " +
+			Sources: "power: the M.2 connector's budget, 3.3 V x 2.5 A = 8.25 W, an upper bound. price: Hyperion (ICDE'25) section VI, $100. " +
 				"rates: Samsung 980 PRO datasheet for the 1TB model: PCIe 4.0 x4 M.2, 7,000 MB/s sequential read, " +
 				"1,000K 4 KiB random read IOPS at QD32 (a client drive: burst figures, from its SLC cache)",
 		},
 		{
 			Key: "pm1743-3.84tb", Name: "Samsung PM1743 3.84TB",
-			PriceUSD: 800, CapacityGB: 3840, PCIeGen: 5, Lanes: 4,
+			PriceUSD: 800, CapacityGB: 3840, PCIeGen: 5, Lanes: 4, PowerW: 25,
 			ReadGBps: 13.0, RandReadIOPS: 2500000,
-			Sources: "price: estimate: not in the papers; about $0.21 per GB, the range reseller listings for PCIe 5.0 " +
+			Sources: "power: the U.2/E3.S form factor's 25 W budget, an upper bound. price: estimate: not in the papers; about $0.21 per GB, the range reseller listings for PCIe 5.0 " +
 				"enterprise TLC drives showed in 2024, not a quote. " +
 				"rates: estimate for this capacity: Samsung's PM1743 announcement (Dec 2021) gives up to 13,000 MB/s " +
 				"sequential read and 2,500K 4 KiB random read IOPS for the family (quoted for the 15.36TB model); the " +
@@ -282,14 +291,17 @@ func defaultSSDs() []SSDModel {
 func defaultHost() HostCost {
 	return HostCost{
 		MachineUSD: 14098, ElectricityUSD: 17000,
-		PowerKW: 4, USDPerKWh: 0.10, Years: 5, MemoryGiB: 768,
+		PowerKW: 4, USDPerKWh: 0.10, Years: 5, MemoryGiB: 768, BasePowerW: 700, PSUW: 4000,
 		Sources: "machine: Hyperion (ICDE'25) section VI, $14,098, the price of machine A from its provider (ref. [71], " +
 			"a Supermicro 4U GPU SuperServer store page; that page's model is an AMD EPYC server while machine A has " +
 			"2 x Xeon Gold 5320, so read it as an estimate for a 4U GPU server). " +
 			"electricity: Hyperion section VI: 4,000 W around the clock at $0.10/kWh over the 5-year life, " +
 			"\"$17,000 in total\"; 4 kW x 8,760 h x 5 x $0.10 = $17,520, so the paper rounds down; kept at $17,000 " +
 			"so Hyperion's TCOs ($48,971, $78,794, $45,275) and Moment's ($90,270) reproduce. " +
-			"memory: Hyperion Table I, machine A has 768 GB (DIMM sizes are binary: 768 GiB)",
+			"memory: Hyperion Table I, machine A has 768 GB (DIMM sizes are binary: 768 GiB). " +
+			"base power: estimate: 2 x Xeon Gold 5320 at 185 W TDP, 768 GiB of DIMMs at about 4 W each and fans and board, " +
+			"about 700 W. psu: estimate: Supermicro's 4U 4-GPU SuperServers carry four 2,000 W supplies in a 2+2 " +
+			"redundant pair, 4,000 W with redundancy kept",
 	}
 }
 
@@ -372,7 +384,7 @@ func (c *Catalog) problem() *problem {
 		return p
 	}
 	h := c.Host
-	return hostProblem(hostFields{&h.MachineUSD, &h.ElectricityUSD, &h.PowerKW, &h.USDPerKWh, &h.Years, &h.MemoryGiB}, true)
+	return hostProblem(hostFields{&h.MachineUSD, &h.ElectricityUSD, &h.PowerKW, &h.USDPerKWh, &h.Years, &h.MemoryGiB, &h.BasePowerW, &h.PSUW}, true)
 }
 
 // entriesProblem checks GPU and SSD entries and their keys' uniqueness.
@@ -421,6 +433,7 @@ func gpuChecks(g GPUModel) []check {
 		positive("fp32_TFLOPS", g.FP32TFLOPS),
 		{"tf32_TFLOPS", g.TF32TFLOPS > 0 && !math.IsInf(g.TF32TFLOPS, 0), "missing or not > 0 (a GPU without TF32 tensor cores: give its FP32 rate)"},
 		positive("mem_GBps", g.MemGBps),
+		{"power_W", g.PowerW >= 0 && !math.IsInf(g.PowerW, 0), "negative or not finite (0 or left out: unknown)"},
 	}
 }
 
@@ -432,6 +445,7 @@ func ssdChecks(s SSDModel) []check {
 		lanesCheck(s.Lanes),
 		positive("read_GBps", s.ReadGBps),
 		positive("rand_read_4k_IOPS", s.RandReadIOPS),
+		{"power_W", s.PowerW >= 0 && !math.IsInf(s.PowerW, 0), "negative or not finite (0 or left out: unknown)"},
 	}
 }
 
@@ -492,7 +506,7 @@ func suggestKey(key string) string {
 // hostFields are the host's numeric fields, nil where a file leaves them
 // out.
 type hostFields struct {
-	machineUSD, electricityUSD, powerKW, usdPerKWh, years, memoryGiB *float64
+	machineUSD, electricityUSD, powerKW, usdPerKWh, years, memoryGiB, basePowerW, psuW *float64
 }
 
 // hostProblem checks the host fields that are given; complete also
@@ -510,6 +524,8 @@ func hostProblem(h hostFields, complete bool) *problem {
 		{"USD_per_kWh", h.usdPerKWh, true, false},
 		{"years", h.years, false, true},
 		{"memory_GiB", h.memoryGiB, false, true},
+		{"base_power_W", h.basePowerW, true, false},
+		{"psu_W", h.psuW, true, false},
 	}
 	for _, r := range rules {
 		msg := ""
@@ -570,6 +586,8 @@ type hostFile struct {
 	USDPerKWh      *float64 `json:"USD_per_kWh" yaml:"USD_per_kWh"`
 	Years          *float64 `json:"years" yaml:"years"`
 	MemoryGiB      *float64 `json:"memory_GiB" yaml:"memory_GiB"`
+	BasePowerW     *float64 `json:"base_power_W" yaml:"base_power_W"`
+	PSUW           *float64 `json:"psu_W" yaml:"psu_W"`
 	Sources        *string  `json:"sources" yaml:"sources"`
 }
 
@@ -624,7 +642,7 @@ func ParseCatalog(path string, data []byte) (*Catalog, error) {
 	p := entriesProblem(f.GPUs, f.SSDs)
 	if p == nil && f.Host != nil {
 		h := f.Host
-		p = hostProblem(hostFields{h.MachineUSD, h.ElectricityUSD, h.PowerKW, h.USDPerKWh, h.Years, h.MemoryGiB}, false)
+		p = hostProblem(hostFields{h.MachineUSD, h.ElectricityUSD, h.PowerKW, h.USDPerKWh, h.Years, h.MemoryGiB, h.BasePowerW, h.PSUW}, false)
 	}
 	if p != nil {
 		e := *p.err
@@ -751,6 +769,8 @@ func (c *Catalog) merge(f *catalogFile) {
 	set(&h.USDPerKWh, fh.USDPerKWh)
 	set(&h.Years, fh.Years)
 	set(&h.MemoryGiB, fh.MemoryGiB)
+	set(&h.BasePowerW, fh.BasePowerW)
+	set(&h.PSUW, fh.PSUW)
 	if fh.ElectricityUSD != nil {
 		h.ElectricityUSD = *fh.ElectricityUSD
 	} else if fh.PowerKW != nil || fh.USDPerKWh != nil || fh.Years != nil {

@@ -167,14 +167,14 @@ func TestOverrideFilesMergeOverDefaults(t *testing.T) {
 			file: "override.yaml", changedGPU: ModelA100_80GBPCIe, gpuPrice: 9500,
 			changedSSD: ModelP5510_3_84TB, ssdPrice: 308,
 			// USD_per_kWh alone: electricity recomputed, 4 kW x $0.20 x 8,760 h x 5.
-			wantHost:    HostCost{MachineUSD: 14098, ElectricityUSD: 35040, PowerKW: 4, USDPerKWh: 0.20, Years: 5, MemoryGiB: 768},
+			wantHost:    HostCost{MachineUSD: 14098, ElectricityUSD: 35040, PowerKW: 4, USDPerKWh: 0.20, Years: 5, MemoryGiB: 768, BasePowerW: 700, PSUW: 4000},
 			wantNumGPUs: len(def.GPUs) + 1, wantLastGPU: "rtx6000ada-48gb-pcie", wantNumSSDs: len(def.SSDs),
 			wantTCOAUSD: 14098 + 9500 + 12*308 + 35040,
 		},
 		{
 			file: "override.json", changedGPU: "h100-80gb-pcie", gpuPrice: 25000,
 			changedSSD: ModelP5510_3_84TB, ssdPrice: 280,
-			wantHost:    HostCost{MachineUSD: 20000, ElectricityUSD: 9000, PowerKW: 4, USDPerKWh: 0.10, Years: 5, MemoryGiB: 768},
+			wantHost:    HostCost{MachineUSD: 20000, ElectricityUSD: 9000, PowerKW: 4, USDPerKWh: 0.10, Years: 5, MemoryGiB: 768, BasePowerW: 700, PSUW: 4000},
 			wantNumGPUs: len(def.GPUs) + 1, wantLastGPU: "rtx6000ada-48gb-pcie", wantNumSSDs: len(def.SSDs),
 			wantTCOAUSD: 20000 + 14177 + 12*280 + 9000,
 		},

@@ -3,6 +3,7 @@ package tpc
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/gnnplan/gnnplan/maxflow"
 	"github.com/gnnplan/gnnplan/profiles"
@@ -268,3 +269,45 @@ func hostMemoryGiB(m *topology.Machine, host profiles.HostCost) float64 {
 // HitShare is the share of accesses the hottest fraction x of the
 // vertices receives under a's power law (x^SkewExponent).
 func HitShare(a Assumptions, x float64) float64 { return a.hitShare(x) }
+
+// PowerCheck is a plan's power draw against the host's supplies: the
+// host's base draw and each device's maximum (catalog power_W).
+type PowerCheck struct {
+	DrawW, SupplyW float64
+	Known, Fits    bool
+	Text           string // one line for a review
+}
+
+// CheckPower adds the host's base draw and hw's devices at their maximum
+// and compares the sum with the host's supplies. Where the catalog lacks
+// a figure it says which and checks nothing.
+func CheckPower(hw Hardware, h profiles.HostCost) PowerCheck {
+	var missing []string
+	if h.BasePowerW <= 0 || h.PSUW <= 0 {
+		missing = append(missing, "the host's base_power_W and psu_W")
+	}
+	if hw.GPUs > 0 && hw.GPU.PowerW <= 0 {
+		missing = append(missing, hw.GPU.Key+"'s power_W")
+	}
+	if hw.SSDs > 0 && hw.SSD.PowerW <= 0 {
+		missing = append(missing, hw.SSD.Key+"'s power_W")
+	}
+	if len(missing) > 0 {
+		return PowerCheck{Text: "not checked: the catalog lacks " + strings.Join(missing, " and ") + " (add them with --catalog)"}
+	}
+	draw := h.BasePowerW + float64(hw.GPUs)*hw.GPU.PowerW + float64(hw.SSDs)*hw.SSD.PowerW
+	c := PowerCheck{DrawW: draw, SupplyW: h.PSUW, Known: true, Fits: draw <= h.PSUW}
+	verdict := "within"
+	if !c.Fits {
+		verdict = "MORE than"
+	}
+	parts := fmt.Sprintf("%.0f W host", h.BasePowerW)
+	if hw.GPUs > 0 {
+		parts += fmt.Sprintf(" + %d x %.0f W GPUs", hw.GPUs, hw.GPU.PowerW)
+	}
+	if hw.SSDs > 0 {
+		parts += fmt.Sprintf(" + %d x %g W SSDs", hw.SSDs, hw.SSD.PowerW)
+	}
+	c.Text = fmt.Sprintf("%s = %.0f W at most, %s the host's %.0f W of supplies (catalog figures; the host's are estimates)", parts, draw, verdict, h.PSUW)
+	return c
+}

@@ -532,3 +532,35 @@ func TestPredictInstalled(t *testing.T) {
 		t.Errorf("unnamed GPUs with --installed-gpu: %+v, %v", in, err)
 	}
 }
+
+// TestCheckPower: a plan's maximum draw against the host's supplies, and
+// what the check needs from the catalog.
+func TestCheckPower(t *testing.T) {
+	cat := profiles.DefaultCatalog()
+	h100, _ := cat.GPU("h100-80gb-sxm5")
+	l40s, _ := cat.GPU("l40s-48gb-pcie")
+	pm, _ := cat.SSD("pm1743-3.84tb")
+	for _, tc := range []struct {
+		name string
+		hw   Hardware
+		host func(h *profiles.HostCost)
+		want string
+		fits bool
+	}{
+		{"4 L40S and 15 drives fit 4 kW", Hardware{GPU: l40s, GPUs: 4, SSD: pm, SSDs: 15}, nil, "= 2475 W at most, within", true},
+		{"8 H100 SXM do not", Hardware{GPU: h100, GPUs: 8, SSD: pm, SSDs: 0}, nil, "= 6300 W at most, MORE than the host's 4000 W", false},
+		{"no supply figure", Hardware{GPU: l40s, GPUs: 1}, func(h *profiles.HostCost) { h.PSUW = 0 }, "not checked: the catalog lacks the host's base_power_W and psu_W", false},
+		{"a GPU without power_W", Hardware{GPU: profiles.GPUModel{Key: "my-gpu"}, GPUs: 1}, nil, "my-gpu's power_W", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := cat.Host
+			if tc.host != nil {
+				tc.host(&h)
+			}
+			c := CheckPower(tc.hw, h)
+			if !strings.Contains(c.Text, tc.want) || c.Fits != tc.fits {
+				t.Errorf("%+v: want %q, fits %v", c, tc.want, tc.fits)
+			}
+		})
+	}
+}

@@ -10,7 +10,7 @@ import (
 // jsonUnits are the unit words a JSON key may end a part with, written as
 // the unit is (docs/json.md); every other part is lower-case.
 var jsonUnits = map[string]bool{"GB": true, "GBps": true, "GiB": true, "MiB": true, "USD": true, "TFLOPS": true,
-	"GFLOPS": true, "GFLOP": true, "IOPS": true, "kW": true, "kWh": true}
+	"GFLOPS": true, "GFLOP": true, "IOPS": true, "W": true, "kW": true, "kWh": true}
 
 // keyStyleOK reports whether a JSON key is snake_case words and units,
 // a unit never spelled another way (cost_usd, demand_gb).

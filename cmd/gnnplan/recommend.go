@@ -429,6 +429,7 @@ func writeRecommendation(h *human, top int, rec *tpc.Recommendation) error {
 		fmt.Fprintf(out, "    %-7s %s%s\n", id, plan.Placement.Where[id], extra)
 	}
 	fmt.Fprintf(out, "  saturated: %s\n", maxflow.BottleneckSummary(rec.BestEval.Bottlenecks))
+	fmt.Fprintf(out, "  power: %s\n", tpc.CheckPower(b.Hardware, rec.Request.Catalog.Host).Text)
 	if v := rec.ValidatedError; v != nil {
 		fmt.Fprintf(out, "  how far to trust it: the same model's predictions of published measurements had %s (gnnplan validate)\n", v)
 	}

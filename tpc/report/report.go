@@ -173,8 +173,7 @@ func Build(ctx context.Context, plan *tpc.Plan, opt Options) (*Review, error) {
 
 // feasibility checks what building the recommended plan takes: slots that
 // fit the cards, adapters for drives in wide slots, the drives' capacity
-// against the dataset. Power is not checked: the catalog gives no power
-// per device, only the host's total.
+// against the dataset, the devices' power against the host's supplies.
 func feasibility(r *Review) [][2]string {
 	b := r.Rec.Best
 	m := r.Machine
@@ -212,7 +211,7 @@ func feasibility(r *Review) [][2]string {
 		}
 		out = append(out, [2]string{"SSD capacity", fmt.Sprintf("%d x %.0f GB = %.0f GB %s the %.0f GB of features (topology %.0f GB stays in host memory)", b.SSDs, b.SSD.CapacityGB, have, verdict, float64(feat)/1e9, float64(topo)/1e9)})
 	}
-	out = append(out, [2]string{"Power", fmt.Sprintf("not checked: the catalog gives the host's %g kW in all, no power per device", r.Rec.Request.Catalog.Host.PowerKW)})
+	out = append(out, [2]string{"Power", tpc.CheckPower(b.Hardware, r.Rec.Request.Catalog.Host).Text})
 	return out
 }
 

@@ -90,7 +90,8 @@ func TestReviewShowsThePlan(t *testing.T) {
 		"access skew x^0.43", "the model's median error on published measurements",
 		// Building it, and the machine as it stood (issue 34, finding 6).
 		`id="feasibility"`, "15 x 3840 GB = 57600 GB holds the 1103 GB of features", "each needs an adapter card",
-		"Power", "not checked",
+		// 700 W host + 4 x 350 W L40S + 15 x 25 W PM1743 against 4,000 W.
+		"Power", "700 W host + 4 x 350 W GPUs + 15 x 25 W SSDs = 2475 W at most, within the host's 4000 W of supplies",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("review lacks %q", want)
