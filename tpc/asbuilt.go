@@ -138,6 +138,8 @@ type Installed struct {
 	// CannotHold, when set, says why the machine as it stands cannot
 	// hold the dataset; Prediction is then empty.
 	CannotHold string `json:"cannot_hold,omitempty"`
+	// Decisions is the CPU cache decided for the machine as it stands.
+	Decisions Decisions `json:"decisions"`
 
 	timed *timedSetup // how it was timed (nil with CannotHold)
 }
@@ -193,11 +195,31 @@ func PredictInstalled(ctx context.Context, req Request) (*Installed, error) {
 		in.CannotHold = why
 		return in, nil
 	}
-	t, err := timeSetup(ctx, Setup{Machine: m, Catalog: cat, Workload: req.Workload, GPU: in.GPU, SSD: ssd, GPUs: in.GPUs, SSDs: in.SSDs,
-		Layout: LayoutInstalled, SSDGBps: req.MeasuredSSDGBps, Assumptions: req.Assumptions})
+	// The CPU cache decided as Recommend decides it for an option.
+	hw := Hardware{GPU: g, GPUs: in.GPUs, SSD: sm, SSDs: in.SSDs}
+	hostGiB := hostMemoryGiB(m, cat.Host)
+	a := req.Assumptions
+	xmax := maxCPUCacheFraction(req.Workload, hw, hostGiB, a)
+	a.CPUCacheFraction = xmax
+	setup := Setup{Machine: m, Catalog: cat, Workload: req.Workload, GPU: in.GPU, SSD: ssd, GPUs: in.GPUs, SSDs: in.SSDs,
+		Layout: LayoutInstalled, SSDGBps: req.MeasuredSSDGBps, Assumptions: a}
+	t, err := timeSetup(ctx, setup)
 	if err != nil {
 		return nil, err
 	}
+	inv := maxflow.Inventory{GPUs: hw.GPUs, SSDs: hw.SSDs, GPU: gpuNode(g), SSD: ssdNode(sm)}
+	x, why, err := req.cpuCache(t.stripped, inv, t.candidate.Placement, hw, hostGiB, xmax)
+	if err != nil {
+		return nil, err
+	}
+	if x != xmax {
+		setup.Assumptions.CPUCacheFraction = x
+		if t, err = timeSetup(ctx, setup); err != nil {
+			return nil, err
+		}
+	}
+	in.Decisions = Decisions{CPUCacheFraction: x, CPUCacheGiB: t.shares.CPUCacheRows * float64(req.Workload.FeatureRowBytes()) / (1 << 30),
+		MaxCPUCacheFraction: xmax, Why: why}
 	in.Prediction = t.prediction
 	in.timed = t
 	return in, nil
@@ -208,7 +230,7 @@ func PredictInstalled(ctx context.Context, req Request) (*Installed, error) {
 // nothing can be bought.
 func (in *Installed) option() (*Option, *topology.Machine, *maxflow.Evaluation, error) {
 	t := in.timed
-	o := &Option{Hardware: t.hw, Placement: t.candidate.Placement, Prediction: t.prediction, FabricGBps: t.candidate.FabricGBps}
+	o := &Option{Hardware: t.hw, Placement: t.candidate.Placement, Prediction: t.prediction, FabricGBps: t.candidate.FabricGBps, Decisions: in.Decisions}
 	inv := maxflow.Inventory{GPUs: t.hw.GPUs, SSDs: t.hw.SSDs, GPU: gpuNode(t.hw.GPU), SSD: ssdNode(t.hw.SSD)}
 	pm, err := maxflow.Apply(t.stripped, inv, o.Placement)
 	if err != nil {

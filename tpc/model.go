@@ -17,9 +17,15 @@ type Assumptions struct {
 	// sampler; the rest caches feature rows (Hyperion fills all available
 	// GPU memory with its cache).
 	GPUReserveGiB float64 `json:"gpu_reserve_GiB"`
-	// CPUCacheFraction is the share of vertices whose features are cached
-	// in host memory (Moment caches 1%), capped by host memory.
+	// CPUCacheFraction is the share of vertices whose features a setup
+	// caches in host memory (Moment caches 1%), capped by host memory:
+	// an input where a measurement's setup gives it (PredictSetup,
+	// validate). Recommend decides it for each option instead (Decisions).
 	CPUCacheFraction float64 `json:"cpu_cache_fraction"`
+	// HostReserveShare is the share of host memory kept from the feature
+	// cache for the operating system, the samplers' working set and the
+	// pinned staging buffers (recommend --this-machine keeps a tenth).
+	HostReserveShare float64 `json:"host_reserve_share"`
 	// SkewExponent a models access skew when no hotness is measured: the
 	// hottest fraction x of vertices receives x^a of the accesses. 0.26
 	// gives the top 1% 30% of the accesses, mid-range of DiskGNN's table
@@ -64,7 +70,7 @@ type MeasuredGPU struct {
 
 // DefaultAssumptions returns the assumptions the papers' setups imply.
 func DefaultAssumptions() Assumptions {
-	return Assumptions{GPUReserveGiB: 8, CPUCacheFraction: 0.01, SkewExponent: 0.26, ComputeEfficiency: 0.9, MemoryEfficiency: 0.25,
+	return Assumptions{GPUReserveGiB: 8, CPUCacheFraction: 0.01, HostReserveShare: 0.1, SkewExponent: 0.26, ComputeEfficiency: 0.9, MemoryEfficiency: 0.25,
 		HostMemGBps: 100, SSDBlockBytes: 4096, GPUSampleEdgesPerS: 300e6, BatchOverheadS: 0.010}
 }
 
@@ -133,6 +139,24 @@ func shares(w Workload, hw Hardware, hostMemGiB float64, a Assumptions) Shares {
 		s.SSDShare = math.Max(0, 1-s.GPUCacheShare-s.HostShare)
 	}
 	return s
+}
+
+// maxCPUCacheFraction is the largest share of the vertices whose features
+// host memory can cache for hw: its memory less the topology and the
+// reserve (HostReserveShare), and not the rows the GPUs already cache.
+func maxCPUCacheFraction(w Workload, hw Hardware, hostGiB float64, a Assumptions) float64 {
+	V := float64(w.Vertices)
+	if V <= 0 {
+		return 0
+	}
+	_, topo := w.DatasetBytes()
+	room := hostGiB*(1<<30)*(1-a.HostReserveShare) - float64(topo)
+	gpuRows := 0.0
+	if hw.GPUs > 0 {
+		gpuRows = math.Min(V, math.Max(0, (hw.GPU.MemoryGiB-a.GPUReserveGiB)*(1<<30)/float64(w.FeatureRowBytes())))
+	}
+	rows := math.Min(math.Max(0, room)/float64(w.FeatureRowBytes()), V-gpuRows)
+	return math.Max(0, rows/V)
 }
 
 // ssdGBps is one SSD's useful read rate for feature rows: random reads of

@@ -51,7 +51,10 @@ type Plan struct {
 	Fastest        PlanSummary              `json:"fastest_within_budget"`
 	Distributed    Distributed              `json:"distributed_alternative"`
 	Tiers          maxflow.Tiers            `json:"tiers"`
-	Assumptions    Assumptions              `json:"assumptions"`
+	// Assumptions are what the prediction assumed, with the decided CPU
+	// cache in cpu_cache_fraction; Decisions what the plan chose and why.
+	Assumptions Assumptions `json:"assumptions"`
+	Decisions   Decisions   `json:"decisions"`
 	// Search is what the recommendation searched, so a report can price
 	// the same options again.
 	Search PlanSearch `json:"search"`
@@ -147,6 +150,7 @@ type PlanSearch struct {
 	MaxGPUs         int      `json:"max_gpus"`
 	SSDCounts       []int    `json:"ssd_counts,omitempty"` // empty: 0 to what the slots take
 	MeasuredSSDGBps float64  `json:"measured_ssd_GBps,omitempty"`
+	CPUCacheGiB     float64  `json:"cpu_cache_GiB,omitempty"` // fixed by --cpu-cache-gib; 0: decided
 }
 
 // PlanHardware is what the plan buys, or, for a plan of CPU training on
@@ -196,9 +200,10 @@ func (rec *Recommendation) Plan() *Plan {
 			GPUSlots: b.Placement.GPUSlots, SSDSlots: b.Placement.SSDSlots},
 		PerGPUGBps: map[string]float64{}, StorageTraffic: rec.BestEval.Traffic, Bottlenecks: rec.BestEval.Bottlenecks,
 		Hint: rec.Hint, Fastest: summarize(rec.Fastest), Distributed: rec.Distributed,
-		Tiers: tiersFor(b.Shares, b.SSDGBps, rec.Request.Assumptions), Assumptions: rec.Request.Assumptions,
+		Tiers: tiersFor(b.Shares, b.SSDGBps, rec.Request.Assumptions), Assumptions: decided(rec.Request.Assumptions, b.Decisions), Decisions: b.Decisions,
 		Search: PlanSearch{GPUModels: rec.Request.GPUModels, SSDModels: rec.Request.SSDModels, MinGPUs: rec.Request.MinGPUs,
-			MaxGPUs: rec.Request.MaxGPUs, SSDCounts: rec.Request.SSDCounts, MeasuredSSDGBps: rec.Request.MeasuredSSDGBps}}
+			MaxGPUs: rec.Request.MaxGPUs, SSDCounts: rec.Request.SSDCounts, MeasuredSSDGBps: rec.Request.MeasuredSSDGBps,
+			CPUCacheGiB: rec.Request.CPUCacheGiB}}
 	for i, s := range b.Placement.GPUSlots {
 		id := fmt.Sprintf("gpu%d", i)
 		p.Placement.Devices[id], p.Placement.Where[id] = s, maxflow.SlotLocation(rec.Machine, s)

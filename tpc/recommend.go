@@ -35,6 +35,11 @@ type Request struct {
 	// InstalledGPU, when set, is the catalog key of the machine's
 	// installed GPUs, for files that do not name them (PredictInstalled).
 	InstalledGPU string
+	// CPUCacheGiB, when > 0, fixes the host memory's feature cache at
+	// this size (capped by what memory holds) instead of deciding it: a
+	// setup to reproduce (Hyperion's case study fixes 20 GB), or memory
+	// kept for other work.
+	CPUCacheGiB float64
 	// SSDCounts lists the SSD counts to consider; empty means every count
 	// from 0 to what the free slots take.
 	SSDCounts   []int
@@ -46,7 +51,8 @@ type Option struct {
 	Hardware
 	Placement maxflow.Placement `json:"placement"`
 	Prediction
-	FabricGBps float64 `json:"fabric_GBps"`
+	FabricGBps float64   `json:"fabric_GBps"`
+	Decisions  Decisions `json:"decisions"`
 }
 
 // Recommendation is the answer: every option within budget ranked by TPC,
@@ -228,6 +234,42 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 	}
 	if len(rec.Options) == 0 {
 		return nil, &topology.InputError{Field: req.Machine.Name, Msg: "no plan within budget can serve the workload (" + firstRefusal + ")"}
+	}
+	sortOptions(rec.Options)
+	// The second round of the placement and cache descent, for every plan
+	// that could still enter the first refineRanks: by the bound on its
+	// TPC from its GPUs' own links (inletBoundTPC), best bound first,
+	// until the bound falls below the refineRanks-th best TPC found.
+	cands := append([]*Option(nil), rec.Options...)
+	bounds := make(map[*Option]float64, len(cands))
+	for _, o := range cands {
+		bounds[o] = r.inletBoundTPC(o)
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return bounds[cands[i]] > bounds[cands[j]] })
+	current := map[*Option]*Option{}
+	for _, o := range rec.Options {
+		current[o] = o
+	}
+	threshold := func() float64 {
+		tpcs := make([]float64, 0, len(current))
+		for _, o := range current {
+			tpcs = append(tpcs, o.TPC)
+		}
+		sort.Sort(sort.Reverse(sort.Float64Slice(tpcs)))
+		return tpcs[min(refineRanks, len(tpcs))-1]
+	}
+	for i, o := range cands {
+		if i >= refineMax || i > 0 && bounds[o] < threshold()*(1+1e-9) {
+			break
+		}
+		n, err := r.refine(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		current[o] = n
+	}
+	for i, o := range rec.Options {
+		rec.Options[i] = current[o]
 	}
 	sortOptions(rec.Options)
 	rec.Best = rec.Options[0]
@@ -487,19 +529,121 @@ func ssdNode(s profiles.SSDModel) topology.Node {
 	return topology.Node{Kind: topology.KindNVMe, Name: s.Name, Model: s.Key, Lanes: s.Lanes, PCIeGen: s.PCIeGen}
 }
 
-// evaluate places and predicts one hardware choice.
+// evaluate places and predicts one hardware choice, with its CPU cache
+// decided (decideCPUCache). The placement search runs with a small cache
+// (searchCacheFraction, where branch and bound prunes well: a large host
+// share leaves many placements near the best), the cache is then decided
+// for the placement found, and the plans ranked first search again at
+// their cache (refine): coordinate descent over placement and cache.
 func (r *recommender) evaluate(ctx context.Context, hw Hardware) (*Option, error) {
-	a := r.req.Assumptions
-	s, ssd := ioShares(r.req.Workload, hw, r.hostGiB, a, r.req.MeasuredSSDGBps)
-	tiers := tiersFor(s, ssd, a)
-	out := r.search(ctx, hw, tiers)
+	w, a := r.req.Workload, r.req.Assumptions
+	xmax := maxCPUCacheFraction(w, hw, r.hostGiB, a)
+	a.CPUCacheFraction = math.Min(xmax, searchCacheFraction)
+	s, ssd := ioShares(w, hw, r.hostGiB, a, r.req.MeasuredSSDGBps)
+	out := r.search(ctx, hw, tiersFor(s, ssd, a))
 	if out.err != nil {
 		return nil, out.err
 	}
-	o := &Option{Hardware: hw, Placement: out.best.Placement, FabricGBps: out.best.FabricGBps}
-	o.Prediction = predict(r.req.Workload, hw, r.req.Catalog.Host, out.best.Seconds, s, a, ssd)
+	inv := maxflow.Inventory{GPUs: hw.GPUs, SSDs: hw.SSDs, GPU: gpuNode(hw.GPU), SSD: ssdNode(hw.SSD)}
+	x, why, err := r.req.cpuCache(r.stripped, inv, out.best.Placement, hw, r.hostGiB, xmax)
+	if err != nil {
+		return nil, err
+	}
+	a.CPUCacheFraction = x
+	s, ssd = ioShares(w, hw, r.hostGiB, a, r.req.MeasuredSSDGBps)
+	seconds, err := r.timePlacement(inv, out.best.Placement, tiersFor(s, ssd, a))
+	if err != nil {
+		return nil, err
+	}
+	o := &Option{Hardware: hw, Placement: out.best.Placement, FabricGBps: out.best.FabricGBps,
+		Decisions: Decisions{CPUCacheFraction: x, CPUCacheGiB: s.CPUCacheRows * float64(w.FeatureRowBytes()) / (1 << 30), MaxCPUCacheFraction: xmax, Why: why}}
+	o.Prediction = predict(w, hw, r.req.Catalog.Host, seconds, s, a, ssd)
 	return o, nil
 }
+
+// searchCacheFraction is the CPU cache the first placement search of each
+// option runs with (Moment's 1% of the vertices).
+const searchCacheFraction = 0.01
+
+// refineMax bounds how many plans refine searches again; refineRanks is
+// how many of the first ranks it makes sure of (recommend lists ten).
+const (
+	refineMax   = 200
+	refineRanks = 10
+)
+
+// inletBoundTPC is the most TPC o could reach with any placement and
+// cache: the bytes its GPUs do not cache must cross their own links, so
+// the epoch takes at least that over the links' sum, and at least its
+// training time.
+func (r *recommender) inletBoundTPC(o *Option) float64 {
+	link := topology.PCIeGBps(min(o.GPU.PCIeGen, r.maxGen), o.GPU.Lanes) * float64(o.GPUs)
+	io := 0.0
+	if link > 0 {
+		io = (1 - o.Shares.GPUCacheShare) * o.Shares.EpochGB / link
+	}
+	epoch := math.Max(io, o.EpochTrainSecs)
+	if !(epoch > 0) {
+		return math.Inf(1)
+	}
+	return o.TPC * o.EpochSeconds / epoch
+}
+
+// assumptionsFor is the request's assumptions with o's decisions in them:
+// what o was predicted with.
+func (r *recommender) assumptionsFor(o *Option) Assumptions {
+	return decided(r.req.Assumptions, o.Decisions)
+}
+
+// timePlacement is the epoch IO time of inv placed as p under tiers.
+func (r *recommender) timePlacement(inv maxflow.Inventory, p maxflow.Placement, tiers maxflow.Tiers) (float64, error) {
+	pm, err := maxflow.Apply(r.stripped, inv, p)
+	if err != nil {
+		return 0, err
+	}
+	ev, err := maxflow.Evaluate(pm, tiers)
+	if err != nil {
+		return 0, err
+	}
+	return ev.EpochIOSeconds, nil
+}
+
+// refine searches the placements again for the option at its decided
+// cache, where that is smaller than the largest, and decides the cache
+// again for the placement found: the second round of the coordinate
+// descent evaluate starts. It keeps whichever is faster.
+func (r *recommender) refine(ctx context.Context, o *Option) (*Option, error) {
+	if math.Abs(o.Decisions.CPUCacheFraction-math.Min(o.Decisions.MaxCPUCacheFraction, searchCacheFraction)) < 1e-12 {
+		return o, nil // searched at this cache already
+	}
+	w, a := r.req.Workload, r.assumptionsFor(o)
+	hw := o.Hardware
+	s, ssd := ioShares(w, hw, r.hostGiB, a, r.req.MeasuredSSDGBps)
+	out := r.search(ctx, hw, tiersFor(s, ssd, a))
+	if out.err != nil {
+		return nil, out.err
+	}
+	inv := maxflow.Inventory{GPUs: hw.GPUs, SSDs: hw.SSDs, GPU: gpuNode(hw.GPU), SSD: ssdNode(hw.SSD)}
+	xmax := o.Decisions.MaxCPUCacheFraction
+	x, why, err := r.req.cpuCache(r.stripped, inv, out.best.Placement, hw, r.hostGiB, xmax)
+	if err != nil {
+		return nil, err
+	}
+	a.CPUCacheFraction = x
+	s, ssd = ioShares(w, hw, r.hostGiB, a, r.req.MeasuredSSDGBps)
+	seconds, err := r.timePlacement(inv, out.best.Placement, tiersFor(s, ssd, a))
+	if err != nil {
+		return nil, err
+	}
+	if seconds >= o.EpochIOSeconds {
+		return o, nil
+	}
+	n := &Option{Hardware: hw, Placement: out.best.Placement, FabricGBps: out.best.FabricGBps,
+		Decisions: Decisions{CPUCacheFraction: x, CPUCacheGiB: s.CPUCacheRows * float64(w.FeatureRowBytes()) / (1 << 30), MaxCPUCacheFraction: xmax, Why: why}}
+	n.Prediction = predict(w, hw, r.req.Catalog.Host, seconds, s, a, ssd)
+	return n, nil
+}
+
 
 // ioShares splits an epoch's bytes over hw's tiers (shares; with no SSD
 // the SSD share moves to host memory) and gives one SSD's read rate for
@@ -546,7 +690,7 @@ func (r *recommender) detail(o *Option) (*topology.Machine, *maxflow.Evaluation,
 		return nil, nil, err
 	}
 	s := o.Shares
-	ev, err := maxflow.Evaluate(pm, tiersFor(s, o.SSDGBps, r.req.Assumptions))
+	ev, err := maxflow.Evaluate(pm, tiersFor(s, o.SSDGBps, r.assumptionsFor(o)))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -61,12 +61,15 @@ func TestTCOMatchesThePapers(t *testing.T) {
 }
 
 // TestHyperionASaturatesTheGPULink: on hyperion-a with GraphSAGE on
-// IGB-HOM, throughput stops growing with the SSD count once the A100's
-// PCIe 4.0 x16 link saturates (Hyperion: between 6 and 12 P5510 the IO
-// throughput is almost the same), and the recommended SSD count is where
-// TPC peaks.
+// IGB-HOM and the case study's caches (section IV-E: GPU and CPU caches
+// fixed at 40 GB and 20 GB), throughput stops growing with the SSD count
+// once the A100's PCIe 4.0 x16 link saturates (Hyperion: between 6 and 12
+// P5510 the IO throughput is almost the same), and the recommended SSD
+// count is where TPC peaks.
 func TestHyperionASaturatesTheGPULink(t *testing.T) {
 	req := request(t, "hyperion-a", "igb-hom", 1e6)
+	req.CPUCacheGiB = 20e9 / (1 << 30)
+	req.Assumptions.GPUReserveGiB = 80 - 40e9/(1<<30)
 	req.GPUModels, req.SSDModels = []string{"a100-80gb-pcie"}, []string{"p5510-3.84tb"}
 	req.MinGPUs, req.MaxGPUs = 1, 1
 	req.SSDCounts = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
@@ -413,6 +416,7 @@ func TestRecommendStopsSoonAfterCancel(t *testing.T) {
 // run at their own rate, and no cap is reported for them.
 func TestSSDBoundHintNamesTheLinkCap(t *testing.T) {
 	req := request(t, "moment-b", "igb-hom", 80000)
+	req.CPUCacheGiB = 10 // about Moment's 1% of the vertices: the SSDs carry most of the epoch
 	req.SSDModels = []string{"pm1743-3.84tb"}
 	rec := recommend(t, req)
 	c, ok := SSDLinkCap(rec.BestMachine, rec.BestEval, rec.Best.SSDGBps)
@@ -478,8 +482,9 @@ func TestPredictInstalled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The same prediction as PredictSetup's with the cache it decided.
 	want, err := PredictSetup(context.Background(), Setup{Machine: req.Machine, Workload: req.Workload, GPU: "a100-40gb-pcie", SSD: "p5510-3.84tb",
-		GPUs: -1, SSDs: -1, Layout: LayoutInstalled, Assumptions: req.Assumptions})
+		GPUs: -1, SSDs: -1, Layout: LayoutInstalled, Assumptions: decided(req.Assumptions, in.Decisions)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,6 +39,7 @@ type recommendOptions struct {
 	// InstalledGPU is the catalog key of the machine's GPUs where its
 	// file does not name them.
 	InstalledGPU string
+	CPUCacheGiB  float64
 	Output       string
 	Save         string
 	PlotPath     string
@@ -112,6 +113,7 @@ IGB-HOM with a $80,000 budget. Workloads: ` + strings.Join(workloads, ", ") + `.
 	f.StringVar(&opts.Measured, "measured", "", "a profile from `gnnplan profile --save`: its measured SSD and memory rates replace catalog figures")
 	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, wide, json (the best plan's JSON, as --save writes it)")
 	f.StringVar(&opts.Save, "save", "", "also write the best plan to this file (plan.json, for train, place and report)")
+	f.Float64Var(&opts.CPUCacheGiB, "cpu-cache-gib", 0, "fix host memory's feature cache at this size in GiB instead of deciding it (a setup to reproduce, or memory kept for other work)")
 	f.StringVar(&opts.InstalledGPU, "installed-gpu", "", "the catalog model of the machine's installed GPUs, where its file does not name them (nvidia-smi topo -m, NCCL files without PCI ids)")
 	f.StringVar(&opts.PlotPath, "plot", "", "draw TPC and throughput against SSD count to this SVG file")
 	f.IntVar(&opts.Top, "top", 10, "how many plans to list")
@@ -154,7 +156,10 @@ func parseRange(flag, s string, least int) (lo, hi int, err error) {
 }
 
 func (o *recommendOptions) request(ctx context.Context) (tpc.Request, error) {
-	req := tpc.Request{BudgetUSD: o.BudgetUSD, GPUModels: o.GPUModels, SSDModels: o.SSDModels, InstalledGPU: o.InstalledGPU, Assumptions: tpc.DefaultAssumptions()}
+	req := tpc.Request{BudgetUSD: o.BudgetUSD, GPUModels: o.GPUModels, SSDModels: o.SSDModels, InstalledGPU: o.InstalledGPU, CPUCacheGiB: o.CPUCacheGiB, Assumptions: tpc.DefaultAssumptions()}
+	if math.IsNaN(o.CPUCacheGiB) || o.CPUCacheGiB < 0 || math.IsInf(o.CPUCacheGiB, 0) {
+		return req, usageErrorf("--cpu-cache-gib: %v (want a size in GiB >= 0; 0 decides it)", o.CPUCacheGiB)
+	}
 	var err error
 	if req.MinGPUs, req.MaxGPUs, err = parseRange("--gpus", o.GPUs, 1); err != nil {
 		return req, err
@@ -428,6 +433,7 @@ func writeRecommendation(h *human, top int, rec *tpc.Recommendation) error {
 		}
 		fmt.Fprintf(out, "    %-7s %s%s\n", id, plan.Placement.Where[id], extra)
 	}
+	fmt.Fprintf(out, "  CPU cache: %.0f GiB, %s\n", b.Decisions.CPUCacheGiB, b.Decisions.Why)
 	fmt.Fprintf(out, "  saturated: %s\n", maxflow.BottleneckSummary(rec.BestEval.Bottlenecks))
 	fmt.Fprintf(out, "  power: %s\n", tpc.CheckPower(b.Hardware, rec.Request.Catalog.Host).Text)
 	if v := rec.ValidatedError; v != nil {
@@ -443,7 +449,7 @@ func writeRecommendation(h *human, top int, rec *tpc.Recommendation) error {
 		d.Machines, tpc.FormatUSD(d.CostUSD), d.SamplesPerSec, d.TPC*1000, d.CostPerSample)
 	fmt.Fprintf(out, "  (%s)\n", d.Assumption)
 	a := rec.Request.Assumptions
-	fmt.Fprintf(out, "assumptions: %g GiB of each GPU kept for the model, %.0f%% of vertices cached in CPU memory, top x of vertices get x^%.2f of accesses, products at %.0f%% of FP32 peak, memory-bound kernels at %.0f%% of the GPU memory's rate, %.0f ms per batch fixed\n",
-		a.GPUReserveGiB, 100*a.CPUCacheFraction, a.SkewExponent, 100*a.ComputeEfficiency, 100*a.MemoryEfficiency, 1000*a.BatchOverheadS)
+	fmt.Fprintf(out, "assumptions: %g GiB of each GPU kept for the model, %.0f%% of host memory kept from the cache, top x of vertices get x^%.2f of accesses, products at %.0f%% of FP32 peak, memory-bound kernels at %.0f%% of the GPU memory's rate, %.0f ms per batch fixed\n",
+		a.GPUReserveGiB, 100*a.HostReserveShare, a.SkewExponent, 100*a.ComputeEfficiency, 100*a.MemoryEfficiency, 1000*a.BatchOverheadS)
 	return nil
 }

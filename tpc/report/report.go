@@ -132,7 +132,7 @@ func Build(ctx context.Context, plan *tpc.Plan, opt Options) (*Review, error) {
 	req := tpc.Request{Machine: m, Catalog: catalog, Workload: plan.Workload, BudgetUSD: plan.BudgetUSD,
 		GPUModels: plan.Search.GPUModels, SSDModels: plan.Search.SSDModels, MinGPUs: plan.Search.MinGPUs,
 		MaxGPUs: plan.Search.MaxGPUs, SSDCounts: plan.Search.SSDCounts, MeasuredSSDGBps: plan.Search.MeasuredSSDGBps,
-		Assumptions: plan.Assumptions}
+		CPUCacheGiB: plan.Search.CPUCacheGiB, Assumptions: plan.Assumptions}
 	rec, err := tpc.Recommend(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("pricing the plan's options again: %w", err)
@@ -240,6 +240,7 @@ func budgetsAndRange(ctx context.Context, r *Review, req tpc.Request) error {
 	for _, a := range skewRange {
 		as := req.Assumptions
 		as.SkewExponent = a
+		as.CPUCacheFraction = b.Decisions.CPUCacheFraction
 		s := tpc.Setup{Machine: r.Rec.Machine, Catalog: req.Catalog, Workload: req.Workload, GPU: b.GPU.Key, SSD: b.SSD.Key,
 			GPUs: b.GPUs, SSDs: b.SSDs, Layout: tpc.LayoutBest, SSDGBps: req.MeasuredSSDGBps, Assumptions: as}
 		if r.Rec.NothingToBuy != "" { // the machine as installed: its devices where they are
@@ -368,7 +369,7 @@ func sources(r *Review) []Source {
 	a := r.Plan.Assumptions
 	out = append(out,
 		Source{"GPU memory kept for the model", "assumed", fmt.Sprintf("%g GiB per GPU", a.GPUReserveGiB)},
-		Source{"CPU cache", "assumed", fmt.Sprintf("%.0f%% of vertices", 100*a.CPUCacheFraction)},
+		Source{"CPU cache", "decided", fmt.Sprintf("%.1f%% of vertices (%.0f GiB): %s", 100*r.Rec.Best.Decisions.CPUCacheFraction, r.Rec.Best.Decisions.CPUCacheGiB, r.Rec.Best.Decisions.Why)},
 		Source{"access skew", "assumed", fmt.Sprintf("the hottest fraction x of vertices gets x^%.2f of the accesses", a.SkewExponent)},
 		Source{"training rate", "assumed", fmt.Sprintf("%.0f%% of FP32 peak", 100*a.ComputeEfficiency)},
 		Source{"distributed alternative", "assumed", r.Rec.Distributed.Assumption})
