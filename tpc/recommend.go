@@ -644,7 +644,6 @@ func (r *recommender) refine(ctx context.Context, o *Option) (*Option, error) {
 	return n, nil
 }
 
-
 // ioShares splits an epoch's bytes over hw's tiers (shares; with no SSD
 // the SSD share moves to host memory) and gives one SSD's read rate for
 // feature rows: measuredSSDGBps where > 0, else the catalog's.
