@@ -96,6 +96,8 @@ type Graph struct {
 	Storage []StorageEdge
 	// Compute lists the compute nodes: the edge from each to the sink.
 	Compute []ComputeEdge
+	// pool is the edge from the source into the SSD pool, -1 for none.
+	pool int
 }
 
 // StorageEdge is one storage node and the edge that feeds it.
@@ -122,7 +124,7 @@ func BuildGraph(m *topology.Machine, tiers Tiers) (*Graph, error) {
 		return nil, fmt.Errorf("machine %s: %w", m.Name, err)
 	}
 	net := NewNetwork(len(m.Nodes)+8, 2*len(m.Links)+len(m.Nodes)+8)
-	g := &Graph{Net: net, Tiers: tiers, Node: map[string]int{}}
+	g := &Graph{Net: net, Tiers: tiers, Node: map[string]int{}, pool: -1}
 	g.Source = net.AddNode("source")
 	g.Sink = net.AddNode("sink")
 	for _, n := range m.Nodes {
@@ -176,7 +178,8 @@ func BuildGraph(m *topology.Machine, tiers Tiers) (*Graph, error) {
 		// The SSDs together hold what the caches do not: one pool node
 		// caps their sum, each SSD reads at its own rate.
 		pool := net.AddNode("ssd-pool")
-		virtual(net.AddCappedEdge(g.Source, pool, math.Inf(1), ssdShare*D))
+		g.pool = net.AddCappedEdge(g.Source, pool, math.Inf(1), ssdShare*D)
+		virtual(g.pool)
 		byID := m.NodesByID()
 		for _, id := range ssds {
 			rate := byID[id].ReadGBps
@@ -194,6 +197,40 @@ func BuildGraph(m *topology.Machine, tiers Tiers) (*Graph, error) {
 		g.Compute = append(g.Compute, ComputeEdge{ID: id, Edge: e})
 	}
 	return g, nil
+}
+
+// SetHostShare moves the epoch's bytes between host memory and the SSDs:
+// host memory serves share h of them, the SSDs what neither memory
+// serves, the GPUs' caches as before. It needs the graph built with both
+// tiers present (shares > 0), as a search over the host's share does.
+func (g *Graph) SetHostShare(h float64) error {
+	var host []int
+	for _, s := range g.Storage {
+		if s.Kind == StorageHostMem {
+			host = append(host, s.Edge)
+		}
+	}
+	ssd := 1 - h - g.Tiers.GPUCacheShare
+	if len(host) == 0 || g.pool < 0 || h < 0 || ssd < 0 || math.IsNaN(h) {
+		return fmt.Errorf("host share %v: the graph was built without both host memory and SSD tiers, or the share leaves none to the SSDs", h)
+	}
+	D := g.Tiers.DemandGB
+	for _, e := range host {
+		g.Net.volume[e] = h * D / float64(len(host))
+	}
+	g.Net.volume[g.pool] = ssd * D
+	g.Tiers.HostShare = h
+	return nil
+}
+
+// LeastTime is the least time the graph's machine needs to move the
+// epoch's bytes: Evaluate's EpochIOSeconds without the detail.
+func (g *Graph) LeastTime() (float64, error) {
+	sol, err := g.Net.MinTime(g.Source, g.Sink, g.Tiers.DemandGB)
+	if err != nil {
+		return 0, err
+	}
+	return sol.Seconds, nil
 }
 
 // Evaluation is what the flow model predicts for one machine and placement.

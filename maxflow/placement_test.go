@@ -636,3 +636,37 @@ func TestSearchStopsSoonAfterCancel(t *testing.T) {
 		t.Errorf("returned %v after the cancel, want within seconds", late.Round(time.Millisecond))
 	}
 }
+
+// TestSetHostShareMatchesARebuild: moving the epoch's bytes between host
+// memory and the SSDs on a built graph gives the least time a graph built
+// with those shares gives, on an installed machine.
+func TestSetHostShareMatchesARebuild(t *testing.T) {
+	m, _ := profiles.Machine("moment-b")
+	base := DefaultTiers()
+	base.GPUCacheShare = 0.2
+	g, err := BuildGraph(m, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []float64{0.05, 0.3, 0.5, 0.79} {
+		if err := g.SetHostShare(h); err != nil {
+			t.Fatal(err)
+		}
+		got, err := g.LeastTime()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tiers := base
+		tiers.HostShare = h
+		want, err := Evaluate(m, tiers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(got-want.EpochIOSeconds) > 1e-9*want.EpochIOSeconds {
+			t.Errorf("host share %.2f: %v s moved, %v s rebuilt", h, got, want.EpochIOSeconds)
+		}
+	}
+	if err := g.SetHostShare(0.9); err == nil {
+		t.Error("a host share that leaves the SSDs less than nothing was taken")
+	}
+}

@@ -37,9 +37,14 @@ func (req Request) cpuCache(m *topology.Machine, inv maxflow.Inventory, p maxflo
 	return decideCPUCache(m, inv, p, req.Workload, hw, hostGiB, req.Assumptions, req.MeasuredSSDGBps, xmax)
 }
 
-// cacheSearchTol is where the search for the CPU cache's size stops: a
-// hundredth of a percent of the vertices, or a thousandth of the room.
-const cacheSearchTol = 1e-4
+// cacheSearchTol and cacheSearchRel are where the search for the CPU
+// cache's size stops: a hundredth of a percent of the vertices, or 0.4%
+// of the room (the IO time is piecewise linear near its least, so the
+// TPC it leaves is far less).
+const (
+	cacheSearchTol = 1e-4
+	cacheSearchRel = 4e-3
+)
 
 // decideCPUCache chooses the share of vertices host memory caches for hw
 // in placement p, on the stripped machine m: the one whose epoch IO time
@@ -63,17 +68,30 @@ func decideCPUCache(m *topology.Machine, inv maxflow.Inventory, p maxflow.Placem
 	if err != nil {
 		return 0, "", err
 	}
-	ioTime := func(x float64) float64 {
+	// One flow graph, its host and SSD shares moved for each size tried.
+	share := func(x float64) (float64, maxflow.Tiers) {
 		b := a
 		b.CPUCacheFraction = x
 		s, ssd := ioShares(w, hw, hostGiB, b, measuredSSDGBps)
-		ev, err := maxflow.Evaluate(pm, tiersFor(s, ssd, b))
+		return s.HostShare, tiersFor(s, ssd, b)
+	}
+	_, top := share(xmax)
+	g, err := maxflow.BuildGraph(pm, top)
+	if err != nil {
+		return 0, "", err
+	}
+	ioTime := func(x float64) float64 {
+		h, _ := share(x)
+		if err := g.SetHostShare(h); err != nil {
+			return math.Inf(1)
+		}
+		t, err := g.LeastTime()
 		if err != nil {
 			return math.Inf(1)
 		}
-		return ev.EpochIOSeconds
+		return t
 	}
-	step := math.Max(cacheSearchTol, 1e-3*xmax)
+	step := math.Max(cacheSearchTol, cacheSearchRel*xmax)
 	tMax := ioTime(xmax)
 	if tMax <= ioTime(math.Max(0, xmax-step))*(1+1e-12) {
 		return xmax, fmt.Sprintf("as large as host memory allows (%.1f%% of the vertices): each more cached row still shortens the epoch's IO", 100*xmax), nil
