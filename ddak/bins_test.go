@@ -32,7 +32,7 @@ func TestBinsFromRecommendedPlan(t *testing.T) {
 	}
 	req := tpc.Request{Machine: m, Workload: synthWorkload(rows), BudgetUSD: 1e6, Catalog: profiles.DefaultCatalog(),
 		Assumptions: tpc.DefaultAssumptions(), GPUModels: []string{"a100-40gb-pcie"}, SSDModels: []string{"p5510-3.84tb"},
-		MinGPUs: 4, MaxGPUs: 4, SSDCounts: []int{8}}
+		MinGPUs: 4, MaxGPUs: 4, SSDCounts: []int{8}, CPUCacheGiB: 1}
 	rec, err := tpc.Recommend(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)

@@ -74,6 +74,16 @@ type SSDModel struct {
 	Sources      string  `json:"sources" yaml:"sources"`
 }
 
+// DIMMModel is a memory module one can add to a host's free DIMM slots.
+type DIMMModel struct {
+	Key         string  `json:"key" yaml:"key"` // "ddr4-3200-64gb-rdimm"
+	Name        string  `json:"name" yaml:"name"`
+	Type        string  `json:"type" yaml:"type"` // "ddr4" or "ddr5": the socket's memory_type must match
+	CapacityGiB float64 `json:"capacity_GiB" yaml:"capacity_GiB"`
+	PriceUSD    float64 `json:"price_USD" yaml:"price_USD"`
+	Sources     string  `json:"sources" yaml:"sources"`
+}
+
 // HostCost is what a server costs besides its GPUs and SSDs (Hyperion's TCO
 // terms, section VI). ElectricityUSD is the figure TCO uses; PowerKW,
 // USDPerKWh and Years say how it was estimated. Hyperion states $17,000 for
@@ -99,7 +109,9 @@ type Catalog struct {
 	SchemaVersion int        `json:"schema_version" yaml:"schema_version"`
 	GPUs          []GPUModel `json:"gpus" yaml:"gpus"`
 	SSDs          []SSDModel `json:"ssds" yaml:"ssds"`
-	Host          HostCost   `json:"host" yaml:"host"`
+	// DIMMs are the memory modules a plan may add to free DIMM slots.
+	DIMMs []DIMMModel `json:"dimms,omitempty" yaml:"dimms,omitempty"`
+	Host  HostCost    `json:"host" yaml:"host"`
 }
 
 // TCOUSD is Hyperion's eq. 5 for one machine: the 5-year total cost of
@@ -124,6 +136,7 @@ func DefaultCatalog() *Catalog {
 		SchemaVersion: CatalogSchemaVersion,
 		GPUs:          defaultGPUs(),
 		SSDs:          defaultSSDs(),
+		DIMMs:         defaultDIMMs(),
 		Host:          defaultHost(),
 	}
 }
@@ -256,6 +269,32 @@ func installedGPUs() []GPUModel {
 	}
 }
 
+func defaultDIMMs() []DIMMModel {
+	return []DIMMModel{
+		{Key: "ddr4-3200-64gb-rdimm", Name: "64GB DDR4-3200 RDIMM", Type: "ddr4", CapacityGiB: 64, PriceUSD: 180,
+			Sources: "price: estimate: server DDR4-3200 64GB RDIMMs listed at about $150-$220 at resellers (2025); $180 is in that range"},
+		{Key: "ddr4-3200-128gb-lrdimm", Name: "128GB DDR4-3200 LRDIMM", Type: "ddr4", CapacityGiB: 128, PriceUSD: 450,
+			Sources: "price: estimate: 128GB DDR4-3200 LRDIMMs listed at about $350-$550 (2025)"},
+		{Key: "ddr5-4800-64gb-rdimm", Name: "64GB DDR5-4800 RDIMM", Type: "ddr5", CapacityGiB: 64, PriceUSD: 300,
+			Sources: "price: estimate: server DDR5-4800 64GB RDIMMs listed at about $250-$350 (2025)"},
+		{Key: "ddr5-4800-96gb-rdimm", Name: "96GB DDR5-4800 RDIMM", Type: "ddr5", CapacityGiB: 96, PriceUSD: 450,
+			Sources: "price: estimate: 96GB DDR5-4800 RDIMMs listed at about $400-$550 (2025)"},
+	}
+}
+
+// DIMM returns the DIMM model with the given key.
+func (c *Catalog) DIMM(key string) (DIMMModel, error) {
+	var known []string
+	want := normalizeKey(key)
+	for _, d := range c.DIMMs {
+		if d.Key == want {
+			return d, nil
+		}
+		known = append(known, d.Key)
+	}
+	return DIMMModel{}, unknownKey("DIMM", key, known)
+}
+
 func defaultSSDs() []SSDModel {
 	return []SSDModel{
 		{
@@ -383,6 +422,12 @@ func (c *Catalog) problem() *problem {
 	if p := entriesProblem(c.GPUs, c.SSDs); p != nil {
 		return p
 	}
+	seen := map[string]int{}
+	for i, d := range c.DIMMs {
+		if p := entryProblem("dimms", i, d.Key, seen, dimmChecks(d)); p != nil {
+			return p
+		}
+	}
 	h := c.Host
 	return hostProblem(hostFields{&h.MachineUSD, &h.ElectricityUSD, &h.PowerKW, &h.USDPerKWh, &h.Years, &h.MemoryGiB, &h.BasePowerW, &h.PSUW}, true)
 }
@@ -434,6 +479,14 @@ func gpuChecks(g GPUModel) []check {
 		{"tf32_TFLOPS", g.TF32TFLOPS > 0 && !math.IsInf(g.TF32TFLOPS, 0), "missing or not > 0 (a GPU without TF32 tensor cores: give its FP32 rate)"},
 		positive("mem_GBps", g.MemGBps),
 		{"power_W", g.PowerW >= 0 && !math.IsInf(g.PowerW, 0), "negative or not finite (0 or left out: unknown)"},
+	}
+}
+
+func dimmChecks(d DIMMModel) []check {
+	return []check{
+		{"type", d.Type == "ddr4" || d.Type == "ddr5", fmt.Sprintf("%q (valid: ddr4, ddr5)", d.Type)},
+		positive("capacity_GiB", d.CapacityGiB),
+		positive("price_USD", d.PriceUSD),
 	}
 }
 
@@ -573,10 +626,11 @@ func LoadCatalog(path string) (*Catalog, error) {
 // catalogFile is a catalog as a file gives it: every part optional, host
 // fields as pointers so "left out" and "set to 0" differ.
 type catalogFile struct {
-	SchemaVersion *int       `json:"schema_version" yaml:"schema_version"`
-	GPUs          []GPUModel `json:"gpus" yaml:"gpus"`
-	SSDs          []SSDModel `json:"ssds" yaml:"ssds"`
-	Host          *hostFile  `json:"host" yaml:"host"`
+	SchemaVersion *int        `json:"schema_version" yaml:"schema_version"`
+	GPUs          []GPUModel  `json:"gpus" yaml:"gpus"`
+	SSDs          []SSDModel  `json:"ssds" yaml:"ssds"`
+	DIMMs         []DIMMModel `json:"dimms" yaml:"dimms"`
+	Host          *hostFile   `json:"host" yaml:"host"`
 }
 
 type hostFile struct {
@@ -753,6 +807,13 @@ func (c *Catalog) merge(f *catalogFile) {
 			c.SSDs[i] = s
 		} else {
 			c.SSDs = append(c.SSDs, s)
+		}
+	}
+	for _, d := range f.DIMMs {
+		if i := slices.IndexFunc(c.DIMMs, func(x DIMMModel) bool { return x.Key == d.Key }); i >= 0 {
+			c.DIMMs[i] = d
+		} else {
+			c.DIMMs = append(c.DIMMs, d)
 		}
 	}
 	if f.Host == nil {

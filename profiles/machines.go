@@ -130,13 +130,17 @@ func xeon5320Chassis(name, bus9 string, sw0, sw1 []*device) *machineBuilder {
 	mb := &machineBuilder{b: topology.NewBuilder(name, "profile:"+name), gen: 4}
 	s0 := mb.socket(cpu, 0, 26, 52, 384)
 	s1 := mb.socket(cpu, 1, 26, 52, 384)
+	// Ice Lake: 8 DDR4 channels, 2 DIMMs per channel; 384 GiB as 12 x
+	// 32 GiB is an assumption (the papers give only the total).
+	mb.dimms(s0, 16, 12, "ddr4")
+	mb.dimms(s1, 16, 12, "ddr4")
 	rc0 := mb.rootComplex(s0, 0, "root complex 0")
 	rc1 := mb.rootComplex(s1, 1, "root complex 1")
 	mb.slots(rc0, bays("RC0 bay", 4)...)
 	mb.slots(mb.pcieSwitch(rc0, "PCIe switch 0", bus9), x16Slots("SW0 slot", 8, sw0...)...)
 	mb.slots(rc1, bays("RC1 bay", 4)...)
 	mb.slots(mb.pcieSwitch(rc1, "PCIe switch 1", ""), x16Slots("SW1 slot", 8, sw1...)...)
-	mb.b.Note("memory: Table I/3 give 768 GB in all; assumed 384 GiB per socket")
+	mb.b.Note("memory: Table I/3 give 768 GB in all; assumed 384 GiB per socket, as 12 x 32 GiB DDR4 in 16 slots")
 	return mb
 }
 
@@ -154,6 +158,13 @@ func (mb *machineBuilder) socket(cpu string, numa int, cores, threads int, memGi
 	n := numa
 	return mb.b.Add(topology.Node{Kind: topology.KindSocket, CPUModel: cpu, NUMANode: &n,
 		Cores: cores, Threads: threads, MemoryGiB: memGiB})
+}
+
+// dimms gives a socket its memory slots: slots in all, installed of them
+// holding modules of kind typ.
+func (mb *machineBuilder) dimms(socket string, slots, installed int, typ string) {
+	n := mb.b.Node(socket)
+	n.DIMMSlots, n.DIMMs, n.MemoryType = slots, installed, typ
 }
 
 func (mb *machineBuilder) rootComplex(socket string, numa int, name string) string {
@@ -200,6 +211,10 @@ func momentB() (*topology.Machine, error) {
 	mb := &machineBuilder{b: topology.NewBuilder("moment-b", "profile:moment-b"), gen: 4}
 	s0 := mb.socket(cpu, 0, 16, 32, 256)
 	s1 := mb.socket(cpu, 1, 16, 32, 256)
+	// Sapphire Rapids: 8 DDR5 channels, 2 DIMMs per channel; 256 GiB as
+	// 8 x 32 GiB, one per channel, is an assumption.
+	mb.dimms(s0, 16, 8, "ddr5")
+	mb.dimms(s1, 16, 8, "ddr5")
 	rc0 := mb.rootComplex(s0, 0, "root complex 0")
 	rc1 := mb.rootComplex(s1, 1, "root complex 1")
 	mb.slots(rc0, x16("RC0 slot 0", a100_40()))

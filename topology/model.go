@@ -97,6 +97,12 @@ type Node struct {
 	Cores     int     `json:"cores,omitempty"`
 	Threads   int     `json:"threads,omitempty"`
 	MemoryGiB float64 `json:"memory_GiB,omitempty"` // socket DRAM, or device memory for GPUs
+	// DIMMSlots and DIMMs are a socket's memory slots and how many hold a
+	// module; MemoryType is the modules' kind ("ddr4", "ddr5"). A plan
+	// may fill the free slots with catalog DIMMs of that kind.
+	DIMMSlots  int    `json:"dimm_slots,omitempty"`
+	DIMMs      int    `json:"dimms,omitempty"`
+	MemoryType string `json:"memory_type,omitempty"`
 
 	// Slots.
 	Lanes       int    `json:"lanes,omitempty"`    // electrical lane width
@@ -272,6 +278,12 @@ func (m *Machine) Validate() error {
 		}
 		if n.PCIeGen < 0 || n.PCIeGen > 7 {
 			return fmt.Errorf("nodes[%d].pcie_gen: %d (valid: 1 to 7, or 0 for unknown)", i, n.PCIeGen)
+		}
+		if n.DIMMSlots < 0 || n.DIMMs < 0 || n.DIMMs > n.DIMMSlots && n.DIMMSlots > 0 {
+			return fmt.Errorf("nodes[%d].dimms: %d of %d DIMM slots (valid: 0 to dimm_slots)", i, n.DIMMs, n.DIMMSlots)
+		}
+		if n.MemoryType != "" && n.MemoryType != "ddr4" && n.MemoryType != "ddr5" {
+			return fmt.Errorf("nodes[%d].memory_type: %q (valid: ddr4, ddr5)", i, n.MemoryType)
 		}
 		if n.Takes != "" && (n.Kind != KindSlot || (n.Takes != KindGPU && n.Takes != KindNVMe)) {
 			return fmt.Errorf("nodes[%d].takes: %q on a %s (valid: %s or %s, on a slot)", i, n.Takes, n.Kind, KindGPU, KindNVMe)

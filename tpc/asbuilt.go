@@ -29,6 +29,9 @@ type Setup struct {
 	GPU, SSD string // catalog keys of the devices
 	// GPUs and SSDs are the device counts; < 0 takes the machine's.
 	GPUs, SSDs int
+	// DIMMs modules of the catalog's DIMM are added to the host.
+	DIMM  string
+	DIMMs int
 	// Layout is LayoutInstalled, LayoutBest or a classic placement "a"-"d".
 	Layout string
 	// SSDGBps, when > 0, is one SSD's measured read rate for feature rows
@@ -88,8 +91,14 @@ func timeSetup(ctx context.Context, s Setup) (*timedSetup, error) {
 	}
 	inv.GPU, inv.SSD = gpuNode(gpu), ssdNode(ssd)
 	hw := Hardware{GPU: gpu, GPUs: inv.GPUs, SSD: ssd, SSDs: inv.SSDs}
+	if s.DIMMs > 0 {
+		if hw.DIMM, err = cat.DIMM(s.DIMM); err != nil {
+			return nil, err
+		}
+		hw.DIMMs = s.DIMMs
+	}
 	a := s.Assumptions
-	sh, rate := ioShares(s.Workload, hw, hostMemoryGiB(s.Machine, cat.Host), a, s.SSDGBps)
+	sh, rate := ioShares(s.Workload, hw, hostMemoryGiB(s.Machine, cat.Host)+hw.AddedMemoryGiB(), a, s.SSDGBps)
 	opts := maxflow.SearchOptions{Top: 1, Workers: 1}
 	layout := s.Layout
 	if layout == "" {

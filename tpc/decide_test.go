@@ -3,6 +3,7 @@ package tpc
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -28,7 +29,7 @@ func TestDecidedCacheMatchesAGrid(t *testing.T) {
 						a := req.Assumptions
 						a.CPUCacheFraction = xmax * float64(i) / points
 						p, err := PredictSetup(context.Background(), Setup{Machine: req.Machine, Catalog: req.Catalog, Workload: req.Workload,
-							GPU: o.GPU.Key, SSD: o.SSD.Key, GPUs: o.GPUs, SSDs: o.SSDs, Layout: LayoutBest, Assumptions: a})
+							GPU: o.GPU.Key, SSD: o.SSD.Key, GPUs: o.GPUs, SSDs: o.SSDs, DIMM: o.DIMM.Key, DIMMs: o.DIMMs, Layout: LayoutBest, Assumptions: a})
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -44,4 +45,54 @@ func TestDecidedCacheMatchesAGrid(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestDRAMIsBoughtWhenItPays is issue 35's second line: host memory is a
+// tier a plan may buy. On hyperion-a (16 DDR4 slots a socket, 12 used)
+// with one SSD, which binds the epoch, DIMMs at a dollar each are bought
+// and serve more of the epoch from memory; at $20,000 each none are; the
+// hint names memory when it is the best next dollar.
+func TestDRAMIsBoughtWhenItPays(t *testing.T) {
+	run := func(price float64) *Recommendation {
+		req := request(t, "hyperion-a", "igb-hom", 80000)
+		req.GPUModels, req.SSDModels = []string{"a100-80gb-pcie"}, []string{"p5510-3.84tb"}
+		req.MinGPUs, req.MaxGPUs = 1, 1
+		req.SSDCounts = []int{1}
+		for i := range req.Catalog.DIMMs {
+			req.Catalog.DIMMs[i].PriceUSD = price
+		}
+		return recommend(t, req)
+	}
+	cheap := run(1)
+	if cheap.Best.DIMMs == 0 || cheap.Best.DIMM.Type != "ddr4" {
+		t.Fatalf("DIMMs at $1: best %s with %d DIMMs, want memory bought", cheap.Best.label(), cheap.Best.DIMMs)
+	}
+	dear := run(20000)
+	if dear.Best.DIMMs != 0 || dear.Best.SSDs == 0 {
+		t.Errorf("DIMMs at $20,000: best %s with %d DIMMs, want none and SSDs", dear.Best.label(), dear.Best.DIMMs)
+	}
+	if cheap.Best.TPC <= dear.Best.TPC || cheap.Best.Shares.HostShare <= dear.Best.Shares.HostShare {
+		t.Errorf("cheap memory: TPC %.4g, host share %.2f; dear: %.4g, %.2f; want more of both", cheap.Best.TPC, cheap.Best.Shares.HostShare, dear.Best.TPC, dear.Best.Shares.HostShare)
+	}
+	// Where the budget stops short of memory and an SSD costs more than
+	// what it adds, the next dollar is memory, and the hint says so.
+	req := request(t, "hyperion-a", "igb-hom", 0)
+	req.GPUModels, req.SSDModels = []string{"a100-80gb-pcie"}, []string{"p5510-3.84tb"}
+	req.MinGPUs, req.MaxGPUs = 1, 1
+	req.SSDCounts = []int{1}
+	for i := range req.Catalog.DIMMs {
+		req.Catalog.DIMMs[i].PriceUSD = 1
+	}
+	for i := range req.Catalog.SSDs {
+		req.Catalog.SSDs[i].PriceUSD = 20000
+	}
+	req.BudgetUSD = dear.Best.CostUSD - 308 + 20000 + 0.5 // one $20,000 SSD, no memory
+	short := recommend(t, req)
+	if short.Best.DIMMs != 0 || !strings.Contains(short.Hint.Next, "DDR4") || !(short.Hint.TPCGain > 0) {
+		t.Errorf("budget short of memory: best %s with %d DIMMs, hint %q (TPC %+.1f%%); want no memory bought and the hint naming DDR4 DIMMs",
+			short.Best.label(), short.Best.DIMMs, short.Hint.Next, 100*short.Hint.TPCGain)
+	}
+	t.Logf("$1 DIMMs: %s, %d x %s, TPC %.4g, host share %.2f; $20,000: %s, TPC %.4g, host share %.2f; hints %q / %q",
+		cheap.Best.label(), cheap.Best.DIMMs, cheap.Best.DIMM.Key, 1000*cheap.Best.TPC, cheap.Best.Shares.HostShare,
+		dear.Best.label(), 1000*dear.Best.TPC, dear.Best.Shares.HostShare, cheap.Hint.Next, dear.Hint.Next)
 }

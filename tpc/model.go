@@ -85,18 +85,26 @@ func (a Assumptions) hitShare(x float64) float64 {
 	return math.Pow(x, a.SkewExponent)
 }
 
-// Hardware is one thing to buy: GPUs and SSDs of one model each.
+// Hardware is one thing to buy: GPUs and SSDs of one model each, and
+// memory modules for the host's free DIMM slots.
 type Hardware struct {
 	GPU  profiles.GPUModel `json:"gpu"`
 	GPUs int               `json:"gpus"`
 	SSD  profiles.SSDModel `json:"ssd"`
 	SSDs int               `json:"ssds"`
+	// DIMMs modules of DIMM are added to the host (0: none).
+	DIMM  profiles.DIMMModel `json:"dimm"`
+	DIMMs int                `json:"dimms"`
 }
 
-// TCOUSD is the 5-year TCO of one machine with this hardware (Hyperion eq. 5).
+// TCOUSD is the 5-year TCO of one machine with this hardware (Hyperion
+// eq. 5, with the memory bought as part of the host).
 func (h Hardware) TCOUSD(host profiles.HostCost) float64 {
-	return host.TCOUSD(h.GPU.PriceUSD, h.GPUs, h.SSD.PriceUSD, h.SSDs)
+	return host.TCOUSD(h.GPU.PriceUSD, h.GPUs, h.SSD.PriceUSD, h.SSDs) + float64(h.DIMMs)*h.DIMM.PriceUSD
 }
+
+// AddedMemoryGiB is the host memory the hardware's DIMMs add.
+func (h Hardware) AddedMemoryGiB() float64 { return float64(h.DIMMs) * h.DIMM.CapacityGiB }
 
 // Shares says where an epoch's bytes come from.
 type Shares struct {

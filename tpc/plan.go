@@ -163,6 +163,10 @@ type PlanHardware struct {
 	SSDs     int     `json:"ssds"`
 	GPUUSD   float64 `json:"gpu_price_USD"`
 	SSDUSD   float64 `json:"ssd_price_USD"`
+	// DIMMModel and DIMMs are the memory bought into free DIMM slots.
+	DIMMModel string  `json:"dimm_model,omitempty"`
+	DIMMs     int     `json:"dimms,omitempty"`
+	DIMMUSD   float64 `json:"dimm_price_USD,omitempty"`
 }
 
 // PlanPlacement says where each device goes.
@@ -195,7 +199,8 @@ func (rec *Recommendation) Plan() *Plan {
 	p := &Plan{SchemaVersion: PlanSchemaVersion, BudgetUSD: rec.Request.BudgetUSD, CostUSD: b.CostUSD,
 		PredictedEpochS: b.EpochSeconds, SamplesPerS: b.SamplesPerSec, TPC: b.TPC,
 		Workload: rec.Request.Workload, Machine: rec.BestMachine, Prediction: b.Prediction,
-		Hardware: PlanHardware{GPUModel: b.GPU.Key, GPUs: b.GPUs, SSDModel: b.SSD.Key, SSDs: b.SSDs, GPUUSD: b.GPU.PriceUSD, SSDUSD: b.SSD.PriceUSD},
+		Hardware: PlanHardware{GPUModel: b.GPU.Key, GPUs: b.GPUs, SSDModel: b.SSD.Key, SSDs: b.SSDs, GPUUSD: b.GPU.PriceUSD, SSDUSD: b.SSD.PriceUSD,
+			DIMMModel: b.DIMM.Key, DIMMs: b.DIMMs, DIMMUSD: b.DIMM.PriceUSD},
 		Placement: PlanPlacement{Devices: map[string]string{}, Where: map[string]string{},
 			GPUSlots: b.Placement.GPUSlots, SSDSlots: b.Placement.SSDSlots},
 		PerGPUGBps: map[string]float64{}, StorageTraffic: rec.BestEval.Traffic, Bottlenecks: rec.BestEval.Bottlenecks,
@@ -359,7 +364,7 @@ func (rec *Recommendation) SSDCurve() Curve {
 	b := rec.Best
 	c := Curve{GPUModel: b.GPU.Key, GPUs: b.GPUs, SSDModel: b.SSD.Key}
 	for _, o := range rec.Options {
-		if o.GPU.Key == b.GPU.Key && o.GPUs == b.GPUs && o.SSD.Key == b.SSD.Key {
+		if o.GPU.Key == b.GPU.Key && o.GPUs == b.GPUs && o.SSD.Key == b.SSD.Key && o.DIMMs == b.DIMMs && o.DIMM.Key == b.DIMM.Key {
 			c.Points = append(c.Points, o)
 		}
 	}
@@ -375,7 +380,7 @@ func (rec *Recommendation) GPUCurve() Curve {
 	c := Curve{GPUModel: b.GPU.Key, SSDModel: b.SSD.Key}
 	best := map[int]*Option{}
 	for _, o := range rec.Options { // best TPC first: the first of a count wins
-		if o.GPU.Key == b.GPU.Key && (o.SSD.Key == b.SSD.Key || o.SSDs == 0) && best[o.GPUs] == nil {
+		if o.GPU.Key == b.GPU.Key && (o.SSD.Key == b.SSD.Key || o.SSDs == 0) && o.DIMMs == b.DIMMs && o.DIMM.Key == b.DIMM.Key && best[o.GPUs] == nil {
 			best[o.GPUs] = o
 		}
 	}

@@ -153,6 +153,11 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 	rec := &Recommendation{Request: req, Machine: stripped}
 
 	type job struct{ hw Hardware }
+	var drams []Hardware
+	if req.CPUCacheGiB <= 0 { // a fixed cache has no use for more memory
+		drams = dramChoices(req.Machine, req.Catalog)
+	}
+	ok := false
 	var jobs []job
 	cheapest := math.Inf(1)
 	var cheapestHW Hardware
@@ -168,10 +173,14 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 						continue // a plan without SSDs is one plan, whatever the SSD model
 					}
 					hw := Hardware{GPU: g, GPUs: n, SSD: s, SSDs: m}
-					cost := hw.TCOUSD(req.Catalog.Host)
 					if !r.feasible(hw) {
-						continue
+						// Memory bought may make it hold the dataset: the
+						// least that does.
+						if hw, ok = r.leastDRAMToHold(hw, drams); !ok {
+							continue
+						}
 					}
+					cost := hw.TCOUSD(req.Catalog.Host)
 					if cost < cheapest {
 						cheapest, cheapestHW = cost, hw
 					}
@@ -195,47 +204,45 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 			req.BudgetUSD, cheapestHW.GPUs, cheapestHW.GPU.Key, cheapestHW.SSDs, cheapestHW.SSD.Key, cheapest)}}
 	}
 	rec.Searched = len(jobs)
-	opts := make([]*Option, len(jobs))
-	errs := make([]error, len(jobs))
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				opts[i], errs[i] = r.evaluate(ctx, jobs[i].hw)
-			}
-		}()
+	hws := make([]Hardware, len(jobs))
+	for i, j := range jobs {
+		hws[i] = j.hw
 	}
-	for i := range jobs {
-		if ctx.Err() != nil {
-			break
-		}
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
+	opts, firstRefusal, err := r.evaluateAll(ctx, hws)
+	if err != nil {
 		return nil, err
 	}
-	var firstRefusal string
-	for i, err := range errs {
-		if err != nil && !topology.IsBadInput(err) {
-			return nil, err
-		}
-		if err != nil && firstRefusal == "" {
-			hw := jobs[i].hw
-			firstRefusal = fmt.Sprintf("%d x %s with %d x %s: %v", hw.GPUs, hw.GPU.Key, hw.SSDs, hw.SSD.Key, err)
-		}
-		if opts[i] != nil {
-			rec.Options = append(rec.Options, opts[i])
-		}
-	}
+	rec.Options = opts
 	if len(rec.Options) == 0 {
 		return nil, &topology.InputError{Field: req.Machine.Name, Msg: "no plan within budget can serve the workload (" + firstRefusal + ")"}
 	}
 	sortOptions(rec.Options)
+	// Memory to buy: each plan whose bound, at the price with the memory,
+	// could still enter the first ranks, again with each DRAM choice.
+	if len(drams) > 0 {
+		thr := kthBestTPC(rec.Options, refineRanks)
+		var more []Hardware
+		for _, o := range rec.Options {
+			for _, d := range drams {
+				hw := o.Hardware
+				if hw.AddedMemoryGiB() >= d.AddedMemoryGiB() {
+					continue // it has that much already
+				}
+				hw.DIMM, hw.DIMMs = d.DIMM, d.DIMMs
+				cost := hw.TCOUSD(req.Catalog.Host)
+				if cost <= req.BudgetUSD && r.inletBoundTPC(o)*o.CostUSD/cost >= thr {
+					more = append(more, hw)
+				}
+			}
+		}
+		extra, _, err := r.evaluateAll(ctx, more)
+		if err != nil {
+			return nil, err
+		}
+		rec.Searched += len(more)
+		rec.Options = append(rec.Options, extra...)
+		sortOptions(rec.Options)
+	}
 	// The second round of the placement and cache descent, for every plan
 	// that could still enter the first refineRanks: by the bound on its
 	// TPC from its GPUs' own links (inletBoundTPC), best bound first,
@@ -251,12 +258,11 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 		current[o] = o
 	}
 	threshold := func() float64 {
-		tpcs := make([]float64, 0, len(current))
+		now := make([]*Option, 0, len(current))
 		for _, o := range current {
-			tpcs = append(tpcs, o.TPC)
+			now = append(now, o)
 		}
-		sort.Sort(sort.Reverse(sort.Float64Slice(tpcs)))
-		return tpcs[min(refineRanks, len(tpcs))-1]
+		return kthBestTPC(now, refineRanks)
 	}
 	for i, o := range cands {
 		if i >= refineMax || i > 0 && bounds[o] < threshold()*(1+1e-9) {
@@ -321,7 +327,7 @@ func sortOptions(o []*Option) {
 }
 
 func (o *Option) label() string {
-	return fmt.Sprintf("%s x%d + %s x%03d", o.GPU.Key, o.GPUs, o.SSD.Key, o.SSDs)
+	return fmt.Sprintf("%s x%d + %s x%03d + %s x%02d", o.GPU.Key, o.GPUs, o.SSD.Key, o.SSDs, o.DIMM.Key, o.DIMMs)
 }
 
 // pickGPUs is the GPU models to price: keys', or every model one can buy
@@ -497,9 +503,46 @@ func (r *recommender) slotRoom() room {
 	return c
 }
 
+// hostFor is host memory with hw's DIMMs added.
+func (r *recommender) hostFor(hw Hardware) float64 { return r.hostGiB + hw.AddedMemoryGiB() }
+
+// dramChoices are the memory purchases the machine takes: for each
+// catalog DIMM of the sockets' memory type, half or all of every socket's
+// free DIMM slots filled (the same on each socket, keeping them
+// balanced). None where the machine does not describe its DIMM slots.
+func dramChoices(m *topology.Machine, cat *profiles.Catalog) []Hardware {
+	sockets := m.NodesOfKind(topology.KindSocket)
+	free, typ := -1, ""
+	for _, s := range sockets {
+		f := s.DIMMSlots - s.DIMMs
+		if s.DIMMSlots == 0 || s.MemoryType == "" || typ != "" && s.MemoryType != typ {
+			return nil
+		}
+		typ = s.MemoryType
+		if free < 0 || f < free {
+			free = f
+		}
+	}
+	if free <= 0 {
+		return nil
+	}
+	var out []Hardware
+	for _, d := range cat.DIMMs {
+		if d.Type != typ {
+			continue
+		}
+		for _, per := range []int{(free + 1) / 2, free} {
+			if per > 0 && (len(out) == 0 || out[len(out)-1].DIMMs != per*len(sockets) || out[len(out)-1].DIMM.Key != d.Key) {
+				out = append(out, Hardware{DIMM: d, DIMMs: per * len(sockets)})
+			}
+		}
+	}
+	return out
+}
+
 // feasible says whether the hardware can hold the dataset (holds).
 func (r *recommender) feasible(hw Hardware) bool {
-	ok, _ := holds(r.req.Workload, hw, r.hostGiB)
+	ok, _ := holds(r.req.Workload, hw, r.hostFor(hw))
 	return ok
 }
 
@@ -537,20 +580,20 @@ func ssdNode(s profiles.SSDModel) topology.Node {
 // their cache (refine): coordinate descent over placement and cache.
 func (r *recommender) evaluate(ctx context.Context, hw Hardware) (*Option, error) {
 	w, a := r.req.Workload, r.req.Assumptions
-	xmax := maxCPUCacheFraction(w, hw, r.hostGiB, a)
+	xmax := maxCPUCacheFraction(w, hw, r.hostFor(hw), a)
 	a.CPUCacheFraction = math.Min(xmax, searchCacheFraction)
-	s, ssd := ioShares(w, hw, r.hostGiB, a, r.req.MeasuredSSDGBps)
+	s, ssd := ioShares(w, hw, r.hostFor(hw), a, r.req.MeasuredSSDGBps)
 	out := r.search(ctx, hw, tiersFor(s, ssd, a))
 	if out.err != nil {
 		return nil, out.err
 	}
 	inv := maxflow.Inventory{GPUs: hw.GPUs, SSDs: hw.SSDs, GPU: gpuNode(hw.GPU), SSD: ssdNode(hw.SSD)}
-	x, why, err := r.req.cpuCache(r.stripped, inv, out.best.Placement, hw, r.hostGiB, xmax)
+	x, why, err := r.req.cpuCache(r.stripped, inv, out.best.Placement, hw, r.hostFor(hw), xmax)
 	if err != nil {
 		return nil, err
 	}
 	a.CPUCacheFraction = x
-	s, ssd = ioShares(w, hw, r.hostGiB, a, r.req.MeasuredSSDGBps)
+	s, ssd = ioShares(w, hw, r.hostFor(hw), a, r.req.MeasuredSSDGBps)
 	seconds, err := r.timePlacement(inv, out.best.Placement, tiersFor(s, ssd, a))
 	if err != nil {
 		return nil, err
@@ -564,6 +607,61 @@ func (r *recommender) evaluate(ctx context.Context, hw Hardware) (*Option, error
 // searchCacheFraction is the CPU cache the first placement search of each
 // option runs with (Moment's 1% of the vertices).
 const searchCacheFraction = 0.01
+
+// evaluateAll evaluates hws on every core, returning the options that
+// could be placed and predicted, in hws' order, and the first refusal (a
+// bad input: a choice that cannot serve the epoch) in words.
+func (r *recommender) evaluateAll(ctx context.Context, hws []Hardware) ([]*Option, string, error) {
+	opts := make([]*Option, len(hws))
+	errs := make([]error, len(hws))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				opts[i], errs[i] = r.evaluate(ctx, hws[i])
+			}
+		}()
+	}
+	for i := range hws {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
+	var out []*Option
+	var firstRefusal string
+	for i, err := range errs {
+		if err != nil && !topology.IsBadInput(err) {
+			return nil, "", err
+		}
+		if err != nil && firstRefusal == "" {
+			hw := hws[i]
+			firstRefusal = fmt.Sprintf("%d x %s with %d x %s: %v", hw.GPUs, hw.GPU.Key, hw.SSDs, hw.SSD.Key, err)
+		}
+		if opts[i] != nil {
+			out = append(out, opts[i])
+		}
+	}
+	return out, firstRefusal, nil
+}
+
+// kthBestTPC is the k-th highest TPC of opts (the lowest when fewer).
+func kthBestTPC(opts []*Option, k int) float64 {
+	tpcs := make([]float64, len(opts))
+	for i, o := range opts {
+		tpcs[i] = o.TPC
+	}
+	sort.Sort(sort.Reverse(sort.Float64Slice(tpcs)))
+	return tpcs[min(k, len(tpcs))-1]
+}
 
 // refineMax bounds how many plans refine searches again; refineRanks is
 // how many of the first ranks it makes sure of (recommend lists ten).
@@ -618,19 +716,19 @@ func (r *recommender) refine(ctx context.Context, o *Option) (*Option, error) {
 	}
 	w, a := r.req.Workload, r.assumptionsFor(o)
 	hw := o.Hardware
-	s, ssd := ioShares(w, hw, r.hostGiB, a, r.req.MeasuredSSDGBps)
+	s, ssd := ioShares(w, hw, r.hostFor(hw), a, r.req.MeasuredSSDGBps)
 	out := r.search(ctx, hw, tiersFor(s, ssd, a))
 	if out.err != nil {
 		return nil, out.err
 	}
 	inv := maxflow.Inventory{GPUs: hw.GPUs, SSDs: hw.SSDs, GPU: gpuNode(hw.GPU), SSD: ssdNode(hw.SSD)}
 	xmax := o.Decisions.MaxCPUCacheFraction
-	x, why, err := r.req.cpuCache(r.stripped, inv, out.best.Placement, hw, r.hostGiB, xmax)
+	x, why, err := r.req.cpuCache(r.stripped, inv, out.best.Placement, hw, r.hostFor(hw), xmax)
 	if err != nil {
 		return nil, err
 	}
 	a.CPUCacheFraction = x
-	s, ssd = ioShares(w, hw, r.hostGiB, a, r.req.MeasuredSSDGBps)
+	s, ssd = ioShares(w, hw, r.hostFor(hw), a, r.req.MeasuredSSDGBps)
 	seconds, err := r.timePlacement(inv, out.best.Placement, tiersFor(s, ssd, a))
 	if err != nil {
 		return nil, err
@@ -736,7 +834,17 @@ func (r *recommender) hint(ctx context.Context, rec *Recommendation) Hint {
 			}
 		}
 	}
-	more := Hardware{GPU: best.GPU, GPUs: best.GPUs, SSD: best.SSD, SSDs: best.SSDs + 1}
+	more := best.Hardware
+	more.SSDs++
+	what := "one more " + best.SSD.Key
+	// More memory instead, where it buys more TPC than one more SSD.
+	if d, ok := r.nextDRAM(best.Hardware); ok {
+		om, errM := r.evaluate(ctx, more)
+		od, errD := r.evaluate(ctx, d)
+		if errD == nil && od.TPC > best.TPC && (errM != nil || od.TPC > om.TPC) {
+			more, what = d, fmt.Sprintf("%d x %s (%.0f GiB more host memory)", d.DIMMs-best.DIMMs, d.DIMM.Name, d.AddedMemoryGiB()-best.AddedMemoryGiB())
+		}
+	}
 	switch {
 	case ssdBound && pcie == "" && socket == "":
 		h.Bound = "ssd"
@@ -757,8 +865,46 @@ func (r *recommender) hint(ctx context.Context, rec *Recommendation) Hint {
 		}
 		h.Text = "IO-bound"
 	}
-	r.nextStep(ctx, &h, best, more, "one more "+best.SSD.Key)
+	r.nextStep(ctx, &h, best, more, what)
 	return h
+}
+
+// leastDRAMToHold is hw with the cheapest DRAM choice that lets it hold
+// the dataset, and false where none does.
+func (r *recommender) leastDRAMToHold(hw Hardware, drams []Hardware) (Hardware, bool) {
+	best, found := hw, false
+	for _, d := range drams {
+		c := hw
+		c.DIMM, c.DIMMs = d.DIMM, d.DIMMs
+		if r.feasible(c) && (!found || c.TCOUSD(r.req.Catalog.Host) < best.TCOUSD(r.req.Catalog.Host)) {
+			best, found = c, true
+		}
+	}
+	return best, found
+}
+
+// nextDRAM is hw with the next memory purchase the machine takes: the
+// smallest DRAM choice that adds more than hw has.
+func (r *recommender) nextDRAM(hw Hardware) (Hardware, bool) {
+	var best Hardware
+	found := false
+	if r.req.CPUCacheGiB > 0 {
+		return hw, false
+	}
+	for _, d := range dramChoices(r.req.Machine, r.req.Catalog) {
+		if d.AddedMemoryGiB() <= hw.AddedMemoryGiB() {
+			continue
+		}
+		if !found || d.AddedMemoryGiB() < best.AddedMemoryGiB() || d.AddedMemoryGiB() == best.AddedMemoryGiB() && d.TCOUSD(r.req.Catalog.Host) < best.TCOUSD(r.req.Catalog.Host) {
+			best, found = d, true
+		}
+	}
+	if !found {
+		return hw, false
+	}
+	next := hw
+	next.DIMM, next.DIMMs = best.DIMM, best.DIMMs
+	return next, true
 }
 
 // LinkCap is the rate the SSDs' own links hold them to.

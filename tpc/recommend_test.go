@@ -48,10 +48,10 @@ func TestTCOMatchesThePapers(t *testing.T) {
 		hw   Hardware
 		want float64
 	}{
-		{"Hyperion machine A: A100 80GB + 12 P5510", Hardware{gpu("a100-80gb-pcie"), 1, ssd("p5510-3.84tb"), 12}, 48971},
-		{"Hyperion machine B: H800 + 12 P5510", Hardware{gpu("h800-80gb-pcie"), 1, ssd("p5510-3.84tb"), 12}, 78794},
-		{"one node of Hyperion's cluster C: host + A100 + electricity", Hardware{gpu("a100-80gb-pcie"), 1, ssd("p5510-3.84tb"), 0}, 45275},
-		{"Moment's machines: 4 A100 40GB + 8 P5510", Hardware{gpu("a100-40gb-pcie"), 4, ssd("p5510-3.84tb"), 8}, 90270},
+		{"Hyperion machine A: A100 80GB + 12 P5510", Hardware{GPU: gpu("a100-80gb-pcie"), GPUs: 1, SSD: ssd("p5510-3.84tb"), SSDs: 12}, 48971},
+		{"Hyperion machine B: H800 + 12 P5510", Hardware{GPU: gpu("h800-80gb-pcie"), GPUs: 1, SSD: ssd("p5510-3.84tb"), SSDs: 12}, 78794},
+		{"one node of Hyperion's cluster C: host + A100 + electricity", Hardware{GPU: gpu("a100-80gb-pcie"), GPUs: 1, SSD: ssd("p5510-3.84tb"), SSDs: 0}, 45275},
+		{"Moment's machines: 4 A100 40GB + 8 P5510", Hardware{GPU: gpu("a100-40gb-pcie"), GPUs: 4, SSD: ssd("p5510-3.84tb"), SSDs: 8}, 90270},
 	}
 	for _, tc := range cases {
 		if got := tc.hw.TCOUSD(c.Host); math.Abs(got-tc.want) > 0.5 {
@@ -265,7 +265,7 @@ func TestZeroSSDPlanListedOnce(t *testing.T) {
 	seen := map[string]int{}
 	for _, o := range rec.Options {
 		if o.SSDs == 0 {
-			seen[fmt.Sprintf("%s x%d", o.GPU.Key, o.GPUs)]++
+			seen[fmt.Sprintf("%s x%d + %d x %s", o.GPU.Key, o.GPUs, o.DIMMs, o.DIMM.Key)]++
 		}
 	}
 	if len(seen) == 0 {

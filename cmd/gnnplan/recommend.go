@@ -339,6 +339,14 @@ func runRecommend(ctx context.Context, o *recommendOptions) error {
 // noGPULine is the machine as installed where it has no GPU.
 const noGPULine = "as installed: no GPU: plans here train on GPUs; to plan CPU training, run gnnplan recommend --this-machine --dataset DIR on the machine itself"
 
+// dramText is the memory an option buys, "+n x 64GB" or "" for none.
+func dramText(hw tpc.Hardware) string {
+	if hw.DIMMs == 0 {
+		return ""
+	}
+	return fmt.Sprintf("+%d x %.0fGB", hw.DIMMs, hw.DIMM.CapacityGiB)
+}
+
 // ssdCount is "n x model", or "no SSD".
 func ssdCount(n int, model string) string {
 	if n == 0 {
@@ -387,7 +395,7 @@ func writeRecommendation(h *human, top int, rec *tpc.Recommendation) error {
 		fmt.Fprintf(out, "%s on %s, budget $%s: %d plans priced, %d distinct placements evaluated\n",
 			w.Name+" "+w.Model, rec.Machine.Name, tpc.FormatUSD(rec.Request.BudgetUSD), rec.Searched, rec.Placements)
 	}
-	t := textout.NewTable(col("RANK"), col("GPUS"), col("SSDS"), num("COST $"), num("SAMPLES/s"), num("EPOCH s"),
+	t := textout.NewTable(col("RANK"), col("GPUS"), col("SSDS"), opt(col("DRAM")), num("COST $"), num("SAMPLES/s"), num("EPOCH s"),
 		num("TPC per $1k"), opt(col("BOUND")))
 	for i, op := range rec.Options {
 		if i >= top && op != rec.Fastest {
@@ -400,7 +408,7 @@ func writeRecommendation(h *human, top int, rec *tpc.Recommendation) error {
 		case op == rec.Fastest:
 			rank += " (fastest)"
 		}
-		t.Row(rank, fmt.Sprintf("%d x %s", op.GPUs, op.GPU.Key), ssdCount(op.SSDs, op.SSD.Key),
+		t.Row(rank, fmt.Sprintf("%d x %s", op.GPUs, op.GPU.Key), ssdCount(op.SSDs, op.SSD.Key), dramText(op.Hardware),
 			tpc.FormatUSD(op.CostUSD), fmt.Sprintf("%.0f", op.SamplesPerSec), fmt.Sprintf("%.1f", op.EpochSeconds),
 			fmt.Sprintf("%.3f", op.TPC*1000), op.Bound)
 	}
@@ -412,8 +420,12 @@ func writeRecommendation(h *human, top int, rec *tpc.Recommendation) error {
 	if rec.NothingToBuy != "" {
 		verdict = "as installed"
 	}
-	fmt.Fprintf(out, "%s: %d x %s + %s, $%s 5-year TCO, %.0f samples/s (epoch %s: IO %s, training %s)\n",
-		verdict, b.GPUs, b.GPU.Name, ssdCount(b.SSDs, b.SSD.Name), tpc.FormatUSD(b.CostUSD), b.SamplesPerSec,
+	dram := ""
+	if b.DIMMs > 0 {
+		dram = fmt.Sprintf(" + %d x %s (%.0f GiB more host memory)", b.DIMMs, b.DIMM.Name, b.AddedMemoryGiB())
+	}
+	fmt.Fprintf(out, "%s: %d x %s + %s%s, $%s 5-year TCO, %.0f samples/s (epoch %s: IO %s, training %s)\n",
+		verdict, b.GPUs, b.GPU.Name, ssdCount(b.SSDs, b.SSD.Name), dram, tpc.FormatUSD(b.CostUSD), b.SamplesPerSec,
 		fmtSeconds(b.EpochSeconds), fmtSeconds(b.EpochIOSeconds), fmtSeconds(b.EpochTrainSecs))
 	ssdRate := ""
 	if b.SSDs > 0 {

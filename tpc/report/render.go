@@ -51,7 +51,11 @@ func (r *Review) view() *view {
 		Version: r.Version,
 		Legend:  fmt.Sprintf("Red, thick: links and devices the flow model saturates. Green: the GPUs placed; blue: the SSDs placed. Dashed: empty slots. Link labels give the capacity per direction in GB/s (decimal)."),
 	}
-	buy := [2]string{"Buy", fmt.Sprintf("%d x %s + %s", b.GPUs, b.GPU.Name, ssdText(b.SSDs, b.SSD.Name))}
+	dram := ""
+	if b.DIMMs > 0 {
+		dram = fmt.Sprintf(" + %d x %s (%.0f GiB more host memory)", b.DIMMs, b.DIMM.Name, b.AddedMemoryGiB())
+	}
+	buy := [2]string{"Buy", fmt.Sprintf("%d x %s + %s%s", b.GPUs, b.GPU.Name, ssdText(b.SSDs, b.SSD.Name), dram)}
 	if rec.NothingToBuy != "" {
 		v.Subtitle = fmt.Sprintf("Nothing one can buy fits the machine: %s. This review is of the machine as installed, at catalog prices.", rec.NothingToBuy)
 		buy = [2]string{"Keep (as installed)", fmt.Sprintf("%d x %s + %s", b.GPUs, b.GPU.Name, ssdText(b.SSDs, b.SSD.Name))}
@@ -92,8 +96,11 @@ func (r *Review) view() *view {
 	if b.SSDs > 0 {
 		v.Costs = append(v.Costs, []string{b.SSD.Name, "$" + tpc.FormatUSD(b.SSD.PriceUSD), fmt.Sprint(b.SSDs), "$" + tpc.FormatUSD(b.SSD.PriceUSD*float64(b.SSDs)), "capex", priceSource(b.SSD.Sources)})
 	}
+	if b.DIMMs > 0 {
+		v.Costs = append(v.Costs, []string{b.DIMM.Name, "$" + tpc.FormatUSD(b.DIMM.PriceUSD), fmt.Sprint(b.DIMMs), "$" + tpc.FormatUSD(b.DIMM.PriceUSD*float64(b.DIMMs)), "capex", priceSource(b.DIMM.Sources)})
+	}
 	v.Costs = append(v.Costs, []string{fmt.Sprintf("Electricity: %g kW at $%g/kWh for %g years", h.PowerKW, h.USDPerKWh, h.Years), "", "", "$" + tpc.FormatUSD(h.ElectricityUSD), "opex", sourcePart(h.Sources, "electricity: ")})
-	capex := h.MachineUSD + b.GPU.PriceUSD*float64(b.GPUs) + b.SSD.PriceUSD*float64(b.SSDs)
+	capex := h.MachineUSD + b.GPU.PriceUSD*float64(b.GPUs) + b.SSD.PriceUSD*float64(b.SSDs) + b.DIMM.PriceUSD*float64(b.DIMMs)
 	v.CostNote = fmt.Sprintf("Capex $%s, opex $%s over %g years: 5-year TCO $%s (Hyperion's equation 5). Prices from %s.",
 		tpc.FormatUSD(capex), tpc.FormatUSD(h.ElectricityUSD), h.Years, tpc.FormatUSD(capex+h.ElectricityUSD), r.CatalogName)
 	for _, st := range r.Budgets {

@@ -242,7 +242,7 @@ func budgetsAndRange(ctx context.Context, r *Review, req tpc.Request) error {
 		as.SkewExponent = a
 		as.CPUCacheFraction = b.Decisions.CPUCacheFraction
 		s := tpc.Setup{Machine: r.Rec.Machine, Catalog: req.Catalog, Workload: req.Workload, GPU: b.GPU.Key, SSD: b.SSD.Key,
-			GPUs: b.GPUs, SSDs: b.SSDs, Layout: tpc.LayoutBest, SSDGBps: req.MeasuredSSDGBps, Assumptions: as}
+			GPUs: b.GPUs, SSDs: b.SSDs, DIMM: b.DIMM.Key, DIMMs: b.DIMMs, Layout: tpc.LayoutBest, SSDGBps: req.MeasuredSSDGBps, Assumptions: as}
 		if r.Rec.NothingToBuy != "" { // the machine as installed: its devices where they are
 			s.Machine, s.Layout = r.Rec.BestMachine, tpc.LayoutInstalled
 		}
