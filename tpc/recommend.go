@@ -579,21 +579,29 @@ func ssdNode(s profiles.SSDModel) topology.Node {
 // for the placement found, and the plans ranked first search again at
 // their cache (refine): coordinate descent over placement and cache.
 func (r *recommender) evaluate(ctx context.Context, hw Hardware) (*Option, error) {
-	w, a := r.req.Workload, r.req.Assumptions
-	xmax := maxCPUCacheFraction(w, hw, r.hostFor(hw), a)
+	a := r.req.Assumptions
+	xmax := maxCPUCacheFraction(r.req.Workload, hw, r.hostFor(hw), a)
 	a.CPUCacheFraction = math.Min(xmax, searchCacheFraction)
-	s, ssd := ioShares(w, hw, r.hostFor(hw), a, r.req.MeasuredSSDGBps)
+	return r.placeAndDecide(ctx, hw, a, xmax)
+}
+
+// placeAndDecide searches hw's placements with a's CPU cache, decides the
+// cache (up to xmax) for the placement found, and predicts the option
+// with it: one round of the placement and cache descent.
+func (r *recommender) placeAndDecide(ctx context.Context, hw Hardware, a Assumptions, xmax float64) (*Option, error) {
+	w, host := r.req.Workload, r.hostFor(hw)
+	s, ssd := ioShares(w, hw, host, a, r.req.MeasuredSSDGBps)
 	out := r.search(ctx, hw, tiersFor(s, ssd, a))
 	if out.err != nil {
 		return nil, out.err
 	}
 	inv := maxflow.Inventory{GPUs: hw.GPUs, SSDs: hw.SSDs, GPU: gpuNode(hw.GPU), SSD: ssdNode(hw.SSD)}
-	x, why, err := r.req.cpuCache(r.stripped, inv, out.best.Placement, hw, r.hostFor(hw), xmax)
+	x, why, err := r.req.cpuCache(r.stripped, inv, out.best.Placement, hw, host, xmax)
 	if err != nil {
 		return nil, err
 	}
 	a.CPUCacheFraction = x
-	s, ssd = ioShares(w, hw, r.hostFor(hw), a, r.req.MeasuredSSDGBps)
+	s, ssd = ioShares(w, hw, host, a, r.req.MeasuredSSDGBps)
 	seconds, err := r.timePlacement(inv, out.best.Placement, tiersFor(s, ssd, a))
 	if err != nil {
 		return nil, err
@@ -714,31 +722,13 @@ func (r *recommender) refine(ctx context.Context, o *Option) (*Option, error) {
 	if math.Abs(o.Decisions.CPUCacheFraction-math.Min(o.Decisions.MaxCPUCacheFraction, searchCacheFraction)) < 1e-12 {
 		return o, nil // searched at this cache already
 	}
-	w, a := r.req.Workload, r.assumptionsFor(o)
-	hw := o.Hardware
-	s, ssd := ioShares(w, hw, r.hostFor(hw), a, r.req.MeasuredSSDGBps)
-	out := r.search(ctx, hw, tiersFor(s, ssd, a))
-	if out.err != nil {
-		return nil, out.err
-	}
-	inv := maxflow.Inventory{GPUs: hw.GPUs, SSDs: hw.SSDs, GPU: gpuNode(hw.GPU), SSD: ssdNode(hw.SSD)}
-	xmax := o.Decisions.MaxCPUCacheFraction
-	x, why, err := r.req.cpuCache(r.stripped, inv, out.best.Placement, hw, r.hostFor(hw), xmax)
+	n, err := r.placeAndDecide(ctx, o.Hardware, r.assumptionsFor(o), o.Decisions.MaxCPUCacheFraction)
 	if err != nil {
 		return nil, err
 	}
-	a.CPUCacheFraction = x
-	s, ssd = ioShares(w, hw, r.hostFor(hw), a, r.req.MeasuredSSDGBps)
-	seconds, err := r.timePlacement(inv, out.best.Placement, tiersFor(s, ssd, a))
-	if err != nil {
-		return nil, err
-	}
-	if seconds >= o.EpochIOSeconds {
+	if n.EpochIOSeconds >= o.EpochIOSeconds {
 		return o, nil
 	}
-	n := &Option{Hardware: hw, Placement: out.best.Placement, FabricGBps: out.best.FabricGBps,
-		Decisions: Decisions{CPUCacheFraction: x, CPUCacheGiB: s.CPUCacheRows * float64(w.FeatureRowBytes()) / (1 << 30), MaxCPUCacheFraction: xmax, Why: why}}
-	n.Prediction = predict(w, hw, r.req.Catalog.Host, seconds, s, a, ssd)
 	return n, nil
 }
 
