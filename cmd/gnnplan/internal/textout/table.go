@@ -13,7 +13,7 @@ type Column struct {
 	// Right aligns the column's cells right (numbers).
 	Right bool
 	// Optional columns are hidden, rightmost first, while the table is
-	// wider than its width.
+	// wider than its width, and always when no row fills them.
 	Optional bool
 	// Elastic columns (free text) are narrowed when hiding the optional
 	// columns was not enough, never below their header's width or 12
@@ -60,8 +60,9 @@ func (t *Table) Write(w io.Writer, width int) error {
 		}
 	}
 	shown := make([]bool, len(t.cols))
-	for i := range shown {
-		shown[i] = true
+	for i, c := range t.cols {
+		// An optional column no row fills says nothing: left out.
+		shown[i] = !c.Optional || !t.empty(i)
 	}
 	total := func() int {
 		n, s := 0, 0
@@ -174,6 +175,16 @@ func (t *Table) Write(w io.Writer, width int) error {
 // no indentation.
 func wrapPlain(s string, width int) string {
 	return wrapWords("", "", s, width)
+}
+
+// empty reports whether no row has a cell in column i.
+func (t *Table) empty(i int) bool {
+	for _, r := range t.rows {
+		if r[i] != "" {
+			return false
+		}
+	}
+	return true
 }
 
 func minElastic(c Column) int { return max(Width(c.Name), 12) }

@@ -154,3 +154,15 @@ func TestTableCutsPathsAtTheStart(t *testing.T) {
 		t.Errorf("want the path cut at its start, its file name kept, within 30 columns:\n%s", out)
 	}
 }
+
+func TestTableLeavesOutAnEmptyOptionalColumn(t *testing.T) {
+	tab := NewTable(Column{Name: "GPUS"}, Column{Name: "DRAM", Optional: true}, Column{Name: "COST", Right: true})
+	tab.Row("4 x l40s", "", "63,898")
+	var b bytes.Buffer
+	if err := tab.Write(&b, 0); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "DRAM") || strings.Contains(b.String(), "-o wide") {
+		t.Errorf("an optional column no row fills is shown, or noted:\n%s", b.String())
+	}
+}
