@@ -3,6 +3,7 @@ package tpc
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 )
@@ -95,4 +96,52 @@ func TestDRAMIsBoughtWhenItPays(t *testing.T) {
 	t.Logf("$1 DIMMs: %s, %d x %s, TPC %.4g, host share %.2f; $20,000: %s, TPC %.4g, host share %.2f; hints %q / %q",
 		cheap.Best.label(), cheap.Best.DIMMs, cheap.Best.DIMM.Key, 1000*cheap.Best.TPC, cheap.Best.Shares.HostShare,
 		dear.Best.label(), 1000*dear.Best.TPC, dear.Best.Shares.HostShare, cheap.Hint.Next, dear.Hint.Next)
+}
+
+// TestMeasuredHotnessReplacesThePowerLaw is issue 35's skew line: with
+// place's hotness counts, the shares come from them, not x^a. A hotness
+// where a tenth of the vertices get every access caches every access in
+// a tenth; a uniform one gives a cache of a tenth a tenth of them.
+func TestMeasuredHotnessReplacesThePowerLaw(t *testing.T) {
+	const n = 10000
+	skewed, uniform := make([]uint32, n), make([]uint32, n)
+	for v := range n {
+		uniform[v] = 7
+		if v%10 == 3 {
+			skewed[v] = 50
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		counts []uint32
+		x      float64
+		want   float64
+	}{
+		{"skewed, the hot tenth", skewed, 0.1, 1},
+		{"skewed, half the hot tenth", skewed, 0.05, 0.5},
+		{"uniform, a tenth", uniform, 0.1, 0.1},
+		{"uniform, all", uniform, 1, 1},
+		{"uniform, none", uniform, 0, 0},
+	} {
+		a := DefaultAssumptions()
+		a.HotnessCurve = HotnessCurve(tc.counts, HotnessCurvePoints)
+		if got := a.hitShare(tc.x); math.Abs(got-tc.want) > 5e-3 { // the curve keeps 1,025 points
+			t.Errorf("%s: hit share at %.2f = %.4f, want %.4f", tc.name, tc.x, got, tc.want)
+		}
+	}
+	if HotnessCurve(make([]uint32, 5), HotnessCurvePoints) != nil {
+		t.Error("no access counted gave a curve")
+	}
+	// In a plan: the uniform hotness leaves more to the SSDs than x^0.26.
+	req := request(t, "moment-b", "igb-hom", 80000)
+	law := recommend(t, req)
+	big := make([]uint32, req.Workload.Vertices/1000)
+	for i := range big {
+		big[i] = 1
+	}
+	req.Assumptions.HotnessCurve = HotnessCurve(big, HotnessCurvePoints)
+	flat := recommend(t, req)
+	if !(flat.Best.Shares.SSDShare > law.Best.Shares.SSDShare) {
+		t.Errorf("SSD share %.2f with a uniform hotness, %.2f with x^0.26: want more from the SSDs without skew", flat.Best.Shares.SSDShare, law.Best.Shares.SSDShare)
+	}
 }

@@ -1,8 +1,10 @@
 package tpc
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/gnnplan/gnnplan/maxflow"
@@ -26,6 +28,10 @@ type Assumptions struct {
 	// cache for the operating system, the samplers' working set and the
 	// pinned staging buffers (recommend --this-machine keeps a tenth).
 	HostReserveShare float64 `json:"host_reserve_share"`
+	// HotnessCurve, when set, is the measured access skew (place's
+	// hotness.npy): entry i is the share of accesses the hottest i/(n-1)
+	// of the vertices receive, n its length. It replaces SkewExponent.
+	HotnessCurve []float64 `json:"hotness_curve,omitempty"`
 	// SkewExponent a models access skew when no hotness is measured: the
 	// hottest fraction x of vertices receives x^a of the accesses. 0.26
 	// gives the top 1% 30% of the accesses, mid-range of DiskGNN's table
@@ -74,7 +80,9 @@ func DefaultAssumptions() Assumptions {
 		HostMemGBps: 100, SSDBlockBytes: 4096, GPUSampleEdgesPerS: 300e6, BatchOverheadS: 0.010}
 }
 
-// hitShare is the share of accesses the hottest fraction x of vertices gets.
+// hitShare is the share of accesses the hottest fraction x of vertices
+// gets: the measured curve where there is one (interpolated linearly),
+// else the power law x^SkewExponent.
 func (a Assumptions) hitShare(x float64) float64 {
 	if x <= 0 {
 		return 0
@@ -82,7 +90,46 @@ func (a Assumptions) hitShare(x float64) float64 {
 	if x >= 1 {
 		return 1
 	}
+	if c := a.HotnessCurve; len(c) >= 2 {
+		f := x * float64(len(c)-1)
+		i := min(int(f), len(c)-2)
+		return c[i] + (f-float64(i))*(c[i+1]-c[i])
+	}
 	return math.Pow(x, a.SkewExponent)
+}
+
+// HotnessCurvePoints is how many points HotnessCurve keeps.
+const HotnessCurvePoints = 1025
+
+// HotnessCurve turns per-vertex access counts (place's hotness.npy) into
+// Assumptions.HotnessCurve: the share of accesses the hottest i/(points-1)
+// of the vertices receive. Counts that are all zero give nil (no skew
+// measured).
+func HotnessCurve(counts []uint32, points int) []float64 {
+	if len(counts) == 0 || points < 2 {
+		return nil
+	}
+	sorted := slices.Clone(counts)
+	slices.SortFunc(sorted, func(a, b uint32) int { return cmp.Compare(b, a) })
+	total := 0.0
+	for _, c := range sorted {
+		total += float64(c)
+	}
+	if total == 0 {
+		return nil
+	}
+	curve := make([]float64, points)
+	cum, k := 0.0, 0
+	n := float64(len(sorted))
+	for i := range curve {
+		// The hottest round(i/(points-1) x n) vertices' share.
+		upto := int(math.Round(float64(i) / float64(points-1) * n))
+		for ; k < upto; k++ {
+			cum += float64(sorted[k])
+		}
+		curve[i] = cum / total
+	}
+	return curve
 }
 
 // Hardware is one thing to buy: GPUs and SSDs of one model each, and

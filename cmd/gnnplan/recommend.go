@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/gnnplan/gnnplan/tpc"
 	"github.com/gnnplan/gnnplan/tpc/validate"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
+	"github.com/gnnplan/gnnplan/trainer/sample"
 )
 
 // recommendOptions holds the recommend command's flags.
@@ -197,6 +200,16 @@ func (o *recommendOptions) request(ctx context.Context) (tpc.Request, error) {
 			return req, err
 		}
 		req.Workload = workloadFromMeta(o.Dataset, meta)
+		// The access skew place measured, where it has: the power law
+		// only where it has not.
+		hotPath := filepath.Join(o.Dataset, sample.HotnessFile)
+		if _, err := os.Stat(hotPath); err == nil {
+			hot, err := sample.ReadHotness(hotPath, meta.NumNodes)
+			if err != nil {
+				return req, err
+			}
+			req.Assumptions.HotnessCurve = tpc.HotnessCurve(hot, tpc.HotnessCurvePoints)
+		}
 	} else if req.Workload, err = tpc.BuiltinWorkload(o.Workload); err != nil {
 		return req, err
 	}
@@ -461,7 +474,11 @@ func writeRecommendation(h *human, top int, rec *tpc.Recommendation) error {
 		d.Machines, tpc.FormatUSD(d.CostUSD), d.SamplesPerSec, d.TPC*1000, d.CostPerSample)
 	fmt.Fprintf(out, "  (%s)\n", d.Assumption)
 	a := rec.Request.Assumptions
-	fmt.Fprintf(out, "assumptions: %g GiB of each GPU kept for the model, %.0f%% of host memory kept from the cache, top x of vertices get x^%.2f of accesses, products at %.0f%% of FP32 peak, memory-bound kernels at %.0f%% of the GPU memory's rate, %.0f ms per batch fixed\n",
-		a.GPUReserveGiB, 100*a.HostReserveShare, a.SkewExponent, 100*a.ComputeEfficiency, 100*a.MemoryEfficiency, 1000*a.BatchOverheadS)
+	skew := fmt.Sprintf("top x of vertices get x^%.2f of accesses", a.SkewExponent)
+	if len(a.HotnessCurve) > 0 {
+		skew = fmt.Sprintf("access skew as place measured it (%s: the top 1%% of vertices get %.0f%%)", sample.HotnessFile, 100*tpc.HitShare(a, 0.01))
+	}
+	fmt.Fprintf(out, "assumptions: %g GiB of each GPU kept for the model, %.0f%% of host memory kept from the cache, %s, products at %.0f%% of FP32 peak, memory-bound kernels at %.0f%% of the GPU memory's rate, %.0f ms per batch fixed\n",
+		a.GPUReserveGiB, 100*a.HostReserveShare, skew, 100*a.ComputeEfficiency, 100*a.MemoryEfficiency, 1000*a.BatchOverheadS)
 	return nil
 }

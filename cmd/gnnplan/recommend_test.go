@@ -15,6 +15,7 @@ import (
 
 	"github.com/gnnplan/gnnplan/tpc"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
+	"github.com/gnnplan/gnnplan/trainer/sample"
 )
 
 func TestRecommendDefaultRun(t *testing.T) {
@@ -484,5 +485,28 @@ func TestReviewOfAMachineAsInstalled(t *testing.T) {
 	text, _ := os.ReadFile(md)
 	if !strings.Contains(string(text), "| Keep (as installed) | 16 x NVIDIA Tesla V100 SXM 32GB + no SSD |") || !strings.Contains(string(text), "Nothing one can buy fits") {
 		t.Errorf("the review does not say the machine is kept as installed:\n%.1500s", text)
+	}
+}
+
+// TestRecommendUsesMeasuredHotness: with place's hotness.npy in the
+// dataset, recommend prices the cache with the measured skew and says so;
+// without it, the power law.
+func TestRecommendUsesMeasuredHotness(t *testing.T) {
+	dir := t.TempDir()
+	data := synthData(t, dir, "--nodes", "3000", "--edges", "20000", "--feature-dim", "64")
+	code, out, errOut := runCLI(t, "recommend", "--dataset", data, "--gpus", "1")
+	if code != 0 || !strings.Contains(strings.Join(strings.Fields(out), " "), "top x of vertices get x^0.26") {
+		t.Fatalf("no hotness: exit %d (%s), want the power law:\n%s", code, errOut, out)
+	}
+	hot := make([]uint32, 3000)
+	for v := range hot {
+		hot[v] = uint32(v % 7)
+	}
+	if err := sample.WriteHotness(filepath.Join(data, sample.HotnessFile), hot); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runCLI(t, "recommend", "--dataset", data, "--gpus", "1")
+	if flat := strings.Join(strings.Fields(out), " "); code != 0 || !strings.Contains(flat, "access skew as place measured it") || strings.Contains(flat, "x^0.26") {
+		t.Errorf("with hotness.npy: exit %d (%s), want the measured skew named:\n%s", code, errOut, out)
 	}
 }

@@ -371,18 +371,12 @@ func thisMachineHits(dir string, n int64, w tpc.Workload) (func(f float64) float
 		a := tpc.DefaultAssumptions()
 		return func(f float64) float64 { return tpc.HitShare(a, f) }, fmt.Sprintf("the power law x^%.2f (no %s: run gnnplan place to measure it)", a.SkewExponent, sample.HotnessFile)
 	}
-	sorted := slices.Clone(hot)
-	slices.SortFunc(sorted, func(a, b uint32) int { return int(b) - int(a) })
-	cum := make([]float64, len(sorted)+1)
-	for i, h := range sorted {
-		cum[i+1] = cum[i] + float64(h)
+	a := tpc.DefaultAssumptions()
+	a.HotnessCurve = tpc.HotnessCurve(hot, tpc.HotnessCurvePoints)
+	if a.HotnessCurve == nil { // no access counted: every row alike
+		a.HotnessCurve = []float64{0, 1}
 	}
-	total := cum[len(sorted)]
 	return func(f float64) float64 {
-		if total == 0 {
-			return 1
-		}
-		k := int(f*float64(len(sorted)) + 0.5)
-		return cum[min(max(k, 0), len(sorted))] / total
+		return tpc.HitShare(a, f)
 	}, "the hottest rows by place's measured hotness (" + sample.HotnessFile + ")"
 }

@@ -239,7 +239,7 @@ func budgetsAndRange(ctx context.Context, r *Review, req tpc.Request) error {
 	b := r.Rec.Best
 	for _, a := range skewRange {
 		as := req.Assumptions
-		as.SkewExponent = a
+		as.SkewExponent, as.HotnessCurve = a, nil
 		as.CPUCacheFraction = b.Decisions.CPUCacheFraction
 		s := tpc.Setup{Machine: r.Rec.Machine, Catalog: req.Catalog, Workload: req.Workload, GPU: b.GPU.Key, SSD: b.SSD.Key,
 			GPUs: b.GPUs, SSDs: b.SSDs, DIMM: b.DIMM.Key, DIMMs: b.DIMMs, Layout: tpc.LayoutBest, SSDGBps: req.MeasuredSSDGBps, Assumptions: as}
