@@ -145,3 +145,27 @@ func TestMeasuredHotnessReplacesThePowerLaw(t *testing.T) {
 		t.Errorf("SSD share %.2f with a uniform hotness, %.2f with x^0.26: want more from the SSDs without skew", flat.Best.Shares.SSDShare, law.Best.Shares.SSDShare)
 	}
 }
+
+// TestHintPricesEachNextPurchase: the hint prices one more SSD, the next
+// memory purchase and one more GPU beside the best plan, each with what
+// it adds, so a review answers "more RAM, more SSDs or another GPU?".
+func TestHintPricesEachNextPurchase(t *testing.T) {
+	rec := recommend(t, request(t, "moment-b", "igb-hom", 80000))
+	if len(rec.Hint.Steps) != 3 {
+		t.Fatalf("%d next steps, want 3: %+v", len(rec.Hint.Steps), rec.Hint.Steps)
+	}
+	want := []string{"one more " + rec.Best.SSD.Key, "DDR5", "one more " + rec.Best.GPU.Key}
+	for i, st := range rec.Hint.Steps {
+		if !strings.Contains(st.What, want[i]) {
+			t.Errorf("step %d is %q, want %q", i, st.What, want[i])
+		}
+		if st.Why == "" && !(st.AddedUSD > 0) {
+			t.Errorf("step %q adds $%v, want its price", st.What, st.AddedUSD)
+		}
+	}
+	// Moment-b's default plan is bound by the GPUs' links: one more SSD
+	// adds no throughput (the refined placement, not a worse one).
+	if g := rec.Hint.Steps[0].ThroughputGain; math.Abs(g) > 0.01 {
+		t.Errorf("one more SSD: %+.1f%% throughput, want about none on a GPU-link-bound plan", 100*g)
+	}
+}

@@ -796,9 +796,79 @@ type Hint struct {
 	ThroughputGain float64 `json:"throughput_gain"`
 	TPCGain        float64 `json:"tpc_gain"`
 	Text           string  `json:"text"`
+	// Steps is each next purchase beside the best plan (one more SSD,
+	// the next memory, one more GPU) and what it would do: the three
+	// answers to "more RAM, more SSDs or another GPU?".
+	Steps []NextStep `json:"steps,omitempty"`
+}
+
+// NextStep is one purchase added to the best plan and its effect; Why
+// says why it was not priced (no free slot) when it was not.
+type NextStep struct {
+	What           string  `json:"what"`
+	AddedUSD       float64 `json:"added_USD"`
+	ThroughputGain float64 `json:"throughput_gain"`
+	TPCGain        float64 `json:"tpc_gain"`
+	Why            string  `json:"why,omitempty"`
+}
+
+// evaluateFull is evaluate and refine: both rounds of the placement and
+// cache descent, as the best plan had, for the purchases a hint compares
+// with it.
+func (r *recommender) evaluateFull(ctx context.Context, hw Hardware) (*Option, error) {
+	o, err := r.evaluate(ctx, hw)
+	if err != nil {
+		return nil, err
+	}
+	return r.refine(ctx, o)
+}
+
+// nextSteps prices one more SSD, the next memory purchase and one more
+// GPU beside best.
+func (r *recommender) nextSteps(ctx context.Context, best *Option) []NextStep {
+	type cand struct {
+		what string
+		hw   Hardware
+		ok   bool
+	}
+	ssd, gpu := best.Hardware, best.Hardware
+	ssd.SSDs++
+	gpu.GPUs++
+	mem, memOK := r.nextDRAM(best.Hardware)
+	memWhat := "more host memory"
+	if memOK {
+		memWhat = fmt.Sprintf("%d x %s (%.0f GiB)", mem.DIMMs-best.DIMMs, mem.DIMM.Name, mem.AddedMemoryGiB()-best.AddedMemoryGiB())
+	}
+	var out []NextStep
+	for _, c := range []cand{{"one more " + best.SSD.Key, ssd, true}, {memWhat, mem, memOK}, {"one more " + best.GPU.Key, gpu, true}} {
+		st := NextStep{What: c.what}
+		if !c.ok {
+			st.Why = "the machine describes no free DIMM slot (or the CPU cache is fixed)"
+			out = append(out, st)
+			continue
+		}
+		o, err := r.evaluateFull(ctx, c.hw)
+		if err != nil {
+			st.Why = "no room for it: " + err.Error()
+			out = append(out, st)
+			continue
+		}
+		st.AddedUSD = o.CostUSD - best.CostUSD
+		st.ThroughputGain = o.SamplesPerSec/best.SamplesPerSec - 1
+		st.TPCGain = o.TPC/best.TPC - 1
+		out = append(out, st)
+	}
+	return out
 }
 
 func (r *recommender) hint(ctx context.Context, rec *Recommendation) Hint {
+	h := r.boundHint(ctx, rec)
+	h.Steps = r.nextSteps(ctx, rec.Best)
+	return h
+}
+
+// boundHint says what binds the best plan and what the next dollar buys.
+func (r *recommender) boundHint(ctx context.Context, rec *Recommendation) Hint {
 	best := rec.Best
 	h := Hint{}
 	if best.Bound == "compute" {
@@ -829,8 +899,8 @@ func (r *recommender) hint(ctx context.Context, rec *Recommendation) Hint {
 	what := "one more " + best.SSD.Key
 	// More memory instead, where it buys more TPC than one more SSD.
 	if d, ok := r.nextDRAM(best.Hardware); ok {
-		om, errM := r.evaluate(ctx, more)
-		od, errD := r.evaluate(ctx, d)
+		om, errM := r.evaluateFull(ctx, more)
+		od, errD := r.evaluateFull(ctx, d)
 		if errD == nil && od.TPC > best.TPC && (errM != nil || od.TPC > om.TPC) {
 			more, what = d, fmt.Sprintf("%d x %s (%.0f GiB more host memory)", d.DIMMs-best.DIMMs, d.DIMM.Name, d.AddedMemoryGiB()-best.AddedMemoryGiB())
 		}
@@ -940,7 +1010,7 @@ func SSDLinkCap(m *topology.Machine, ev *maxflow.Evaluation, driveGBps float64) 
 
 // nextStep evaluates adding one component and phrases the result.
 func (r *recommender) nextStep(ctx context.Context, h *Hint, best *Option, next Hardware, what string) {
-	o, err := r.evaluate(ctx, next)
+	o, err := r.evaluateFull(ctx, next)
 	if err != nil || o == nil {
 		var in *topology.InputError
 		if errors.As(err, &in) {

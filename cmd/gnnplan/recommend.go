@@ -465,6 +465,13 @@ func writeRecommendation(h *human, top int, rec *tpc.Recommendation) error {
 		fmt.Fprintf(out, "  how far to trust it: the same model's predictions of published measurements had %s (gnnplan validate)\n", v)
 	}
 	fmt.Fprintf(out, "hint: %s\n", rec.Hint.Text)
+	for _, st := range rec.Hint.Steps {
+		if st.Why != "" {
+			fmt.Fprintf(out, "  %s: not priced: %s\n", st.What, st.Why)
+			continue
+		}
+		fmt.Fprintf(out, "  %s: $%s, %+.1f%% throughput, %+.1f%% TPC\n", st.What, tpc.FormatUSD(st.AddedUSD), 100*st.ThroughputGain, 100*st.TPCGain)
+	}
 	if f := rec.Fastest; f != b {
 		fmt.Fprintf(out, "fastest within budget: %d x %s + %d x %s, $%s, %.0f samples/s (%.2fx the recommended), TPC %.3f per $1k\n",
 			f.GPUs, f.GPU.Key, f.SSDs, f.SSD.Key, tpc.FormatUSD(f.CostUSD), f.SamplesPerSec, f.SamplesPerSec/b.SamplesPerSec, f.TPC*1000)
