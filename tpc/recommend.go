@@ -719,17 +719,26 @@ func (r *recommender) timePlacement(inv maxflow.Inventory, p maxflow.Placement, 
 // again for the placement found: the second round of the coordinate
 // descent evaluate starts. It keeps whichever is faster.
 func (r *recommender) refine(ctx context.Context, o *Option) (*Option, error) {
-	if math.Abs(o.Decisions.CPUCacheFraction-math.Min(o.Decisions.MaxCPUCacheFraction, searchCacheFraction)) < 1e-12 {
-		return o, nil // searched at this cache already
+	best := o
+	// Two more starts: the placement searched at the decided cache, and
+	// at the largest (where memory serves most, the placement that suits
+	// it may differ from both).
+	xs := []float64{o.Decisions.CPUCacheFraction, o.Decisions.MaxCPUCacheFraction}
+	for i, x := range xs {
+		if i == 1 && x == xs[0] || math.Abs(x-math.Min(o.Decisions.MaxCPUCacheFraction, searchCacheFraction)) < 1e-12 {
+			continue // searched at this cache already
+		}
+		a := r.assumptionsFor(o)
+		a.CPUCacheFraction = x
+		n, err := r.placeAndDecide(ctx, o.Hardware, a, o.Decisions.MaxCPUCacheFraction)
+		if err != nil {
+			return nil, err
+		}
+		if n.EpochIOSeconds < best.EpochIOSeconds {
+			best = n
+		}
 	}
-	n, err := r.placeAndDecide(ctx, o.Hardware, r.assumptionsFor(o), o.Decisions.MaxCPUCacheFraction)
-	if err != nil {
-		return nil, err
-	}
-	if n.EpochIOSeconds >= o.EpochIOSeconds {
-		return o, nil
-	}
-	return n, nil
+	return best, nil
 }
 
 // ioShares splits an epoch's bytes over hw's tiers (shares; with no SSD

@@ -26,6 +26,7 @@ type view struct {
 	Budgets, Range                 [][]string
 	Feasibility                    [][2]string
 	Hint, Fastest, Distributed     string
+	NextSteps                      []string
 	DistributedWhy                 string
 	Notes                          []string
 	Options                        [][]string
@@ -46,10 +47,11 @@ func (r *Review) view() *view {
 		Title: fmt.Sprintf("Capacity review: %s %s on %s", p.Workload.Name, p.Workload.Model, r.Machine.Name),
 		Subtitle: fmt.Sprintf("Budget $%s for one machine's 5-year TCO; %d hardware choices priced, %d distinct placements evaluated.",
 			tpc.FormatUSD(p.BudgetUSD), rec.Searched, rec.Placements),
-		Hint:    rec.Hint.Text,
-		Notes:   r.Notes,
-		Version: r.Version,
-		Legend:  fmt.Sprintf("Red, thick: links and devices the flow model saturates. Green: the GPUs placed; blue: the SSDs placed. Dashed: empty slots. Link labels give the capacity per direction in GB/s (decimal)."),
+		Hint:      rec.Hint.Text,
+		NextSteps: nextSteps(rec.Hint.Steps),
+		Notes:     r.Notes,
+		Version:   r.Version,
+		Legend:    fmt.Sprintf("Red, thick: links and devices the flow model saturates. Green: the GPUs placed; blue: the SSDs placed. Dashed: empty slots. Link labels give the capacity per direction in GB/s (decimal)."),
 	}
 	dram := ""
 	if b.DIMMs > 0 {
@@ -172,6 +174,20 @@ func ssdText(n int, model string) string {
 	return fmt.Sprintf("%d x %s", n, model)
 }
 
+// nextSteps says, a line each, what one more SSD, the next memory and one
+// more GPU would each add to the plan.
+func nextSteps(steps []tpc.NextStep) []string {
+	var out []string
+	for _, st := range steps {
+		if st.Why != "" {
+			out = append(out, fmt.Sprintf("%s: not priced (%s)", st.What, st.Why))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s: $%s more, %+.1f%% throughput, %+.1f%% TPC", st.What, tpc.FormatUSD(st.AddedUSD), 100*st.ThroughputGain, 100*st.TPCGain))
+	}
+	return out
+}
+
 // keptOrBought says which installed devices the plan keeps and what it
 // buys: devices of the plan's model are kept, others replaced.
 func keptOrBought(in *tpc.Installed, b *tpc.Option) string {
@@ -259,6 +275,7 @@ footer { margin-top: 2em; font-size: 0.85em; color: #777; }
 {{range .Summary}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>
 {{end}}</table>
 <p id="hint"><strong>What binds and what the next dollar buys:</strong> {{.Hint}}</p>
+{{if .NextSteps}}<ul id="next-steps">{{range .NextSteps}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{if .Fastest}}<p>{{.Fastest}}</p>{{end}}
 <p id="distributed"><strong>Distributed in-memory alternative:</strong> {{.Distributed}} <br><small>{{.DistributedWhy}}</small></p>
 
@@ -351,6 +368,12 @@ func (r *Review) WriteMarkdown(w io.Writer, stem string) error {
 	b.WriteString("## Recommendation\n\n| | |\n|---|---|\n")
 	mdPairs(&b, v.Summary)
 	fmt.Fprintf(&b, "\n**What binds and what the next dollar buys:** %s\n\n", v.Hint)
+	for _, st := range v.NextSteps {
+		fmt.Fprintf(&b, "- %s\n", st)
+	}
+	if len(v.NextSteps) > 0 {
+		b.WriteString("\n")
+	}
 	if v.Fastest != "" {
 		fmt.Fprintf(&b, "%s\n\n", v.Fastest)
 	}
