@@ -200,7 +200,7 @@ func PredictInstalled(ctx context.Context, req Request) (*Installed, error) {
 	}
 	g, _ := cat.GPU(in.GPU)
 	sm, _ := cat.SSD(ssd)
-	if ok, why := holds(req.Workload, Hardware{GPU: g, GPUs: in.GPUs, SSD: sm, SSDs: in.SSDs}, hostMemoryGiB(m, cat.Host)); !ok {
+	if ok, why := holds(req.Workload, Hardware{GPU: g, GPUs: in.GPUs, SSD: sm, SSDs: in.SSDs}, hostMemoryGiB(m, cat.Host), req.Assumptions.HostReserveShare); !ok {
 		in.CannotHold = why
 		return in, nil
 	}

@@ -157,7 +157,6 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 	if req.CPUCacheGiB <= 0 { // a fixed cache has no use for more memory
 		drams = dramChoices(req.Machine, req.Catalog)
 	}
-	ok := false
 	var jobs []job
 	cheapest := math.Inf(1)
 	var cheapestHW Hardware
@@ -176,6 +175,7 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 					if !r.feasible(hw) {
 						// Memory bought may make it hold the dataset: the
 						// least that does.
+						var ok bool
 						if hw, ok = r.leastDRAMToHold(hw, drams); !ok {
 							continue
 						}
@@ -396,14 +396,15 @@ func (r *recommender) nothingFits(c room, ssds []profiles.SSDModel) string {
 	}
 	feat, topo := req.Workload.DatasetBytes()
 	need := float64(feat+topo) / 1e9
-	host := 0.9 * r.hostGiB * (1 << 30) / 1e9
+	keep := 1 - req.Assumptions.HostReserveShare
+	host := keep * r.hostGiB * (1 << 30) / 1e9
 	room := c.ssd + c.either - max(0, req.MinGPUs-c.gpu)
 	biggest := 0.0
 	for _, s := range ssds {
 		biggest = math.Max(biggest, s.CapacityGB)
 	}
 	disks := float64(max(room, 0)) * biggest
-	mem := fmt.Sprintf("90%% of %.0f GiB", r.hostGiB)
+	mem := fmt.Sprintf("%.0f%% of %.0f GiB", 100*keep, r.hostGiB)
 	if req.Machine.Summarize().MemoryGiB == 0 {
 		mem += ": the catalog's host, as the machine file gives no memory size"
 	}
@@ -542,19 +543,20 @@ func dramChoices(m *topology.Machine, cat *profiles.Catalog) []Hardware {
 
 // feasible says whether the hardware can hold the dataset (holds).
 func (r *recommender) feasible(hw Hardware) bool {
-	ok, _ := holds(r.req.Workload, hw, r.hostFor(hw))
+	ok, _ := holds(r.req.Workload, hw, r.hostFor(hw), r.req.Assumptions.HostReserveShare)
 	return ok
 }
 
 // holds says whether hw can hold w's dataset: the SSDs hold the features,
-// or with no SSD 90% of host memory holds features and topology; if not,
-// why in words.
-func holds(w Workload, hw Hardware, hostGiB float64) (bool, string) {
+// or with no SSD host memory less its reserve (reserveShare, as the CPU
+// cache keeps) holds features and topology; if not, why in words.
+func holds(w Workload, hw Hardware, hostGiB, reserveShare float64) (bool, string) {
 	feat, topo := w.DatasetBytes()
 	if hw.SSDs == 0 {
-		if total := float64(feat + topo); total > hostGiB*(1<<30)*0.9 {
-			return false, fmt.Sprintf("%s's %.0f GB do not fit 90%% of %.0f GiB of host memory (%.0f GB), and there is no SSD",
-				w.Name, total/1e9, hostGiB, 0.9*hostGiB*(1<<30)/1e9)
+		room := hostGiB * (1 << 30) * (1 - reserveShare)
+		if total := float64(feat + topo); total > room {
+			return false, fmt.Sprintf("%s's %.0f GB do not fit %.0f%% of %.0f GiB of host memory (%.0f GB), and there is no SSD",
+				w.Name, total/1e9, 100*(1-reserveShare), hostGiB, room/1e9)
 		}
 		return true, ""
 	}
@@ -707,11 +709,13 @@ func (r *recommender) timePlacement(inv maxflow.Inventory, p maxflow.Placement, 
 	if err != nil {
 		return 0, err
 	}
-	ev, err := maxflow.Evaluate(pm, tiers)
+	// The least time alone: Evaluate's per-GPU inlets, traffic and cut
+	// are for the plan's detail, not for each option.
+	g, err := maxflow.BuildGraph(pm, tiers)
 	if err != nil {
 		return 0, err
 	}
-	return ev.EpochIOSeconds, nil
+	return g.LeastTime()
 }
 
 // refine searches the placements again for the option at its decided

@@ -10,6 +10,7 @@
 package textout
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"regexp"
@@ -63,13 +64,16 @@ func (x *Wrapper) Write(p []byte) (int, error) {
 	x.tail = append(x.tail, p...)
 	var out strings.Builder
 	for {
-		i := strings.IndexByte(string(x.tail), '\n')
+		i := bytes.IndexByte(x.tail, '\n')
 		if i < 0 {
 			break
 		}
 		out.WriteString(WrapLine(string(x.tail[:i]), x.width))
 		out.WriteByte('\n')
 		x.tail = x.tail[i+1:]
+	}
+	if len(x.tail) == 0 {
+		x.tail = nil // let the consumed buffer go
 	}
 	if out.Len() > 0 {
 		if _, err := io.WriteString(x.w, out.String()); err != nil {
