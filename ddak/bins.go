@@ -188,7 +188,22 @@ func BinsFromPlan(p *tpc.Plan, rows int64, rowBytes int64, opt BinOptions) ([]Bi
 	}
 	topoGB := topoFrac * totalGB
 	featGB := totalGB - topoGB
+	// The GPUs' caches serve the hottest part of the topology's reads,
+	// host memory the rest (tpc's GPU layout).
+	gpuLayout := p.Prediction.Shares.GPU
+	gpuTopoGB := gpuLayout.TopologyHit * topoGB
+	gpus := 0
+	for _, t := range p.StorageTraffic {
+		if t.Kind == maxflow.StorageGPUMem {
+			gpus++
+		}
+	}
+	if gpus == 0 {
+		gpuTopoGB = 0
+	}
 
+	// Each GPU's feature cache: what the options keep from it, what the
+	// plan's assumptions kept, or what the plan decided.
 	reserve := opt.GPUReserveGiB
 	if reserve == 0 {
 		reserve = p.Assumptions.GPUReserveGiB
@@ -228,14 +243,19 @@ func BinsFromPlan(p *tpc.Plan, rows int64, rowBytes int64, opt BinOptions) ([]Bi
 					mem = g.MemoryGiB
 				}
 			}
-			b.CapacityRows = capRows((mem - reserve) * (1 << 30) / float64(rowBytes))
+			cacheGiB := gpuLayout.FeatureCacheGiB
+			if reserve > 0 {
+				cacheGiB = mem - reserve
+			}
+			b.CapacityRows = capRows(cacheGiB * (1 << 30) / float64(rowBytes))
+			gb = math.Max(0, gb-gpuTopoGB/float64(gpus))
 		case maxflow.StorageHostMem:
 			b.CapacityRows = cpuRows / int64(hosts)
 			if int64(hostSeen) < cpuRows%int64(hosts) {
 				b.CapacityRows++
 			}
 			hostSeen++
-			gb -= topoGB / float64(hosts)
+			gb -= (topoGB - gpuTopoGB) / float64(hosts)
 			// What the flow sends a host beyond its topology, less
 			// rounding: a residue of a billionth of the epoch is none.
 			if gb <= 1e-9*totalGB {

@@ -18,7 +18,7 @@ import (
 // 1% training seeds).
 func synthWorkload(rows int64) tpc.Workload {
 	return tpc.Workload{Name: "synth", Vertices: rows, Edges: 20 * rows, FeatureDim: 16384, FeatureBytes: 4, Classes: 19,
-		TrainFraction: 0.01, Model: tpc.ModelGraphSAGE, Hidden: 256, Heads: 1, Fanouts: []int{25, 10}, BatchSize: 8000}
+		TrainFraction: 0.01, Model: tpc.ModelGraphSAGE, Hidden: 256, Heads: 1, Fanouts: []int{25, 10}, BatchSize: 1000}
 }
 
 // TestBinsFromRecommendedPlan builds the bins of a plan tpc.Recommend makes

@@ -204,22 +204,35 @@ func BuildGraph(m *topology.Machine, tiers Tiers) (*Graph, error) {
 // serves, the GPUs' caches as before. It needs the graph built with both
 // tiers present (shares > 0), as a search over the host's share does.
 func (g *Graph) SetHostShare(h float64) error {
-	var host []int
+	return g.SetShares(h, g.Tiers.GPUCacheShare)
+}
+
+// SetShares is SetHostShare that moves the GPUs' caches' share too, to
+// gpu: the graph must have been built with each tier it gives bytes to
+// (a GPU cache tier where gpu > 0).
+func (g *Graph) SetShares(h, gpu float64) error {
+	var host, cache []int
 	for _, s := range g.Storage {
-		if s.Kind == StorageHostMem {
+		switch s.Kind {
+		case StorageHostMem:
 			host = append(host, s.Edge)
+		case StorageGPUMem:
+			cache = append(cache, s.Edge)
 		}
 	}
-	ssd := 1 - h - g.Tiers.GPUCacheShare
-	if len(host) == 0 || g.pool < 0 || h < 0 || ssd < 0 || math.IsNaN(h) {
-		return fmt.Errorf("host share %v: the graph was built without both host memory and SSD tiers, or the share leaves none to the SSDs", h)
+	ssd := 1 - h - gpu
+	if len(host) == 0 || g.pool < 0 || h < 0 || gpu < 0 || ssd < -1e-12 || math.IsNaN(h) || math.IsNaN(gpu) || (gpu > 0 && len(cache) == 0) {
+		return fmt.Errorf("shares host %v, GPU caches %v: the graph was built without host memory, GPU cache or SSD tiers, or the shares leave none to the SSDs", h, gpu)
 	}
 	D := g.Tiers.DemandGB
 	for _, e := range host {
 		g.Net.volume[e] = h * D / float64(len(host))
 	}
-	g.Net.volume[g.pool] = ssd * D
-	g.Tiers.HostShare = h
+	for _, e := range cache {
+		g.Net.volume[e] = gpu * D / float64(len(cache))
+	}
+	g.Net.volume[g.pool] = math.Max(0, ssd) * D
+	g.Tiers.HostShare, g.Tiers.GPUCacheShare = h, gpu
 	return nil
 }
 

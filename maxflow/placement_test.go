@@ -669,4 +669,34 @@ func TestSetHostShareMatchesARebuild(t *testing.T) {
 	if err := g.SetHostShare(0.9); err == nil {
 		t.Error("a host share that leaves the SSDs less than nothing was taken")
 	}
+	// Both memories' shares moved at once, as the GPU memory's split
+	// between features and topology moves them.
+	for _, hg := range [][2]float64{{0.3, 0.05}, {0.1, 0.6}, {0.5, 0.5}} {
+		if err := g.SetShares(hg[0], hg[1]); err != nil {
+			t.Fatal(err)
+		}
+		got, err := g.LeastTime()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tiers := base
+		tiers.HostShare, tiers.GPUCacheShare = hg[0], hg[1]
+		want, err := Evaluate(m, tiers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(got-want.EpochIOSeconds) > 1e-9*want.EpochIOSeconds {
+			t.Errorf("shares %v: %v s moved, %v s rebuilt", hg, got, want.EpochIOSeconds)
+		}
+	}
+	if err := g.SetShares(0.5, 0.6); err == nil {
+		t.Error("shares summing past 1 were taken")
+	}
+	noCache, err := BuildGraph(m, DefaultTiers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := noCache.SetShares(0.3, 0.1); err == nil {
+		t.Error("a GPU cache share was given to a graph built without the tier")
+	}
 }

@@ -208,6 +208,8 @@ func PredictInstalled(ctx context.Context, req Request) (*Installed, error) {
 	hw := Hardware{GPU: g, GPUs: in.GPUs, SSD: sm, SSDs: in.SSDs}
 	hostGiB := hostMemoryGiB(m, cat.Host)
 	a := req.Assumptions
+	a.CPUCacheFraction = searchCacheFraction
+	a.GPUTopologyShare = servedSplit(req.Workload, hw, hostGiB, a)
 	xmax := maxCPUCacheFraction(req.Workload, hw, hostGiB, a)
 	a.CPUCacheFraction = xmax
 	setup := Setup{Machine: m, Catalog: cat, Workload: req.Workload, GPU: in.GPU, SSD: ssd, GPUs: in.GPUs, SSDs: in.SSDs,
@@ -228,7 +230,7 @@ func PredictInstalled(ctx context.Context, req Request) (*Installed, error) {
 		}
 	}
 	in.Decisions = Decisions{CPUCacheFraction: x, CPUCacheGiB: t.shares.CPUCacheRows * float64(req.Workload.FeatureRowBytes()) / (1 << 30),
-		MaxCPUCacheFraction: xmax, Why: why}
+		MaxCPUCacheFraction: xmax, Why: why, GPUTopologyShare: a.GPUTopologyShare, GPUWhy: gpuSplitWhy(req.Workload, t.shares, setup.Assumptions)}
 	in.Prediction = t.prediction
 	in.timed = t
 	return in, nil

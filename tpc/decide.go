@@ -19,11 +19,17 @@ type Decisions struct {
 	MaxCPUCacheFraction float64 `json:"max_cpu_cache_fraction"`
 	// Why says in a sentence why the cache is the size it is.
 	Why string `json:"why"`
+	// GPUTopologyShare is the share of each GPU's cache room given to
+	// the topology's hottest part; GPUWhy says how a GPU's memory is
+	// used and why (the figures are the prediction's shares' gpu).
+	GPUTopologyShare float64 `json:"gpu_topology_share"`
+	GPUWhy           string  `json:"gpu_why"`
 }
 
 // decided is a with d's choices in it: what a plan was predicted with.
 func decided(a Assumptions, d Decisions) Assumptions {
 	a.CPUCacheFraction = d.CPUCacheFraction
+	a.GPUTopologyShare = d.GPUTopologyShare
 	return a
 }
 
@@ -117,4 +123,162 @@ func decideCPUCache(m *topology.Machine, inv maxflow.Inventory, p maxflow.Placem
 		x = xmax
 	}
 	return x, fmt.Sprintf("%.1f%% of the vertices, less than the %.1f%% host memory could hold: a larger cache would move more bytes through the links host memory reaches the GPUs by, which the SSDs' peer paths spare", 100*x, 100*xmax), nil
+}
+
+// splitSearchTol is where the searches for the GPU memory's split stop: a
+// thousandth of the cache room.
+const splitSearchTol = 1e-3
+
+// goldenMin is the least of f on [lo, hi] for f unimodal there, to tol: a
+// golden-section search.
+func goldenMin(f func(float64) float64, lo, hi, tol float64) float64 {
+	phi := (math.Sqrt(5) - 1) / 2
+	c, d := hi-phi*(hi-lo), lo+phi*(hi-lo)
+	fc, fd := f(c), f(d)
+	for hi-lo > tol {
+		if fc <= fd {
+			hi, d, fd = d, c, fc
+			c = hi - phi*(hi-lo)
+			fc = f(c)
+		} else {
+			lo, c, fc = c, d, fd
+			d = lo + phi*(hi-lo)
+			fd = f(d)
+		}
+	}
+	return (lo + hi) / 2
+}
+
+// topologyShareCap is the largest useful GPUTopologyShare for hw: the
+// share of the cache room the whole topology fills.
+func topologyShareCap(w Workload, hw Hardware, a Assumptions) float64 {
+	room := gpuLayout(w, w.PerBatch(), hw, a).CacheRoomGiB
+	_, topo := w.DatasetBytes()
+	if room <= 0 || topo <= 0 {
+		return 0
+	}
+	return math.Min(1, float64(topo)/(1<<30)/room)
+}
+
+// servedSplit is the GPUTopologyShare that serves the most of the epoch's
+// bytes from the GPUs' memory, host memory and SSDs as a's: the exact
+// split where every byte the GPUs do not serve crosses their own links
+// (the common bound). The bytes served are a concave function of the
+// share (the rows' hit share is concave in the rows cached, the
+// topology's linear or concave in its bytes), so a golden-section search
+// finds the best.
+func servedSplit(w Workload, hw Hardware, hostGiB float64, a Assumptions) float64 {
+	top := topologyShareCap(w, hw, a)
+	if top <= 0 {
+		return 0
+	}
+	served := func(s float64) float64 {
+		b := a
+		b.GPUTopologyShare = s
+		return -shares(w, hw, hostGiB, b).GPUCacheShare
+	}
+	s := goldenMin(served, 0, top, splitSearchTol*top)
+	// The ends, where the search's interval stops short of them.
+	for _, e := range []float64{0, top} {
+		if served(e) < served(s) {
+			s = e
+		}
+	}
+	return s
+}
+
+// decideGPUSplit chooses, for hw in placement p with a's CPU cache, the
+// GPUTopologyShare whose epoch IO time (the flow's) is least: servedSplit
+// answers for the GPUs' links; where those do not bind (the SSDs or host
+// memory's links do), moving topology into the GPUs frees host links but
+// pushes feature rows out to the SSDs, and only the flow weighs the two.
+// The time is searched by golden section over the whole range, and the
+// best of the search's answer, the ends and servedSplit's is kept.
+func decideGPUSplit(m *topology.Machine, inv maxflow.Inventory, p maxflow.Placement, w Workload, hw Hardware, hostGiB float64,
+	a Assumptions, measuredSSDGBps float64) (float64, error) {
+	top := topologyShareCap(w, hw, a)
+	start := servedSplit(w, hw, hostGiB, a)
+	if top <= 0 || hw.SSDs == 0 {
+		return start, nil
+	}
+	pm, err := maxflow.Apply(m, inv, p)
+	if err != nil {
+		return 0, err
+	}
+	at := func(s float64) (Shares, maxflow.Tiers) {
+		b := a
+		b.GPUTopologyShare = s
+		sh, ssd := ioShares(w, hw, hostGiB, b, measuredSSDGBps)
+		return sh, tiersFor(sh, ssd, b)
+	}
+	_, t0 := at(start)
+	// The graph needs every tier it will be given bytes on.
+	const eps = 1e-9
+	t0.GPUCacheShare, t0.HostShare = math.Max(t0.GPUCacheShare, eps), math.Max(t0.HostShare, eps)
+	if sum := t0.GPUCacheShare + t0.HostShare; sum > 1-eps {
+		t0.GPUCacheShare, t0.HostShare = t0.GPUCacheShare*(1-eps)/sum, t0.HostShare*(1-eps)/sum
+	}
+	g, err := maxflow.BuildGraph(pm, t0)
+	if err != nil {
+		return 0, err
+	}
+	ioTime := func(s float64) float64 {
+		sh, _ := at(s)
+		if err := g.SetShares(sh.HostShare, sh.GPUCacheShare); err != nil {
+			return math.Inf(1)
+		}
+		t, err := g.LeastTime()
+		if err != nil {
+			return math.Inf(1)
+		}
+		return t
+	}
+	best, tBest := start, ioTime(start)
+	s := goldenMin(ioTime, 0, top, splitSearchTol*top)
+	for _, c := range []float64{s, 0, top} {
+		if t := ioTime(c); t < tBest*(1-1e-12) {
+			best, tBest = c, t
+		}
+	}
+	return best, nil
+}
+
+// gpuSplitWhy says in a sentence how a GPU's memory is used in s and
+// why: what a GiB of topology and the last GiB of feature rows each serve
+// of an epoch's reads.
+func gpuSplitWhy(w Workload, s Shares, a Assumptions) string {
+	l := s.GPU
+	ws := fmt.Sprintf("%.1f GiB kept from the caches (fixed)", a.GPUReserveGiB)
+	if t := l.WorkingSet; t.TotalGiB > 0 {
+		ws = fmt.Sprintf("%.1f GiB for training (input rows %.1f, activations %.1f, parameters and Adam's moments %.2f, blocks %.2f, context %.1f)",
+			t.TotalGiB, t.InputGiB, t.ActivationsGiB, t.ParamsGiB, t.BlocksGiB, t.ContextGiB)
+	}
+	if l.CacheRoomGiB <= 0 {
+		return ws + "; nothing left to cache"
+	}
+	split := fmt.Sprintf("%.1f GiB cache the hottest feature rows", l.FeatureCacheGiB)
+	if l.TopologyCacheGiB > 0 {
+		split += fmt.Sprintf(" and %.1f GiB the topology's hottest part (%.0f%% of its reads)", l.TopologyCacheGiB, 100*l.TopologyHit)
+	}
+	b := w.PerBatch()
+	batches := float64(w.BatchesPerEpoch())
+	_, topo := w.DatasetBytes()
+	V, row := float64(w.Vertices), float64(w.FeatureRowBytes())
+	if topo <= 0 || V <= 0 || row <= 0 {
+		return ws + "; " + split
+	}
+	// Reads served per GiB cached, at the margin.
+	const gib = 1 << 30
+	topoPerGiB := b.TopologyBytes * batches / float64(topo) * gib
+	g := s.GPUCacheRows / V
+	dg := math.Min(1e-3, 1-g)
+	featPerGiB := 0.0
+	if dg > 0 {
+		featPerGiB = b.FeatureBytes * batches * (a.hitShare(g+dg) - a.hitShare(g)) / (dg * V * row) * gib
+	}
+	if s.GPUCacheRows >= V*(1-splitSearchTol) {
+		return fmt.Sprintf("%s; %s: every feature row fits, and a GiB of topology serves %.2f GB of an epoch's reads", ws, split, topoPerGiB/1e9)
+	}
+	return fmt.Sprintf("%s; %s: a GiB of topology serves %.2f GB of an epoch's reads, the last GiB of feature rows %.2f GB",
+		ws, split, topoPerGiB/1e9, featPerGiB/1e9)
 }

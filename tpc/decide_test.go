@@ -17,32 +17,38 @@ func TestDecidedCacheMatchesAGrid(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a grid of placement searches")
 	}
-	const points = 24
+	const points, splits = 24, 4
 	for _, machine := range []string{"moment-a", "moment-b", "hyperion-a"} {
 		for _, workload := range []string{"igb-hom", "ogbn-papers100M", "uk-2014"} {
 			t.Run(machine+"/"+workload, func(t *testing.T) {
 				req := request(t, machine, workload, 80000)
 				rec := recommend(t, req)
 				grid, at := 0.0, ""
-				for _, o := range rec.Options[:min(3, len(rec.Options))] {
-					xmax := o.Decisions.MaxCPUCacheFraction
-					for i := 0; i <= points; i++ {
+				for _, o := range rec.Options[:min(2, len(rec.Options))] {
+					hw := o.Hardware
+					top := topologyShareCap(req.Workload, hw, req.Assumptions)
+					for j := 0; j <= splits; j++ {
 						a := req.Assumptions
-						a.CPUCacheFraction = xmax * float64(i) / points
-						p, err := PredictSetup(context.Background(), Setup{Machine: req.Machine, Catalog: req.Catalog, Workload: req.Workload,
-							GPU: o.GPU.Key, SSD: o.SSD.Key, GPUs: o.GPUs, SSDs: o.SSDs, DIMM: o.DIMM.Key, DIMMs: o.DIMMs, Layout: LayoutBest, Assumptions: a})
-						if err != nil {
-							t.Fatal(err)
-						}
-						if p.TPC > grid {
-							grid, at = p.TPC, fmt.Sprintf("%s at cache %.3f", o.label(), a.CPUCacheFraction)
+						a.GPUTopologyShare = top * float64(j) / splits
+						xmax := maxCPUCacheFraction(req.Workload, hw, hostMemoryGiB(req.Machine, req.Catalog.Host)+hw.AddedMemoryGiB(), a)
+						for i := 0; i <= points; i++ {
+							a.CPUCacheFraction = xmax * float64(i) / points
+							p, err := PredictSetup(context.Background(), Setup{Machine: req.Machine, Catalog: req.Catalog, Workload: req.Workload,
+								GPU: o.GPU.Key, SSD: o.SSD.Key, GPUs: o.GPUs, SSDs: o.SSDs, DIMM: o.DIMM.Key, DIMMs: o.DIMMs, Layout: LayoutBest, Assumptions: a})
+							if err != nil {
+								t.Fatal(err)
+							}
+							if p.TPC > grid {
+								grid, at = p.TPC, fmt.Sprintf("%s at cache %.3f, GPU topology share %.3f", o.label(), a.CPUCacheFraction, a.GPUTopologyShare)
+							}
 						}
 					}
 				}
 				if rec.Best.TPC < 0.995*grid {
-					t.Errorf("recommend's TPC %.4g (%s at cache %.3f) is below the grid's %.4g (%s) by more than 0.5%%",
-						rec.Best.TPC, rec.Best.label(), rec.Best.Decisions.CPUCacheFraction, grid, at)
+					t.Errorf("recommend's TPC %.4g (%s at cache %.3f, GPU topology share %.3f) is below the grid's %.4g (%s) by more than 0.5%%",
+						rec.Best.TPC, rec.Best.label(), rec.Best.Decisions.CPUCacheFraction, rec.Best.Decisions.GPUTopologyShare, grid, at)
 				}
+				t.Logf("recommend %.5g (topology share %.3f), grid %.5g (%s)", rec.Best.TPC, rec.Best.Decisions.GPUTopologyShare, grid, at)
 			})
 		}
 	}
@@ -167,5 +173,69 @@ func TestHintPricesEachNextPurchase(t *testing.T) {
 	// adds no throughput (the refined placement, not a worse one).
 	if g := rec.Hint.Steps[0].ThroughputGain; math.Abs(g) > 0.01 {
 		t.Errorf("one more SSD: %+.1f%% throughput, want about none on a GPU-link-bound plan", 100*g)
+	}
+}
+
+// TestGPUCachesTopologyWhenItServesMore: the GPUs' memory caches the
+// topology's hottest part where a cached byte of it serves more of the
+// epoch than the last feature row would: a graph of narrow (16-byte)
+// rows, whose rows fill less than the GPUs' room, and a large topology.
+// igb-hom's 4 KiB rows keep every GPU byte for rows. The split decided is
+// within 0.5% of a grid over the split, with the CPU cache as decided.
+func TestGPUCachesTopologyWhenItServesMore(t *testing.T) {
+	narrow := Workload{Name: "narrow", Vertices: 1_500_000_000, Edges: 15_000_000_000, FeatureDim: 4, FeatureBytes: 4, Classes: 10,
+		TrainFraction: 0.01, Model: ModelGraphSAGE, Hidden: 64, Heads: 1, Fanouts: []int{25, 10}, BatchSize: 1000}
+	// Degree 2 and 24 GB of rows: a cached byte of topology serves more
+	// than the last rows that fit would.
+	sparse := narrow
+	sparse.Name, sparse.Vertices, sparse.Edges = "sparse", 6_000_000_000, 12_000_000_000
+	wide, err := BuiltinWorkload("igb-hom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		w        Workload
+		topology bool
+		interior bool // rows and topology both partly cached
+	}{{narrow, true, false}, {sparse, true, true}, {wide, false, false}} {
+		t.Run(c.w.Name, func(t *testing.T) {
+			req := request(t, "moment-b", "igb-hom", 1e6)
+			req.Workload = c.w
+			req.GPUModels, req.SSDModels = []string{"l40s-48gb-pcie"}, []string{"p5510-3.84tb"}
+			req.MinGPUs, req.MaxGPUs, req.SSDCounts = 2, 2, []int{4}
+			rec := recommend(t, req)
+			o := rec.Best
+			gl := o.Shares.GPU
+			if got := gl.TopologyCacheGiB > 0; got != c.topology {
+				t.Fatalf("topology cached %.1f GiB of %.1f GiB room (share %.3f): want cached %v; %s",
+					gl.TopologyCacheGiB, gl.CacheRoomGiB, o.Decisions.GPUTopologyShare, c.topology, o.Decisions.GPUWhy)
+			}
+			feat, _ := c.w.DatasetBytes()
+			if c.interior && !(gl.FeatureCacheGiB < float64(feat)/(1<<30) && gl.TopologyHit < 1) {
+				t.Errorf("rows %.1f GiB of %.1f, topology hit %.2f: want both partly cached", gl.FeatureCacheGiB, float64(feat)/(1<<30), gl.TopologyHit)
+			}
+			if gl.WorkingSet.TotalGiB <= gl.WorkingSet.ContextGiB || gl.CacheRoomGiB+gl.WorkingSet.TotalGiB > o.GPU.MemoryGiB+1e-9 {
+				t.Errorf("GPU layout %+v does not add up to the %.0f GiB GPU", gl, o.GPU.MemoryGiB)
+			}
+			top := topologyShareCap(req.Workload, o.Hardware, req.Assumptions)
+			grid, at := 0.0, 0.0
+			for j := 0; j <= 40; j++ {
+				a := req.Assumptions
+				a.CPUCacheFraction = o.Decisions.CPUCacheFraction
+				a.GPUTopologyShare = top * float64(j) / 40
+				p, err := PredictSetup(context.Background(), Setup{Machine: req.Machine, Catalog: req.Catalog, Workload: req.Workload,
+					GPU: o.GPU.Key, SSD: o.SSD.Key, GPUs: o.GPUs, SSDs: o.SSDs, Layout: LayoutBest, Assumptions: a})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p.TPC > grid {
+					grid, at = p.TPC, a.GPUTopologyShare
+				}
+			}
+			if o.TPC < 0.995*grid {
+				t.Errorf("TPC %.5g at topology share %.3f, the grid's %.5g at %.3f", o.TPC, o.Decisions.GPUTopologyShare, grid, at)
+			}
+			t.Logf("%s: %s", c.w.Name, o.Decisions.GPUWhy)
+		})
 	}
 }

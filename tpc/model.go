@@ -15,10 +15,19 @@ import (
 // Assumptions are the figures the model needs that neither the machine,
 // the catalog nor the workload gives. Every one is printed with a plan.
 type Assumptions struct {
-	// GPUReserveGiB is GPU memory kept for the model, activations and the
-	// sampler; the rest caches feature rows (Hyperion fills all available
-	// GPU memory with its cache).
-	GPUReserveGiB float64 `json:"gpu_reserve_GiB"`
+	// GPUReserveGiB, when above 0, is what each GPU keeps from its caches,
+	// fixed: a measured setup's (validate) or a case study's. 0, the
+	// default, computes it from the workload (Workload.GPUWorkingSet).
+	GPUReserveGiB float64 `json:"gpu_reserve_GiB,omitempty"`
+	// GPUContextGiB is what a GPU loses before training allocates
+	// anything: the CUDA context, cuBLAS's workspace and the allocator's
+	// slack (an estimate: about 0.5 GiB of context on an H100).
+	GPUContextGiB float64 `json:"gpu_context_GiB"`
+	// GPUTopologyShare is the share of each GPU's cache room that caches
+	// the hottest part of the topology (Hyperion's unified cache), the
+	// rest caching feature rows: an input where a setup gives it,
+	// decided by recommend for each option (Decisions).
+	GPUTopologyShare float64 `json:"gpu_topology_share"`
 	// CPUCacheFraction is the share of vertices whose features a setup
 	// caches in host memory (Moment caches 1%), capped by host memory:
 	// an input where a measurement's setup gives it (PredictSetup,
@@ -76,7 +85,7 @@ type MeasuredGPU struct {
 
 // DefaultAssumptions returns the assumptions the papers' setups imply.
 func DefaultAssumptions() Assumptions {
-	return Assumptions{GPUReserveGiB: 8, CPUCacheFraction: 0.01, HostReserveShare: 0.1, SkewExponent: 0.26, ComputeEfficiency: 0.9, MemoryEfficiency: 0.25,
+	return Assumptions{GPUContextGiB: 1, CPUCacheFraction: 0.01, HostReserveShare: 0.1, SkewExponent: 0.26, ComputeEfficiency: 0.9, MemoryEfficiency: 0.25,
 		HostMemGBps: 100, SSDBlockBytes: 4096, GPUSampleEdgesPerS: 300e6, BatchOverheadS: 0.010}
 }
 
@@ -161,12 +170,70 @@ type Shares struct {
 	SSDShare      float64 `json:"ssd_share"`
 	GPUCacheRows  float64 `json:"gpu_cache_rows"` // per GPU
 	CPUCacheRows  float64 `json:"cpu_cache_rows"`
+	// GPU is how each GPU's memory is used.
+	GPU GPULayout `json:"gpu"`
+}
+
+// GPULayout is one GPU's memory in a plan: what training holds, and how
+// the rest (the cache room) is split between feature rows and the
+// hottest part of the topology.
+type GPULayout struct {
+	WorkingSet      WorkingSet `json:"working_set"`
+	CacheRoomGiB    float64    `json:"cache_room_GiB"`
+	FeatureCacheGiB float64    `json:"feature_cache_GiB"`
+	// TopologyCacheGiB caches the topology's hottest part; TopologyHit is
+	// the share of the epoch's topology reads it serves.
+	TopologyCacheGiB float64 `json:"topology_cache_GiB"`
+	TopologyHit      float64 `json:"topology_hit"`
+}
+
+// gpuLayout splits one GPU's memory for w on hw: the working set (or the
+// fixed GPUReserveGiB), then the room left, GPUTopologyShare of it to the
+// topology (at most all of it), the rest to feature rows. b is
+// w.PerBatch(), passed in because callers have it.
+func gpuLayout(w Workload, b BatchEstimate, hw Hardware, a Assumptions) GPULayout {
+	if hw.GPUs == 0 {
+		return GPULayout{}
+	}
+	var l GPULayout
+	reserve := a.GPUReserveGiB
+	if reserve <= 0 {
+		ws, err := w.GPUWorkingSet(b.Blocks, b.UniqueVertices, true, a)
+		if err != nil {
+			ws = WorkingSet{TotalGiB: math.Inf(1)} // Validate refuses such a workload
+		}
+		l.WorkingSet, reserve = ws, ws.TotalGiB
+	}
+	l.CacheRoomGiB = math.Max(0, hw.GPU.MemoryGiB-reserve)
+	_, topo := w.DatasetBytes()
+	topoGiB := float64(topo) / (1 << 30)
+	l.TopologyCacheGiB = math.Min(topoGiB, math.Max(0, math.Min(1, a.GPUTopologyShare))*l.CacheRoomGiB)
+	l.FeatureCacheGiB = l.CacheRoomGiB - l.TopologyCacheGiB
+	if topoGiB > 0 {
+		l.TopologyHit = a.topologyHit(w, l.TopologyCacheGiB/topoGiB)
+	}
+	return l
+}
+
+// topologyHit is the share of an epoch's topology reads that the hottest
+// fraction f of the topology's bytes serves. Sampling reads a frontier
+// vertex's index pair and a fanout of its neighbours whatever its degree,
+// and under heavy-tailed degrees a vertex is reached about as often as
+// its degree, as its list's size grows: reads per cached byte are then
+// flat, and the share is f. With degrees near the average every list is
+// the same size and the share follows the vertices' access skew.
+func (a Assumptions) topologyHit(w Workload, f float64) float64 {
+	if w.Degrees == DegreesUniform {
+		return a.hitShare(f)
+	}
+	return math.Max(0, math.Min(1, f))
 }
 
 // shares splits an epoch's bytes over the tiers: the GPU caches hold the
-// hottest rows, host memory the next CPUCacheFraction and all of the
-// topology, the SSDs the rest (Hyperion's hierarchy GPU > CPU > SSD).
-// Every GPU caches the same hottest rows (data parallel, no sharding).
+// hottest rows and the hottest topology (gpuLayout), host memory the next
+// CPUCacheFraction of rows and all of the topology, the SSDs the rest
+// (Hyperion's hierarchy GPU > CPU > SSD). Every GPU caches the same
+// hottest rows (data parallel, no sharding).
 func shares(w Workload, hw Hardware, hostMemGiB float64, a Assumptions) Shares {
 	b := w.PerBatch()
 	batches := float64(w.BatchesPerEpoch())
@@ -175,11 +242,8 @@ func shares(w Workload, hw Hardware, hostMemGiB float64, a Assumptions) Shares {
 	topo := b.TopologyBytes * batches
 	total := feat + topo
 	V := float64(w.Vertices)
-	gpuRows := math.Max(0, (hw.GPU.MemoryGiB-a.GPUReserveGiB)*(1<<30)/row)
-	if hw.GPUs == 0 {
-		gpuRows = 0
-	}
-	gpuRows = math.Min(gpuRows, V)
+	gl := gpuLayout(w, b, hw, a)
+	gpuRows := math.Min(V, gl.FeatureCacheGiB*(1<<30)/row)
 	_, topoBytes := w.DatasetBytes()
 	// Host memory holds the topology first; the feature cache gets what
 	// is left, up to the configured share of vertices.
@@ -187,10 +251,11 @@ func shares(w Workload, hw Hardware, hostMemGiB float64, a Assumptions) Shares {
 	cpuRows = math.Max(0, math.Min(cpuRows, V-gpuRows))
 	gpuHit := a.hitShare(gpuRows / V)
 	cpuHit := a.hitShare((gpuRows+cpuRows)/V) - gpuHit
-	s := Shares{EpochGB: total / 1e9, GPUCacheRows: gpuRows, CPUCacheRows: cpuRows}
+	s := Shares{EpochGB: total / 1e9, GPUCacheRows: gpuRows, CPUCacheRows: cpuRows, GPU: gl}
 	if total > 0 {
-		s.GPUCacheShare = gpuHit * feat / total
-		s.HostShare = (cpuHit*feat + topo) / total
+		s.GPUCacheShare = (gpuHit*feat + gl.TopologyHit*topo) / total
+		s.HostShare = (cpuHit*feat + (1-gl.TopologyHit)*topo) / total
+		s.HostShare = math.Min(s.HostShare, 1-s.GPUCacheShare) // rounding
 		s.SSDShare = math.Max(0, 1-s.GPUCacheShare-s.HostShare)
 	}
 	return s
@@ -206,10 +271,7 @@ func maxCPUCacheFraction(w Workload, hw Hardware, hostGiB float64, a Assumptions
 	}
 	_, topo := w.DatasetBytes()
 	room := hostGiB*(1<<30)*(1-a.HostReserveShare) - float64(topo)
-	gpuRows := 0.0
-	if hw.GPUs > 0 {
-		gpuRows = math.Min(V, math.Max(0, (hw.GPU.MemoryGiB-a.GPUReserveGiB)*(1<<30)/float64(w.FeatureRowBytes())))
-	}
+	gpuRows := math.Min(V, gpuLayout(w, w.PerBatch(), hw, a).FeatureCacheGiB*(1<<30)/float64(w.FeatureRowBytes()))
 	rows := math.Min(math.Max(0, room)/float64(w.FeatureRowBytes()), V-gpuRows)
 	return math.Max(0, rows/V)
 }

@@ -582,6 +582,8 @@ func ssdNode(s profiles.SSDModel) topology.Node {
 // their cache (refine): coordinate descent over placement and cache.
 func (r *recommender) evaluate(ctx context.Context, hw Hardware) (*Option, error) {
 	a := r.req.Assumptions
+	a.CPUCacheFraction = searchCacheFraction
+	a.GPUTopologyShare = servedSplit(r.req.Workload, hw, r.hostFor(hw), a)
 	xmax := maxCPUCacheFraction(r.req.Workload, hw, r.hostFor(hw), a)
 	a.CPUCacheFraction = math.Min(xmax, searchCacheFraction)
 	return r.placeAndDecide(ctx, hw, a, xmax)
@@ -609,7 +611,8 @@ func (r *recommender) placeAndDecide(ctx context.Context, hw Hardware, a Assumpt
 		return nil, err
 	}
 	o := &Option{Hardware: hw, Placement: out.best.Placement, FabricGBps: out.best.FabricGBps,
-		Decisions: Decisions{CPUCacheFraction: x, CPUCacheGiB: s.CPUCacheRows * float64(w.FeatureRowBytes()) / (1 << 30), MaxCPUCacheFraction: xmax, Why: why}}
+		Decisions: Decisions{CPUCacheFraction: x, CPUCacheGiB: s.CPUCacheRows * float64(w.FeatureRowBytes()) / (1 << 30), MaxCPUCacheFraction: xmax, Why: why,
+			GPUTopologyShare: a.GPUTopologyShare, GPUWhy: gpuSplitWhy(w, s, a)}}
 	o.Prediction = predict(w, hw, r.req.Catalog.Host, seconds, s, a, ssd)
 	return o, nil
 }
@@ -735,6 +738,28 @@ func (r *recommender) refine(ctx context.Context, o *Option) (*Option, error) {
 		a := r.assumptionsFor(o)
 		a.CPUCacheFraction = x
 		n, err := r.placeAndDecide(ctx, o.Hardware, a, o.Decisions.MaxCPUCacheFraction)
+		if err != nil {
+			return nil, err
+		}
+		if n.EpochIOSeconds < best.EpochIOSeconds {
+			best = n
+		}
+	}
+	// The GPU memory's split, decided on the flow for the best placement
+	// and cache so far, then the cache again for the split (a third
+	// coordinate of the descent).
+	w, hw, host := r.req.Workload, o.Hardware, r.hostFor(o.Hardware)
+	a := r.assumptionsFor(best)
+	inv := maxflow.Inventory{GPUs: hw.GPUs, SSDs: hw.SSDs, GPU: gpuNode(hw.GPU), SSD: ssdNode(hw.SSD)}
+	s, err := decideGPUSplit(r.stripped, inv, best.Placement, w, hw, host, a, r.req.MeasuredSSDGBps)
+	if err != nil {
+		return nil, err
+	}
+	if math.Abs(s-a.GPUTopologyShare) > 1e-9 {
+		a.GPUTopologyShare = s
+		xmax := maxCPUCacheFraction(w, hw, host, a)
+		a.CPUCacheFraction = math.Min(xmax, a.CPUCacheFraction)
+		n, err := r.placeAndDecide(ctx, hw, a, xmax)
 		if err != nil {
 			return nil, err
 		}

@@ -459,6 +459,9 @@ func writeRecommendation(h *human, top int, rec *tpc.Recommendation) error {
 		fmt.Fprintf(out, "    %-7s %s%s\n", id, plan.Placement.Where[id], extra)
 	}
 	fmt.Fprintf(out, "  CPU cache: %.0f GiB, %s\n", b.Decisions.CPUCacheGiB, b.Decisions.Why)
+	if b.GPUs > 0 {
+		fmt.Fprintf(out, "  GPU memory: %s\n", b.Decisions.GPUWhy)
+	}
 	fmt.Fprintf(out, "  saturated: %s\n", maxflow.BottleneckSummary(rec.BestEval.Bottlenecks))
 	fmt.Fprintf(out, "  power: %s\n", tpc.CheckPower(b.Hardware, rec.Request.Catalog.Host).Text)
 	if v := rec.ValidatedError; v != nil {
@@ -485,7 +488,11 @@ func writeRecommendation(h *human, top int, rec *tpc.Recommendation) error {
 	if len(a.HotnessCurve) > 0 {
 		skew = fmt.Sprintf("access skew as place measured it (%s: the top 1%% of vertices get %.0f%%)", sample.HotnessFile, 100*tpc.HitShare(a, 0.01))
 	}
-	fmt.Fprintf(out, "assumptions: %g GiB of each GPU kept for the model, %.0f%% of host memory kept from the cache, %s, products at %.0f%% of FP32 peak, memory-bound kernels at %.0f%% of the GPU memory's rate, %.0f ms per batch fixed\n",
-		a.GPUReserveGiB, 100*a.HostReserveShare, skew, 100*a.ComputeEfficiency, 100*a.MemoryEfficiency, 1000*a.BatchOverheadS)
+	gpu := fmt.Sprintf("%g GiB of each GPU for its context", a.GPUContextGiB)
+	if a.GPUReserveGiB > 0 {
+		gpu = fmt.Sprintf("%g GiB of each GPU kept from its caches", a.GPUReserveGiB)
+	}
+	fmt.Fprintf(out, "assumptions: %s, %.0f%% of host memory kept from the cache, the topology whole in host memory, %s, products at %.0f%% of FP32 peak, memory-bound kernels at %.0f%% of the GPU memory's rate, %.0f ms per batch fixed\n",
+		gpu, 100*a.HostReserveShare, skew, 100*a.ComputeEfficiency, 100*a.MemoryEfficiency, 1000*a.BatchOverheadS)
 	return nil
 }

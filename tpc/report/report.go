@@ -368,10 +368,19 @@ func sources(r *Review) []Source {
 	}
 	a := r.Plan.Assumptions
 	out = append(out,
-		Source{"GPU memory kept for the model", "assumed", fmt.Sprintf("%g GiB per GPU", a.GPUReserveGiB)},
+		gpuMemorySource(a, r.Rec.Best.Decisions),
 		Source{"CPU cache", "decided", fmt.Sprintf("%.1f%% of vertices (%.0f GiB): %s", 100*r.Rec.Best.Decisions.CPUCacheFraction, r.Rec.Best.Decisions.CPUCacheGiB, r.Rec.Best.Decisions.Why)},
 		Source{"access skew", "assumed", fmt.Sprintf("the hottest fraction x of vertices gets x^%.2f of the accesses", a.SkewExponent)},
 		Source{"training rate", "assumed", fmt.Sprintf("%.0f%% of FP32 peak", 100*a.ComputeEfficiency)},
 		Source{"distributed alternative", "assumed", r.Rec.Distributed.Assumption})
 	return out
+}
+
+// gpuMemorySource is the GPU memory's line among the sources: fixed by
+// the plan's assumptions, or computed and decided.
+func gpuMemorySource(a tpc.Assumptions, d tpc.Decisions) Source {
+	if a.GPUReserveGiB > 0 {
+		return Source{"GPU memory kept from the caches", "assumed", fmt.Sprintf("%g GiB per GPU", a.GPUReserveGiB)}
+	}
+	return Source{"GPU memory", "computed and decided", d.GPUWhy}
 }
