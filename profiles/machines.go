@@ -130,10 +130,11 @@ func xeon5320Chassis(name, bus9 string, sw0, sw1 []*device) *machineBuilder {
 	mb := &machineBuilder{b: topology.NewBuilder(name, "profile:"+name), gen: 4}
 	s0 := mb.socket(cpu, 0, 26, 52, 384)
 	s1 := mb.socket(cpu, 1, 26, 52, 384)
-	// Ice Lake: 8 DDR4 channels, 2 DIMMs per channel; 384 GiB as 12 x
-	// 32 GiB is an assumption (the papers give only the total).
-	mb.dimms(s0, 16, 12, "ddr4")
-	mb.dimms(s1, 16, 12, "ddr4")
+	// Ice Lake: 8 DDR4 channels, 2 DIMMs per channel, at most 6 TB a
+	// socket (Intel ARK); 384 GiB as 12 x 32 GiB is an assumption (the
+	// papers give only the total).
+	mb.dimms(s0, 16, 8, 12, "ddr4", 6144)
+	mb.dimms(s1, 16, 8, 12, "ddr4", 6144)
 	rc0 := mb.rootComplex(s0, 0, "root complex 0")
 	rc1 := mb.rootComplex(s1, 1, "root complex 1")
 	mb.slots(rc0, bays("RC0 bay", 4)...)
@@ -160,11 +161,11 @@ func (mb *machineBuilder) socket(cpu string, numa int, cores, threads int, memGi
 		Cores: cores, Threads: threads, MemoryGiB: memGiB})
 }
 
-// dimms gives a socket its memory slots: slots in all, installed of them
-// holding modules of kind typ.
-func (mb *machineBuilder) dimms(socket string, slots, installed int, typ string) {
+// dimms gives a socket its memory: slots in all over channels, installed
+// of them holding modules of kind typ, and the most memory its CPU takes.
+func (mb *machineBuilder) dimms(socket string, slots, channels, installed int, typ string, maxGiB float64) {
 	n := mb.b.Node(socket)
-	n.DIMMSlots, n.DIMMs, n.MemoryType = slots, installed, typ
+	n.DIMMSlots, n.MemoryChannels, n.DIMMs, n.MemoryType, n.MaxMemoryGiB = slots, channels, installed, typ, maxGiB
 }
 
 func (mb *machineBuilder) rootComplex(socket string, numa int, name string) string {
@@ -211,10 +212,11 @@ func momentB() (*topology.Machine, error) {
 	mb := &machineBuilder{b: topology.NewBuilder("moment-b", "profile:moment-b"), gen: 4}
 	s0 := mb.socket(cpu, 0, 16, 32, 256)
 	s1 := mb.socket(cpu, 1, 16, 32, 256)
-	// Sapphire Rapids: 8 DDR5 channels, 2 DIMMs per channel; 256 GiB as
-	// 8 x 32 GiB, one per channel, is an assumption.
-	mb.dimms(s0, 16, 8, "ddr5")
-	mb.dimms(s1, 16, 8, "ddr5")
+	// Sapphire Rapids: 8 DDR5 channels, 2 DIMMs per channel, at most 4 TB
+	// a socket (Intel ARK); 256 GiB as 8 x 32 GiB, one per channel, is an
+	// assumption.
+	mb.dimms(s0, 16, 8, 8, "ddr5", 4096)
+	mb.dimms(s1, 16, 8, 8, "ddr5", 4096)
 	rc0 := mb.rootComplex(s0, 0, "root complex 0")
 	rc1 := mb.rootComplex(s1, 1, "root complex 1")
 	mb.slots(rc0, x16("RC0 slot 0", a100_40()))

@@ -103,6 +103,12 @@ type Node struct {
 	DIMMSlots  int    `json:"dimm_slots,omitempty"`
 	DIMMs      int    `json:"dimms,omitempty"`
 	MemoryType string `json:"memory_type,omitempty"`
+	// MemoryChannels is a socket's memory channels (0: unknown): memory
+	// added keeps every channel holding as many modules, as interleaving
+	// across them needs. MaxMemoryGiB is the most memory the CPU takes
+	// per socket (0: no limit known).
+	MemoryChannels int     `json:"memory_channels,omitempty"`
+	MaxMemoryGiB   float64 `json:"max_memory_GiB,omitempty"`
 
 	// Slots.
 	Lanes       int    `json:"lanes,omitempty"`    // electrical lane width
@@ -281,6 +287,12 @@ func (m *Machine) Validate() error {
 		}
 		if n.DIMMSlots < 0 || n.DIMMs < 0 || n.DIMMs > n.DIMMSlots && n.DIMMSlots > 0 {
 			return fmt.Errorf("nodes[%d].dimms: %d of %d DIMM slots (valid: 0 to dimm_slots)", i, n.DIMMs, n.DIMMSlots)
+		}
+		if n.MemoryChannels < 0 || n.MemoryChannels > 0 && n.DIMMSlots > 0 && n.DIMMSlots%n.MemoryChannels != 0 {
+			return fmt.Errorf("nodes[%d].memory_channels: %d for %d DIMM slots (valid: 0, or a divisor of dimm_slots)", i, n.MemoryChannels, n.DIMMSlots)
+		}
+		if n.MaxMemoryGiB < 0 || math.IsNaN(n.MaxMemoryGiB) {
+			return fmt.Errorf("nodes[%d].max_memory_GiB: %v (valid: 0 for no limit, or more)", i, n.MaxMemoryGiB)
 		}
 		if n.MemoryType != "" && n.MemoryType != "ddr4" && n.MemoryType != "ddr5" {
 			return fmt.Errorf("nodes[%d].memory_type: %q (valid: ddr4, ddr5)", i, n.MemoryType)

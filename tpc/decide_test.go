@@ -6,6 +6,9 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/gnnplan/gnnplan/profiles"
+	"github.com/gnnplan/gnnplan/topology"
 )
 
 // TestDecidedCacheMatchesAGrid is issue 35's first line for the CPU
@@ -236,6 +239,60 @@ func TestGPUCachesTopologyWhenItServesMore(t *testing.T) {
 				t.Errorf("TPC %.5g at topology share %.3f, the grid's %.5g at %.3f", o.TPC, o.Decisions.GPUTopologyShare, grid, at)
 			}
 			t.Logf("%s: %s", c.w.Name, o.Decisions.GPUWhy)
+		})
+	}
+}
+
+// TestDRAMChoicesKeepChannelsBalanced: memory to buy fills every channel
+// of every socket to the same number of modules, never past the CPU's
+// maximum, and is offered only where the machine describes its slots.
+func TestDRAMChoicesKeepChannelsBalanced(t *testing.T) {
+	cat := profiles.DefaultCatalog()
+	socket := func(slots, channels, installed int, typ string, memGiB, maxGiB float64) topology.Node {
+		return topology.Node{Kind: topology.KindSocket, DIMMSlots: slots, MemoryChannels: channels, DIMMs: installed,
+			MemoryType: typ, MemoryGiB: memGiB, MaxMemoryGiB: maxGiB}
+	}
+	for _, c := range []struct {
+		name    string
+		sockets []topology.Node
+		want    []int // modules added per socket, over the catalog's DIMMs of the type
+		maxGiB  float64
+	}{
+		{"two DIMMs a channel from 12 of 16", []topology.Node{socket(16, 8, 12, "ddr4", 384, 0), socket(16, 8, 12, "ddr4", 384, 0)}, []int{4}, 0},
+		{"one a channel from empty", []topology.Node{socket(12, 12, 0, "ddr5", 0, 0)}, []int{12}, 0},
+		{"from one a channel", []topology.Node{socket(16, 8, 8, "ddr5", 256, 0), socket(16, 8, 8, "ddr5", 256, 0)}, []int{8}, 0},
+		{"channels unknown: half or all the free slots", []topology.Node{socket(16, 0, 10, "ddr4", 320, 0)}, []int{3, 6}, 0},
+		{"capped by the CPU's maximum", []topology.Node{socket(16, 8, 8, "ddr5", 256, 1024)}, []int{8}, 1024},
+		{"sockets populated differently", []topology.Node{socket(16, 8, 8, "ddr5", 256, 0), socket(16, 8, 12, "ddr5", 384, 0)}, nil, 0},
+		{"no slots described", []topology.Node{{Kind: topology.KindSocket, MemoryGiB: 256}}, nil, 0},
+		{"full", []topology.Node{socket(16, 8, 16, "ddr4", 512, 0)}, nil, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := &topology.Machine{Name: c.name, Nodes: c.sockets}
+			for i := range m.Nodes {
+				m.Nodes[i].ID = fmt.Sprintf("socket%d", i)
+			}
+			got := dramChoices(m, cat)
+			typ := c.sockets[0].MemoryType
+			var want []string
+			for _, d := range cat.DIMMs {
+				for _, per := range c.want {
+					if d.Type != typ || c.maxGiB > 0 && c.sockets[0].MemoryGiB+float64(per)*d.CapacityGiB > c.maxGiB {
+						continue
+					}
+					want = append(want, fmt.Sprintf("%d x %s", per*len(c.sockets), d.Key))
+				}
+			}
+			var have []string
+			for _, h := range got {
+				have = append(have, fmt.Sprintf("%d x %s", h.DIMMs, h.DIMM.Key))
+			}
+			if strings.Join(have, ", ") != strings.Join(want, ", ") {
+				t.Errorf("choices %q, want %q", have, want)
+			}
+			if c.maxGiB > 0 && len(have) == len(cat.DIMMs) {
+				t.Errorf("the CPU's maximum left out no choice")
+			}
 		})
 	}
 }

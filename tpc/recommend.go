@@ -508,32 +508,64 @@ func (r *recommender) slotRoom() room {
 func (r *recommender) hostFor(hw Hardware) float64 { return r.hostGiB + hw.AddedMemoryGiB() }
 
 // dramChoices are the memory purchases the machine takes: for each
-// catalog DIMM of the sockets' memory type, half or all of every socket's
-// free DIMM slots filled (the same on each socket, keeping them
-// balanced). None where the machine does not describe its DIMM slots.
+// catalog DIMM of the sockets' memory type, the same number added to
+// every socket. Where the sockets give their channels, each choice fills
+// the channels to one more module each (one, then two DIMMs per channel),
+// keeping them balanced; otherwise half or all of the free slots. No
+// choice takes a socket past its CPU's maximum memory. None where the
+// machine does not describe its DIMM slots.
 func dramChoices(m *topology.Machine, cat *profiles.Catalog) []Hardware {
 	sockets := m.NodesOfKind(topology.KindSocket)
-	free, typ := -1, ""
+	if len(sockets) == 0 {
+		return nil
+	}
+	typ, channels := sockets[0].MemoryType, sockets[0].MemoryChannels
 	for _, s := range sockets {
-		f := s.DIMMSlots - s.DIMMs
-		if s.DIMMSlots == 0 || s.MemoryType == "" || typ != "" && s.MemoryType != typ {
+		if s.DIMMSlots == 0 || s.MemoryType == "" || s.MemoryType != typ || s.MemoryChannels != channels {
 			return nil
 		}
-		typ = s.MemoryType
-		if free < 0 || f < free {
-			free = f
-		}
 	}
-	if free <= 0 {
-		return nil
+	// The counts each socket can add.
+	var counts []int
+	if channels > 0 {
+		for dpc := 1; dpc*channels <= sockets[0].DIMMSlots; dpc++ {
+			per := dpc*channels - sockets[0].DIMMs
+			for _, s := range sockets[1:] {
+				if dpc*channels-s.DIMMs != per {
+					per = 0 // sockets populated differently: no count balances both
+				}
+			}
+			if per > 0 {
+				counts = append(counts, per)
+			}
+		}
+	} else {
+		free := -1
+		for _, s := range sockets {
+			if f := s.DIMMSlots - s.DIMMs; free < 0 || f < free {
+				free = f
+			}
+		}
+		if free > 0 {
+			counts = []int{(free + 1) / 2}
+			if free > 1 {
+				counts = append(counts, free)
+			}
+		}
 	}
 	var out []Hardware
 	for _, d := range cat.DIMMs {
 		if d.Type != typ {
 			continue
 		}
-		for _, per := range []int{(free + 1) / 2, free} {
-			if per > 0 && (len(out) == 0 || out[len(out)-1].DIMMs != per*len(sockets) || out[len(out)-1].DIMM.Key != d.Key) {
+		for _, per := range counts {
+			fits := true
+			for _, s := range sockets {
+				if s.MaxMemoryGiB > 0 && s.MemoryGiB+float64(per)*d.CapacityGiB > s.MaxMemoryGiB {
+					fits = false
+				}
+			}
+			if fits {
 				out = append(out, Hardware{DIMM: d, DIMMs: per * len(sockets)})
 			}
 		}
