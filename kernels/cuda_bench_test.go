@@ -3,6 +3,7 @@
 package kernels
 
 import (
+	"context"
 	"fmt"
 	"testing"
 )
@@ -81,7 +82,9 @@ func BenchmarkCUDAStagedCopy(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		s.Upload(rows, benchCols)
+		if err := s.Upload(context.Background(), rows, benchCols); err != nil {
+			b.Fatal(err)
+		}
 		s.Mat()
 		s.Done()
 	}

@@ -3,6 +3,7 @@
 package kernels
 
 import (
+	"context"
 	"math"
 	"slices"
 	"testing"
@@ -72,7 +73,9 @@ func TestCUDAStagingAndPeers(t *testing.T) {
 	for i := range h {
 		h[i] = float32(i % 977)
 	}
-	s.Upload(1024, 1024)
+	if err := s.Upload(context.Background(), 1024, 1024); err != nil {
+		t.Fatal(err)
+	}
 	got := make([]float32, 1<<20)
 	g.Download(got, s.Mat())
 	s.Done()

@@ -1,10 +1,12 @@
 package kernels
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -748,25 +750,108 @@ func (e *DeviceError) Error() string { return e.Device + ": " + e.Op + ": " + e.
 
 func (e *DeviceError) Unwrap() error { return e.Err }
 
-// Staging is a page-locked host buffer and a device matrix it is copied
-// into on the GPU's copy stream: a batch's rows gathered into Host are
-// uploaded while the GPU computes the batch before, the first kernel that
-// reads Mat waits for the copy (the host does not), and the next Upload
-// waits (on the GPU) for the kernels queued before Done. A Staging serves
-// one batch at a time: fill Host, Upload, use Mat, Done; fill Host again
-// only once a result downloaded after Mat was used (the loss) shows the
-// copy has landed.
-type Staging struct {
-	g           *GPU
-	host        unsafe.Pointer
-	floats      int
-	ready, free int // fences: the copy landed; the kernels reading Mat ran
-	dev         *Mat
+// StagingRing is a ring of device matrices that the Stagings made on it
+// (NewStaging) upload into in turn. A pipeline that gathers several
+// batches ahead keeps as many pinned host buffers, but the GPU holds only
+// as many device copies as the ring has slots: two are enough for one
+// batch the kernels read and the next one's copy. Each slot has a fence
+// that Done records after the kernels reading it and the slot's next
+// upload waits for on the GPU, and a token on the host: Upload takes a
+// free slot, waiting until a Staging holding one calls Done, and Done
+// gives it back after recording the fence, so the next upload into a slot
+// is queued after the kernels that read it. A Staging that holds a slot
+// and is dropped without Done keeps it from every other: whoever drops
+// an uploaded batch calls Done (it is idempotent).
+type StagingRing struct {
+	g     *GPU
+	slots chan *ringSlot // the free ones
 }
 
-// NewStaging returns a Staging of floats values, freed when no longer
-// referenced.
+// ringSlot is one device matrix of a ring and its fence: set once the
+// kernels queued before the last Done that gave the slot back have run.
+type ringSlot struct {
+	dev  *Mat
+	free int
+}
+
+// NewStagingRing returns a ring of slots (at least 1) device matrices,
+// each grown as the uploads into it need.
+func (g *GPU) NewStagingRing(slots int) (*StagingRing, error) {
+	r := &StagingRing{g: g, slots: make(chan *ringSlot, max(slots, 1))}
+	fences := make([]int, 0, cap(r.slots))
+	for range cap(r.slots) {
+		f, err := g.dev.newFence()
+		if err != nil {
+			for _, f := range fences {
+				g.dev.freeFence(f)
+			}
+			return nil, fmt.Errorf("%s: %w", g.dev.name(), err)
+		}
+		fences = append(fences, f)
+		r.slots <- &ringSlot{dev: &Mat{}, free: f}
+	}
+	dev := g.dev
+	runtime.AddCleanup(r, func(fences []int) {
+		for _, f := range fences {
+			dev.freeFence(f)
+		}
+	}, fences)
+	return r, nil
+}
+
+// take returns a free slot, waiting for one until ctx ends; a free slot
+// is taken even when ctx has ended.
+func (r *StagingRing) take(ctx context.Context) (*ringSlot, error) {
+	select {
+	case sl := <-r.slots:
+		return sl, nil
+	default:
+	}
+	select {
+	case sl := <-r.slots:
+		return sl, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s: waiting for a free staging slot: %w", r.g.dev.name(), context.Cause(ctx))
+	}
+}
+
+// Staging is a page-locked host buffer whose contents Upload copies to a
+// device matrix on the GPU's copy stream: a batch's rows gathered into
+// Host are uploaded while the GPU computes the batch before, the first
+// kernel that reads Mat waits for the copy (the host does not), and the
+// next upload into the same device matrix waits (on the GPU) for the
+// kernels queued before Done. The device matrix is a slot of the Staging's
+// ring: its own (a ring of one) for a Staging from GPU.NewStaging, shared
+// with the ring's other Stagings for one from StagingRing.NewStaging. A
+// Staging serves one batch at a time: fill Host, Upload, use Mat, Done;
+// fill Host again only once a result downloaded after Mat was used (the
+// loss) shows the copy has landed.
+type Staging struct {
+	g      *GPU
+	host   unsafe.Pointer
+	floats int
+	ready  int // fence: the last upload landed
+	ring   *StagingRing
+	// slot is the ring's slot held from Upload to Done (nil: none), and
+	// mat the uploaded matrix in it.
+	slot atomic.Pointer[ringSlot]
+	mat  *Mat
+}
+
+// NewStaging returns a Staging of floats values with a device matrix of
+// its own, freed when no longer referenced.
 func (g *GPU) NewStaging(floats int) (*Staging, error) {
+	r, err := g.NewStagingRing(1)
+	if err != nil {
+		return nil, err
+	}
+	return r.NewStaging(floats)
+}
+
+// NewStaging returns a Staging of floats values that uploads into r's
+// slots, freed when no longer referenced.
+func (r *StagingRing) NewStaging(floats int) (*Staging, error) {
+	g := r.g
 	floats = max(floats, 1)
 	p, err := g.dev.hostAlloc(4 * floats)
 	if err != nil {
@@ -777,25 +862,18 @@ func (g *GPU) NewStaging(floats int) (*Staging, error) {
 		g.dev.hostFree(p)
 		return nil, fmt.Errorf("%s: %w", g.dev.name(), err)
 	}
-	free, err := g.dev.newFence()
-	if err != nil {
-		g.dev.freeFence(ready)
-		g.dev.hostFree(p)
-		return nil, fmt.Errorf("%s: %w", g.dev.name(), err)
-	}
-	s := &Staging{g: g, host: p, floats: floats, ready: ready, free: free, dev: &Mat{}}
+	s := &Staging{g: g, host: p, floats: floats, ready: ready, ring: r}
 	dev := g.dev
 	// The host memory is C memory (or the driver's): the cleanup's
 	// argument may point at it without keeping s alive.
 	type res struct {
-		p           unsafe.Pointer
-		ready, free int
+		p     unsafe.Pointer
+		ready int
 	}
 	runtime.AddCleanup(s, func(r res) {
 		dev.freeFence(r.ready)
-		dev.freeFence(r.free)
 		dev.hostFree(r.p)
-	}, res{p, ready, free})
+	}, res{p, ready})
 	return s, nil
 }
 
@@ -806,27 +884,65 @@ func (s *Staging) Floats() int { return s.floats }
 // the Staging.
 func (s *Staging) Host() []float32 { return unsafe.Slice((*float32)(s.host), s.floats) }
 
-// Upload starts copying Host's first rows x cols values into the device
-// matrix (rows x cols) on the copy stream and returns at once.
-func (s *Staging) Upload(rows, cols int) {
+// Upload starts copying Host's first rows x cols values into a device
+// matrix (rows x cols) on the copy stream. It takes a free slot of the
+// ring first (a Staging that holds one since its last Upload keeps it),
+// waiting on the host until another Staging's Done gives one back; it
+// returns ctx's error, holding nothing, if ctx ends first. It does not
+// wait for the copy. The slot is held until Done.
+func (s *Staging) Upload(ctx context.Context, rows, cols int) error {
 	checkDims(rows, cols)
 	if rows*cols > s.floats {
 		panic(fmt.Sprintf("kernels: Staging.Upload of %dx%d from %d values", rows, cols, s.floats))
 	}
-	s.g.Resize(s.dev, rows, cols)
-	if rows*cols > 0 {
-		s.g.dev.uploadAsync(s.dev.d, s.host, 4*rows*cols, s.free, s.ready)
+	slot := s.slot.Load()
+	if slot == nil {
+		var err error
+		if slot, err = s.ring.take(ctx); err != nil {
+			return err
+		}
+		s.slot.Store(slot)
 	}
+	// A failed allocation (a full GPU) panics: the slot goes back, with
+	// nothing queued that reads it.
+	held := false
+	defer func() {
+		if !held && s.slot.CompareAndSwap(slot, nil) {
+			s.ring.slots <- slot
+		}
+	}()
+	m := slot.dev
+	s.g.Resize(m, rows, cols)
+	if rows*cols > 0 {
+		s.g.dev.uploadAsync(m.d, s.host, 4*rows*cols, slot.free, s.ready)
+	}
+	// A header of its own, so that the slot's next user resizing it
+	// changes nothing the caller holds.
+	s.mat = &Mat{Rows: m.Rows, Cols: m.Cols, Stride: m.Stride, d: m.d, buf: m.buf}
+	held = true
 	runtime.KeepAlive(s)
+	return nil
 }
 
-// Mat returns the device matrix; launches queued from now on wait for the
-// last Upload to land.
+// Mat returns the device matrix of the last Upload; launches queued from
+// now on wait for the copy to land. It is valid until Done: the slot's
+// next user overwrites it.
 func (s *Staging) Mat() *Mat {
 	s.g.dev.await(s.ready)
-	return s.dev
+	return s.mat
 }
 
-// Done says every kernel that reads Mat has been queued: the next Upload
-// waits for them on the GPU.
-func (s *Staging) Done() { s.g.dev.signal(s.free) }
+// Done says every kernel that reads Mat has been queued and gives the
+// slot back: the next upload into it waits for those kernels on the GPU.
+// Done without a slot held (twice, or without Upload) does nothing. The
+// slot goes back even when recording the fence fails (the device's
+// error panics, as every device call's does).
+func (s *Staging) Done() {
+	slot := s.slot.Swap(nil)
+	if slot == nil {
+		return
+	}
+	s.mat = nil
+	defer func() { s.ring.slots <- slot }()
+	s.g.dev.signal(slot.free)
+}

@@ -3,6 +3,7 @@
 package kernels
 
 import (
+	"context"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -235,7 +236,9 @@ func TestStaging(t *testing.T) {
 		for i := range shape[0] * shape[1] {
 			h[i] = float32(i*shape[0]) + 0.5
 		}
-		s.Upload(shape[0], shape[1])
+		if err := s.Upload(context.Background(), shape[0], shape[1]); err != nil {
+			t.Fatal(err)
+		}
 		m := s.Mat()
 		got := make([]float32, m.Len())
 		g.Download(got, m)
@@ -250,7 +253,7 @@ func TestStaging(t *testing.T) {
 				t.Error("an upload of 11 x 11 from 120 values did not panic")
 			}
 		}()
-		s.Upload(11, 11)
+		_ = s.Upload(context.Background(), 11, 11)
 	}()
 	if d.live == 0 {
 		t.Error("the staging's device matrix is not on the device")

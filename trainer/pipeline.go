@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/gnnplan/gnnplan/kernels"
@@ -73,12 +74,15 @@ type gathered struct {
 // gather stage and GatherAhead gathered ones for the step, and the
 // gathered batches' buffers come from a pool of GatherAhead+2, so memory
 // is bounded by the queue depth times the batch whatever the dataset's
-// size. out closes after the last batch, after an error (sent as the last
-// item) or when ctx ends; stop ends both goroutines and waits for them.
+// size; on a GPU their uploads share the worker's inputSlots device
+// matrices, so the device holds two batches' rows whatever the depth.
+// out closes after the last batch, after an error (sent as the last
+// item) or when ctx ends; stop ends both goroutines and waits for them,
+// giving back the device slots of the batches never trained.
 type pipeline struct {
 	out  <-chan gathered
 	free chan *stageBuf // gathered batches' buffers, returned by the step
-	stop func()
+	stop func()         // idempotent
 }
 
 // startPipeline starts worker w's pipeline for epoch at the run's next
@@ -178,6 +182,7 @@ func (t *Trainer) startPipeline(ctx context.Context, w *worker, epoch int) *pipe
 				select {
 				case out <- g:
 				case <-ctx.Done():
+					p.release(g.rows)
 					return
 				}
 				last = time.Now()
@@ -188,30 +193,59 @@ func (t *Trainer) startPipeline(ctx context.Context, w *worker, epoch int) *pipe
 			}
 		})
 	}
+	var once sync.Once
 	p.stop = func() {
-		cancel()
-		for range p.out {
-		}
-		for _, d := range done {
-			<-d
-		}
+		once.Do(func() {
+			cancel()
+			// The batches gathered and never trained hold device slots
+			// the next epoch's (or the evaluation's) uploads wait for.
+			for g := range p.out {
+				p.release(g.rows)
+			}
+			for _, d := range done {
+				<-d
+			}
+		})
 	}
 	return p
 }
 
-// release returns a gathered batch's buffer to the pool.
-func (p *pipeline) release(buf *stageBuf) {
-	if p.free != nil {
+// release gives back a gathered batch's rows: its device slot (nothing
+// once the step called Done) and its buffer, to the pool. Each batch is
+// released once: its buffer goes to another batch after.
+func (p *pipeline) release(r inputRows) {
+	if r.st != nil {
+		dropSlot(r.st)
+	}
+	if p.free != nil && r.sb != nil {
 		select {
-		case p.free <- buf:
+		case p.free <- r.sb:
 		default:
 		}
 	}
 }
 
+// dropSlot gives back the device slot s holds, if any, on a path that
+// drops a batch (an error, a cancel, the pipeline's stop). A failed
+// device panics again in recording the slot's fence: its first failure
+// is already on its way to Run, and the slot is back either way, so that
+// panic alone is dropped (deferred during another panic, dropSlot does
+// not recover that one).
+func dropSlot(s *kernels.Staging) {
+	defer func() {
+		if e := recover(); e != nil {
+			if _, ok := e.(*kernels.DeviceError); !ok {
+				panic(e)
+			}
+		}
+	}()
+	s.Done()
+}
+
 // stageBuf is where a batch's rows are gathered: host memory, or for a
-// worker on a GPU a pinned staging buffer copied to the GPU on its copy
-// stream while the batch before computes.
+// worker on a GPU a pinned staging buffer copied on the GPU's copy
+// stream, into one of the worker's device slots, while the batch before
+// computes.
 type stageBuf struct {
 	host []float32
 	st   *kernels.Staging
@@ -230,7 +264,8 @@ func (t *Trainer) prepareOnPipeline(w *worker, mb *sample.MiniBatch) (pb prepare
 // buf, or, for a worker holding a cache bin on its device, the n rows it
 // does not hold packed in buf and idx saying where each row is (see
 // store.GatherResident). st, on a GPU, is buf's staging, its upload
-// started; sb is the buffer to return.
+// started into one of the worker's device slots, held until st.Done; sb
+// is the buffer to return.
 type inputRows struct {
 	buf []float32
 	idx []int32
@@ -251,8 +286,13 @@ func (t *Trainer) gatherInput(ctx context.Context, w *worker, mb *sample.MiniBat
 	dim := t.cfg.InDim
 	n := len(in) * dim
 	if gpu, ok := w.b.(*kernels.GPU); ok {
+		if w.ring == nil {
+			if w.ring, err = gpu.NewStagingRing(inputSlots); err != nil {
+				return r, st, fmt.Errorf("epoch %d, batch %d: %w", mb.Epoch+1, mb.Index+1, err)
+			}
+		}
 		if sb.st == nil || sb.st.Floats() < n {
-			staging, err := gpu.NewStaging(n + n/4)
+			staging, err := w.ring.NewStaging(n + n/4)
 			if err != nil {
 				return r, st, fmt.Errorf("epoch %d, batch %d: %w", mb.Epoch+1, mb.Index+1, err)
 			}
@@ -278,10 +318,19 @@ func (t *Trainer) gatherInput(ctx context.Context, w *worker, mb *sample.MiniBat
 		rowNormalizeOn(t.o.GatherThreads, r.buf[:r.n*dim], dim)
 	}
 	if r.st != nil {
-		r.st.Upload(r.n, dim)
+		// Waits for a free device slot: the step's Done of the batch
+		// before last gives one back.
+		if err := r.st.Upload(ctx, r.n, dim); err != nil {
+			return r, st, fmt.Errorf("epoch %d, batch %d: %w", mb.Epoch+1, mb.Index+1, err)
+		}
 	}
 	return r, st, nil
 }
+
+// inputSlots is how many device matrices a worker on a GPU uploads
+// batches' rows into, whatever the number of host buffers gathered ahead:
+// the one the step reads and the next batch's, copied in meanwhile.
+const inputSlots = 2
 
 // residentSource is a FeatureSource whose worker (GPU) cache bins a
 // worker on a device can hold in the device's memory: a *store.Store.

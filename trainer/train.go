@@ -482,8 +482,10 @@ type worker struct {
 	smp   *sample.Sampler
 	x, dl *kernels.Mat // the gathered input (in memory), the logits' gradient
 	seed  uint64       // its sampling and dropout streams
-	// pool is the worker's gather buffers, kept across epochs.
+	// pool is the worker's gather buffers, kept across epochs; on a
+	// GPU, ring is the device slots (inputSlots) their uploads share.
 	pool []*stageBuf
+	ring *kernels.StagingRing
 	// cache holds the resident worker bin's rows on the worker's device
 	// (nil: none; rs serves the others, resident names the bin).
 	cache    *kernels.Mat
@@ -668,14 +670,22 @@ func (t *Trainer) runEpoch(ctx context.Context, rep Reporter) error {
 	for i, w := range t.ws {
 		pls[i] = t.startPipeline(ctx, w, epoch)
 	}
-	defer func() {
+	// gs are the batches in the step's hands, until released after it.
+	gs := make([]gathered, len(t.ws))
+	stop := func() {
+		for i, g := range gs {
+			if g.mb != nil {
+				pls[i].release(g.rows) // an error or a panic left it untrained
+			}
+			gs[i] = gathered{}
+		}
 		for _, pl := range pls {
 			pl.stop()
 		}
-	}()
+	}
+	defer stop()
 	start := time.Now()
 	waitStart := start
-	gs := make([]gathered, len(t.ws))
 	for step := t.st.NextBatch; step < nb; step++ {
 		// A batch from each worker whose share of the seeds reaches this
 		// step.
@@ -711,9 +721,10 @@ func (t *Trainer) runEpoch(ctx context.Context, rep Reporter) error {
 		t.lastInputs = t.lastInputs[:0]
 		for i, g := range gs {
 			if g.mb != nil {
-				pls[i].release(g.rows.sb)
+				pls[i].release(g.rows)
 				t.lastInputs = append(t.lastInputs, g.mb.Input())
 			}
+			gs[i] = gathered{}
 		}
 		p.LossSum += loss
 		p.Labeled += labeled
@@ -734,6 +745,9 @@ func (t *Trainer) runEpoch(ctx context.Context, rep Reporter) error {
 			return fmt.Errorf("epoch %d: %w", epoch+1, err)
 		}
 	}
+	// The evaluation uploads into worker 0's device slots: the pipelines
+	// give back any they hold first.
+	stop()
 	es := EpochStats{Epoch: epoch + 1, Seconds: p.Seconds, WaitSeconds: p.Wait, GatherSeconds: p.Gather,
 		ComputeSeconds: p.Compute, OptimizerSeconds: p.Optim, Stages: p.Stages, Rows: p.Rows, Batches: p.Batches,
 		Loss: p.LossSum / float64(max(p.Labeled, 1)), TrainAcc: float64(p.Correct) / float64(max(p.Labeled, 1)),
@@ -1042,6 +1056,9 @@ func (t *Trainer) evaluate(ctx context.Context, s *sample.Sampler) (acc, loss fl
 			if rows, _, err = t.gatherInput(ctx, t.ws[0], mb, sb); err != nil {
 				return err
 			}
+		}
+		if rows.st != nil {
+			defer dropSlot(rows.st) // on a panic: the slot is the next batch's
 		}
 		logits := t.model.Forward(pb.blocks, t.input(t.ws[0], pb, rows, false, t.x), false, 0)
 		if rows.st != nil {
