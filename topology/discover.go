@@ -22,8 +22,9 @@ type DiscoverOptions struct {
 	// Root is the directory holding sys/ (and proc/): "/" for the running
 	// machine, or an unpacked sysfs snapshot.
 	Root string
-	// UseDmidecode runs `dmidecode -t slot` for slot records when the raw
-	// SMBIOS table cannot be read and dmidecode is on PATH (only for Root "/").
+	// UseDmidecode runs `dmidecode -t slot` for slot records and
+	// `dmidecode -t memory` for DIMM slots when the raw SMBIOS table cannot
+	// be read and dmidecode is on PATH (only for Root "/").
 	UseDmidecode bool
 }
 
@@ -108,7 +109,7 @@ func Discover(ctx context.Context, opts DiscoverOptions) (*Machine, error) {
 		name = n
 	}
 	d.b = NewBuilder(name, source)
-	steps := []func() error{d.loadSockets, d.loadPCI, d.buildTree, d.attachBlock, d.attachSlots}
+	steps := []func() error{d.loadSockets, d.loadPCI, d.buildTree, d.attachBlock, d.attachSlots, d.attachMemory}
 	for _, step := range steps {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -147,6 +148,22 @@ type discoverer struct {
 	nodeOf     map[string]string // pci address -> node id
 	hostBridge map[string]string // root bus -> host bridge node id
 	belowMax   []string          // links running below their maximum now
+
+	// The raw SMBIOS table, read once for slots and memory.
+	dmi      []byte
+	dmiErr   error
+	dmiRead  bool
+	dmiNoted bool // a note already says the table is damaged
+}
+
+// dmiTable reads sys/firmware/dmi/tables/DMI once. Only root can read it
+// on a running machine.
+func (d *discoverer) dmiTable() ([]byte, error) {
+	if !d.dmiRead {
+		d.dmi, d.dmiErr = os.ReadFile(d.path("sys/firmware/dmi/tables/DMI"))
+		d.dmiRead = true
+	}
+	return d.dmi, d.dmiErr
 }
 
 func (d *discoverer) path(rel string) string { return filepath.Join(d.root, rel) }
@@ -846,11 +863,12 @@ func (d *discoverer) attachSlots() error {
 
 func (d *discoverer) slotRecords() ([]SlotRecord, string) {
 	dmiPath := d.path("sys/firmware/dmi/tables/DMI")
-	if data, err := os.ReadFile(dmiPath); err == nil {
+	if data, err := d.dmiTable(); err == nil {
 		if recs, err := ParseSMBIOSSlots(dmiPath, data); err == nil && len(recs) > 0 {
 			return recs, "SMBIOS"
 		} else if err != nil {
 			d.b.Note("SMBIOS table %s unreadable: %v", dmiPath, err)
+			d.dmiNoted = true
 		}
 	}
 	if d.root == "/" && d.opts.UseDmidecode {

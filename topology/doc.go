@@ -8,12 +8,12 @@
 // whose capacities come from PCIe generation x lane width, the CPU family's
 // inter-socket link, or NVLink/xGMI link counts x per-link rate.
 //
-// A Machine is built by discovery from sysfs (ghw plus direct sysfs reads and
-// SMBIOS type 9 slot records; the running machine's, an unpacked snapshot's
-// or a snapshot archive's), by import from NCCL/RCCL topology XML or hwloc
-// XML, by loading a saved JSON file, or from an embedded profile (package
-// profiles). It renders as JSON (schema versioned, round trip exact), a tree,
-// a table and Graphviz DOT.
+// A Machine is built by discovery from sysfs (ghw plus direct sysfs reads,
+// SMBIOS type 9 slot records and type 17 DIMM slots; the running machine's,
+// an unpacked snapshot's or a snapshot archive's), by import from NCCL/RCCL
+// topology XML or hwloc XML, by loading a saved JSON file, or from an
+// embedded profile (package profiles). It renders as JSON (schema versioned,
+// round trip exact), a tree, a table and Graphviz DOT.
 //
 // Units: link capacities in GBps (decimal GB/s per direction), memory in GiB,
 // sizes in files in bytes.

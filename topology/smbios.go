@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -14,7 +15,9 @@ import (
 // `dmidecode -t slot` prints. Section numbers below are those of the DMTF
 // SMBIOS Reference Specification, DSP0134 3.x ("7.10" is System Slots).
 // Names of slot types follow dmidecode's dmi_slot_type(), so that the binary
-// and text paths give the same Type for the same slot.
+// and text paths give the same Type for the same slot. The table walk
+// (smbiosWalk) and the text scanner (scanDmidecode) serve the memory
+// records of smbios_memory.go too.
 
 // SlotRecord is one SMBIOS type 9 System Slot.
 type SlotRecord struct {
@@ -353,42 +356,76 @@ const (
 // structure cannot be found reliably.
 func ParseSMBIOSSlots(path string, table []byte) ([]SlotRecord, error) {
 	var slots []SlotRecord
+	err := smbiosWalk(path, table, func(st smbiosStruct) error {
+		if st.typ != smbiosTypeSlot {
+			return nil
+		}
+		s, err := smbiosDecodeSlot(st.f, st.strs)
+		if err != nil {
+			return &InputError{Path: path, Field: st.field(), Msg: "bad System Slots structure", Err: err}
+		}
+		slots = append(slots, s)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return slots, nil
+}
+
+// smbiosStruct is one structure of a raw table.
+type smbiosStruct struct {
+	off    int    // offset in the table
+	typ    byte   // structure type
+	handle uint16 // structure handle
+	f      []byte // formatted area, header included
+	strs   []byte // string set without its final NUL pair
+}
+
+// field names the structure in errors: "structure at offset 0x2A0 (type 9, handle 0x0900)".
+func (st smbiosStruct) field() string {
+	return fmt.Sprintf("structure at offset 0x%X (type %d, handle 0x%04X)", st.off, st.typ, st.handle)
+}
+
+// smbiosWalk calls fn with each structure of a raw table, in order, up to
+// and including the End-of-Table structure (type 127) or the end of the
+// data. It stops at the first error fn returns. A structure whose header or
+// string set is damaged is an *InputError naming its offset: past it the
+// next structure cannot be found.
+func smbiosWalk(path string, table []byte, fn func(smbiosStruct) error) error {
 	for off := 0; off < len(table); {
 		field := fmt.Sprintf("structure at offset 0x%X", off)
 		// 6.1.2 Structure header: Type, Length (of the formatted area,
 		// header included), Handle.
 		if len(table)-off < smbiosStructHeader {
-			return nil, inputErrorf(path, field, "%d bytes left, want a 4-byte structure header", len(table)-off)
+			return inputErrorf(path, field, "%d bytes left, want a 4-byte structure header", len(table)-off)
 		}
 		typ, length := table[off], int(table[off+1])
 		if length < smbiosStructHeader {
 			// A zero or short length would make the walk stand still.
-			return nil, inputErrorf(path, field, "length %d is shorter than the 4-byte header", length)
+			return inputErrorf(path, field, "length %d is shorter than the 4-byte header", length)
 		}
 		if off+length > len(table) {
-			return nil, inputErrorf(path, field, "type %d structure of %d bytes runs past the end of the table (%d bytes left)", typ, length, len(table)-off)
+			return inputErrorf(path, field, "type %d structure of %d bytes runs past the end of the table (%d bytes left)", typ, length, len(table)-off)
 		}
 		// 6.1.3 Text strings: the formatted area is followed by a set of
 		// NUL-terminated strings ending with an extra NUL; a structure
 		// without strings is followed by two NULs.
 		end := bytes.Index(table[off+length:], []byte{0, 0})
 		if end < 0 {
-			return nil, inputErrorf(path, field, "type %d string set is not terminated by two NUL bytes", typ)
+			return inputErrorf(path, field, "type %d string set is not terminated by two NUL bytes", typ)
 		}
-		strs := table[off+length : off+length+end]
-		if typ == smbiosTypeSlot {
-			s, err := smbiosDecodeSlot(table[off:off+length], strs)
-			if err != nil {
-				return nil, &InputError{Path: path, Field: fmt.Sprintf("%s (type 9, handle 0x%04X)", field, binary.LittleEndian.Uint16(table[off+2:])), Msg: "bad System Slots structure", Err: err}
-			}
-			slots = append(slots, s)
+		st := smbiosStruct{off: off, typ: typ, handle: binary.LittleEndian.Uint16(table[off+2:]),
+			f: table[off : off+length], strs: table[off+length : off+length+end]}
+		if err := fn(st); err != nil {
+			return err
 		}
 		if typ == smbiosTypeEndOfTable {
 			break
 		}
 		off += length + end + 2
 	}
-	return slots, nil
+	return nil
 }
 
 // smbiosDecodeSlot decodes one type 9 structure: f is its formatted area
@@ -461,18 +498,24 @@ func smbiosSlotID(typ, id byte) int {
 	return 0
 }
 
-// smbiosString returns string number idx (1-based, 6.1.3) of a string set;
-// 0 means the structure gives none.
+// smbiosString returns string number idx (1-based, 6.1.3) of a string set,
+// trimmed; 0 means the structure gives none.
 func smbiosString(strs []byte, idx byte) (string, error) {
+	s, err := smbiosRawString(strs, idx)
+	return strings.TrimSpace(string(s)), err
+}
+
+// smbiosRawString is string number idx of a string set as stored.
+func smbiosRawString(strs []byte, idx byte) ([]byte, error) {
 	if idx == 0 {
-		return "", nil
+		return nil, nil
 	}
 	n := 0
 	if len(strs) > 0 {
 		n = bytes.Count(strs, []byte{0}) + 1
 	}
 	if int(idx) > n {
-		return "", fmt.Errorf("string %d requested, the structure has %d", idx, n)
+		return nil, fmt.Errorf("string %d requested, the structure has %d", idx, n)
 	}
 	for i := byte(1); i < idx; i++ {
 		strs = strs[bytes.IndexByte(strs, 0)+1:]
@@ -480,7 +523,7 @@ func smbiosString(strs []byte, idx byte) (string, error) {
 	if j := bytes.IndexByte(strs, 0); j >= 0 {
 		strs = strs[:j]
 	}
-	return strings.TrimSpace(string(strs)), nil
+	return strs, nil
 }
 
 // ParseDmidecodeSlots reads the text `dmidecode -t slot` (or `-t 9`) prints.
@@ -493,19 +536,68 @@ func smbiosString(strs []byte, idx byte) (string, error) {
 // or x16") are read.
 func ParseDmidecodeSlots(path string, text []byte) ([]SlotRecord, error) {
 	var (
-		slots   []SlotRecord
-		cur     *SlotRecord // the record being read, nil outside type 9
-		inBlock bool        // a Handle line or record title has been read
-		other   bool        // inside a record of another type
-		fieldIn = -1        // indentation of the block's field lines
-		inList  bool        // the last field had no value: deeper lines are its items
-		lineNo  int
+		slots []SlotRecord
+		cur   *SlotRecord // the record being read
 	)
-	flush := func() {
-		if cur != nil {
+	err := scanDmidecode(path, text, map[string]int{"System Slot Information": smbiosTypeSlot}, dmidecodeVisitor{
+		begin: func(int, int) {
+			cur = &SlotRecord{SegmentGroup: 0xFFFF, Bus: 0xFF, Device: 0x1F, Function: 7}
+		},
+		field: func(key, val string) error { return smbiosSetTextField(cur, key, val) },
+		end: func() error {
 			slots = append(slots, *cur)
-			cur = nil
+			return nil
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return slots, nil
+}
+
+// dmidecodeVisitor receives the records scanDmidecode reads: begin on a
+// record title (its DMI type, and its handle or -1 when the output has no
+// Handle lines), field for each "Name: value" line, end when the record is
+// over (an error from end names the record's title line).
+type dmidecodeVisitor struct {
+	begin func(typ, handle int)
+	field func(key, val string) error
+	end   func() error
+}
+
+// scanDmidecode reads dmidecode's text output and passes v the records
+// whose title is a key of titles (mapping to its DMI type); lines of other
+// records are skipped. Records start at a Handle line or, in `-q` output,
+// at their title. Lines that are not dmidecode's, and errors from v.field
+// and v.end, are an *InputError with Line set.
+func scanDmidecode(path string, text []byte, titles map[string]int, v dmidecodeVisitor) error {
+	var (
+		inRecord bool   // v.begin was called and v.end not yet
+		inBlock  bool   // a Handle line or record title has been read
+		other    bool   // inside a record of a type not in titles
+		title    string // title of the record being read, or the one its Handle line wants
+		handle   = -1   // handle of the current Handle line
+		fieldIn  = -1   // indentation of the block's field lines
+		inList   bool   // the last field had no value: deeper lines are its items
+		lineNo   int
+		want     []string // titles, quoted, for messages
+		byType   = map[int]string{}
+	)
+	for t, typ := range titles {
+		want = append(want, strconv.Quote(t))
+		byType[typ] = t
+	}
+	sort.Strings(want)
+	recordLine := 0 // line of the current record's title
+	flush := func() error {
+		if !inRecord {
+			return nil
 		}
+		inRecord = false
+		if err := v.end(); err != nil {
+			return &InputError{Path: path, Line: recordLine, Field: smbiosQuote(title), Msg: "incomplete record", Err: err}
+		}
+		return nil
 	}
 	sc := bufio.NewScanner(bytes.NewReader(text))
 	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
@@ -519,72 +611,81 @@ func ParseDmidecodeSlots(path string, text []byte) ([]SlotRecord, error) {
 			e.Line = lineNo
 			return e
 		}
-		switch {
-		case line == "":
+		if line == "" {
 			continue
-		case indent == 0 && strings.HasPrefix(line, "Handle "):
-			typ, ok := smbiosHandleType(line)
-			if !ok {
-				return nil, bad(smbiosQuote(line), "want \"Handle 0xNNNN, DMI type N, N bytes\"")
-			}
-			flush()
-			inBlock, other, fieldIn, inList = true, typ != smbiosTypeSlot, -1, false
-			continue
-		case indent == 0 && line == "System Slot Information":
-			// The record title; -q output has no Handle lines, so the
-			// title alone starts a record.
-			flush()
-			cur = &SlotRecord{SegmentGroup: 0xFFFF, Bus: 0xFF, Device: 0x1F, Function: 7}
-			inBlock, other, fieldIn, inList = true, false, -1, false
-			continue
-		case indent == 0 && !inBlock:
-			if smbiosPreamble(line) {
+		}
+		if indent == 0 {
+			if strings.HasPrefix(line, "Handle ") {
+				h, typ, ok := smbiosHandleLine(line)
+				if !ok {
+					return bad(smbiosQuote(line), "want \"Handle 0xNNNN, DMI type N, N bytes\"")
+				}
+				if err := flush(); err != nil {
+					return err
+				}
+				_, wanted := byType[typ]
+				inBlock, other, title, handle, fieldIn, inList = true, !wanted, byType[typ], h, -1, false
 				continue
 			}
-			return nil, bad(smbiosQuote(line), "not dmidecode output: want a \"Handle\" line or \"System Slot Information\"")
-		case indent == 0:
+			if typ, ok := titles[line]; ok {
+				// The record title; -q output has no Handle lines, so the
+				// title alone starts a record.
+				if err := flush(); err != nil {
+					return err
+				}
+				v.begin(typ, handle)
+				inRecord, inBlock, other, title, fieldIn, inList = true, true, false, line, -1, false
+				recordLine = lineNo
+				handle = -1
+				continue
+			}
+			if !inBlock {
+				if smbiosPreamble(line) {
+					continue
+				}
+				return bad(smbiosQuote(line), "not dmidecode output: want a \"Handle\" line or %s", strings.Join(want, " or "))
+			}
 			// Another title inside a Handle block (records of other
 			// types, or "Inactive", "End Of Table").
-			if cur != nil {
-				return nil, bad(smbiosQuote(line), "unexpected line in a System Slot Information record: want an indented field")
+			if inRecord {
+				return bad(smbiosQuote(line), "unexpected line in a %s record: want an indented field", title)
 			}
 			other = true
 			continue
 		}
 		// Indented lines belong to the current record.
 		if !inBlock {
-			return nil, bad(smbiosQuote(line), "indented line outside a record: want a \"Handle\" line first")
+			return bad(smbiosQuote(line), "indented line outside a record: want a \"Handle\" line first")
 		}
 		if other {
 			continue
 		}
-		if cur == nil {
-			return nil, bad(smbiosQuote(line), "field before \"System Slot Information\"")
+		if !inRecord {
+			return bad(smbiosQuote(line), "field before %q", title)
 		}
 		if fieldIn < 0 {
 			fieldIn = indent
 		}
 		if indent > fieldIn {
 			if !inList {
-				return nil, bad(smbiosQuote(line), "over-indented line: want \"Name: value\"")
+				return bad(smbiosQuote(line), "over-indented line: want \"Name: value\"")
 			}
-			continue // a Characteristics item
+			continue // an item of a list such as Characteristics
 		}
 		key, val, ok := strings.Cut(line, ":")
 		if !ok {
-			return nil, bad(smbiosQuote(line), "want \"Name: value\"")
+			return bad(smbiosQuote(line), "want \"Name: value\"")
 		}
 		val = strings.TrimSpace(val)
 		inList = val == ""
-		if err := smbiosSetTextField(cur, key, val); err != nil {
-			return nil, bad(key, "%v", err)
+		if err := v.field(key, val); err != nil {
+			return bad(key, "%v", err)
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, &InputError{Path: path, Line: lineNo + 1, Msg: "want dmidecode output, lines shorter than 1 MiB", Err: err}
+		return &InputError{Path: path, Line: lineNo + 1, Msg: "want dmidecode output, lines shorter than 1 MiB", Err: err}
 	}
-	flush()
-	return slots, nil
+	return flush()
 }
 
 // smbiosSetTextField stores one "Key: value" line of a dmidecode System Slot
@@ -727,22 +828,26 @@ func smbiosTextAddress(s *SlotRecord, val string) error {
 	return nil
 }
 
-// smbiosHandleType reads "Handle 0x001C, DMI type 9, 17 bytes" and returns
-// the type.
-func smbiosHandleType(line string) (int, bool) {
-	_, rest, ok := strings.Cut(line, ", DMI type ")
+// smbiosHandleLine reads "Handle 0x001C, DMI type 9, 17 bytes" and returns
+// the handle and the type.
+func smbiosHandleLine(line string) (handle, typ int, ok bool) {
+	head, rest, ok := strings.Cut(line, ", DMI type ")
 	if !ok {
-		return 0, false
+		return 0, 0, false
 	}
 	num, _, ok := strings.Cut(rest, ",")
 	if !ok {
-		return 0, false
+		return 0, 0, false
 	}
 	n, err := strconv.Atoi(num)
 	if err != nil || n < 0 || n > 255 {
-		return 0, false
+		return 0, 0, false
 	}
-	return n, true
+	h, err := strconv.ParseUint(strings.TrimPrefix(head, "Handle 0x"), 16, 16)
+	if err != nil || !strings.HasPrefix(head, "Handle 0x") {
+		return 0, 0, false
+	}
+	return int(h), n, true
 }
 
 // smbiosPreamble reports whether an unindented line outside any record is

@@ -433,11 +433,26 @@ func smbiosCompareDecoders(t *testing.T, text, table []SlotRecord) {
 // also writes the output to $SMBIOS_WRITE_FIXTURE when set, which is how
 // the dmidecode-3.4 fixture was made.
 func TestDmidecodeAgreesWithTableDecoder(t *testing.T) {
+	out := smbiosRunDmidecode(t, smbiosTestTable(), "slot", "SMBIOS_WRITE_FIXTURE")
+	got, err := ParseDmidecodeSlots("dmidecode", out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	smbiosCompareDecoders(t, got, smbiosTestTableWant)
+	if !bytes.Contains(out, []byte("Bus Address: 0000:17:00.0")) {
+		t.Errorf("dmidecode output lacks the in-use slot's address:\n%s", out)
+	}
+}
+
+// smbiosRunDmidecode writes table as a --dump-bin file and returns what
+// the installed dmidecode prints of it for `-t typ`, also writing that to
+// the file $fixtureEnv names when set. It skips the test without dmidecode.
+func smbiosRunDmidecode(t *testing.T, table []byte, typ, fixtureEnv string) []byte {
+	t.Helper()
 	bin, err := exec.LookPath("dmidecode")
 	if err != nil {
 		t.Skip("dmidecode not installed")
 	}
-	table := smbiosTestTable()
 	// A --dump-bin file: the SMBIOS 3 entry point (5.2.2) at offset 0,
 	// pointing at the table at offset 0x20.
 	ep := make([]byte, 0x20)
@@ -454,25 +469,18 @@ func TestDmidecodeAgreesWithTableDecoder(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "dmi.bin"), append(ep, table...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--from-dump", "dmi.bin", "-t", "slot")
+	cmd := exec.Command(bin, "--from-dump", "dmi.bin", "-t", typ)
 	cmd.Dir = dir // so the output names the dump without a temporary path
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("dmidecode: %v", err)
 	}
-	if w := os.Getenv("SMBIOS_WRITE_FIXTURE"); w != "" {
+	if w := os.Getenv(fixtureEnv); w != "" {
 		if err := os.WriteFile(w, out, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, err := ParseDmidecodeSlots("dmidecode", out)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	smbiosCompareDecoders(t, got, smbiosTestTableWant)
-	if !bytes.Contains(out, []byte("Bus Address: 0000:17:00.0")) {
-		t.Errorf("dmidecode output lacks the in-use slot's address:\n%s", out)
-	}
+	return out
 }
 
 func TestParseDmidecodeSlotsReadsRecordsAmongOtherTypes(t *testing.T) {

@@ -78,7 +78,7 @@ embedded machine (` + strings.Join(profiles.MachineNames(), ", ") + `).`,
 	f.StringVar(&opts.Profile, "profile", "", "load an embedded machine profile ("+strings.Join(profiles.MachineNames(), ", ")+")")
 	f.StringVarP(&opts.Output, "output", "o", "table", "output format: "+strings.Join(outputFormats, ", "))
 	f.StringVar(&opts.Save, "save", "", "also write the machine as JSON to this file")
-	f.BoolVar(&opts.Dmidecode, "dmidecode", true, "run `dmidecode -t slot` for slot records when the SMBIOS table is unreadable")
+	f.BoolVar(&opts.Dmidecode, "dmidecode", true, "run `dmidecode` for slot and memory records when the SMBIOS table is unreadable")
 	return cmd
 }
 
