@@ -141,8 +141,11 @@ func TestMeasuredHotnessReplacesThePowerLaw(t *testing.T) {
 	if HotnessCurve(make([]uint32, 5), HotnessCurvePoints) != nil {
 		t.Error("no access counted gave a curve")
 	}
-	// In a plan: the uniform hotness leaves more to the SSDs than x^0.26.
+	// In a plan: the uniform hotness leaves more to the SSDs than x^0.26,
+	// on the same hardware and caches.
 	req := request(t, "moment-b", "igb-hom", 80000)
+	req.GPUModels, req.SSDModels = []string{"l40s-48gb-pcie"}, []string{"980pro-1tb"}
+	req.MinGPUs, req.MaxGPUs, req.SSDCounts, req.CPUCacheGiB = 4, 4, []int{8}, 100
 	law := recommend(t, req)
 	big := make([]uint32, req.Workload.Vertices/1000)
 	for i := range big {

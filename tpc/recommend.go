@@ -27,7 +27,8 @@ type Request struct {
 	// GPUModels and SSDModels restrict the choice to these catalog keys;
 	// empty means every model in the catalog.
 	GPUModels, SSDModels []string
-	// MinGPUs..MaxGPUs bounds the GPU count (default 1..4).
+	// MinGPUs..MaxGPUs bounds the GPU count (default: 1 to as many as
+	// the machine's slots take).
 	MinGPUs, MaxGPUs int
 	// MeasuredSSDGBps, when > 0, replaces every SSD model's catalog read
 	// rate for feature rows with a measured one (gnnplan profile).
@@ -122,8 +123,9 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 	if req.MinGPUs <= 0 {
 		req.MinGPUs = 1
 	}
-	if req.MaxGPUs <= 0 {
-		req.MaxGPUs = 4
+	autoMax := req.MaxGPUs <= 0
+	if autoMax {
+		req.MaxGPUs = math.MaxInt32 // the slots bound it, below
 	}
 	if req.MinGPUs > req.MaxGPUs {
 		return nil, &topology.InputError{Field: "--gpus", Msg: fmt.Sprintf("%d-%d is not a range", req.MinGPUs, req.MaxGPUs)}
@@ -144,6 +146,10 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 	stripped = withoutModuleSockets(stripped, modules)
 	r := &recommender{modules: len(modules), req: req, stripped: stripped, hostGiB: hostMemoryGiB(req.Machine, req.Catalog.Host), cache: map[searchKey]*searchOut{}}
 	room := r.slotRoom()
+	if autoMax {
+		req.MaxGPUs = max(req.MinGPUs, room.gpu+room.either)
+		r.req.MaxGPUs = req.MaxGPUs
+	}
 	for _, sl := range stripped.NodesOfKind(topology.KindSlot) {
 		r.maxGen = max(r.maxGen, sl.PCIeGen)
 	}
@@ -164,6 +170,15 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 		for n := req.MinGPUs; n <= req.MaxGPUs; n++ {
 			if n > room.gpu+room.either {
 				break
+			}
+			// More GPUs only cost more: once the GPUs alone pass the
+			// budget, no larger count fits it (the smallest was priced,
+			// for the message when nothing does).
+			if n > req.MinGPUs && (Hardware{GPU: g, GPUs: n}).TCOUSD(req.Catalog.Host) > req.BudgetUSD {
+				break
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
 			}
 			ssdRoom := room.ssd + room.either - max(0, n-room.gpu)
 			for si, s := range ssds {

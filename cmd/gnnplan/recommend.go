@@ -110,7 +110,7 @@ IGB-HOM with a $80,000 budget. Workloads: ` + strings.Join(workloads, ", ") + `.
 	f.StringVar(&opts.Model, "model", "", "GNN model: graphsage, gcn or gat (default: the workload's)")
 	f.StringSliceVar(&opts.GPUModels, "gpu-model", nil, "only these GPU models (catalog keys, comma-separated)")
 	f.StringSliceVar(&opts.SSDModels, "ssd-model", nil, "only these SSD models (catalog keys, comma-separated)")
-	f.StringVar(&opts.GPUs, "gpus", "1-4", "GPU count or range, e.g. 2 or 1-4")
+	f.StringVar(&opts.GPUs, "gpus", "", "GPU count or range, e.g. 2 or 1-4 (default: 1 to as many as the machine's slots take)")
 	f.StringVar(&opts.SSDs, "ssds", "", "SSD count or range, e.g. 8 or 0-12 (default: 0 to as many as the free slots take)")
 	f.StringVar(&opts.Catalog, "catalog", "", "a catalog file (JSON or YAML) whose entries override the built-in prices and rates")
 	f.StringVar(&opts.Measured, "measured", "", "a profile from `gnnplan profile --save`: its measured SSD and memory rates replace catalog figures")
@@ -164,8 +164,10 @@ func (o *recommendOptions) request(ctx context.Context) (tpc.Request, error) {
 		return req, usageErrorf("--cpu-cache-gib: %v (want a size in GiB >= 0; 0 decides it)", o.CPUCacheGiB)
 	}
 	var err error
-	if req.MinGPUs, req.MaxGPUs, err = parseRange("--gpus", o.GPUs, 1); err != nil {
-		return req, err
+	if o.GPUs != "" {
+		if req.MinGPUs, req.MaxGPUs, err = parseRange("--gpus", o.GPUs, 1); err != nil {
+			return req, err
+		}
 	}
 	if o.SSDs != "" {
 		lo, hi, err := parseRange("--ssds", o.SSDs, 0)
