@@ -187,20 +187,33 @@ func BinsFromPlan(p *tpc.Plan, rows int64, rowBytes int64, opt BinOptions) ([]Bi
 		topoFrac = est.TopologyBytes / d
 	}
 	topoGB := topoFrac * totalGB
-	featGB := totalGB - topoGB
 	// The GPUs' caches serve the hottest part of the topology's reads,
-	// host memory the rest (tpc's GPU layout).
+	// host memory the next, the SSDs the rest in whole blocks (the
+	// plan's shares, scaled to the traffic's total); a plan without them
+	// has the topology in host memory.
 	gpuLayout := p.Prediction.Shares.GPU
-	gpuTopoGB := gpuLayout.TopologyHit * topoGB
+	gpuTopoGB, hostTopoGB, ssdTopoGB := 0.0, topoGB, 0.0
+	if sh := p.Prediction.Shares; sh.EpochGB > 0 && sh.GPUTopologyGB+sh.HostTopologyGB+sh.SSDTopologyGB > 0 {
+		scale := totalGB / sh.EpochGB
+		gpuTopoGB, hostTopoGB, ssdTopoGB = sh.GPUTopologyGB*scale, sh.HostTopologyGB*scale, sh.SSDTopologyGB*scale
+	}
+	ssds := 0
 	gpus := 0
 	for _, t := range p.StorageTraffic {
-		if t.Kind == maxflow.StorageGPUMem {
+		switch t.Kind {
+		case maxflow.StorageGPUMem:
 			gpus++
+		case maxflow.StorageSSD:
+			ssds++
 		}
 	}
 	if gpus == 0 {
 		gpuTopoGB = 0
 	}
+	if ssds == 0 {
+		ssdTopoGB = 0
+	}
+	featGB := totalGB - gpuTopoGB - hostTopoGB - ssdTopoGB
 
 	// Each GPU's feature cache: what the options keep from it, what the
 	// plan's assumptions kept, or what the plan decided.
@@ -255,7 +268,7 @@ func BinsFromPlan(p *tpc.Plan, rows int64, rowBytes int64, opt BinOptions) ([]Bi
 				b.CapacityRows++
 			}
 			hostSeen++
-			gb -= (topoGB - gpuTopoGB) / float64(hosts)
+			gb -= hostTopoGB / float64(hosts)
 			// What the flow sends a host beyond its topology, less
 			// rounding: a residue of a billionth of the epoch is none.
 			if gb <= 1e-9*totalGB {
@@ -263,6 +276,7 @@ func BinsFromPlan(p *tpc.Plan, rows int64, rowBytes int64, opt BinOptions) ([]Bi
 			}
 		case maxflow.StorageSSD:
 			b.CapacityRows = capRows(ssdGB * 1e9 / float64(rowBytes))
+			gb = math.Max(0, gb-ssdTopoGB/float64(ssds))
 		}
 		if featGB > 0 {
 			b.TargetShare = gb / featGB

@@ -209,6 +209,7 @@ func PredictInstalled(ctx context.Context, req Request) (*Installed, error) {
 	hostGiB := hostMemoryGiB(m, cat.Host)
 	a := req.Assumptions
 	a.CPUCacheFraction = searchCacheFraction
+	a.TopologyOnSSDShare = leastTopologyOnSSD(req.Workload, hw, hostGiB, a)
 	a.GPUTopologyShare = servedSplit(req.Workload, hw, hostGiB, a)
 	xmax := maxCPUCacheFraction(req.Workload, hw, hostGiB, a)
 	a.CPUCacheFraction = xmax
@@ -230,7 +231,8 @@ func PredictInstalled(ctx context.Context, req Request) (*Installed, error) {
 		}
 	}
 	in.Decisions = Decisions{CPUCacheFraction: x, CPUCacheGiB: t.shares.CPUCacheRows * float64(req.Workload.FeatureRowBytes()) / (1 << 30),
-		MaxCPUCacheFraction: xmax, Why: why, GPUTopologyShare: a.GPUTopologyShare, GPUWhy: gpuSplitWhy(req.Workload, t.shares, setup.Assumptions)}
+		MaxCPUCacheFraction: xmax, Why: why, GPUTopologyShare: a.GPUTopologyShare, GPUWhy: gpuSplitWhy(req.Workload, t.shares, setup.Assumptions),
+		TopologyOnSSDShare: a.TopologyOnSSDShare, TopologyWhy: topologySplitWhy(req.Workload, hw, hostGiB, t.shares, setup.Assumptions)}
 	in.Prediction = t.prediction
 	in.timed = t
 	return in, nil

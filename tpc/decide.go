@@ -24,12 +24,17 @@ type Decisions struct {
 	// used and why (the figures are the prediction's shares' gpu).
 	GPUTopologyShare float64 `json:"gpu_topology_share"`
 	GPUWhy           string  `json:"gpu_why"`
+	// TopologyOnSSDShare is the share of the topology read from the SSDs
+	// rather than held in host memory; TopologyWhy says why.
+	TopologyOnSSDShare float64 `json:"topology_on_ssd_share"`
+	TopologyWhy        string  `json:"topology_why"`
 }
 
 // decided is a with d's choices in it: what a plan was predicted with.
 func decided(a Assumptions, d Decisions) Assumptions {
 	a.CPUCacheFraction = d.CPUCacheFraction
 	a.GPUTopologyShare = d.GPUTopologyShare
+	a.TopologyOnSSDShare = d.TopologyOnSSDShare
 	return a
 }
 
@@ -281,4 +286,76 @@ func gpuSplitWhy(w Workload, s Shares, a Assumptions) string {
 	}
 	return fmt.Sprintf("%s; %s: a GiB of topology serves %.2f GB of an epoch's reads, the last GiB of feature rows %.2f GB",
 		ws, split, topoPerGiB/1e9, featPerGiB/1e9)
+}
+
+// decideTopologyOnSSD chooses, for hw in placement p with a's caches, the
+// share of the topology the SSDs serve: at least what host memory cannot
+// hold (leastTopologyOnSSD), more where the flow's IO time says a GiB of
+// host memory serves more as feature rows than as topology. A topology
+// read from an SSD moves two blocks for a few hundred bytes, so past the
+// least share the time usually rises at once: a step of a hundredth
+// checks that, and only where the time falls does a golden-section
+// search run over the rest. The epoch's bytes change with the share
+// (the blocks), so each time is a graph built afresh.
+func decideTopologyOnSSD(m *topology.Machine, inv maxflow.Inventory, p maxflow.Placement, w Workload, hw Hardware, hostGiB float64,
+	a Assumptions, measuredSSDGBps float64) (float64, error) {
+	lo := leastTopologyOnSSD(w, hw, hostGiB, a)
+	if hw.SSDs == 0 || lo >= 1 {
+		return lo, nil
+	}
+	pm, err := maxflow.Apply(m, inv, p)
+	if err != nil {
+		return 0, err
+	}
+	// The CPU cache keeps its size, or, where it was as large as memory
+	// allowed, grows into the memory the topology frees.
+	full := a.CPUCacheFraction >= maxCPUCacheFraction(w, hw, hostGiB, a)*(1-1e-9)
+	ioTime := func(u float64) float64 {
+		b := a
+		b.TopologyOnSSDShare = u
+		xmax := maxCPUCacheFraction(w, hw, hostGiB, b)
+		b.CPUCacheFraction = math.Min(a.CPUCacheFraction, xmax)
+		if full {
+			b.CPUCacheFraction = xmax
+		}
+		sh, ssd := ioShares(w, hw, hostGiB, b, measuredSSDGBps)
+		g, err := maxflow.BuildGraph(pm, tiersFor(sh, ssd, b))
+		if err != nil {
+			return math.Inf(1)
+		}
+		t, err := g.LeastTime()
+		if err != nil {
+			return math.Inf(1)
+		}
+		return t
+	}
+	t0 := ioTime(lo)
+	if ioTime(math.Min(1, lo+0.01)) >= t0 {
+		return lo, nil
+	}
+	u := goldenMin(ioTime, lo, 1, splitSearchTol)
+	if ioTime(u) >= t0 {
+		return lo, nil
+	}
+	return u, nil
+}
+
+// topologySplitWhy says in a sentence where the topology is and why.
+func topologySplitWhy(w Workload, hw Hardware, hostGiB float64, s Shares, a Assumptions) string {
+	_, topo := w.DatasetBytes()
+	gib := float64(topo) / (1 << 30)
+	u := a.TopologyOnSSDShare
+	if hw.SSDs == 0 {
+		u = 0
+	}
+	if u <= 0 {
+		return fmt.Sprintf("host memory holds all %.0f GiB of the topology", gib)
+	}
+	least := leastTopologyOnSSD(w, hw, hostGiB, a)
+	why := "host memory cannot hold more beside its reserve"
+	if u > least+1e-9 {
+		why = "host memory serves more of the epoch as feature rows than as topology"
+	}
+	return fmt.Sprintf("the SSDs serve the coldest %.0f%% of the %.0f GiB topology (%.0f GB of blocks an epoch): %s",
+		100*u, gib, s.SSDTopologyGB, why)
 }

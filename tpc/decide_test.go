@@ -299,3 +299,60 @@ func TestDRAMChoicesKeepChannelsBalanced(t *testing.T) {
 		})
 	}
 }
+
+// TestTopologySpillsToTheSSDs: a topology larger than host memory is read
+// from the SSDs in part, whole blocks at a time, instead of being assumed
+// in memory; the share is at least what memory cannot hold and within
+// 0.5% of a grid over it. Where the topology fits, memory holds it all.
+func TestTopologySpillsToTheSSDs(t *testing.T) {
+	big := Workload{Name: "big-topology", Vertices: 4_000_000_000, Edges: 80_000_000_000, FeatureDim: 128, FeatureBytes: 4, Classes: 10,
+		TrainFraction: 0.01, Model: ModelGraphSAGE, Hidden: 256, Heads: 1, Fanouts: []int{25, 10}, BatchSize: 8000}
+	small, err := BuiltinWorkload("igb-hom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		w     Workload
+		spill bool
+	}{{big, true}, {small, false}} {
+		t.Run(c.w.Name, func(t *testing.T) {
+			req := request(t, "moment-b", "igb-hom", 1e6)
+			req.Workload = c.w
+			req.GPUModels, req.SSDModels = []string{"l40s-48gb-pcie"}, []string{"pm1743-3.84tb"}
+			req.MinGPUs, req.MaxGPUs, req.SSDCounts = 4, 4, []int{8}
+			req.Catalog.DIMMs = nil // the memory as installed
+			rec := recommend(t, req)
+			o := rec.Best
+			host := hostMemoryGiB(req.Machine, req.Catalog.Host)
+			least := leastTopologyOnSSD(c.w, o.Hardware, host, req.Assumptions)
+			u := o.Decisions.TopologyOnSSDShare
+			if (u > 0) != c.spill || u < least-1e-9 || (o.Shares.SSDTopologyGB > 0) != c.spill {
+				t.Fatalf("topology on the SSDs %.3f (least %.3f), %.0f GB of blocks: want a spill %v; %s",
+					u, least, o.Shares.SSDTopologyGB, c.spill, o.Decisions.TopologyWhy)
+			}
+			if !c.spill {
+				return
+			}
+			grid, at := 0.0, 0.0
+			for j := 0; j <= 20; j++ {
+				a := req.Assumptions
+				a.GPUTopologyShare = o.Decisions.GPUTopologyShare
+				a.TopologyOnSSDShare = least + (1-least)*float64(j)/20
+				hw := Hardware{GPU: o.GPU, GPUs: o.GPUs, SSD: o.SSD, SSDs: o.SSDs}
+				a.CPUCacheFraction = maxCPUCacheFraction(c.w, hw, host, a)
+				p, err := PredictSetup(context.Background(), Setup{Machine: req.Machine, Catalog: req.Catalog, Workload: c.w,
+					GPU: o.GPU.Key, SSD: o.SSD.Key, GPUs: o.GPUs, SSDs: o.SSDs, Layout: LayoutBest, Assumptions: a})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p.TPC > grid {
+					grid, at = p.TPC, a.TopologyOnSSDShare
+				}
+			}
+			if o.TPC < 0.995*grid {
+				t.Errorf("TPC %.5g with %.3f of the topology on the SSDs, the grid's %.5g at %.3f", o.TPC, u, grid, at)
+			}
+			t.Logf("%s", o.Decisions.TopologyWhy)
+		})
+	}
+}

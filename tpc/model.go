@@ -28,6 +28,12 @@ type Assumptions struct {
 	// rest caching feature rows: an input where a setup gives it,
 	// decided by recommend for each option (Decisions).
 	GPUTopologyShare float64 `json:"gpu_topology_share"`
+	// TopologyOnSSDShare is the share of the topology's bytes (the
+	// coldest) read from the SSDs rather than held in host memory: 0
+	// where host memory holds it whole. An input where a setup gives it,
+	// decided by recommend (Decisions): at least what host memory cannot
+	// hold.
+	TopologyOnSSDShare float64 `json:"topology_on_ssd_share"`
 	// CPUCacheFraction is the share of vertices whose features a setup
 	// caches in host memory (Moment caches 1%), capped by host memory:
 	// an input where a measurement's setup gives it (PredictSetup,
@@ -172,6 +178,12 @@ type Shares struct {
 	CPUCacheRows  float64 `json:"cpu_cache_rows"`
 	// GPU is how each GPU's memory is used.
 	GPU GPULayout `json:"gpu"`
+	// GPUTopologyGB and HostTopologyGB are the topology's bytes an epoch
+	// the GPUs' caches and host memory serve; SSDTopologyGB the blocks
+	// the SSDs read for the topology host memory does not hold.
+	GPUTopologyGB  float64 `json:"gpu_topology_GB"`
+	HostTopologyGB float64 `json:"host_topology_GB"`
+	SSDTopologyGB  float64 `json:"ssd_topology_GB"`
 }
 
 // GPULayout is one GPU's memory in a plan: what training holds, and how
@@ -229,32 +241,64 @@ func (a Assumptions) topologyHit(w Workload, f float64) float64 {
 	return math.Max(0, math.Min(1, f))
 }
 
+// topologyAmplification is how many bytes an SSD moves per byte of
+// topology sampling reads: each frontier vertex's index pair and its
+// sampled neighbours' slice of the index array are two random reads of
+// a block each, for the few hundred bytes sampling uses.
+func topologyAmplification(b BatchEstimate, a Assumptions) float64 {
+	blk := float64(a.SSDBlockBytes)
+	if blk <= 0 {
+		blk = 4096
+	}
+	frontier := 0.0
+	for k := 0; k+1 < len(b.Hops); k++ {
+		frontier += b.Hops[k]
+	}
+	if b.TopologyBytes <= 0 {
+		return 1
+	}
+	return math.Max(1, 2*blk*frontier/b.TopologyBytes)
+}
+
 // shares splits an epoch's bytes over the tiers: the GPU caches hold the
-// hottest rows and the hottest topology (gpuLayout), host memory the next
-// CPUCacheFraction of rows and all of the topology, the SSDs the rest
-// (Hyperion's hierarchy GPU > CPU > SSD). Every GPU caches the same
-// hottest rows (data parallel, no sharding).
+// hottest rows and the hottest topology (gpuLayout), host memory the
+// topology but its coldest TopologyOnSSDShare, then the next
+// CPUCacheFraction of rows, the SSDs the rest (Hyperion's hierarchy GPU >
+// CPU > SSD). Topology read from the SSDs counts the whole blocks they
+// move (topologyAmplification). Every GPU caches the same hottest rows
+// (data parallel, no sharding).
 func shares(w Workload, hw Hardware, hostMemGiB float64, a Assumptions) Shares {
 	b := w.PerBatch()
 	batches := float64(w.BatchesPerEpoch())
 	row := float64(w.FeatureRowBytes())
 	feat := b.FeatureBytes * batches
 	topo := b.TopologyBytes * batches
-	total := feat + topo
 	V := float64(w.Vertices)
 	gl := gpuLayout(w, b, hw, a)
 	gpuRows := math.Min(V, gl.FeatureCacheGiB*(1<<30)/row)
 	_, topoBytes := w.DatasetBytes()
-	// Host memory holds the topology first; the feature cache gets what
-	// is left, up to the configured share of vertices.
-	cpuRows := math.Min(a.CPUCacheFraction*V, math.Max(0, hostMemGiB*(1<<30)-float64(topoBytes))/row)
+	onSSD := math.Max(0, math.Min(1, a.TopologyOnSSDShare))
+	if hw.SSDs == 0 {
+		onSSD = 0
+	}
+	// Host memory holds its share of the topology first; the feature
+	// cache gets what is left, up to the configured share of vertices.
+	cpuRows := math.Min(a.CPUCacheFraction*V, math.Max(0, hostMemGiB*(1<<30)-float64(topoBytes)*(1-onSSD))/row)
 	cpuRows = math.Max(0, math.Min(cpuRows, V-gpuRows))
 	gpuHit := a.hitShare(gpuRows / V)
 	cpuHit := a.hitShare((gpuRows+cpuRows)/V) - gpuHit
-	s := Shares{EpochGB: total / 1e9, GPUCacheRows: gpuRows, CPUCacheRows: cpuRows, GPU: gl}
+	// The topology's reads: the GPUs' cache, host memory's share beyond
+	// it, the SSDs' the rest, amplified to the blocks they move.
+	gpuT := gl.TopologyHit
+	hostT := math.Max(0, a.topologyHit(w, 1-onSSD)-gpuT)
+	ssdT := math.Max(0, 1-gpuT-hostT)
+	ssdTopo := ssdT * topo * topologyAmplification(b, a)
+	total := feat + (gpuT+hostT)*topo + ssdTopo
+	s := Shares{EpochGB: total / 1e9, GPUCacheRows: gpuRows, CPUCacheRows: cpuRows, GPU: gl,
+		GPUTopologyGB: gpuT * topo / 1e9, HostTopologyGB: hostT * topo / 1e9, SSDTopologyGB: ssdTopo / 1e9}
 	if total > 0 {
-		s.GPUCacheShare = (gpuHit*feat + gl.TopologyHit*topo) / total
-		s.HostShare = (cpuHit*feat + (1-gl.TopologyHit)*topo) / total
+		s.GPUCacheShare = (gpuHit*feat + gpuT*topo) / total
+		s.HostShare = (cpuHit*feat + hostT*topo) / total
 		s.HostShare = math.Min(s.HostShare, 1-s.GPUCacheShare) // rounding
 		s.SSDShare = math.Max(0, 1-s.GPUCacheShare-s.HostShare)
 	}
@@ -270,7 +314,11 @@ func maxCPUCacheFraction(w Workload, hw Hardware, hostGiB float64, a Assumptions
 		return 0
 	}
 	_, topo := w.DatasetBytes()
-	room := hostGiB*(1<<30)*(1-a.HostReserveShare) - float64(topo)
+	onSSD := math.Max(0, math.Min(1, a.TopologyOnSSDShare))
+	if hw.SSDs == 0 {
+		onSSD = 0
+	}
+	room := hostGiB*(1<<30)*(1-a.HostReserveShare) - float64(topo)*(1-onSSD)
 	gpuRows := math.Min(V, gpuLayout(w, w.PerBatch(), hw, a).FeatureCacheGiB*(1<<30)/float64(w.FeatureRowBytes()))
 	rows := math.Min(math.Max(0, room)/float64(w.FeatureRowBytes()), V-gpuRows)
 	return math.Max(0, rows/V)

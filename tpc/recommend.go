@@ -607,10 +607,26 @@ func holds(w Workload, hw Hardware, hostGiB, reserveShare float64) (bool, string
 		}
 		return true, ""
 	}
-	if c := float64(hw.SSDs) * hw.SSD.CapacityGB * 1e9; c < float64(feat) {
-		return false, fmt.Sprintf("%s's %.0f GB of features do not fit %d x %s (%.0f GB)", w.Name, float64(feat)/1e9, hw.SSDs, hw.SSD.Key, c/1e9)
+	// The SSDs hold the features and the topology host memory cannot.
+	spill := math.Max(0, float64(topo)-hostGiB*(1<<30)*(1-reserveShare))
+	if c := float64(hw.SSDs) * hw.SSD.CapacityGB * 1e9; c < float64(feat)+spill {
+		what := "features"
+		if spill > 0 {
+			what = "features and the topology host memory cannot hold"
+		}
+		return false, fmt.Sprintf("%s's %.0f GB of %s do not fit %d x %s (%.0f GB)", w.Name, (float64(feat)+spill)/1e9, what, hw.SSDs, hw.SSD.Key, c/1e9)
 	}
 	return true, ""
+}
+
+// leastTopologyOnSSD is the share of the topology host memory (less its
+// reserve) cannot hold, which the SSDs must: 0 where it fits.
+func leastTopologyOnSSD(w Workload, hw Hardware, hostGiB float64, a Assumptions) float64 {
+	_, topo := w.DatasetBytes()
+	if topo <= 0 || hw.SSDs == 0 {
+		return 0
+	}
+	return math.Max(0, math.Min(1, 1-hostGiB*(1<<30)*(1-a.HostReserveShare)/float64(topo)))
 }
 
 func gpuNode(g profiles.GPUModel) topology.Node {
@@ -630,6 +646,7 @@ func ssdNode(s profiles.SSDModel) topology.Node {
 func (r *recommender) evaluate(ctx context.Context, hw Hardware) (*Option, error) {
 	a := r.req.Assumptions
 	a.CPUCacheFraction = searchCacheFraction
+	a.TopologyOnSSDShare = leastTopologyOnSSD(r.req.Workload, hw, r.hostFor(hw), a)
 	a.GPUTopologyShare = servedSplit(r.req.Workload, hw, r.hostFor(hw), a)
 	xmax := maxCPUCacheFraction(r.req.Workload, hw, r.hostFor(hw), a)
 	a.CPUCacheFraction = math.Min(xmax, searchCacheFraction)
@@ -659,7 +676,8 @@ func (r *recommender) placeAndDecide(ctx context.Context, hw Hardware, a Assumpt
 	}
 	o := &Option{Hardware: hw, Placement: out.best.Placement, FabricGBps: out.best.FabricGBps,
 		Decisions: Decisions{CPUCacheFraction: x, CPUCacheGiB: s.CPUCacheRows * float64(w.FeatureRowBytes()) / (1 << 30), MaxCPUCacheFraction: xmax, Why: why,
-			GPUTopologyShare: a.GPUTopologyShare, GPUWhy: gpuSplitWhy(w, s, a)}}
+			GPUTopologyShare: a.GPUTopologyShare, GPUWhy: gpuSplitWhy(w, s, a),
+			TopologyOnSSDShare: a.TopologyOnSSDShare, TopologyWhy: topologySplitWhy(w, hw, host, s, a)}}
 	o.Prediction = predict(w, hw, r.req.Catalog.Host, seconds, s, a, ssd)
 	return o, nil
 }
@@ -802,8 +820,14 @@ func (r *recommender) refine(ctx context.Context, o *Option) (*Option, error) {
 	if err != nil {
 		return nil, err
 	}
-	if math.Abs(s-a.GPUTopologyShare) > 1e-9 {
-		a.GPUTopologyShare = s
+	// The topology's split between host memory and the SSDs, then the
+	// cache again.
+	u, err := decideTopologyOnSSD(r.stripped, inv, best.Placement, w, hw, host, a, r.req.MeasuredSSDGBps)
+	if err != nil {
+		return nil, err
+	}
+	if math.Abs(s-a.GPUTopologyShare) > 1e-9 || math.Abs(u-a.TopologyOnSSDShare) > 1e-9 {
+		a.GPUTopologyShare, a.TopologyOnSSDShare = s, u
 		xmax := maxCPUCacheFraction(w, hw, host, a)
 		a.CPUCacheFraction = math.Min(xmax, a.CPUCacheFraction)
 		n, err := r.placeAndDecide(ctx, hw, a, xmax)
@@ -828,6 +852,15 @@ func ioShares(w Workload, hw Hardware, hostGiB float64, a Assumptions, measuredS
 	ssd := ssdGBps(hw.SSD, w.FeatureRowBytes(), a)
 	if measuredSSDGBps > 0 {
 		ssd = measuredSSDGBps
+	}
+	// Topology read from the SSDs moves whole blocks: the blocks' rate
+	// beside the rows' (one drive's time is the sum of the two).
+	if bt := s.SSDTopologyGB; bt > 0 && measuredSSDGBps <= 0 {
+		bf := math.Max(0, s.SSDShare*s.EpochGB-bt)
+		blocks := ssdGBps(hw.SSD, int64(max(a.SSDBlockBytes, 1)), a)
+		if bf+bt > 0 && ssd > 0 && blocks > 0 {
+			ssd = (bf + bt) / (bf/ssd + bt/blocks)
+		}
 	}
 	return s, ssd
 }

@@ -464,6 +464,9 @@ func writeRecommendation(h *human, top int, rec *tpc.Recommendation) error {
 	if b.GPUs > 0 {
 		fmt.Fprintf(out, "  GPU memory: %s\n", b.Decisions.GPUWhy)
 	}
+	if b.Decisions.TopologyOnSSDShare > 0 {
+		fmt.Fprintf(out, "  topology: %s\n", b.Decisions.TopologyWhy)
+	}
 	fmt.Fprintf(out, "  saturated: %s\n", maxflow.BottleneckSummary(rec.BestEval.Bottlenecks))
 	fmt.Fprintf(out, "  power: %s\n", tpc.CheckPower(b.Hardware, rec.Request.Catalog.Host).Text)
 	if v := rec.ValidatedError; v != nil {
@@ -494,7 +497,7 @@ func writeRecommendation(h *human, top int, rec *tpc.Recommendation) error {
 	if a.GPUReserveGiB > 0 {
 		gpu = fmt.Sprintf("%g GiB of each GPU kept from its caches", a.GPUReserveGiB)
 	}
-	fmt.Fprintf(out, "assumptions: %s, %.0f%% of host memory kept from the cache, the topology whole in host memory, %s, products at %.0f%% of FP32 peak, memory-bound kernels at %.0f%% of the GPU memory's rate, %.0f ms per batch fixed\n",
+	fmt.Fprintf(out, "assumptions: %s, %.0f%% of host memory kept from the cache, %s, products at %.0f%% of FP32 peak, memory-bound kernels at %.0f%% of the GPU memory's rate, %.0f ms per batch fixed\n",
 		gpu, 100*a.HostReserveShare, skew, 100*a.ComputeEfficiency, 100*a.MemoryEfficiency, 1000*a.BatchOverheadS)
 	return nil
 }

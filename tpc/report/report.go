@@ -369,6 +369,7 @@ func sources(r *Review) []Source {
 	a := r.Plan.Assumptions
 	out = append(out,
 		gpuMemorySource(a, r.Rec.Best.Decisions),
+		Source{"topology", "decided", r.Rec.Best.Decisions.TopologyWhy},
 		Source{"CPU cache", "decided", fmt.Sprintf("%.1f%% of vertices (%.0f GiB): %s", 100*r.Rec.Best.Decisions.CPUCacheFraction, r.Rec.Best.Decisions.CPUCacheGiB, r.Rec.Best.Decisions.Why)},
 		Source{"access skew", "assumed", fmt.Sprintf("the hottest fraction x of vertices gets x^%.2f of the accesses", a.SkewExponent)},
 		Source{"training rate", "assumed", fmt.Sprintf("%.0f%% of FP32 peak", 100*a.ComputeEfficiency)},
