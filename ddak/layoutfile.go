@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gnnplan/gnnplan/internal/fsutil"
+
 	"github.com/gnnplan/gnnplan/topology"
 )
 
@@ -95,7 +97,7 @@ func WriteLayout(dir string, l *Layout, bins []Bin) error {
 // writeTemp writes a synced temporary file next to path and returns its
 // name.
 func writeTemp(path string, write func(io.Writer) error) (string, error) {
-	f, err := topology.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	f, err := fsutil.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return "", fmt.Errorf("write %s: %w", path, err)
 	}
@@ -161,7 +163,7 @@ func writeNpy[T uint8 | uint32](w io.Writer, dtype string, data []T) error {
 // readNpy reads a 1-d .npy of the given dtype ("|u1" or "<u4") with want
 // elements.
 func readNpy[T uint8 | uint32](path, dtype string, want int64) ([]T, error) {
-	f, err := topology.OpenRegular(path)
+	f, err := fsutil.OpenRegular(path)
 	if err != nil {
 		return nil, &topology.InputError{Path: path, Msg: "cannot read layout", Err: err}
 	}
@@ -321,7 +323,7 @@ func readNpyHeader(r io.Reader) (npyHeader, error) {
 // whole: every bin index names a bin and every row lies within its bin.
 func ReadLayout(dir string) (*Layout, []Bin, error) {
 	path := filepath.Join(dir, LayoutMetaFile)
-	data, err := topology.ReadRegularFile(path)
+	data, err := fsutil.ReadRegularFile(path)
 	if err != nil {
 		return nil, nil, &topology.InputError{Path: path, Msg: "cannot read layout", Err: err}
 	}

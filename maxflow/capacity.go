@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 
+	"github.com/gnnplan/gnnplan/internal/tier"
+
 	"github.com/gnnplan/gnnplan/topology"
 )
 
@@ -70,13 +72,13 @@ func (t Tiers) Validate() error {
 }
 
 // StorageKind is the tier of a storage node of the capacity graph.
-type StorageKind string
+type StorageKind = tier.Kind
 
 // Storage tiers.
 const (
-	StorageGPUMem  StorageKind = "gpu_memory"
-	StorageHostMem StorageKind = "host_memory"
-	StorageSSD     StorageKind = "ssd"
+	StorageGPUMem  = tier.GPUMem
+	StorageHostMem = tier.HostMem
+	StorageSSD     = tier.SSD
 )
 
 // Graph is the capacity graph of a machine (Moment section 3.2): source ->

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
-	"syscall"
+
+	"github.com/gnnplan/gnnplan/internal/fsutil"
 )
 
 // Encode writes the machine as indented
@@ -76,84 +76,7 @@ func Save(path string, m *Machine) error {
 	if err := Encode(&buf, m); err != nil {
 		return err
 	}
-	return WriteFileAtomic(path, buf.Bytes())
-}
-
-// OpenRegular opens path for reading and refuses, without blocking,
-// anything but a regular file: opening a FIFO waits for a writer, forever
-// if none comes, and a device or a FIFO never ends. The error names the
-// path and what it is.
-func OpenRegular(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%s: not a regular file (%s)", path, describeMode(fi.Mode()))
-	}
-	return f, nil
-}
-
-// ReadRegularFile is os.ReadFile through OpenRegular.
-func ReadRegularFile(path string) ([]byte, error) {
-	f, err := OpenRegular(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(f)
-}
-
-// describeMode names a file's type for an error.
-func describeMode(m os.FileMode) string {
-	switch {
-	case m&os.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	case m.IsDir():
-		return "a directory"
-	}
-	return m.Type().String()
-}
-
-// WriteFileAtomic writes data to path.tmp, syncs it and renames it over
-// path, so a reader never sees a partial file and a failure leaves none.
-func WriteFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := CreateTemp(dir, filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return fsutil.WriteFileAtomic(path, buf.Bytes())
 }
 
 // jsonError turns a decoding error into an InputError with a line number.

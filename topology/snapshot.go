@@ -17,6 +17,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/gnnplan/gnnplan/internal/fsutil"
 )
 
 // Limits on unpacking a sysfs snapshot. Real snapshots are small (ghw's and
@@ -72,7 +74,7 @@ func isTarHeader(head []byte) bool {
 // unpacks r (the archive at path) into a temporary directory under
 // os.TempDir, discovers the machine there, and removes the directory.
 func importSnapshot(ctx context.Context, path string, r io.Reader) (m *Machine, err error) {
-	dir, err := MkdirTemp(os.TempDir(), "gnnplan-snapshot-*")
+	dir, err := fsutil.MkdirTemp(os.TempDir(), "gnnplan-snapshot-*")
 	if err != nil {
 		return nil, fmt.Errorf("unpack %s: %w", path, err)
 	}

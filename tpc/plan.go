@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gnnplan/gnnplan/internal/fsutil"
+
 	"github.com/gnnplan/gnnplan/maxflow"
 	"github.com/gnnplan/gnnplan/profiles"
 	"github.com/gnnplan/gnnplan/topology"
@@ -256,7 +258,7 @@ func WritePlan(path string, p *Plan) error {
 	if err := EncodePlan(&buf, p); err != nil {
 		return err
 	}
-	return topology.WriteFileAtomic(path, buf.Bytes())
+	return fsutil.WriteFileAtomic(path, buf.Bytes())
 }
 
 // EncodePlan writes p as plan.json's indented JSON to w.
@@ -271,7 +273,7 @@ func EncodePlan(w io.Writer, p *Plan) error {
 
 // LoadPlan reads a plan.json, checking its schema version and machine.
 func LoadPlan(path string) (*Plan, error) {
-	data, err := topology.ReadRegularFile(path)
+	data, err := fsutil.ReadRegularFile(path)
 	if err != nil {
 		return nil, &topology.InputError{Path: path, Field: "--plan", Msg: "cannot read plan", Err: err}
 	}

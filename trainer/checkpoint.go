@@ -12,8 +12,10 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/gnnplan/gnnplan/internal/fsutil"
+	"github.com/gnnplan/gnnplan/internal/inputerr"
+
 	"github.com/gnnplan/gnnplan/kernels"
-	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/trainer/nn"
 )
 
@@ -140,19 +142,14 @@ func CheckCheckpointDir(dir string) error {
 	return os.Remove(f.Name())
 }
 
-// writeFileAtomic writes data to path through a temporary file of a
-// unique name in the same directory (created with O_EXCL, so a link
-// planted there is never followed), fsync and rename.
+// writeFileAtomic writes the checkpoint file at path whole, its
+// directory made first.
 func writeFileAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	if err := topology.WriteFileAtomic(path, data); err != nil {
+	if err := fsutil.WriteFileAtomic(path, data); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }
@@ -163,14 +160,14 @@ func writeFileAtomic(path string, data []byte) error {
 func (t *Trainer) loadCheckpoint() error {
 	path := filepath.Join(t.o.Checkpoint, CheckpointFile)
 	bad := func(format string, args ...any) error {
-		return &topology.InputError{Path: path, Msg: fmt.Sprintf(format, args...)}
+		return &inputerr.Error{Path: path, Msg: fmt.Sprintf(format, args...)}
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return &topology.InputError{Path: path, Field: "--resume", Msg: "no checkpoint to resume from"}
+			return &inputerr.Error{Path: path, Field: "--resume", Msg: "no checkpoint to resume from"}
 		}
-		return &topology.InputError{Path: path, Msg: "cannot read checkpoint", Err: err}
+		return &inputerr.Error{Path: path, Msg: "cannot read checkpoint", Err: err}
 	}
 	h, payload, err := parseCheckpoint(data)
 	if err != nil {

@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"unsafe"
 
-	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/internal/fsutil"
+	"github.com/gnnplan/gnnplan/internal/inputerr"
+
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 	"github.com/gnnplan/gnnplan/trainer/internal/meminfo"
 	"github.com/gnnplan/gnnplan/trainer/internal/spans"
@@ -20,19 +22,19 @@ import (
 func LoadFeatures(dir string, m dataset.Meta) ([]float32, error) {
 	path := filepath.Join(dir, dataset.FeaturesFile)
 	if m.FeatureDim < 1 {
-		return nil, &topology.InputError{Path: filepath.Join(dir, dataset.MetaFile), Field: "feature_dim", Msg: "0: the dataset has no features to train on"}
+		return nil, &inputerr.Error{Path: filepath.Join(dir, dataset.MetaFile), Field: "feature_dim", Msg: "0: the dataset has no features to train on"}
 	}
-	f, err := topology.OpenRegular(path)
+	f, err := fsutil.OpenRegular(path)
 	if err != nil {
-		return nil, &topology.InputError{Path: path, Msg: "cannot read features", Err: err}
+		return nil, &inputerr.Error{Path: path, Msg: "cannot read features", Err: err}
 	}
 	defer f.Close()
 	h, err := dataset.ReadArrayHeader(f)
 	if err != nil {
-		return nil, &topology.InputError{Path: path, Msg: "not a .npy array", Err: err}
+		return nil, &inputerr.Error{Path: path, Msg: "not a .npy array", Err: err}
 	}
 	if h.DType != "<f4" || h.Fortran || len(h.Shape) != 2 || int64(h.Shape[0]) != m.NumNodes || h.Shape[1] != m.FeatureDim {
-		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("dtype %s shape %v (want <f4 [%d, %d], row-major, from meta.json)", h.DType, h.Shape, m.NumNodes, m.FeatureDim)}
+		return nil, &inputerr.Error{Path: path, Msg: fmt.Sprintf("dtype %s shape %v (want <f4 [%d, %d], row-major, from meta.json)", h.DType, h.Shape, m.NumNodes, m.FeatureDim)}
 	}
 	n := m.NumNodes * int64(m.FeatureDim)
 	if err := h.CheckDataSize(f, path, n, 4); err != nil {
@@ -41,7 +43,7 @@ func LoadFeatures(dir string, m dataset.Meta) ([]float32, error) {
 	out := make([]float32, n)
 	buf := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(out))), 4*n)
 	if _, err := io.ReadFull(io.NewSectionReader(f, h.DataOffset, 4*n), buf); err != nil {
-		return nil, &topology.InputError{Path: path, Msg: "truncated or unreadable feature data", Err: err}
+		return nil, &inputerr.Error{Path: path, Msg: "truncated or unreadable feature data", Err: err}
 	}
 	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 { // big-endian host: the file is little-endian
 		for i, v := range out {
@@ -50,7 +52,7 @@ func LoadFeatures(dir string, m dataset.Meta) ([]float32, error) {
 	}
 	for i, v := range out {
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-			return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("row %d column %d is %v (features must be finite)", int64(i)/int64(m.FeatureDim), int64(i)%int64(m.FeatureDim), v)}
+			return nil, &inputerr.Error{Path: path, Msg: fmt.Sprintf("row %d column %d is %v (features must be finite)", int64(i)/int64(m.FeatureDim), int64(i)%int64(m.FeatureDim), v)}
 		}
 	}
 	return out, nil
@@ -68,7 +70,7 @@ func CheckFits(dir string, m dataset.Meta) error {
 		return nil
 	}
 	gib := func(b uint64) float64 { return float64(b) / (1 << 30) }
-	return &topology.InputError{Path: filepath.Join(dir, dataset.FeaturesFile),
+	return &inputerr.Error{Path: filepath.Join(dir, dataset.FeaturesFile),
 		Msg: fmt.Sprintf("training in memory needs the %.1f GiB of features in RAM, and this machine has %.1f GiB available", gib(need), gib(avail))}
 }
 

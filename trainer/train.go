@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/kernels"
-	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 	"github.com/gnnplan/gnnplan/trainer/internal/fslock"
 	"github.com/gnnplan/gnnplan/trainer/nn"
@@ -288,7 +288,7 @@ func New(b kernels.Backend, g *dataset.Graph, features []float32, o Options) (_ 
 	defer recoverDeviceError(&err) // a GPU without room for the model or the features
 	m := g.Meta
 	bad := func(field, format string, args ...any) error {
-		return &topology.InputError{Path: g.Dir, Field: field, Msg: fmt.Sprintf(format, args...)}
+		return &inputerr.Error{Path: g.Dir, Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
 	switch {
 	case o.Features != nil && (features != nil || o.Features.Dim() != m.FeatureDim):
@@ -327,11 +327,11 @@ func New(b kernels.Backend, g *dataset.Graph, features []float32, o Options) (_ 
 		cfg.Slope = 0.2
 	}
 	if err := cfg.Check(); err != nil {
-		return nil, &topology.InputError{Field: "model", Msg: err.Error()}
+		return nil, &inputerr.Error{Field: "model", Msg: err.Error()}
 	}
 	if _, onHost := b.(*kernels.CPU); onHost {
 		if err := checkHostMemory(cfg, o, m.NumNodes, m.NumEdges, len(g.Train)); err != nil {
-			return nil, &topology.InputError{Path: g.Dir, Field: "model", Msg: err.Error()}
+			return nil, &inputerr.Error{Path: g.Dir, Field: "model", Msg: err.Error()}
 		}
 	}
 	if o.RowNormalize && features != nil {
@@ -530,7 +530,7 @@ func newWorkers(bs []kernels.Backend, feats []*kernels.Mat, g *dataset.Graph, cf
 		b := bs[w]
 		model, err := nn.New(b, cfg, o.Seed)
 		if err != nil {
-			return nil, &topology.InputError{Field: "model", Msg: err.Error()}
+			return nil, &inputerr.Error{Field: "model", Msg: err.Error()}
 		}
 		wk := &worker{id: w, b: b, model: model, x: b.NewMat(0, 0), dl: b.NewMat(0, 0), seed: workerSeed(o.Seed, w)}
 		if feats != nil {
@@ -593,10 +593,10 @@ func (t *Trainer) Run(ctx context.Context, rep Reporter) (_ *Result, err error) 
 		lk, err := fslock.TryLock(t.o.Checkpoint)
 		switch {
 		case errors.Is(err, fslock.ErrBusy):
-			return nil, &topology.InputError{Path: t.o.Checkpoint, Field: "--checkpoint",
+			return nil, &inputerr.Error{Path: t.o.Checkpoint, Field: "--checkpoint",
 				Msg: "in use by another gnnplan train: wait for it to end, or give another directory"}
 		case err != nil && !errors.Is(err, os.ErrNotExist): // resuming from nothing is loadCheckpoint's to say
-			return nil, &topology.InputError{Path: t.o.Checkpoint, Field: "--checkpoint", Msg: "cannot lock the directory", Err: err}
+			return nil, &inputerr.Error{Path: t.o.Checkpoint, Field: "--checkpoint", Msg: "cannot lock the directory", Err: err}
 		}
 		defer lk.Unlock()
 	}

@@ -18,8 +18,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/kernels"
-	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 	"github.com/gnnplan/gnnplan/trainer/internal/fslock"
 	"github.com/gnnplan/gnnplan/trainer/nn"
@@ -327,7 +327,7 @@ func TestCheckpointRefusals(t *testing.T) {
 				dd.g = &g
 			}
 			_, err := newTrainer(t, dd, ro, 1).Run(context.Background(), nil)
-			if err == nil || !topology.IsBadInput(err) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
+			if err == nil || !inputerr.Is(err) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
 				t.Fatalf("resume returned %v, want a bad-input error naming %s and %q", err, path, c.want)
 			}
 		})
@@ -411,7 +411,7 @@ func TestCheckpointDirectoryIsLocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = newTrainer(t, d, o, 1).Run(context.Background(), nil)
-	if !topology.IsBadInput(err) || !strings.Contains(err.Error(), "in use by another gnnplan train") {
+	if !inputerr.Is(err) || !strings.Contains(err.Error(), "in use by another gnnplan train") {
 		t.Fatalf("Run beside another holder: %v, want a bad-input error saying the directory is in use", err)
 	}
 	if _, err := os.Stat(filepath.Join(o.Checkpoint, CheckpointFile)); !errors.Is(err, os.ErrNotExist) {
@@ -468,7 +468,7 @@ func TestNewRefusesBadInput(t *testing.T) {
 			c.change(&g, &o)
 			b, _ := kernels.NewCPU(kernels.CPUOptions{Threads: 1})
 			_, err := New(b, &g, append([]float32(nil), d.feat...), o)
-			if err == nil || !topology.IsBadInput(err) || !strings.Contains(err.Error(), c.want) {
+			if err == nil || !inputerr.Is(err) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("New returned %v, want a bad-input error mentioning %q", err, c.want)
 			}
 		})
@@ -490,7 +490,7 @@ func TestLoadFeaturesRefusesDamage(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			os.WriteFile(path, data, 0o644)
-			if _, err := LoadFeatures(dir, m); err == nil || !topology.IsBadInput(err) || !strings.Contains(err.Error(), path) {
+			if _, err := LoadFeatures(dir, m); err == nil || !inputerr.Is(err) || !strings.Contains(err.Error(), path) {
 				t.Fatalf("LoadFeatures returned %v, want a bad-input error naming %s", err, path)
 			}
 		})
@@ -514,7 +514,7 @@ func TestCheckFitsRefusesFeaturesBeyondMemory(t *testing.T) {
 	}
 	m := dataset.Meta{NumNodes: 1 << 40, FeatureDim: 128}
 	err := CheckFits("/data/huge", m)
-	if err == nil || !topology.IsBadInput(err) || !strings.Contains(err.Error(), "GiB available") || !strings.Contains(err.Error(), "/data/huge/features.npy") {
+	if err == nil || !inputerr.Is(err) || !strings.Contains(err.Error(), "GiB available") || !strings.Contains(err.Error(), "/data/huge/features.npy") {
 		t.Fatalf("CheckFits of 512 TiB of features returned %v, want a bad-input error naming the file and the memory", err)
 	}
 	if err := CheckFits("/data/small", dataset.Meta{NumNodes: 1000, FeatureDim: 128}); err != nil {

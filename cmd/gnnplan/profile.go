@@ -9,6 +9,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/gnnplan/gnnplan/internal/fsutil"
+
 	"github.com/spf13/cobra"
 
 	"github.com/gnnplan/gnnplan/cmd/gnnplan/internal/textout"
@@ -125,7 +127,7 @@ func runProfile(ctx context.Context, o *profileOptions) error {
 		return err
 	}
 	if o.Save != "" {
-		if err := topology.WriteFileAtomic(o.Save, js.Bytes()); err != nil {
+		if err := fsutil.WriteFileAtomic(o.Save, js.Bytes()); err != nil {
 			return fmt.Errorf("--save: %w", err)
 		}
 	}

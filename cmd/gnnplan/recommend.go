@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gnnplan/gnnplan/internal/fsutil"
+
 	"github.com/spf13/cobra"
 
 	"github.com/gnnplan/gnnplan/cmd/gnnplan/internal/textout"
@@ -326,7 +328,7 @@ func runRecommend(ctx context.Context, o *recommendOptions) error {
 		if err := tpc.WritePlotSVG(&buf, rec); err != nil {
 			return err
 		}
-		if err := topology.WriteFileAtomic(o.PlotPath, buf.Bytes()); err != nil {
+		if err := fsutil.WriteFileAtomic(o.PlotPath, buf.Bytes()); err != nil {
 			return fmt.Errorf("--plot: %w", err)
 		}
 		fmt.Fprintf(h, "wrote %s\n", o.PlotPath)

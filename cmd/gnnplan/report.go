@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gnnplan/gnnplan/internal/fsutil"
+
 	"github.com/spf13/cobra"
 
 	"github.com/gnnplan/gnnplan/profiles"
@@ -129,7 +131,7 @@ func runReport(ctx context.Context, o *reportOptions) error {
 			path string
 			svg  []byte
 		}{{topo, r.TopologySVG}, {ssds, r.SSDPlotSVG}, {gpus, r.GPUPlotSVG}} {
-			if err := topology.WriteFileAtomic(fig.path, fig.svg); err != nil {
+			if err := fsutil.WriteFileAtomic(fig.path, fig.svg); err != nil {
 				return fmt.Errorf("--out: %w", err)
 			}
 		}
@@ -140,7 +142,7 @@ func runReport(ctx context.Context, o *reportOptions) error {
 		_, err := o.IO.Out.Write(buf.Bytes())
 		return err
 	}
-	if err := topology.WriteFileAtomic(o.Out, buf.Bytes()); err != nil {
+	if err := fsutil.WriteFileAtomic(o.Out, buf.Bytes()); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
 	verdict := "recommended"

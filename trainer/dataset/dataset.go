@@ -11,7 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/internal/fsutil"
+	"github.com/gnnplan/gnnplan/internal/inputerr"
+
 	"github.com/gnnplan/gnnplan/trainer/internal/fslock"
 )
 
@@ -91,37 +93,37 @@ func (g *Graph) Close() error {
 // ReadMeta reads and checks dir/meta.json.
 func ReadMeta(dir string) (Meta, error) {
 	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
-		return Meta{}, &topology.InputError{Path: dir, Field: "--dataset", Msg: "is a file (want a dataset directory holding meta.json)"}
+		return Meta{}, &inputerr.Error{Path: dir, Field: "--dataset", Msg: "is a file (want a dataset directory holding meta.json)"}
 	}
 	path := filepath.Join(dir, MetaFile)
-	data, err := topology.ReadRegularFile(path)
+	data, err := fsutil.ReadRegularFile(path)
 	if err != nil {
-		return Meta{}, &topology.InputError{Path: dir, Field: "--dataset", Msg: "not a dataset directory (no readable meta.json)", Err: err}
+		return Meta{}, &inputerr.Error{Path: dir, Field: "--dataset", Msg: "not a dataset directory (no readable meta.json)", Err: err}
 	}
 	var m Meta
 	dec := json.NewDecoder(strings.NewReader(string(data)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
-		return Meta{}, &topology.InputError{Path: path, Msg: "malformed meta.json", Err: err}
+		return Meta{}, &inputerr.Error{Path: path, Msg: "malformed meta.json", Err: err}
 	}
 	if m.SchemaVersion != SchemaVersion {
-		return Meta{}, &topology.InputError{Path: path, Field: "schema_version", Msg: fmt.Sprintf("%d (want %d)", m.SchemaVersion, SchemaVersion)}
+		return Meta{}, &inputerr.Error{Path: path, Field: "schema_version", Msg: fmt.Sprintf("%d (want %d)", m.SchemaVersion, SchemaVersion)}
 	}
 	switch {
 	case m.NumNodes <= 0:
-		return Meta{}, &topology.InputError{Path: path, Field: "num_nodes", Msg: fmt.Sprintf("%d (want > 0)", m.NumNodes)}
+		return Meta{}, &inputerr.Error{Path: path, Field: "num_nodes", Msg: fmt.Sprintf("%d (want > 0)", m.NumNodes)}
 	case m.NumNodes > math.MaxInt32:
-		return Meta{}, &topology.InputError{Path: path, Field: "num_nodes", Msg: fmt.Sprintf("%d: graphs beyond 2^31-1 vertices are not held in memory", m.NumNodes)}
+		return Meta{}, &inputerr.Error{Path: path, Field: "num_nodes", Msg: fmt.Sprintf("%d: graphs beyond 2^31-1 vertices are not held in memory", m.NumNodes)}
 	case m.NumEdges < 0:
-		return Meta{}, &topology.InputError{Path: path, Field: "num_edges", Msg: fmt.Sprintf("%d (want >= 0)", m.NumEdges)}
+		return Meta{}, &inputerr.Error{Path: path, Field: "num_edges", Msg: fmt.Sprintf("%d (want >= 0)", m.NumEdges)}
 	case m.FeatureDim < 0:
-		return Meta{}, &topology.InputError{Path: path, Field: "feature_dim", Msg: fmt.Sprintf("%d (want >= 0)", m.FeatureDim)}
+		return Meta{}, &inputerr.Error{Path: path, Field: "feature_dim", Msg: fmt.Sprintf("%d (want >= 0)", m.FeatureDim)}
 	case m.FeatureDim > 0 && m.FeatureDType != "float32":
-		return Meta{}, &topology.InputError{Path: path, Field: "feature_dtype", Msg: fmt.Sprintf("%q (want float32)", m.FeatureDType)}
+		return Meta{}, &inputerr.Error{Path: path, Field: "feature_dtype", Msg: fmt.Sprintf("%q (want float32)", m.FeatureDType)}
 	case m.IndexDType != "int32" && m.IndexDType != "int64":
-		return Meta{}, &topology.InputError{Path: path, Field: "index_dtype", Msg: fmt.Sprintf("%q (want int32 or int64)", m.IndexDType)}
+		return Meta{}, &inputerr.Error{Path: path, Field: "index_dtype", Msg: fmt.Sprintf("%q (want int32 or int64)", m.IndexDType)}
 	case m.NumTrain < 0 || m.NumVal < 0 || m.NumTest < 0:
-		return Meta{}, &topology.InputError{Path: path, Field: "num_train, num_val, num_test", Msg: fmt.Sprintf("%d, %d, %d (want >= 0)", m.NumTrain, m.NumVal, m.NumTest)}
+		return Meta{}, &inputerr.Error{Path: path, Field: "num_train, num_val, num_test", Msg: fmt.Sprintf("%d, %d, %d (want >= 0)", m.NumTrain, m.NumVal, m.NumTest)}
 	}
 	return m, nil
 }
@@ -159,11 +161,11 @@ func LoadGraph(dir string) (_ *Graph, err error) {
 	}
 	g.Indptr, _ = ptr.int64s()
 	if g.Indptr[0] != 0 || g.Indptr[m.NumNodes] != m.NumEdges {
-		return nil, &topology.InputError{Path: ptr.path, Msg: fmt.Sprintf("offsets run from %d to %d (want 0 to num_edges %d)", g.Indptr[0], g.Indptr[m.NumNodes], m.NumEdges)}
+		return nil, &inputerr.Error{Path: ptr.path, Msg: fmt.Sprintf("offsets run from %d to %d (want 0 to num_edges %d)", g.Indptr[0], g.Indptr[m.NumNodes], m.NumEdges)}
 	}
 	for v := int64(0); v < m.NumNodes; v++ {
 		if g.Indptr[v+1] < g.Indptr[v] {
-			return nil, &topology.InputError{Path: ptr.path, Msg: fmt.Sprintf("offsets decrease at vertex %d", v)}
+			return nil, &inputerr.Error{Path: ptr.path, Msg: fmt.Sprintf("offsets decrease at vertex %d", v)}
 		}
 	}
 	idx, err := open(IndicesFile, m.NumEdges)
@@ -172,7 +174,7 @@ func LoadGraph(dir string) (_ *Graph, err error) {
 	}
 	var bad, badValue int64
 	if g.Indices, bad, badValue = idx.vertexIDs(m.NumNodes); bad >= 0 {
-		return nil, &topology.InputError{Path: idx.path, Msg: fmt.Sprintf("entry %d is vertex %d, out of range [0, %d)", bad, badValue, m.NumNodes)}
+		return nil, &inputerr.Error{Path: idx.path, Msg: fmt.Sprintf("entry %d is vertex %d, out of range [0, %d)", bad, badValue, m.NumNodes)}
 	}
 	lab, err := open(LabelsFile, m.NumNodes)
 	if err != nil {
@@ -181,7 +183,7 @@ func LoadGraph(dir string) (_ *Graph, err error) {
 	g.Labels, _ = lab.int64s()
 	for i, l := range g.Labels {
 		if l < -1 || (m.NumClasses > 0 && l >= int64(m.NumClasses)) {
-			return nil, &topology.InputError{Path: lab.path, Msg: fmt.Sprintf("vertex %d has label %d (want -1 for none, or 0 to %d)", i, l, m.NumClasses-1)}
+			return nil, &inputerr.Error{Path: lab.path, Msg: fmt.Sprintf("vertex %d has label %d (want -1 for none, or 0 to %d)", i, l, m.NumClasses-1)}
 		}
 	}
 	seen := newBitset(m.NumNodes)
@@ -219,10 +221,10 @@ func checkSplit(path string, ids []int64, n int64, seen bitset) error {
 	}()
 	for i, v := range ids {
 		if v < 0 || v >= n {
-			return &topology.InputError{Path: path, Msg: fmt.Sprintf("entry %d is vertex %d, out of range [0, %d)", i, v, n)}
+			return &inputerr.Error{Path: path, Msg: fmt.Sprintf("entry %d is vertex %d, out of range [0, %d)", i, v, n)}
 		}
 		if seen.has(v) {
-			return &topology.InputError{Path: path, Msg: fmt.Sprintf("vertex %d is listed twice (entry %d); a split lists each vertex once", v, i)}
+			return &inputerr.Error{Path: path, Msg: fmt.Sprintf("vertex %d is listed twice (entry %d); a split lists each vertex once", v, i)}
 		}
 		seen.set(v)
 	}
@@ -244,7 +246,7 @@ func WriteMeta(dir string, m Meta) error {
 	if err != nil {
 		return fmt.Errorf("encode meta: %w", err)
 	}
-	return topology.WriteFileAtomic(filepath.Join(dir, MetaFile), append(data, '\n'))
+	return fsutil.WriteFileAtomic(filepath.Join(dir, MetaFile), append(data, '\n'))
 }
 
 // Stage is a dataset being built in a temporary directory next to its
@@ -264,7 +266,7 @@ type Stage struct {
 // holds: those of runs that were killed before they could clean up.
 func StageDir(out string) (*Stage, error) {
 	if _, err := os.Stat(out); err == nil {
-		return nil, &topology.InputError{Path: out, Field: "--out", Msg: "already exists (remove it or choose another directory)"}
+		return nil, &inputerr.Error{Path: out, Field: "--out", Msg: "already exists (remove it or choose another directory)"}
 	}
 	parent := filepath.Dir(filepath.Clean(out))
 	if err := os.MkdirAll(parent, 0o755); err != nil {
@@ -279,7 +281,7 @@ func StageDir(out string) (*Stage, error) {
 			}
 		}
 	}
-	dir, err := topology.MkdirTemp(parent, prefix)
+	dir, err := fsutil.MkdirTemp(parent, prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -331,19 +333,19 @@ type FeatureReader struct {
 // OpenFeatures opens dir/features.npy for row reads.
 func OpenFeatures(dir string, m Meta) (*FeatureReader, error) {
 	path := filepath.Join(dir, FeaturesFile)
-	f, err := topology.OpenRegular(path)
+	f, err := fsutil.OpenRegular(path)
 	if err != nil {
-		return nil, &topology.InputError{Path: path, Msg: "cannot read features", Err: err}
+		return nil, &inputerr.Error{Path: path, Msg: "cannot read features", Err: err}
 	}
 	h, err := ReadArrayHeader(f)
 	if err != nil {
 		f.Close()
-		return nil, &topology.InputError{Path: path, Msg: "not a .npy array", Err: err}
+		return nil, &inputerr.Error{Path: path, Msg: "not a .npy array", Err: err}
 	}
 	shape := h.Shape
 	if h.DType != "<f4" || len(shape) != 2 || int64(shape[0]) != m.NumNodes || shape[1] != m.FeatureDim || h.Fortran {
 		f.Close()
-		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("dtype %s shape %v (want <f4 [%d, %d], row-major)", h.DType, shape, m.NumNodes, m.FeatureDim)}
+		return nil, &inputerr.Error{Path: path, Msg: fmt.Sprintf("dtype %s shape %v (want <f4 [%d, %d], row-major)", h.DType, shape, m.NumNodes, m.FeatureDim)}
 	}
 	// The rows start where the header says, and the file must end where
 	// the rows do: a truncated or padded file is refused, not read shifted.

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 )
 
 // writeTiny writes a 4-vertex undirected path graph 0-1-2-3.
@@ -112,7 +112,7 @@ func TestDatasetBadInput(t *testing.T) {
 				tc.want = "meta.json: --dataset: is a file (want a dataset directory"
 			}
 			_, err := LoadGraph(dir)
-			if err == nil || !topology.IsBadInput(err) || !strings.Contains(err.Error(), tc.want) {
+			if err == nil || !inputerr.Is(err) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want a bad-input error mentioning %q", err, tc.want)
 			}
 		})
@@ -143,7 +143,7 @@ func TestLoadGraphRefusesCutHeaders(t *testing.T) {
 		b, _ := os.ReadFile(p)
 		os.WriteFile(p, b[:size], 0o644)
 		_, err := LoadGraph(dir)
-		if err == nil || !topology.IsBadInput(err) {
+		if err == nil || !inputerr.Is(err) {
 			t.Errorf("indptr cut to %d bytes: err = %v, want a bad-input error", size, err)
 		}
 	}
@@ -199,7 +199,7 @@ func TestOpenFeaturesChecksSize(t *testing.T) {
 			if err == nil {
 				fr.Close()
 			}
-			if err == nil || !topology.IsBadInput(err) || !strings.Contains(err.Error(), tc.want) {
+			if err == nil || !inputerr.Is(err) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want a bad-input error mentioning %q", err, tc.want)
 			}
 		})

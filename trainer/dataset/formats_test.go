@@ -16,7 +16,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 )
 
 // Tests of the Planetoid and OGB importers, gzip inputs and SNAP count
@@ -315,7 +315,7 @@ func TestImportNewFormatsBadInput(t *testing.T) {
 			}
 			outParent := t.TempDir()
 			_, err := runImport(context.Background(), tc.format, filepath.Join(dir, tc.src), filepath.Join(outParent, "ds"), opt)
-			if err == nil || !topology.IsBadInput(err) || !strings.Contains(err.Error(), tc.want) {
+			if err == nil || !inputerr.Is(err) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want a bad-input error containing %q", err, tc.want)
 			}
 			if msg := err.Error(); strings.Count(msg, filepath.Join(dir, tc.src)) > 1 {

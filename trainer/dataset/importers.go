@@ -15,7 +15,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 )
 
 // OriginalIDsFile maps the dense vertex ids of a SNAP import back to the
@@ -120,7 +120,7 @@ func (s *importLines) Scan() bool {
 		s.buf = append(s.buf[:0], chunk...)
 		for errors.Is(err, bufio.ErrBufferFull) {
 			if len(s.buf) > maxImportLineBytes {
-				s.err = &topology.InputError{Path: s.path, Line: s.n + 1, Msg: fmt.Sprintf("line longer than %d bytes: not a text file of this format", maxImportLineBytes)}
+				s.err = &inputerr.Error{Path: s.path, Line: s.n + 1, Msg: fmt.Sprintf("line longer than %d bytes: not a text file of this format", maxImportLineBytes)}
 				return false
 			}
 			chunk, err = s.r.ReadSlice('\n')
@@ -129,7 +129,7 @@ func (s *importLines) Scan() bool {
 		line = s.buf
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
-		if topology.IsBadInput(err) {
+		if inputerr.Is(err) {
 			s.err = err // already names the file (a corrupt gzip stream)
 		} else {
 			s.err = fmt.Errorf("read %s: %w", s.path, err)
@@ -152,11 +152,11 @@ func (s *importLines) Err() error { return s.err }
 
 // bad makes a bad-input error for the current line.
 func (s *importLines) bad(err error) error {
-	var ie *topology.InputError
+	var ie *inputerr.Error
 	if errors.As(err, &ie) {
 		return err
 	}
-	return &topology.InputError{Path: s.path, Line: s.n, Msg: err.Error()}
+	return &inputerr.Error{Path: s.path, Line: s.n, Msg: err.Error()}
 }
 
 func boolInt(b bool) int {
@@ -487,7 +487,7 @@ func (d *importDataset) summary(format string, el *importEdges, dropped int64) *
 // checks again when writing starts.
 func checkOutFree(out string) error {
 	if _, err := os.Stat(out); err == nil {
-		return &topology.InputError{Path: out, Field: "--out", Msg: "already exists (remove it or choose another directory)"}
+		return &inputerr.Error{Path: out, Field: "--out", Msg: "already exists (remove it or choose another directory)"}
 	}
 	return nil
 }
@@ -531,7 +531,7 @@ func findBySuffix(dir, suffix string) (string, error) {
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return "", &topology.InputError{Path: dir, Field: "--from", Msg: "cannot read the input directory", Err: pathless(err)}
+		return "", &inputerr.Error{Path: dir, Field: "--from", Msg: "cannot read the input directory", Err: pathless(err)}
 	}
 	var found []string
 	for _, e := range ents {
@@ -541,11 +541,11 @@ func findBySuffix(dir, suffix string) (string, error) {
 	}
 	switch len(found) {
 	case 0:
-		return "", &topology.InputError{Path: dir, Field: "--from", Msg: fmt.Sprintf("no *%s file", suffix)}
+		return "", &inputerr.Error{Path: dir, Field: "--from", Msg: fmt.Sprintf("no *%s file", suffix)}
 	case 1:
 		return filepath.Join(dir, found[0]), nil
 	}
-	return "", &topology.InputError{Path: dir, Field: "--from", Msg: fmt.Sprintf("%d *%s files (%s): keep one", len(found), suffix, strings.Join(found, ", "))}
+	return "", &inputerr.Error{Path: dir, Field: "--from", Msg: fmt.Sprintf("%d *%s files (%s): keep one", len(found), suffix, strings.Join(found, ", "))}
 }
 
 // ImportLINQS imports a LINQS citation dataset (Cora, CiteSeer): srcDir
@@ -608,7 +608,7 @@ func ImportLINQS(ctx context.Context, srcDir, out string, opt ImportOptions) (*I
 	}
 	n := int64(len(ids))
 	if n == 0 {
-		return nil, &topology.InputError{Path: contentPath, Msg: "empty: no papers"}
+		return nil, &inputerr.Error{Path: contentPath, Msg: "empty: no papers"}
 	}
 	classes := slices.Compact(slices.Sorted(slices.Values(classOf)))
 	classIdx := make(map[string]int64, len(classes))
@@ -649,7 +649,7 @@ func ImportLINQS(ctx context.Context, srcDir, out string, opt ImportOptions) (*I
 		return nil, err
 	}
 	if lines == 0 {
-		return nil, &topology.InputError{Path: citesPath, Msg: "empty: no citations"}
+		return nil, &inputerr.Error{Path: citesPath, Msg: "empty: no citations"}
 	}
 	g, err := el.build(ctx, n)
 	if err != nil {
@@ -852,19 +852,19 @@ func readSplit(ctx context.Context, path string, splitID int, lookup func(string
 		return nil, err
 	}
 	if h == nil {
-		return nil, &topology.InputError{Path: path, Field: "--split", Msg: "empty: no header and no rows"}
+		return nil, &inputerr.Error{Path: path, Field: "--split", Msg: "empty: no header and no rows"}
 	}
 	if len(seen) == 0 && absent > 0 {
-		return nil, &topology.InputError{Path: path, Field: "--split", Msg: fmt.Sprintf("none of the %d ids of split %d is in the dataset (e.g. %s): is this split for another dataset?", absent, splitID, strings.Join(absentIDs, ", "))}
+		return nil, &inputerr.Error{Path: path, Field: "--split", Msg: fmt.Sprintf("none of the %d ids of split %d is in the dataset (e.g. %s): is this split for another dataset?", absent, splitID, strings.Join(absentIDs, ", "))}
 	}
 	if len(seen) == 0 && skipped == 0 {
 		if h.splitID < 0 && splitID != 0 {
-			return nil, &topology.InputError{Path: path, Field: "--split-id", Msg: fmt.Sprintf("%d: the file has no split_id column, so it holds one split", splitID)}
+			return nil, &inputerr.Error{Path: path, Field: "--split-id", Msg: fmt.Sprintf("%d: the file has no split_id column, so it holds one split", splitID)}
 		}
 		if len(ids) > 0 {
-			return nil, &topology.InputError{Path: path, Field: "--split-id", Msg: fmt.Sprintf("%d: the file holds split ids %s", splitID, splitIDList(ids))}
+			return nil, &inputerr.Error{Path: path, Field: "--split-id", Msg: fmt.Sprintf("%d: the file holds split ids %s", splitID, splitIDList(ids))}
 		}
-		return nil, &topology.InputError{Path: path, Field: "--split", Msg: "empty: a header but no rows"}
+		return nil, &inputerr.Error{Path: path, Field: "--split", Msg: "empty: a header but no rows"}
 	}
 	for _, s := range [][]int64{sp.train, sp.val, sp.test} {
 		slices.Sort(s)
@@ -932,7 +932,7 @@ func ImportSNAP(ctx context.Context, srcFile, out string, opt ImportOptions) (*I
 		return nil, err
 	}
 	if opt.SplitFile != "" {
-		return nil, &topology.InputError{Field: "--split", Msg: "SNAP edge lists have no split"}
+		return nil, &inputerr.Error{Field: "--split", Msg: "SNAP edge lists have no split"}
 	}
 	remap := map[int64]uint32{}
 	var orig []int64
@@ -990,14 +990,14 @@ func ImportSNAP(ctx context.Context, srcFile, out string, opt ImportOptions) (*I
 		return nil, err
 	}
 	if lines == 0 {
-		return nil, &topology.InputError{Path: srcFile, Msg: "empty: no edges (only comments or blank lines)"}
+		return nil, &inputerr.Error{Path: srcFile, Msg: "empty: no edges (only comments or blank lines)"}
 	}
 	var notes []string
 	header, note := first.decide(opt.Header, lines-1)
 	notes = append(notes, note...)
 	if header {
 		if lines == 1 {
-			return nil, &topology.InputError{Path: srcFile, Msg: "empty: a count header and no edges"}
+			return nil, &inputerr.Error{Path: srcFile, Msg: "empty: a count header and no edges"}
 		}
 		if first.extra {
 			extraCols--
@@ -1044,7 +1044,7 @@ func ImportSNAP(ctx context.Context, srcFile, out string, opt ImportOptions) (*I
 			return nil, err
 		}
 		if len(labelOf) == 0 {
-			return nil, &topology.InputError{Path: opt.LabelFile, Field: "--labels", Msg: "empty: no labels"}
+			return nil, &inputerr.Error{Path: opt.LabelFile, Field: "--labels", Msg: "empty: no labels"}
 		}
 		labels = make([]int64, len(orig))
 		for v := range labels {
@@ -1213,7 +1213,7 @@ func ImportGeomGCN(ctx context.Context, srcDir, out string, opt ImportOptions) (
 	nodesPath, edgesPath := findInput(srcDir, geomNodesFile), findInput(srcDir, geomEdgesFile)
 	for _, p := range []string{edgesPath, nodesPath} {
 		if _, err := os.Stat(p); err != nil {
-			return nil, &topology.InputError{Path: srcDir, Field: "--from", Msg: "want " + want, Err: pathless(err)}
+			return nil, &inputerr.Error{Path: srcDir, Field: "--from", Msg: "want " + want, Err: pathless(err)}
 		}
 	}
 	// The second pass seeks to each node's line, which a gzip stream
@@ -1233,7 +1233,7 @@ func ImportGeomGCN(ctx context.Context, srcDir, out string, opt ImportOptions) (
 	}
 	st, err := os.Stat(featPath)
 	if err != nil {
-		return nil, &topology.InputError{Path: nodesPath, Field: "--from", Msg: "cannot read", Err: pathless(err)}
+		return nil, &inputerr.Error{Path: nodesPath, Field: "--from", Msg: "cannot read", Err: pathless(err)}
 	}
 	nodesBytes := st.Size()
 	// Pass 1: check every line, find the width, and remember where each
@@ -1302,10 +1302,10 @@ func ImportGeomGCN(ctx context.Context, srcDir, out string, opt ImportOptions) (
 	}
 	n := int64(len(seen))
 	if n == 0 {
-		return nil, &topology.InputError{Path: nodesPath, Msg: "empty: no nodes"}
+		return nil, &inputerr.Error{Path: nodesPath, Msg: "empty: no nodes"}
 	}
 	if i := slices.Index(seen, false); i >= 0 {
-		return nil, &topology.InputError{Path: nodesPath, Msg: fmt.Sprintf("node ids must run densely from 0 to %d: %d is missing", n-1, i)}
+		return nil, &inputerr.Error{Path: nodesPath, Msg: fmt.Sprintf("node ids must run densely from 0 to %d: %d is missing", n-1, i)}
 	}
 	dim := width
 	var notes []string
@@ -1348,7 +1348,7 @@ func ImportGeomGCN(ctx context.Context, srcDir, out string, opt ImportOptions) (
 		return nil, err
 	}
 	if lines == 0 {
-		return nil, &topology.InputError{Path: edgesPath, Msg: "empty: no edges"}
+		return nil, &inputerr.Error{Path: edgesPath, Msg: "empty: no edges"}
 	}
 	g, err := el.build(ctx, n)
 	if err != nil {
@@ -1401,7 +1401,7 @@ func ImportGeomGCN(ctx context.Context, srcDir, out string, opt ImportOptions) (
 			}
 			if err := fillGeomRow(strings.TrimSpace(string(buf)), format.sparse, row); err != nil {
 				aw.Abort()
-				return &topology.InputError{Path: nodesPath, Line: int(a.line), Msg: fmt.Sprintf("node %d: %v (did the file change during the import?)", v, err)}
+				return &inputerr.Error{Path: nodesPath, Line: int(a.line), Msg: fmt.Sprintf("node %d: %v (did the file change during the import?)", v, err)}
 			}
 			if err := aw.Write(row); err != nil {
 				aw.Abort()

@@ -19,7 +19,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 )
 
 // sharedDatasets is where the shared graph fixtures live (see
@@ -511,7 +511,7 @@ func TestImportBadInput(t *testing.T) {
 			}
 			outParent := t.TempDir()
 			_, err := runImport(context.Background(), tc.format, src, filepath.Join(outParent, "ds"), opt)
-			if err == nil || !topology.IsBadInput(err) || !strings.Contains(err.Error(), tc.want) {
+			if err == nil || !inputerr.Is(err) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want a bad-input error containing %q", err, tc.want)
 			}
 			if ents, _ := os.ReadDir(outParent); len(ents) != 0 {
@@ -526,7 +526,7 @@ func TestImportLeavesNothingOnFailure(t *testing.T) {
 		out := t.TempDir()
 		os.WriteFile(filepath.Join(out, "keep"), []byte("x"), 0o644)
 		_, err := ImportSNAP(context.Background(), importTestdata+"/snap-tiny.txt", out, ImportOptions{})
-		if err == nil || !topology.IsBadInput(err) || !strings.Contains(err.Error(), "already exists") {
+		if err == nil || !inputerr.Is(err) || !strings.Contains(err.Error(), "already exists") {
 			t.Fatalf("err = %v, want a bad-input error saying --out exists", err)
 		}
 		if _, err := os.Stat(filepath.Join(out, "keep")); err != nil {

@@ -11,7 +11,8 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/internal/fsutil"
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 )
 
 // mappedArray is the data of a 1-d .npy array, memory-mapped read-only:
@@ -41,31 +42,31 @@ func elemSize(dtype string) int64 {
 // exactly the header plus want elements: a truncated or padded array is
 // refused. A missing file is an empty array when want is 0.
 func mapInts(path string, want int64) (*mappedArray, error) {
-	f, err := topology.OpenRegular(path)
+	f, err := fsutil.OpenRegular(path)
 	if err != nil {
 		if want == 0 && errors.Is(err, os.ErrNotExist) {
 			return &mappedArray{path: path, dtype: "<i8"}, nil
 		}
-		return nil, &topology.InputError{Path: path, Msg: "cannot read array", Err: err}
+		return nil, &inputerr.Error{Path: path, Msg: "cannot read array", Err: err}
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return nil, &topology.InputError{Path: path, Msg: "is a directory (want a .npy file)"}
+		return nil, &inputerr.Error{Path: path, Msg: "is a directory (want a .npy file)"}
 	}
 	h, err := ReadArrayHeader(f)
 	if err != nil {
-		return nil, &topology.InputError{Path: path, Msg: "not a .npy array", Err: err}
+		return nil, &inputerr.Error{Path: path, Msg: "not a .npy array", Err: err}
 	}
 	n := int64(1)
 	for _, d := range h.Shape {
 		n *= int64(d)
 	}
 	if len(h.Shape) != 1 || n != want {
-		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("shape %v (want [%d], from meta.json)", h.Shape, want)}
+		return nil, &inputerr.Error{Path: path, Msg: fmt.Sprintf("shape %v (want [%d], from meta.json)", h.Shape, want)}
 	}
 	elem := elemSize(h.DType)
 	if elem == 0 {
-		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("dtype %s (want <i8, <i4 or <u4)", h.DType)}
+		return nil, &inputerr.Error{Path: path, Msg: fmt.Sprintf("dtype %s (want <i8, <i4 or <u4)", h.DType)}
 	}
 	if err := h.CheckDataSize(f, path, n, elem); err != nil {
 		return nil, err
@@ -76,7 +77,7 @@ func mapInts(path string, want int64) (*mappedArray, error) {
 		return a, nil
 	}
 	if size > math.MaxInt {
-		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("%d bytes, too large to map", size)}
+		return nil, &inputerr.Error{Path: path, Msg: fmt.Sprintf("%d bytes, too large to map", size)}
 	}
 	mem, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {

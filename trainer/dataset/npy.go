@@ -8,9 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/sbinet/npyio/npy"
+	"github.com/gnnplan/gnnplan/internal/fsutil"
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 
-	"github.com/gnnplan/gnnplan/topology"
+	"github.com/sbinet/npyio/npy"
 )
 
 // ArrayHeader is what a .npy file's header says about the array after it.
@@ -62,14 +63,14 @@ func ReadArrayHeader(f *os.File) (h ArrayHeader, err error) {
 
 // CheckDataSize compares the size of f (named path in errors) with its
 // header plus n elements of elem bytes, so a truncated or padded array is
-// refused, as a *topology.InputError, before it is read.
+// refused, as a *inputerr.Error, before it is read.
 func (h ArrayHeader) CheckDataSize(f *os.File, path string, n, elem int64) error {
 	st, err := f.Stat()
 	if err != nil {
 		return fmt.Errorf("stat %s: %w", path, err)
 	}
 	if want := h.DataOffset + n*elem; st.Size() != want {
-		return &topology.InputError{Path: path, Msg: fmt.Sprintf("%d bytes, want %d for %d elements: truncated or padded", st.Size(), want, n)}
+		return &inputerr.Error{Path: path, Msg: fmt.Sprintf("%d bytes, want %d for %d elements: truncated or padded", st.Size(), want, n)}
 	}
 	return nil
 }
@@ -124,7 +125,7 @@ func CreateArray(path, dtype string, shape ...int64) (*ArrayWriter, error) {
 	total := 10 + len(hdr) + 1
 	pad := (64 - total%64) % 64
 	hdr += strings.Repeat(" ", pad) + "\n"
-	f, err := topology.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	f, err := fsutil.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}

@@ -16,9 +16,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/sbinet/npyio/npy"
-
-	"github.com/gnnplan/gnnplan/topology"
 )
 
 // OGB's node-property layout (snap-stanford/ogb, ogb/io/read_graph_raw.py
@@ -54,7 +53,7 @@ func ImportOGB(ctx context.Context, from, out string, opt ImportOptions) (*Impor
 	}
 	raw := filepath.Join(from, "raw")
 	if st, err := os.Stat(raw); err != nil || !st.IsDir() {
-		return nil, &topology.InputError{Path: from, Field: "--from", Msg: "no raw/ directory (want " + ogbWant + ")"}
+		return nil, &inputerr.Error{Path: from, Field: "--from", Msg: "no raw/ directory (want " + ogbWant + ")"}
 	}
 	var src *ogbGraph
 	var err error
@@ -158,7 +157,7 @@ func ogbCount(ctx context.Context, path string) (int64, error) {
 		return 0, ogbMissing(path, err)
 	}
 	if len(counts) != 1 {
-		return 0, &topology.InputError{Path: path, Msg: fmt.Sprintf("%d counts: want one (a node-property dataset is one graph)", len(counts))}
+		return 0, &inputerr.Error{Path: path, Msg: fmt.Sprintf("%d counts: want one (a node-property dataset is one graph)", len(counts))}
 	}
 	return counts[0], nil
 }
@@ -166,7 +165,7 @@ func ogbCount(ctx context.Context, path string) (int64, error) {
 // ogbMissing names a missing required file with the layout wanted.
 func ogbMissing(path string, err error) error {
 	if errors.Is(err, fs.ErrNotExist) {
-		return &topology.InputError{Path: path, Field: "--from", Msg: "missing (want " + ogbWant + ")"}
+		return &inputerr.Error{Path: path, Field: "--from", Msg: "missing (want " + ogbWant + ")"}
 	}
 	return err
 }
@@ -174,7 +173,7 @@ func ogbMissing(path string, err error) error {
 // checkVertexCount bounds n so that arrays sized by it are sane.
 func checkVertexCount(path string, n int64) error {
 	if n <= 0 || n > math.MaxInt32 {
-		return &topology.InputError{Path: path, Msg: fmt.Sprintf("%d vertices: want 1 to 2^31-1", n)}
+		return &inputerr.Error{Path: path, Msg: fmt.Sprintf("%d vertices: want 1 to 2^31-1", n)}
 	}
 	return nil
 }
@@ -218,7 +217,7 @@ func readOGBCSV(ctx context.Context, raw string) (*ogbGraph, error) {
 		return nil, ogbMissing(edgePath, err)
 	}
 	if int64(len(g.srcs)) != m {
-		return nil, &topology.InputError{Path: edgePath, Msg: fmt.Sprintf("%d edges, num-edge-list.csv.gz says %d", len(g.srcs), m)}
+		return nil, &inputerr.Error{Path: edgePath, Msg: fmt.Sprintf("%d edges, num-edge-list.csv.gz says %d", len(g.srcs), m)}
 	}
 	if labelPath := findInput(raw, "node-label.csv"); fileExists(labelPath) {
 		if err := g.readCSVLabels(ctx, labelPath); err != nil {
@@ -261,7 +260,7 @@ func readOGBCSV(ctx context.Context, raw string) (*ogbGraph, error) {
 			return aw.Write(row)
 		})
 		if err == nil && rows != n {
-			err = &topology.InputError{Path: featPath, Msg: fmt.Sprintf("%d rows, want one per node (%d)", rows, n)}
+			err = &inputerr.Error{Path: featPath, Msg: fmt.Sprintf("%d rows, want one per node (%d)", rows, n)}
 		}
 		if err != nil {
 			aw.Abort()
@@ -288,7 +287,7 @@ func firstLine(ctx context.Context, path string) (string, error) {
 	if err := s.Err(); err != nil {
 		return "", err
 	}
-	return "", &topology.InputError{Path: path, Msg: "empty"}
+	return "", &inputerr.Error{Path: path, Msg: "empty"}
 }
 
 // parseOGBLabel reads one label: an integer, a float with no fraction
@@ -336,7 +335,7 @@ func (g *ogbGraph) readCSVLabels(ctx context.Context, path string) error {
 		return err
 	}
 	if int64(len(g.labels)) != g.n {
-		return &topology.InputError{Path: path, Msg: fmt.Sprintf("%d labels, want one per node (%d)", len(g.labels), g.n)}
+		return &inputerr.Error{Path: path, Msg: fmt.Sprintf("%d labels, want one per node (%d)", len(g.labels), g.n)}
 	}
 	return nil
 }
@@ -362,7 +361,7 @@ func readOGBIDs(ctx context.Context, path string, n int64) ([]int64, error) {
 	})
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, &topology.InputError{Path: path, Field: "--split", Msg: "missing: an OGB split directory holds train.csv.gz, valid.csv.gz and test.csv.gz"}
+			return nil, &inputerr.Error{Path: path, Field: "--split", Msg: "missing: an OGB split directory holds train.csv.gz, valid.csv.gz and test.csv.gz"}
 		}
 		return nil, err
 	}
@@ -381,7 +380,7 @@ func findOGBSplit(from, want string) (string, string, error) {
 			dir = filepath.Join(root, want)
 		}
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return "", "", &topology.InputError{Path: dir, Field: "--split", Msg: "not a split directory (want a name under the dataset's split/ or a directory holding train.csv.gz, valid.csv.gz, test.csv.gz)"}
+			return "", "", &inputerr.Error{Path: dir, Field: "--split", Msg: "not a split directory (want a name under the dataset's split/ or a directory holding train.csv.gz, valid.csv.gz, test.csv.gz)"}
 		}
 		return dir, "split from " + dir, nil
 	}
@@ -390,7 +389,7 @@ func findOGBSplit(from, want string) (string, string, error) {
 		return "", "no split/ directory: train/val/test are empty", nil
 	}
 	if err != nil {
-		return "", "", &topology.InputError{Path: root, Msg: "cannot read", Err: pathless(err)}
+		return "", "", &inputerr.Error{Path: root, Msg: "cannot read", Err: pathless(err)}
 	}
 	var names []string
 	for _, e := range ents {
@@ -404,7 +403,7 @@ func findOGBSplit(from, want string) (string, string, error) {
 	case 1:
 		return filepath.Join(root, names[0]), "split " + names[0] + " from split/", nil
 	}
-	return "", "", &topology.InputError{Path: root, Field: "--split", Msg: fmt.Sprintf("holds %d splits (%s): pick one with --split", len(names), strings.Join(names, ", "))}
+	return "", "", &inputerr.Error{Path: root, Field: "--split", Msg: fmt.Sprintf("holds %d splits (%s): pick one with --split", len(names), strings.Join(names, ", "))}
 }
 
 // ---- the npz variant ----
@@ -429,16 +428,16 @@ func openNPZArray(zr *zip.Reader, archive, name string) (*npzArray, error) {
 		}
 	}
 	if zf == nil {
-		return nil, &topology.InputError{Path: archive, Msg: fmt.Sprintf("no %s array (want %s)", name, ogbWant)}
+		return nil, &inputerr.Error{Path: archive, Msg: fmt.Sprintf("no %s array (want %s)", name, ogbWant)}
 	}
 	rc, err := zf.Open()
 	if err != nil {
-		return nil, &topology.InputError{Path: where, Msg: "cannot read", Err: pathless(err)}
+		return nil, &inputerr.Error{Path: where, Msg: "cannot read", Err: pathless(err)}
 	}
 	a, err := readNPYHeader(bufio.NewReaderSize(rc, 1<<20), int64(zf.UncompressedSize64))
 	if err != nil {
 		rc.Close()
-		return nil, &topology.InputError{Path: where, Msg: "not a .npy array", Err: err}
+		return nil, &inputerr.Error{Path: where, Msg: "not a .npy array", Err: err}
 	}
 	a.path, a.close = where, rc.Close
 	return a, nil
@@ -504,7 +503,7 @@ func readNPYHeader(br *bufio.Reader, size int64) (a *npzArray, err error) {
 func (a *npzArray) next(k int64, buf []byte) (*npArray, error) {
 	buf = buf[:k*a.elem]
 	if _, err := io.ReadFull(a.r, buf); err != nil {
-		return nil, &topology.InputError{Path: a.path, Msg: "truncated array data", Err: err}
+		return nil, &inputerr.Error{Path: a.path, Msg: "truncated array data", Err: err}
 	}
 	return &npArray{shape: []int64{k}, dtype: a.dtype, data: buf}, nil
 }
@@ -532,7 +531,7 @@ func readOGBNPZ(ctx context.Context, raw string) (*ogbGraph, error) {
 	dataPath := filepath.Join(raw, "data.npz")
 	zr, err := zip.OpenReader(dataPath)
 	if err != nil {
-		return nil, &topology.InputError{Path: dataPath, Msg: "not an .npz (zip) archive", Err: pathless(err)}
+		return nil, &inputerr.Error{Path: dataPath, Msg: "not an .npz (zip) archive", Err: pathless(err)}
 	}
 	defer zr.Close()
 	counts := map[string]int64{}
@@ -547,7 +546,7 @@ func readOGBNPZ(ctx context.Context, raw string) (*ogbGraph, error) {
 			return nil, err
 		}
 		if len(v) != 1 {
-			return nil, &topology.InputError{Path: a.path, Msg: fmt.Sprintf("%d counts: want one (a node-property dataset is one graph)", len(v))}
+			return nil, &inputerr.Error{Path: a.path, Msg: fmt.Sprintf("%d counts: want one (a node-property dataset is one graph)", len(v))}
 		}
 		counts[name] = v[0]
 	}
@@ -561,7 +560,7 @@ func readOGBNPZ(ctx context.Context, raw string) (*ogbGraph, error) {
 	}
 	if len(ei.shape) != 2 || ei.shape[0] != 2 || ei.shape[1] != m {
 		ei.close()
-		return nil, &topology.InputError{Path: ei.path, Msg: fmt.Sprintf("shape %v: want [2, %d] (num_edges_list)", ei.shape, m)}
+		return nil, &inputerr.Error{Path: ei.path, Msg: fmt.Sprintf("shape %v: want [2, %d] (num_edges_list)", ei.shape, m)}
 	}
 	flat, err := ei.readInts()
 	ei.close()
@@ -570,7 +569,7 @@ func readOGBNPZ(ctx context.Context, raw string) (*ogbGraph, error) {
 	}
 	for i, v := range flat {
 		if v < 0 || v >= n {
-			return nil, &topology.InputError{Path: ei.path, Msg: fmt.Sprintf("edge %d names vertex %d: num_nodes_list says ids run from 0 to %d", i%int(m), v, n-1)}
+			return nil, &inputerr.Error{Path: ei.path, Msg: fmt.Sprintf("edge %d names vertex %d: num_nodes_list says ids run from 0 to %d", i%int(m), v, n-1)}
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -593,7 +592,7 @@ func readOGBNPZ(ctx context.Context, raw string) (*ogbGraph, error) {
 	}
 	fa.close()
 	if len(fa.shape) != 2 || fa.shape[0] != n {
-		return nil, &topology.InputError{Path: fa.path, Msg: fmt.Sprintf("shape %v: want [%d, feature_dim]", fa.shape, n)}
+		return nil, &inputerr.Error{Path: fa.path, Msg: fmt.Sprintf("shape %v: want [%d, feature_dim]", fa.shape, n)}
 	}
 	g.dim = int(fa.shape[1])
 	g.writeFeatures = func(path string) error {
@@ -641,7 +640,7 @@ func readOGBNPZ(ctx context.Context, raw string) (*ogbGraph, error) {
 func (g *ogbGraph) readNPZLabels(path string) error {
 	zr, err := zip.OpenReader(path)
 	if err != nil {
-		return &topology.InputError{Path: path, Msg: "not an .npz (zip) archive", Err: pathless(err)}
+		return &inputerr.Error{Path: path, Msg: "not an .npz (zip) archive", Err: pathless(err)}
 	}
 	defer zr.Close()
 	a, err := openNPZArray(&zr.Reader, path, "node_label")
@@ -650,7 +649,7 @@ func (g *ogbGraph) readNPZLabels(path string) error {
 	}
 	defer a.close()
 	if a.len() != g.n || (len(a.shape) == 2 && a.shape[1] != 1) || len(a.shape) > 2 {
-		return &topology.InputError{Path: a.path, Msg: fmt.Sprintf("shape %v: want [%d] or [%d, 1] (single-task labels)", a.shape, g.n, g.n)}
+		return &inputerr.Error{Path: a.path, Msg: fmt.Sprintf("shape %v: want [%d] or [%d, 1] (single-task labels)", a.shape, g.n, g.n)}
 	}
 	buf := make([]byte, a.elem*g.n)
 	v, err := a.next(g.n, buf)
@@ -665,7 +664,7 @@ func (g *ogbGraph) readNPZLabels(path string) error {
 			g.labels[i] = -1
 			g.unlabelled++
 		case x < 0 || x > math.MaxInt32 || x != math.Trunc(x):
-			return &topology.InputError{Path: a.path, Msg: fmt.Sprintf("node %d has label %v: want a non-negative integer or NaN", i, x)}
+			return &inputerr.Error{Path: a.path, Msg: fmt.Sprintf("node %d has label %v: want a non-negative integer or NaN", i, x)}
 		default:
 			g.labels[i] = int64(x)
 		}

@@ -11,9 +11,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/nlpodyssey/gopickle/types"
-
-	"github.com/gnnplan/gnnplan/topology"
 )
 
 // planetoidPicklePartsDoc lists the pickled parts of a Planetoid dataset
@@ -69,7 +68,7 @@ func findPlanetoid(from string) (planetoidFiles, error) {
 	if err == nil && st.IsDir() {
 		ents, err := os.ReadDir(from)
 		if err != nil {
-			return planetoidFiles{}, &topology.InputError{Path: from, Field: "--from", Msg: "cannot read the input directory", Err: pathless(err)}
+			return planetoidFiles{}, &inputerr.Error{Path: from, Field: "--from", Msg: "cannot read the input directory", Err: pathless(err)}
 		}
 		var names []string
 		for _, e := range ents {
@@ -80,25 +79,25 @@ func findPlanetoid(from string) (planetoidFiles, error) {
 		}
 		switch len(names) {
 		case 0:
-			return planetoidFiles{}, &topology.InputError{Path: from, Field: "--from", Msg: "no ind.NAME.graph file (want " + want + ")"}
+			return planetoidFiles{}, &inputerr.Error{Path: from, Field: "--from", Msg: "no ind.NAME.graph file (want " + want + ")"}
 		case 1:
 			return planetoidFiles{dir: from, name: names[0]}, nil
 		}
-		return planetoidFiles{}, &topology.InputError{Path: from, Field: "--from", Msg: fmt.Sprintf("holds %d Planetoid datasets (%s): pass --from DIR/ind.NAME to pick one", len(names), strings.Join(names, ", "))}
+		return planetoidFiles{}, &inputerr.Error{Path: from, Field: "--from", Msg: fmt.Sprintf("holds %d Planetoid datasets (%s): pass --from DIR/ind.NAME to pick one", len(names), strings.Join(names, ", "))}
 	}
 	base := trimGz(filepath.Base(from))
 	if !strings.HasPrefix(base, "ind.") {
 		if err != nil {
-			return planetoidFiles{}, &topology.InputError{Path: from, Field: "--from", Msg: "cannot read (want " + want + ")", Err: pathless(err)}
+			return planetoidFiles{}, &inputerr.Error{Path: from, Field: "--from", Msg: "cannot read (want " + want + ")", Err: pathless(err)}
 		}
-		return planetoidFiles{}, &topology.InputError{Path: from, Field: "--from", Msg: "is not a Planetoid file (want " + want + ")"}
+		return planetoidFiles{}, &inputerr.Error{Path: from, Field: "--from", Msg: "is not a Planetoid file (want " + want + ")"}
 	}
 	name := strings.TrimPrefix(base, "ind.")
 	for _, part := range append(planetoidPickleParts(), "test.index") {
 		name = strings.TrimSuffix(name, "."+part)
 	}
 	if name == "" {
-		return planetoidFiles{}, &topology.InputError{Path: from, Field: "--from", Msg: "want " + want}
+		return planetoidFiles{}, &inputerr.Error{Path: from, Field: "--from", Msg: "want " + want}
 	}
 	return planetoidFiles{dir: filepath.Dir(from), name: name}, nil
 }
@@ -110,17 +109,17 @@ func loadPlanetoidPart(ctx context.Context, f planetoidFiles, part string) (any,
 	in, err := openInput(ctx, p, "--from")
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, &topology.InputError{Path: p, Field: "--from", Msg: fmt.Sprintf("missing: a Planetoid dataset needs ind.%s.{%s, test.index}", f.name, planetoidPicklePartsDoc)}
+			return nil, &inputerr.Error{Path: p, Field: "--from", Msg: fmt.Sprintf("missing: a Planetoid dataset needs ind.%s.{%s, test.index}", f.name, planetoidPicklePartsDoc)}
 		}
 		return nil, err
 	}
 	defer in.Close()
 	v, err := loadPickle(in)
 	if err != nil {
-		if topology.IsBadInput(err) {
+		if inputerr.Is(err) {
 			return nil, err
 		}
-		return nil, &topology.InputError{Path: p, Msg: "not a Planetoid pickle", Err: err}
+		return nil, &inputerr.Error{Path: p, Msg: "not a Planetoid pickle", Err: err}
 	}
 	return v, nil
 }
@@ -130,16 +129,16 @@ func planetoidMatrix(f planetoidFiles, part string, v any) (featureMatrix, error
 	switch m := v.(type) {
 	case *pyCSR:
 		if err := m.check(); err != nil {
-			return nil, &topology.InputError{Path: f.path(part), Msg: err.Error()}
+			return nil, &inputerr.Error{Path: f.path(part), Msg: err.Error()}
 		}
 		return m, nil
 	case *npArray:
 		if m.built() && len(m.shape) == 2 {
 			return m, nil
 		}
-		return nil, &topology.InputError{Path: f.path(part), Msg: fmt.Sprintf("array of shape %v: want a 2-d matrix", m.shape)}
+		return nil, &inputerr.Error{Path: f.path(part), Msg: fmt.Sprintf("array of shape %v: want a 2-d matrix", m.shape)}
 	}
-	return nil, &topology.InputError{Path: f.path(part), Msg: fmt.Sprintf("holds a %T: want a scipy CSR matrix or a 2-d NumPy array", v)}
+	return nil, &inputerr.Error{Path: f.path(part), Msg: fmt.Sprintf("holds a %T: want a scipy CSR matrix or a 2-d NumPy array", v)}
 }
 
 // planetoidLabels turns a one-hot label matrix into class indices; an
@@ -147,7 +146,7 @@ func planetoidMatrix(f planetoidFiles, part string, v any) (featureMatrix, error
 func planetoidLabels(f planetoidFiles, part string, v any) ([]int64, int64, error) {
 	a, ok := v.(*npArray)
 	if !ok || !a.built() || len(a.shape) != 2 {
-		return nil, 0, &topology.InputError{Path: f.path(part), Msg: fmt.Sprintf("holds a %T: want a 2-d one-hot NumPy array", v)}
+		return nil, 0, &inputerr.Error{Path: f.path(part), Msg: fmt.Sprintf("holds a %T: want a 2-d one-hot NumPy array", v)}
 	}
 	rows, cols := a.shape[0], a.shape[1]
 	out := make([]int64, rows)
@@ -159,7 +158,7 @@ func planetoidLabels(f planetoidFiles, part string, v any) ([]int64, int64, erro
 				continue
 			}
 			if x != 1 || out[r] >= 0 {
-				return nil, 0, &topology.InputError{Path: f.path(part), Msg: fmt.Sprintf("row %d is not one-hot (want a single 1 per row)", r)}
+				return nil, 0, &inputerr.Error{Path: f.path(part), Msg: fmt.Sprintf("row %d is not one-hot (want a single 1 per row)", r)}
 			}
 			out[r] = c
 		}
@@ -186,7 +185,7 @@ func ImportPlanetoid(ctx context.Context, from, out string, opt ImportOptions) (
 		return nil, err
 	}
 	if opt.SplitFile != "" {
-		return nil, &topology.InputError{Field: "--split", Msg: "Planetoid files imply their split (train = y's rows, val = the next 500, test = test.index)"}
+		return nil, &inputerr.Error{Field: "--split", Msg: "Planetoid files imply their split (train = y's rows, val = the next 500, test = test.index)"}
 	}
 	f, err := findPlanetoid(from)
 	if err != nil {
@@ -219,17 +218,17 @@ func ImportPlanetoid(ctx context.Context, from, out string, opt ImportOptions) (
 	allRows, allCols := mats["allx"].dims()
 	switch {
 	case txCols != dim || allCols != dim:
-		return nil, &topology.InputError{Path: f.path("tx"), Msg: fmt.Sprintf("x, tx and allx have %d, %d and %d columns: want one feature width", dim, txCols, allCols)}
+		return nil, &inputerr.Error{Path: f.path("tx"), Msg: fmt.Sprintf("x, tx and allx have %d, %d and %d columns: want one feature width", dim, txCols, allCols)}
 	case classes["ty"] != classes["y"] || classes["ally"] != classes["y"]:
-		return nil, &topology.InputError{Path: f.path("ty"), Msg: fmt.Sprintf("y, ty and ally have %d, %d and %d columns: want one class count", classes["y"], classes["ty"], classes["ally"])}
+		return nil, &inputerr.Error{Path: f.path("ty"), Msg: fmt.Sprintf("y, ty and ally have %d, %d and %d columns: want one class count", classes["y"], classes["ty"], classes["ally"])}
 	case int64(len(labels["y"])) != xRows:
-		return nil, &topology.InputError{Path: f.path("y"), Msg: fmt.Sprintf("%d rows for x's %d", len(labels["y"]), xRows)}
+		return nil, &inputerr.Error{Path: f.path("y"), Msg: fmt.Sprintf("%d rows for x's %d", len(labels["y"]), xRows)}
 	case int64(len(labels["ally"])) != allRows:
-		return nil, &topology.InputError{Path: f.path("ally"), Msg: fmt.Sprintf("%d rows for allx's %d", len(labels["ally"]), allRows)}
+		return nil, &inputerr.Error{Path: f.path("ally"), Msg: fmt.Sprintf("%d rows for allx's %d", len(labels["ally"]), allRows)}
 	case int64(len(labels["ty"])) != txRows:
-		return nil, &topology.InputError{Path: f.path("ty"), Msg: fmt.Sprintf("%d rows for tx's %d", len(labels["ty"]), txRows)}
+		return nil, &inputerr.Error{Path: f.path("ty"), Msg: fmt.Sprintf("%d rows for tx's %d", len(labels["ty"]), txRows)}
 	case xRows+planetoidValSize > allRows:
-		return nil, &topology.InputError{Path: f.path("allx"), Msg: fmt.Sprintf("%d rows: the standard split needs y's %d training rows and %d validation rows", allRows, xRows, planetoidValSize)}
+		return nil, &inputerr.Error{Path: f.path("allx"), Msg: fmt.Sprintf("%d rows: the standard split needs y's %d training rows and %d validation rows", allRows, xRows, planetoidValSize)}
 	}
 
 	// test.index: tx's row i is vertex testIdx[i].
@@ -256,12 +255,12 @@ func ImportPlanetoid(ctx context.Context, from, out string, opt ImportOptions) (
 	})
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, &topology.InputError{Path: indexPath, Field: "--from", Msg: fmt.Sprintf("missing: a Planetoid dataset needs ind.%s.{%s, test.index}", f.name, planetoidPicklePartsDoc)}
+			return nil, &inputerr.Error{Path: indexPath, Field: "--from", Msg: fmt.Sprintf("missing: a Planetoid dataset needs ind.%s.{%s, test.index}", f.name, planetoidPicklePartsDoc)}
 		}
 		return nil, err
 	}
 	if int64(len(testIdx)) != txRows {
-		return nil, &topology.InputError{Path: indexPath, Msg: fmt.Sprintf("%d test ids for tx's %d rows", len(testIdx), txRows)}
+		return nil, &inputerr.Error{Path: indexPath, Msg: fmt.Sprintf("%d test ids for tx's %d rows", len(testIdx), txRows)}
 	}
 	n := allRows
 	for _, v := range testIdx {
@@ -287,22 +286,22 @@ func ImportPlanetoid(ctx context.Context, from, out string, opt ImportOptions) (
 
 	graph, ok := parts["graph"].(*pyDefaultDict)
 	if !ok {
-		return nil, &topology.InputError{Path: f.path("graph"), Msg: fmt.Sprintf("holds a %T: want a defaultdict(list) adjacency", parts["graph"])}
+		return nil, &inputerr.Error{Path: f.path("graph"), Msg: fmt.Sprintf("holds a %T: want a defaultdict(list) adjacency", parts["graph"])}
 	}
 	el := &importEdges{undirected: true}
 	var directed []uint64 // the lists' ordered pairs, to tell listings from both ends from repeats
 	for _, k := range slices.Sorted(maps.Keys(graph.items)) {
 		if k < 0 || k >= n {
-			return nil, &topology.InputError{Path: f.path("graph"), Msg: fmt.Sprintf("node %d: features cover vertices 0 to %d", k, n-1)}
+			return nil, &inputerr.Error{Path: f.path("graph"), Msg: fmt.Sprintf("node %d: features cover vertices 0 to %d", k, n-1)}
 		}
 		nbrs, ok := graph.items[k].(*types.List)
 		if !ok {
-			return nil, &topology.InputError{Path: f.path("graph"), Msg: fmt.Sprintf("node %d: neighbours are a %T, want a list", k, graph.items[k])}
+			return nil, &inputerr.Error{Path: f.path("graph"), Msg: fmt.Sprintf("node %d: neighbours are a %T, want a list", k, graph.items[k])}
 		}
 		for _, x := range *nbrs {
 			nb, ok := x.(int)
 			if !ok || nb < 0 || int64(nb) >= n {
-				return nil, &topology.InputError{Path: f.path("graph"), Msg: fmt.Sprintf("node %d: neighbour %v is not a vertex id in 0 to %d", k, x, n-1)}
+				return nil, &inputerr.Error{Path: f.path("graph"), Msg: fmt.Sprintf("node %d: neighbour %v is not a vertex id in 0 to %d", k, x, n-1)}
 			}
 			el.add(uint32(k), uint32(nb))
 			if int64(nb) != k {

@@ -19,7 +19,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/internal/fsutil"
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 )
 
 // SynthOptions describes a synthetic graph for Synth. Zero values of the
@@ -224,7 +225,7 @@ func (o *SynthOptions) modelFlags() string {
 // `gnnplan dataset synth` a bad value came from.
 func (o *SynthOptions) resolve() error {
 	bad := func(field, format string, args ...any) error {
-		return &topology.InputError{Field: field, Msg: fmt.Sprintf(format, args...)}
+		return &inputerr.Error{Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
 	prob := func(x float64) bool { return x >= 0 && x <= 1 } // false for NaN
 	if o.Name == "" {
@@ -789,7 +790,7 @@ func (r *synthRun) drawIntoBuckets(plan bucketPlan) ([]*bucketFile, error) {
 	gen := newEdgeGen(&r.opt)
 	buckets := make([]*bucketFile, plan.n)
 	for b := range buckets {
-		f, err := topology.CreateTemp(r.stage, fmt.Sprintf(".bucket-%05d-*.tmp", b))
+		f, err := fsutil.CreateTemp(r.stage, fmt.Sprintf(".bucket-%05d-*.tmp", b))
 		if err != nil {
 			return buckets, fmt.Errorf("create bucket: %w", err)
 		}

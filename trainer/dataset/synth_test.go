@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 )
 
 // smallSynth is the graph the unit tests draw: 1000 vertices and 20000
@@ -380,7 +380,7 @@ func TestSynthBadOptions(t *testing.T) {
 			tc.modify(&opt)
 			out := filepath.Join(t.TempDir(), "out")
 			_, err := Synth(context.Background(), opt, out, nil)
-			var ie *topology.InputError
+			var ie *inputerr.Error
 			if !errors.As(err, &ie) || ie.Field != tc.field {
 				t.Fatalf("error %v, want an InputError naming %s", err, tc.field)
 			}
@@ -391,7 +391,7 @@ func TestSynthBadOptions(t *testing.T) {
 	}
 	t.Run("existing output directory", func(t *testing.T) {
 		_, err := Synth(context.Background(), smallSynth(), t.TempDir(), nil)
-		if !topology.IsBadInput(err) {
+		if !inputerr.Is(err) {
 			t.Fatalf("error %v, want a bad-input error", err)
 		}
 	})

@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 )
 
 // gzipMagic starts every gzip stream (RFC 1952 section 2.3.1).
@@ -30,17 +30,17 @@ const gzipMagic = "\x1f\x8b"
 func openInput(ctx context.Context, path, field string) (io.ReadCloser, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, &topology.InputError{Path: path, Field: field, Msg: "cannot read", Err: pathless(err)}
+		return nil, &inputerr.Error{Path: path, Field: field, Msg: "cannot read", Err: pathless(err)}
 	}
 	if st.IsDir() {
-		return nil, &topology.InputError{Path: path, Field: field, Msg: "is a directory (want a file)"}
+		return nil, &inputerr.Error{Path: path, Field: field, Msg: "is a directory (want a file)"}
 	}
 	if !st.Mode().IsRegular() {
-		return nil, &topology.InputError{Path: path, Field: field, Msg: fmt.Sprintf("is a %s, not a regular file", st.Mode().Type())}
+		return nil, &inputerr.Error{Path: path, Field: field, Msg: fmt.Sprintf("is a %s, not a regular file", st.Mode().Type())}
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, &topology.InputError{Path: path, Field: field, Msg: "cannot read", Err: pathless(err)}
+		return nil, &inputerr.Error{Path: path, Field: field, Msg: "cannot read", Err: pathless(err)}
 	}
 	var raw io.Reader = f
 	if add := progressPhase(ctx, "import: reading "+filepath.Base(path), st.Size()); add != nil {
@@ -54,7 +54,7 @@ func openInput(ctx context.Context, path, field string) (io.ReadCloser, error) {
 	zr, err := gzip.NewReader(br)
 	if err != nil {
 		f.Close()
-		return nil, &topology.InputError{Path: path, Field: field, Msg: "corrupt gzip header", Err: err}
+		return nil, &inputerr.Error{Path: path, Field: field, Msg: "corrupt gzip header", Err: err}
 	}
 	return &gzipFile{path: path, zr: zr, f: f}, nil
 }
@@ -78,7 +78,7 @@ type gzipFile struct {
 func (g *gzipFile) Read(p []byte) (int, error) {
 	n, err := g.zr.Read(p)
 	if err != nil && !errors.Is(err, io.EOF) {
-		err = &topology.InputError{Path: g.path, Msg: "corrupt or truncated gzip data", Err: err}
+		err = &inputerr.Error{Path: g.path, Msg: "corrupt or truncated gzip data", Err: err}
 	}
 	return n, err
 }
@@ -132,7 +132,7 @@ func decompressToTemp(ctx context.Context, path, dir string) (string, error) {
 	if _, err := io.Copy(tmp, in); err != nil {
 		tmp.Close()
 		os.Remove(tmp.Name())
-		var ie *topology.InputError
+		var ie *inputerr.Error
 		if errors.As(err, &ie) {
 			return "", err
 		}
@@ -162,10 +162,10 @@ func isGzip(path string) bool {
 func requireDir(path, want string) error {
 	st, err := os.Stat(path)
 	if err != nil {
-		return &topology.InputError{Path: path, Field: "--from", Msg: "cannot read (want " + want + ")", Err: pathless(err)}
+		return &inputerr.Error{Path: path, Field: "--from", Msg: "cannot read (want " + want + ")", Err: pathless(err)}
 	}
 	if !st.IsDir() {
-		return &topology.InputError{Path: path, Field: "--from", Msg: "is a file (want " + want + ")"}
+		return &inputerr.Error{Path: path, Field: "--from", Msg: "is a file (want " + want + ")"}
 	}
 	return nil
 }

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"runtime"
 
-	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 )
 
 // checkSymmetric refuses a graph marked undirected whose CSR does not
@@ -41,9 +41,9 @@ func checkSymmetric(g *Graph) error {
 	}
 	path := filepath.Join(g.Dir, IndicesFile)
 	if u, v, ok := missingReverse(g); ok {
-		return &topology.InputError{Path: path, Field: "undirected", Msg: fmt.Sprintf("meta.json says every edge is stored both ways, but edge %d -> %d has no %d -> %d (set undirected to false, or add the reverse edges)", u, v, v, u)}
+		return &inputerr.Error{Path: path, Field: "undirected", Msg: fmt.Sprintf("meta.json says every edge is stored both ways, but edge %d -> %d has no %d -> %d (set undirected to false, or add the reverse edges)", u, v, v, u)}
 	}
-	return &topology.InputError{Path: path, Field: "undirected", Msg: "meta.json says every edge is stored both ways, but some edge is stored more often one way than the other (set undirected to false, or deduplicate)"}
+	return &inputerr.Error{Path: path, Field: "undirected", Msg: "meta.json says every edge is stored both ways, but some edge is stored more often one way than the other (set undirected to false, or deduplicate)"}
 }
 
 // edgeHash mixes an ordered vertex pair into 64 bits (SplitMix64's

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
@@ -88,17 +88,17 @@ func MeasureHotness(ctx context.Context, g *dataset.Graph, opt HotnessOptions, p
 	case frac == 0:
 		frac = 1
 	case !(frac > 0 && frac <= 1): // also catches NaN
-		return nil, nil, &topology.InputError{Field: "fraction", Msg: fmt.Sprintf("%g (want 0 < fraction <= 1)", opt.Fraction)}
+		return nil, nil, &inputerr.Error{Field: "fraction", Msg: fmt.Sprintf("%g (want 0 < fraction <= 1)", opt.Fraction)}
 	}
 	switch {
 	case !(opt.Stable >= 0 && opt.Stable < 1):
-		return nil, nil, &topology.InputError{Field: "stable", Msg: fmt.Sprintf("%g (want 0 to stop after Epochs, or a share change below 1)", opt.Stable)}
+		return nil, nil, &inputerr.Error{Field: "stable", Msg: fmt.Sprintf("%g (want 0 to stop after Epochs, or a share change below 1)", opt.Stable)}
 	case epochs == 0 && opt.Stable > 0:
 		epochs = DefaultMaxHotnessEpochs
 	case epochs == 0:
 		epochs = 1
 	case epochs < 0:
-		return nil, nil, &topology.InputError{Field: "epochs", Msg: fmt.Sprintf("%d (want >= 1)", epochs)}
+		return nil, nil, &inputerr.Error{Field: "epochs", Msg: fmt.Sprintf("%d (want >= 1)", epochs)}
 	}
 	s, err := NewSampler(g, opt.Sampler)
 	if err != nil {
@@ -106,7 +106,7 @@ func MeasureHotness(ctx context.Context, g *dataset.Graph, opt HotnessOptions, p
 	}
 	perEpoch := max(1, int(math.Ceil(frac*float64(s.Batches(0)))))
 	if int64(perEpoch)*int64(epochs) > math.MaxUint32 {
-		return nil, nil, &topology.InputError{Field: "epochs", Msg: fmt.Sprintf("%d epochs of %d batches could overflow 32-bit counts", epochs, perEpoch)}
+		return nil, nil, &inputerr.Error{Field: "epochs", Msg: fmt.Sprintf("%d epochs of %d batches could overflow 32-bit counts", epochs, perEpoch)}
 	}
 	idxBytes := int64(4)
 	if g.Meta.IndexDType == "int64" {
@@ -295,27 +295,27 @@ func hotnessDType(d string) (size int64, signed, ok bool) {
 // ReadHotness reads a hotness .npy of n vertices: a 1-d array of access
 // counts, <u4 as WriteHotness writes it or any little-endian integer type
 // whose values are 0 to 2^32-1. A missing, malformed or wrong-length file,
-// or a count out of that range, is a *topology.InputError.
+// or a count out of that range, is a *inputerr.Error.
 func ReadHotness(path string, n int64) ([]uint32, error) {
 	if n < 0 || n > math.MaxInt32 {
-		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("cannot hold hotness of %d vertices (want 0 to %d)", n, math.MaxInt32)}
+		return nil, &inputerr.Error{Path: path, Msg: fmt.Sprintf("cannot hold hotness of %d vertices (want 0 to %d)", n, math.MaxInt32)}
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, &topology.InputError{Path: path, Msg: "cannot read hotness", Err: err}
+		return nil, &inputerr.Error{Path: path, Msg: "cannot read hotness", Err: err}
 	}
 	defer f.Close()
 	h, err := dataset.ReadArrayHeader(f)
 	if err != nil {
-		return nil, &topology.InputError{Path: path, Msg: "not a .npy array", Err: err}
+		return nil, &inputerr.Error{Path: path, Msg: "not a .npy array", Err: err}
 	}
 	shape, dtype := h.Shape, h.DType
 	size, signed, ok := hotnessDType(dtype)
 	if !ok || len(shape) != 1 {
-		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("dtype %s shape %v (want counts of shape [%d]: <u4 as `gnnplan` writes hotness, or another little-endian integer type)", dtype, shape, n)}
+		return nil, &inputerr.Error{Path: path, Msg: fmt.Sprintf("dtype %s shape %v (want counts of shape [%d]: <u4 as `gnnplan` writes hotness, or another little-endian integer type)", dtype, shape, n)}
 	}
 	if int64(shape[0]) != n {
-		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("%d entries, but the dataset has %d vertices: hotness of another dataset?", shape[0], n)}
+		return nil, &inputerr.Error{Path: path, Msg: fmt.Sprintf("%d entries, but the dataset has %d vertices: hotness of another dataset?", shape[0], n)}
 	}
 	if err := h.CheckDataSize(f, path, n, size); err != nil {
 		return nil, err
@@ -326,7 +326,7 @@ func ReadHotness(path string, n int64) ([]uint32, error) {
 	for i := int64(0); i < n; {
 		chunk := buf[:size*min(n-i, int64(len(buf))/size)]
 		if _, err := io.ReadFull(data, chunk); err != nil {
-			return nil, &topology.InputError{Path: path, Msg: "truncated array data", Err: err}
+			return nil, &inputerr.Error{Path: path, Msg: "truncated array data", Err: err}
 		}
 		for j := int64(0); j < int64(len(chunk)); j += size {
 			v, neg := element(chunk[j:j+size], signed)
@@ -335,7 +335,7 @@ func ReadHotness(path string, n int64) ([]uint32, error) {
 				if neg {
 					shown = fmt.Sprint(-int64(v))
 				}
-				return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("entry %d is %s (want an access count, 0 to %d)", i, shown, uint32(math.MaxUint32))}
+				return nil, &inputerr.Error{Path: path, Msg: fmt.Sprintf("entry %d is %s (want an access count, 0 to %d)", i, shown, uint32(math.MaxUint32))}
 			}
 			counts[i] = uint32(v)
 			i++

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
@@ -135,7 +135,7 @@ func TestHotnessRejects(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Hotness(context.Background(), g, tc.opt, nil)
-			var ie *topology.InputError
+			var ie *inputerr.Error
 			if !errors.As(err, &ie) || ie.Field != tc.field {
 				t.Fatalf("err = %v, want an InputError on field %q", err, tc.field)
 			}
@@ -294,7 +294,7 @@ func TestHotnessFile(t *testing.T) {
 				}
 			}
 			_, err := ReadHotness(tc.path, tc.n)
-			var ie *topology.InputError
+			var ie *inputerr.Error
 			if !errors.As(err, &ie) || !strings.Contains(err.Error(), tc.msg) {
 				t.Fatalf("err = %v, want an InputError saying %q", err, tc.msg)
 			}
@@ -336,7 +336,7 @@ func FuzzReadHotness(f *testing.F) {
 			t.Fatal(err)
 		}
 		counts, err := ReadHotness(path, 4)
-		var ie *topology.InputError
+		var ie *inputerr.Error
 		switch {
 		case err != nil && !errors.As(err, &ie):
 			t.Fatalf("error %v is not an InputError", err)

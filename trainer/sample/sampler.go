@@ -10,7 +10,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
@@ -157,12 +157,12 @@ func (mb *MiniBatch) NumEdges() int {
 }
 
 // NewSampler checks the options against g and returns a sampler. Options
-// out of range are *topology.InputError naming the field. g's Indices are
+// out of range are *inputerr.Error naming the field. g's Indices are
 // trusted to be in range (LoadGraph checks them); Indptr's ends and the
 // seeds are checked here.
 func NewSampler(g *dataset.Graph, opt SamplerOptions) (*Sampler, error) {
 	bad := func(field, format string, args ...any) error {
-		return &topology.InputError{Field: field, Msg: fmt.Sprintf(format, args...)}
+		return &inputerr.Error{Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
 	if g == nil || len(g.Indptr) < 2 {
 		return nil, bad("num_nodes", "the graph has no vertices")
@@ -203,7 +203,7 @@ func NewSampler(g *dataset.Graph, opt SamplerOptions) (*Sampler, error) {
 		src, field = g.Train, dataset.TrainFile
 	}
 	seedErr := func(format string, args ...any) error {
-		e := bad(field, format, args...).(*topology.InputError)
+		e := bad(field, format, args...).(*inputerr.Error)
 		if field == dataset.TrainFile && g.Dir != "" {
 			e.Path, e.Field = filepath.Join(g.Dir, dataset.TrainFile), ""
 		}

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
@@ -539,7 +539,7 @@ func TestNewSamplerRejects(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := NewSampler(tc.g, tc.opt)
-			var ie *topology.InputError
+			var ie *inputerr.Error
 			if !errors.As(err, &ie) || ie.Field != tc.field {
 				t.Fatalf("err = %v, want an InputError on field %q", err, tc.field)
 			}
@@ -552,7 +552,7 @@ func TestNewSamplerRejects(t *testing.T) {
 		g := graphOfAdj([][]int32{{}}, []int64{5})
 		g.Dir = "/data/x"
 		_, err := NewSampler(g, SamplerOptions{})
-		var ie *topology.InputError
+		var ie *inputerr.Error
 		if !errors.As(err, &ie) || ie.Path != "/data/x/"+dataset.TrainFile {
 			t.Fatalf("err = %v, want an InputError on %s", err, "/data/x/"+dataset.TrainFile)
 		}

@@ -12,10 +12,12 @@ import (
 	"os"
 	"path/filepath"
 
-	"golang.org/x/sys/unix"
+	"github.com/gnnplan/gnnplan/internal/inputerr"
+	"github.com/gnnplan/gnnplan/internal/tier"
 
-	"github.com/gnnplan/gnnplan/maxflow"
-	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/internal/fsutil"
+
+	"golang.org/x/sys/unix"
 )
 
 // HeaderBytes is the identity block at the start of every SSD bin file: one
@@ -158,7 +160,7 @@ func readHeader(f io.ReaderAt) ([]byte, error) {
 // the manifest's data checksum. It reads one block. The error is an
 // InputError naming the file and the bin.
 func checkBin(m *Manifest, i int) error {
-	f, err := topology.OpenRegular(m.Bins[i].Path)
+	f, err := fsutil.OpenRegular(m.Bins[i].Path)
 	if err != nil {
 		return binError(m, i, "cannot read its file", err)
 	}
@@ -203,7 +205,7 @@ func checkOpenBin(m *Manifest, i int, f *os.File) error {
 
 // binError is an InputError about SSD bin i of m, naming its file.
 func binError(m *Manifest, i int, msg string, err error) error {
-	return &topology.InputError{Path: m.Bins[i].Path, Msg: fmt.Sprintf("SSD bin %s (bins[%d]): %s", m.Bins[i].ID, i, msg), Err: err}
+	return &inputerr.Error{Path: m.Bins[i].Path, Msg: fmt.Sprintf("SSD bin %s (bins[%d]): %s", m.Bins[i].ID, i, msg), Err: err}
 }
 
 // dataCRC is the CRC-32C of the data area of f (bytes HeaderBytes to
@@ -344,7 +346,7 @@ func Verify(ctx context.Context, datasetDir string, opt VerifyOptions) (*VerifyR
 	}
 	var total int64
 	for _, b := range m.Bins {
-		if b.Kind == maxflow.StorageSSD {
+		if b.Kind == tier.SSD {
 			total += b.FileBytes
 		}
 	}
@@ -352,7 +354,7 @@ func Verify(ctx context.Context, datasetDir string, opt VerifyOptions) (*VerifyR
 	done = progressFunc(opt.Progress).phase("verify", total)
 	var first error
 	for i, b := range m.Bins {
-		if b.Kind != maxflow.StorageSSD {
+		if b.Kind != tier.SSD {
 			continue
 		}
 		c := BinCheck{ID: b.ID, FileCheck: FileCheck{Path: b.Path, Bytes: b.FileBytes}}
@@ -372,7 +374,7 @@ func Verify(ctx context.Context, datasetDir string, opt VerifyOptions) (*VerifyR
 		rep.Bins = append(rep.Bins, c)
 	}
 	if first != nil {
-		return rep, &topology.InputError{Msg: fmt.Sprintf("%d of %d SSD bin files damaged, the first: %v", rep.Damaged, len(rep.Bins), first)}
+		return rep, &inputerr.Error{Msg: fmt.Sprintf("%d of %d SSD bin files damaged, the first: %v", rep.Damaged, len(rep.Bins), first)}
 	}
 	return rep, nil
 }
@@ -381,7 +383,7 @@ func Verify(ctx context.Context, datasetDir string, opt VerifyOptions) (*VerifyR
 // it sets rows and firstRow when it finds damaged rows.
 func verifyBin(ctx context.Context, m *Manifest, i int, done func(int64), rows, firstRow *int64) error {
 	b := m.Bins[i]
-	f, err := topology.OpenRegular(b.Path)
+	f, err := fsutil.OpenRegular(b.Path)
 	if err != nil {
 		return binError(m, i, "cannot read its file", err)
 	}
@@ -453,7 +455,7 @@ func damagedRows(ctx context.Context, f io.ReaderAt, b BinFile) (n, first int64,
 // returns the two checksums.
 func sameHeader(ctx context.Context, m *Manifest, i int, done func(int64)) (data, rowCRCs uint32, ok bool) {
 	b := m.Bins[i]
-	f, err := topology.OpenRegular(b.Path)
+	f, err := fsutil.OpenRegular(b.Path)
 	if err != nil {
 		return 0, 0, false
 	}
@@ -518,7 +520,7 @@ func updateCRCUint32s(c uint32, t []uint32) uint32 {
 // featuresChanged is the error for a features.npy whose rows' CRC-32C,
 // got, is not the one the store was cut from.
 func featuresChanged(path string, got, want uint32) error {
-	return &topology.InputError{Path: path, Msg: fmt.Sprintf("changed since the store was materialized (the rows' CRC-32C is %08x, the store was cut from %08x): materialize it again", got, want)}
+	return &inputerr.Error{Path: path, Msg: fmt.Sprintf("changed since the store was materialized (the rows' CRC-32C is %08x, the store was cut from %08x): materialize it again", got, want)}
 }
 
 // readRowCRCs reads the table of row checksums of a bin file of rows at
@@ -548,7 +550,7 @@ func readRowCRCs(f io.ReaderAt, rows, stride int64, want uint32) ([]uint32, erro
 // loadRowCRCs is Open's read of SSD bin i's row checksums, after checkBin.
 func loadRowCRCs(m *Manifest, i int) ([]uint32, error) {
 	b := m.Bins[i]
-	f, err := topology.OpenRegular(b.Path)
+	f, err := fsutil.OpenRegular(b.Path)
 	if err != nil {
 		return nil, binError(m, i, "cannot read its file", err)
 	}
@@ -565,7 +567,7 @@ func loadRowCRCs(m *Manifest, i int) ([]uint32, error) {
 // isBinOf reports whether the file at path carries a header of the store
 // with id storeID (read before removing a previous store's files).
 func isBinOf(path, storeID string) bool {
-	f, err := topology.OpenRegular(path)
+	f, err := fsutil.OpenRegular(path)
 	if err != nil {
 		return false
 	}

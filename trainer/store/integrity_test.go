@@ -16,8 +16,8 @@ import (
 	"testing"
 
 	"github.com/gnnplan/gnnplan/ddak"
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/maxflow"
-	"github.com/gnnplan/gnnplan/topology"
 )
 
 // equalBins places the fixture over a GPU bin and three SSD bins whose
@@ -128,7 +128,7 @@ func TestDamagedBinIsRefusedNamingIt(t *testing.T) {
 				t.Fatal(err)
 			}
 			path, name := edited.Bins[tc.bin].Path, "SSD bin "+edited.Bins[tc.bin].ID
-			var in *topology.InputError
+			var in *inputerr.Error
 
 			s, err := Open(fx.dir, Options{Engine: "pread"})
 			if tc.atOpen {
@@ -467,7 +467,7 @@ func TestVerifyReportsEveryDamagedBin(t *testing.T) {
 	os.Remove(m.Bins[3].Path)
 	var phases []Progress
 	rep, err := Verify(context.Background(), fx.dir, VerifyOptions{Progress: func(p Progress) { phases = append(phases, p) }})
-	if !topology.IsBadInput(err) || !strings.Contains(err.Error(), "2 of 3 SSD bin files damaged") {
+	if !inputerr.Is(err) || !strings.Contains(err.Error(), "2 of 3 SSD bin files damaged") {
 		t.Fatalf("error %v, want bad input saying 2 of 3 bins are damaged", err)
 	}
 	js, _ := json.Marshal(rep)

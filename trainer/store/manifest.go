@@ -11,9 +11,12 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/gnnplan/gnnplan/internal/inputerr"
+	"github.com/gnnplan/gnnplan/internal/tier"
+
+	"github.com/gnnplan/gnnplan/internal/fsutil"
+
 	"github.com/gnnplan/gnnplan/ddak"
-	"github.com/gnnplan/gnnplan/maxflow"
-	"github.com/gnnplan/gnnplan/topology"
 )
 
 // ManifestFile is the store's index, in the dataset directory.
@@ -116,10 +119,10 @@ type Manifest struct {
 // BinFile is one bin of the layout. Cache bins (GPU and host memory) have
 // no file: Open fills them from features.npy.
 type BinFile struct {
-	ID     string              `json:"id"`
-	Kind   maxflow.StorageKind `json:"kind"`
-	Socket int                 `json:"socket"`
-	Rows   int64               `json:"rows"`
+	ID     string    `json:"id"`
+	Kind   tier.Kind `json:"kind"`
+	Socket int       `json:"socket"`
+	Rows   int64     `json:"rows"`
 	// RowBytes is one row's data (feature_dim x 4).
 	RowBytes int64 `json:"row_bytes"`
 	// Path is the SSD bin's file (absolute): a header block of HeaderBytes
@@ -145,33 +148,33 @@ func ReadManifest(datasetDir string) (*Manifest, error) {
 }
 
 func readManifestFile(path string) (*Manifest, error) {
-	data, err := topology.ReadRegularFile(path)
+	data, err := fsutil.ReadRegularFile(path)
 	if err != nil {
 		msg := "cannot read the feature store's manifest"
 		if errors.Is(err, os.ErrNotExist) {
 			msg = "no feature store: materialize the layout first (gnnplan place --materialize --ssd-dir DIR)"
 		}
-		return nil, &topology.InputError{Path: path, Msg: msg, Err: err}
+		return nil, &inputerr.Error{Path: path, Msg: msg, Err: err}
 	}
 	var m Manifest
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
-		return nil, &topology.InputError{Path: path, Msg: "malformed manifest", Err: err}
+		return nil, &inputerr.Error{Path: path, Msg: "malformed manifest", Err: err}
 	}
 	if m.SchemaVersion != ManifestSchemaVersion {
 		msg := fmt.Sprintf("%d (want %d)", m.SchemaVersion, ManifestSchemaVersion)
 		if m.SchemaVersion >= 1 && m.SchemaVersion < ManifestSchemaVersion {
 			msg += ": a store written before its rows had checksums; materialize it again"
 		}
-		return nil, &topology.InputError{Path: path, Field: "schema_version", Msg: msg}
+		return nil, &inputerr.Error{Path: path, Field: "schema_version", Msg: msg}
 	}
 	if id, err := hex.DecodeString(m.StoreID); err != nil || len(id) != storeIDBytes {
-		return nil, &topology.InputError{Path: path, Field: "store_id", Msg: fmt.Sprintf("%q (want %d hex digits)", m.StoreID, 2*storeIDBytes)}
+		return nil, &inputerr.Error{Path: path, Field: "store_id", Msg: fmt.Sprintf("%q (want %d hex digits)", m.StoreID, 2*storeIDBytes)}
 	}
 	rowBytes := int64(m.FeatureDim) * 4
 	if m.NumNodes <= 0 || m.NumNodes > math.MaxInt32 || m.FeatureDim <= 0 || m.FeatureDim > maxFeatureDim || m.RowBytes != rowBytes {
-		return nil, &topology.InputError{Path: path, Msg: fmt.Sprintf("num_nodes %d, feature_dim %d, row_bytes %d (want 1 to %d vertices, 1 to %d features, row_bytes = 4 x feature_dim)",
+		return nil, &inputerr.Error{Path: path, Msg: fmt.Sprintf("num_nodes %d, feature_dim %d, row_bytes %d (want 1 to %d vertices, 1 to %d features, row_bytes = 4 x feature_dim)",
 			m.NumNodes, m.FeatureDim, m.RowBytes, math.MaxInt32, maxFeatureDim)}
 	}
 	var rows int64
@@ -181,28 +184,28 @@ func readManifestFile(path string) (*Manifest, error) {
 		}
 	}
 	if rows != m.NumNodes {
-		return nil, &topology.InputError{Path: path, Field: "bins", Msg: fmt.Sprintf("rows of the bins add up to %d, want num_nodes (%d), each between 0 and num_nodes", rows, m.NumNodes)}
+		return nil, &inputerr.Error{Path: path, Field: "bins", Msg: fmt.Sprintf("rows of the bins add up to %d, want num_nodes (%d), each between 0 and num_nodes", rows, m.NumNodes)}
 	}
 	for i, b := range m.Bins {
 		field := fmt.Sprintf("bins[%d]", i)
 		bad := func(msg string) error {
-			return &topology.InputError{Path: path, Field: field, Msg: msg}
+			return &inputerr.Error{Path: path, Field: field, Msg: msg}
 		}
 		switch {
 		case b.Rows < 0 || b.RowBytes != rowBytes:
 			return nil, bad(fmt.Sprintf("rows %d, row_bytes %d (want rows >= 0, row_bytes %d)", b.Rows, b.RowBytes, rowBytes))
-		case b.Kind == maxflow.StorageSSD:
+		case b.Kind == tier.SSD:
 			if !filepath.IsAbs(b.Path) || !validStride(b.StrideBytes, rowBytes) ||
 				b.FileBytes != binFileBytes(b.Rows, b.StrideBytes) || len(b.ID) > maxBinIDBytes {
 				return nil, bad(fmt.Sprintf("path %q, stride_bytes %d, file_bytes %d, id of %d bytes (want an absolute path, a stride of at least %d, a power of two below %d or a multiple of it, file_bytes = %d + rows x stride and 4 x rows, each rounded up to %d, an id of at most %d bytes)",
 					b.Path, b.StrideBytes, b.FileBytes, len(b.ID), rowBytes, RowAlignBytes, HeaderBytes, FileAlignBytes, maxBinIDBytes))
 			}
-		case b.Kind == maxflow.StorageGPUMem || b.Kind == maxflow.StorageHostMem:
+		case b.Kind == tier.GPUMem || b.Kind == tier.HostMem:
 			if b.Path != "" {
 				return nil, bad(fmt.Sprintf("a %s bin with a file %q (cache bins have none)", b.Kind, b.Path))
 			}
 		default:
-			return nil, bad(fmt.Sprintf("kind %q (valid: %s, %s, %s)", b.Kind, maxflow.StorageGPUMem, maxflow.StorageHostMem, maxflow.StorageSSD))
+			return nil, bad(fmt.Sprintf("kind %q (valid: %s, %s, %s)", b.Kind, tier.GPUMem, tier.HostMem, tier.SSD))
 		}
 	}
 	return &m, nil
@@ -214,7 +217,7 @@ func writeManifestFile(path string, m *Manifest) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", path, err)
 	}
-	return topology.WriteFileAtomic(path, append(data, '\n'))
+	return fsutil.WriteFileAtomic(path, append(data, '\n'))
 }
 
 // layoutCRC is the CRC-32C of a layout's bin array followed by its row

@@ -12,11 +12,12 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gnnplan/gnnplan/internal/inputerr"
+	"github.com/gnnplan/gnnplan/internal/tier"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/gnnplan/gnnplan/ddak"
-	"github.com/gnnplan/gnnplan/maxflow"
-	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 	"github.com/gnnplan/gnnplan/trainer/internal/fslock"
 )
@@ -100,16 +101,16 @@ func Materialize(ctx context.Context, datasetDir, layoutDir string, ssdDirs []st
 		return nil, err
 	}
 	if meta.FeatureDim == 0 {
-		return nil, &topology.InputError{Path: datasetDir, Field: "--dataset", Msg: "the dataset has no features to materialize"}
+		return nil, &inputerr.Error{Path: datasetDir, Field: "--dataset", Msg: "the dataset has no features to materialize"}
 	}
 	// One writer of a dataset's store at a time.
 	lk, err := fslock.TryLock(datasetDir)
 	if errors.Is(err, fslock.ErrBusy) {
-		return nil, &topology.InputError{Path: datasetDir, Field: "--dataset",
+		return nil, &inputerr.Error{Path: datasetDir, Field: "--dataset",
 			Msg: "its store is being written by another gnnplan (materialize or place --materialize): wait for it to end"}
 	}
 	if err != nil {
-		return nil, &topology.InputError{Path: datasetDir, Field: "--dataset", Msg: "cannot lock the dataset directory", Err: err}
+		return nil, &inputerr.Error{Path: datasetDir, Field: "--dataset", Msg: "cannot lock the dataset directory", Err: err}
 	}
 	defer lk.Unlock()
 	l, bins, err := ddak.ReadLayout(layoutDir)
@@ -117,7 +118,7 @@ func Materialize(ctx context.Context, datasetDir, layoutDir string, ssdDirs []st
 		return nil, err
 	}
 	if int64(len(l.Bin)) != meta.NumNodes {
-		return nil, &topology.InputError{Path: filepath.Join(layoutDir, ddak.LayoutMetaFile),
+		return nil, &inputerr.Error{Path: filepath.Join(layoutDir, ddak.LayoutMetaFile),
 			Msg: fmt.Sprintf("a layout of %d vertices, the dataset has %d (place this dataset again)", len(l.Bin), meta.NumNodes)}
 	}
 	if err := checkRows(l, bins, layoutDir); err != nil {
@@ -143,7 +144,7 @@ func Materialize(ctx context.Context, datasetDir, layoutDir string, ssdDirs []st
 	}
 	var todo []int
 	for i, b := range m.Bins {
-		if b.Kind == maxflow.StorageSSD && !kept[i] {
+		if b.Kind == tier.SSD && !kept[i] {
 			todo = append(todo, i)
 		}
 	}
@@ -220,14 +221,14 @@ func removeStale(datasetDir string, m *Manifest, log io.Writer) {
 	var stale []string
 	dirs := map[string]bool{}
 	for _, b := range m.Bins {
-		if b.Kind == maxflow.StorageSSD {
+		if b.Kind == tier.SSD {
 			dirs[filepath.Dir(b.Path)] = true
 		}
 	}
 	// Bin files are named <dataset>-<bin id>.rows.
 	prefix := ""
 	for _, b := range m.Bins {
-		if b.Kind == maxflow.StorageSSD {
+		if b.Kind == tier.SSD {
 			prefix = strings.TrimSuffix(filepath.Base(b.Path), fileSafe(b.ID)+".rows")
 			break
 		}
@@ -258,7 +259,7 @@ func removeOld(prev, m *Manifest, log io.Writer) {
 		used[b.Path] = true
 	}
 	for _, b := range prev.Bins {
-		if b.Kind != maxflow.StorageSSD || used[b.Path] || !isBinOf(b.Path, prev.StoreID) {
+		if b.Kind != tier.SSD || used[b.Path] || !isBinOf(b.Path, prev.StoreID) {
 			continue
 		}
 		if err := os.Remove(b.Path); err == nil {
@@ -289,7 +290,7 @@ func newManifest(datasetDir, layoutDir string, meta dataset.Meta, l *ddak.Layout
 	for i, d := range ssdDirs {
 		st, err := os.Stat(d)
 		if err != nil || !st.IsDir() {
-			return nil, &topology.InputError{Path: d, Field: "--ssd-dir", Msg: "not a directory", Err: err}
+			return nil, &inputerr.Error{Path: d, Field: "--ssd-dir", Msg: "not a directory", Err: err}
 		}
 		if dirs[i], err = filepath.Abs(d); err != nil {
 			return nil, fmt.Errorf("materialize: %w", err)
@@ -299,20 +300,20 @@ func newManifest(datasetDir, layoutDir string, meta dataset.Meta, l *ddak.Layout
 	k := 0
 	for i, b := range bins {
 		bf := BinFile{ID: b.ID, Kind: b.Kind, Socket: b.Socket, Rows: l.Stats[i].Rows, RowBytes: rowBytes}
-		if b.Kind == maxflow.StorageSSD {
+		if b.Kind == tier.SSD {
 			if len(b.ID) > maxBinIDBytes {
-				return nil, &topology.InputError{Path: filepath.Join(layoutDir, ddak.LayoutMetaFile),
+				return nil, &inputerr.Error{Path: filepath.Join(layoutDir, ddak.LayoutMetaFile),
 					Msg: fmt.Sprintf("bin id of %d bytes (at most %d)", len(b.ID), maxBinIDBytes)}
 			}
 			if len(dirs) == 0 {
-				return nil, &topology.InputError{Field: "--ssd-dir", Msg: "the layout has SSD bins: give at least one directory for their files"}
+				return nil, &inputerr.Error{Field: "--ssd-dir", Msg: "the layout has SSD bins: give at least one directory for their files"}
 			}
 			bf.Path = filepath.Join(dirs[k%len(dirs)], fileSafe(name)+"-"+fileSafe(b.ID)+".rows")
 			bf.StrideBytes = stride
 			bf.FileBytes = binFileBytes(bf.Rows, stride)
 			k++
 			if other, dup := paths[bf.Path]; dup {
-				return nil, &topology.InputError{Path: filepath.Join(layoutDir, ddak.LayoutMetaFile),
+				return nil, &inputerr.Error{Path: filepath.Join(layoutDir, ddak.LayoutMetaFile),
 					Msg: fmt.Sprintf("bins %q and %q would share the file %s (bin ids must differ)", other, b.ID, bf.Path)}
 			}
 			paths[bf.Path] = b.ID
@@ -335,7 +336,7 @@ func checkRows(l *ddak.Layout, bins []ddak.Bin, layoutDir string) error {
 		r := l.Row[v]
 		w, bit := r/64, uint64(1)<<(r%64)
 		if seen[b][w]&bit != 0 {
-			return &topology.InputError{Path: filepath.Join(layoutDir, ddak.LayoutRowFile),
+			return &inputerr.Error{Path: filepath.Join(layoutDir, ddak.LayoutRowFile),
 				Msg: fmt.Sprintf("vertex %d: row %d of bin %s is already taken by another vertex", v, r, bins[b].ID)}
 		}
 		seen[b][w] |= bit
@@ -390,7 +391,7 @@ func openFeatures(dir string, meta dataset.Meta) (*features, error) {
 	path := filepath.Join(dir, dataset.FeaturesFile)
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, &topology.InputError{Path: path, Msg: "cannot read features", Err: err}
+		return nil, &inputerr.Error{Path: path, Msg: "cannot read features", Err: err}
 	}
 	st, err := f.Stat()
 	if err != nil {
@@ -419,7 +420,7 @@ func (c *contentCheck) add(first int64, data []byte) error {
 	if i := nonFinite(data); i >= 0 {
 		dim := int(c.rowB / 4)
 		x := math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
-		return &topology.InputError{Path: c.path, Msg: fmt.Sprintf("row %d column %d is %v (features must be finite: fix or re-import them)", first+int64(i/dim), i%dim, x)}
+		return &inputerr.Error{Path: c.path, Msg: fmt.Sprintf("row %d column %d is %v (features must be finite: fix or re-import them)", first+int64(i/dim), i%dim, x)}
 	}
 	return nil
 }
@@ -455,7 +456,7 @@ func (s *features) scan(ctx context.Context, fn func(first int64, data []byte) e
 func keptFiles(ctx context.Context, m *Manifest, opt MaterializeOptions, log io.Writer) []bool {
 	var total int64
 	for _, b := range m.Bins {
-		if b.Kind != maxflow.StorageSSD {
+		if b.Kind != tier.SSD {
 			continue
 		}
 		if st, err := os.Stat(b.Path); err == nil && st.Size() == b.FileBytes {
@@ -469,7 +470,7 @@ func keptFiles(ctx context.Context, m *Manifest, opt MaterializeOptions, log io.
 	done := progressFunc(opt.Progress).phase("check existing files", total)
 	for i := range m.Bins {
 		b := &m.Bins[i]
-		if b.Kind != maxflow.StorageSSD || ctx.Err() != nil {
+		if b.Kind != tier.SSD || ctx.Err() != nil {
 			continue
 		}
 		if c, rc, ok := sameHeader(ctx, m, i, done); ok {
@@ -799,7 +800,7 @@ func fileSafe(s string) string {
 func countSSD(m *Manifest) int {
 	n := 0
 	for _, b := range m.Bins {
-		if b.Kind == maxflow.StorageSSD {
+		if b.Kind == tier.SSD {
 			n++
 		}
 	}

@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/gnnplan/gnnplan/ddak"
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/maxflow"
-	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/trainer/internal/fslock"
 )
 
@@ -265,7 +265,7 @@ func TestMaterializeRefusesBadInput(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Materialize(context.Background(), fx.dir, tc.layout, tc.dirs, MaterializeOptions{})
-			var in *topology.InputError
+			var in *inputerr.Error
 			if !errors.As(err, &in) || !strings.Contains(err.Error(), tc.wantMsg) {
 				t.Errorf("error %v, want an InputError mentioning %q", err, tc.wantMsg)
 			}
@@ -310,7 +310,7 @@ func TestMaterializeOneWriterAtATime(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Materialize(context.Background(), fx.dir, fx.dir, ssdDirs(t, 1), MaterializeOptions{})
-	if !topology.IsBadInput(err) || !strings.Contains(err.Error(), "being written by another gnnplan") {
+	if !inputerr.Is(err) || !strings.Contains(err.Error(), "being written by another gnnplan") {
 		t.Fatalf("Materialize beside another writer: %v, want a bad-input error saying so", err)
 	}
 	if _, err := os.Stat(filepath.Join(fx.dir, ManifestFile)); !errors.Is(err, os.ErrNotExist) {

@@ -5,7 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 )
 
 // overrideCache replaces the layout's cache bins by one host-memory cache
@@ -17,9 +17,9 @@ func (s *Store) overrideCache(c CacheOverride, src *features) error {
 	n := s.m.NumNodes
 	switch {
 	case math.IsNaN(c.Fraction) || c.Fraction < 0 || c.Fraction > 1:
-		return &topology.InputError{Field: "--cache-fraction", Msg: fmt.Sprintf("%g (want a share of the rows from 0 to 1)", c.Fraction)}
+		return &inputerr.Error{Field: "--cache-fraction", Msg: fmt.Sprintf("%g (want a share of the rows from 0 to 1)", c.Fraction)}
 	case int64(len(c.Hotness)) != n:
-		return &topology.InputError{Field: "hotness", Msg: fmt.Sprintf("%d counts for %d vertices (run gnnplan place on this dataset again)", len(c.Hotness), n)}
+		return &inputerr.Error{Field: "hotness", Msg: fmt.Sprintf("%d counts for %d vertices (run gnnplan place on this dataset again)", len(c.Hotness), n)}
 	case len(s.bins)+2 > math.MaxUint8+1:
 		return fmt.Errorf("store: %d bins leave no room for the cache override (at most %d)", len(s.bins), math.MaxUint8-1)
 	}

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/trainer/ioread"
 )
 
@@ -132,7 +132,7 @@ type ComputeProfile struct {
 // Profile measures random-read throughput and IOPS of each directory's
 // device at the feature size and each queue depth, and memory copy
 // bandwidth. A directory that is not on a block device, or whose file system
-// refuses O_DIRECT, is refused with an *topology.InputError (its figures
+// refuses O_DIRECT, is refused with an *inputerr.Error (its figures
 // would be memory's, not an SSD's) unless opt.AllowNonBlock is set.
 func Profile(ctx context.Context, opt ProfileOptions, progress io.Writer) (*MachineProfile, error) {
 	return profile(ctx, opt, progress, realProfileEnv())
@@ -166,14 +166,14 @@ func realProfileEnv() profileEnv {
 
 func profile(ctx context.Context, opt ProfileOptions, progress io.Writer, env profileEnv) (*MachineProfile, error) {
 	if opt.FeatureBytes <= 0 {
-		return nil, &topology.InputError{Field: "--feature-bytes", Msg: fmt.Sprintf("%d (want > 0)", opt.FeatureBytes)}
+		return nil, &inputerr.Error{Field: "--feature-bytes", Msg: fmt.Sprintf("%d (want > 0)", opt.FeatureBytes)}
 	}
 	if len(opt.Depths) == 0 {
 		opt.Depths = []int{1, 4, 16, 64, 256}
 	}
 	for _, d := range opt.Depths {
 		if d < 1 || d > 4096 {
-			return nil, &topology.InputError{Field: "--depths", Msg: fmt.Sprintf("%d (want 1 to 4096)", d)}
+			return nil, &inputerr.Error{Field: "--depths", Msg: fmt.Sprintf("%d (want 1 to 4096)", d)}
 		}
 	}
 	if opt.FileBytes <= 0 {
@@ -202,7 +202,7 @@ func profile(ctx context.Context, opt ProfileOptions, progress io.Writer, env pr
 	return p, ctx.Err()
 }
 
-// checkDevice refuses dir (an *topology.InputError naming it and why) when
+// checkDevice refuses dir (an *inputerr.Error naming it and why) when
 // it is not on a block device or refuses O_DIRECT, or with allow returns
 // that as a note.
 func checkDevice(dir string, allow bool, env profileEnv) (note string, err error) {
@@ -230,7 +230,7 @@ func checkDevice(dir string, allow bool, env profileEnv) (note string, err error
 	case reason == "":
 		return "", nil
 	case !allow:
-		return "", &topology.InputError{Path: dir, Field: "--ssd-dir", Msg: reason + ": its reads would not measure an SSD (--allow-non-block measures it anyway)"}
+		return "", &inputerr.Error{Path: dir, Field: "--ssd-dir", Msg: reason + ": its reads would not measure an SSD (--allow-non-block measures it anyway)"}
 	default:
 		return fmt.Sprintf("%s: %s: the figures are not an SSD's", dir, reason), nil
 	}
@@ -242,7 +242,7 @@ func checkDevice(dir string, allow bool, env profileEnv) (note string, err error
 func profileDir(ctx context.Context, dir string, opt ProfileOptions, progress io.Writer, env profileEnv) (*DiskProfile, []string, error) {
 	st, err := os.Stat(dir)
 	if err != nil || !st.IsDir() {
-		return nil, nil, &topology.InputError{Path: dir, Field: "--ssd-dir", Msg: "not a directory"}
+		return nil, nil, &inputerr.Error{Path: dir, Field: "--ssd-dir", Msg: "not a directory"}
 	}
 	var notes []string
 	addNote := func(n string) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/trainer/ioread"
 )
 
@@ -149,7 +149,7 @@ func TestProfileRefusesTmpfs(t *testing.T) {
 	}
 	opt := ProfileOptions{Dirs: []string{dir}, FeatureBytes: 512, Depths: []int{4}, FileBytes: 1 << 20, Duration: 20 * time.Millisecond}
 	_, err = Profile(context.Background(), opt, nil)
-	var ie *topology.InputError
+	var ie *inputerr.Error
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "not on a block device") {
 		t.Fatalf("err %v: want an input error naming %s as not on a block device", err, dir)
 	}

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/maxflow"
-	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 	"github.com/gnnplan/gnnplan/trainer/ioread"
 )
@@ -100,7 +100,7 @@ func TestEveryReadRowIsChecked(t *testing.T) {
 						rng.Shuffle(len(batch), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
 						dst := make([]float32, len(batch)*dim)
 						_, err = gatherNoHang(t, s, context.Background(), batch, dst)
-						var ie *topology.InputError
+						var ie *inputerr.Error
 						want := fmt.Sprintf("row %d (vertex %d)", l.Row[v], v)
 						if trial == 1 {
 							// Either of the two swapped rows may be met first.
@@ -146,7 +146,7 @@ func TestOpenRefusesDamagedRowChecksums(t *testing.T) {
 		}
 		rewrite(t, b.Path, rowCRCsOffset(b.Rows, b.StrideBytes)+5, 1, func(p []byte) { p[0] ^= 4 })
 		_, err := Open(fx.dir, Options{Engine: "pread"})
-		var ie *topology.InputError
+		var ie *inputerr.Error
 		if !errors.As(err, &ie) || ie.Path != b.Path || !strings.Contains(err.Error(), "row checksums are damaged") || !strings.Contains(err.Error(), fmt.Sprintf("bins[%d]", i)) {
 			t.Errorf("open with bin %d's row checksums damaged: %v", i, err)
 		}
@@ -214,7 +214,7 @@ func TestMaterializeRefusesNonFiniteFeatures(t *testing.T) {
 		fx.setFeature(t, 611, 9, x)
 		_, err := Materialize(context.Background(), fx.dir, fx.dir, ssdDirs(t, 1), MaterializeOptions{})
 		want := fmt.Sprintf("row 611 column 9 is %v", x)
-		if !topology.IsBadInput(err) || !strings.Contains(err.Error(), want) {
+		if !inputerr.Is(err) || !strings.Contains(err.Error(), want) {
 			t.Errorf("a feature of %v: materialize gave %v, want a bad-input error saying %q", x, err, want)
 		}
 		if _, err := os.Stat(filepath.Join(fx.dir, ManifestFile)); !errors.Is(err, os.ErrNotExist) {
@@ -294,7 +294,7 @@ func TestReadManifestRefusesImpossibleCounts(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err := Open(fx.dir, Options{})
-			if !topology.IsBadInput(err) || !strings.Contains(err.Error(), tc.want) {
+			if !inputerr.Is(err) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("open: %v, want a bad-input error saying %q", err, tc.want)
 			}
 		})
@@ -376,7 +376,7 @@ func TestOpenRefusesCachesThatCannotFit(t *testing.T) {
 	hot := make([]uint32, 2000)
 	for _, opt := range []Options{{memAvailable: tiny}, {memAvailable: tiny, Cache: &CacheOverride{Fraction: 0.5, Hotness: hot}}} {
 		_, err := Open(fx.dir, opt)
-		if !topology.IsBadInput(err) || !strings.Contains(err.Error(), "GiB available") || !strings.Contains(err.Error(), ManifestFile) {
+		if !inputerr.Is(err) || !strings.Contains(err.Error(), "GiB available") || !strings.Contains(err.Error(), ManifestFile) {
 			t.Errorf("open with 64 KiB available (override %v): %v, want a bad-input error saying what the caches need", opt.Cache != nil, err)
 		}
 	}

@@ -16,9 +16,10 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gnnplan/gnnplan/internal/inputerr"
+	"github.com/gnnplan/gnnplan/internal/tier"
+
 	"github.com/gnnplan/gnnplan/ddak"
-	"github.com/gnnplan/gnnplan/maxflow"
-	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 	"github.com/gnnplan/gnnplan/trainer/internal/meminfo"
 	"github.com/gnnplan/gnnplan/trainer/ioread"
@@ -81,7 +82,7 @@ type CacheOverride struct {
 type binSrc struct {
 	id           string // the layout's bin id, or what an override added
 	name         string // for messages: the bin's id and file
-	tier         tier
+	tier         servedFrom
 	rows         int64
 	socket       int
 	file         int // index among the reader's files; -1: none
@@ -95,13 +96,13 @@ type binSrc struct {
 	blocks int64
 }
 
-// tier is where a bin's rows are served from.
-type tier uint8
+// servedFrom is where a bin's rows are served from.
+type servedFrom uint8
 
 const (
-	tierWorker tier = iota // the worker-local cache: GPU bins (in host memory when there is no GPU)
-	tierSocket             // a socket's CPU cache: host-memory bins
-	tierSSD                // an SSD bin file
+	tierWorker servedFrom = iota // the worker-local cache: GPU bins (in host memory when there is no GPU)
+	tierSocket                   // a socket's CPU cache: host-memory bins
+	tierSSD                      // an SSD bin file
 )
 
 // Store serves feature rows from the tiers a layout put them in. Gather
@@ -232,11 +233,11 @@ func Open(datasetDir string, opt Options) (*Store, error) {
 	for i, b := range m.Bins {
 		bs := binSrc{id: b.ID, name: fmt.Sprintf("bin %d (%s)", i, b.ID), rows: b.Rows, socket: b.Socket, file: -1}
 		switch b.Kind {
-		case maxflow.StorageGPUMem:
+		case tier.GPUMem:
 			bs.tier = tierWorker
-		case maxflow.StorageHostMem:
+		case tier.HostMem:
 			bs.tier = tierSocket
-		case maxflow.StorageSSD:
+		case tier.SSD:
 			bs.tier = tierSSD
 			bs.name = fmt.Sprintf("bin %d (%s, %s)", i, b.ID, b.Path)
 			bs.path, bs.base, bs.stride = b.Path, HeaderBytes, b.StrideBytes
@@ -318,7 +319,7 @@ func (s *Store) checkMemory(opt Options, manifestPath string) error {
 		return nil
 	}
 	gib := func(b float64) float64 { return b / (1 << 30) }
-	return &topology.InputError{Path: manifestPath, Msg: fmt.Sprintf("the store's caches hold %.0f rows of %d bytes: they need about %.1f GiB, and this machine has %.1f GiB available (place with smaller caches, or train with a smaller --cache-fraction)",
+	return &inputerr.Error{Path: manifestPath, Msg: fmt.Sprintf("the store's caches hold %.0f rows of %d bytes: they need about %.1f GiB, and this machine has %.1f GiB available (place with smaller caches, or train with a smaller --cache-fraction)",
 		rows, s.rowBytes, gib(need), gib(float64(have)))}
 }
 
@@ -329,7 +330,7 @@ func (s *Store) checkMemory(opt Options, manifestPath string) error {
 func checkDataset(datasetDir string, m *Manifest) (*ddak.Layout, *features, error) {
 	manifestPath := filepath.Join(datasetDir, ManifestFile)
 	stale := func(what string) error {
-		return &topology.InputError{Path: manifestPath, Msg: what + " since the store was materialized: materialize it again"}
+		return &inputerr.Error{Path: manifestPath, Msg: what + " since the store was materialized: materialize it again"}
 	}
 	meta, err := dataset.ReadMeta(datasetDir)
 	if err != nil {
@@ -419,7 +420,7 @@ func (s *Store) loadCaches(src *features) error {
 				// non-finite feature would train to NaN.
 				if col := nonFinite(row); col >= 0 {
 					x := math.Float32frombits(binary.LittleEndian.Uint32(row[4*col:]))
-					return &topology.InputError{Path: src.path, Msg: fmt.Sprintf("row %d column %d is %v (features must be finite)", v, col, x)}
+					return &inputerr.Error{Path: src.path, Msg: fmt.Sprintf("row %d column %d is %v (features must be finite)", v, col, x)}
 				}
 				copy(c[int64(s.row[v])*rb:], row)
 			}
@@ -679,7 +680,7 @@ func (s *Store) damagedRow(i int, v int32, got uint32) error {
 	b := &s.bins[i]
 	r := s.row[v]
 	if i >= len(s.m.Bins) { // the cache override's rows of features.npy
-		return &topology.InputError{Path: b.path, Msg: fmt.Sprintf("row %d (vertex %d) read back differs from when the store was opened: its CRC-32C is %08x, it was %08x; the file changed or the disk returned wrong bytes",
+		return &inputerr.Error{Path: b.path, Msg: fmt.Sprintf("row %d (vertex %d) read back differs from when the store was opened: its CRC-32C is %08x, it was %08x; the file changed or the disk returned wrong bytes",
 			r, v, got, b.crcs[r])}
 	}
 	return binError(s.m, i, fmt.Sprintf("row %d (vertex %d) read back damaged: its CRC-32C is %08x, the store recorded %08x; run gnnplan materialize --verify, then materialize again",
@@ -710,7 +711,7 @@ func (s *Store) readError(err error, vertices []int32, ssd []int) error {
 		}
 	}
 	for i, b := range s.m.Bins {
-		if b.Kind == maxflow.StorageSSD && b.Rows > 0 {
+		if b.Kind == tier.SSD && b.Rows > 0 {
 			if ferr := checkBin(s.m, i); ferr != nil {
 				return fmt.Errorf("gather: %s: %w (read: %w)", where, ferr, err)
 			}

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/gnnplan/gnnplan/ddak"
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/maxflow"
-	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
@@ -231,7 +231,7 @@ func TestOpenRefusesAStoreThatIsNotWhatItsManifestSays(t *testing.T) {
 				s.Close()
 				t.Fatal("Open succeeded")
 			}
-			var in *topology.InputError
+			var in *inputerr.Error
 			if !errors.As(err, &in) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want an InputError mentioning %q", err, tc.want)
 			}
@@ -494,7 +494,7 @@ func TestOpenRefusesANonFiniteCachedRow(t *testing.T) {
 		t.Fatal("Open succeeded on a cached row of +Inf")
 	}
 	want := fmt.Sprintf("row %d column 3 is +Inf", cached)
-	if !topology.IsBadInput(err) || !strings.Contains(err.Error(), want) {
+	if !inputerr.Is(err) || !strings.Contains(err.Error(), want) {
 		t.Errorf("Open: %v, want a bad-input error saying %q", err, want)
 	}
 }
@@ -523,10 +523,10 @@ func TestOpenRefusesFeaturesRewrittenInPlace(t *testing.T) {
 		s.Close()
 		t.Fatal("Open served a store cut from other features")
 	}
-	if !topology.IsBadInput(err) || !strings.Contains(err.Error(), "sampled rows differ") || !strings.Contains(err.Error(), "materialize it again") {
+	if !inputerr.Is(err) || !strings.Contains(err.Error(), "sampled rows differ") || !strings.Contains(err.Error(), "materialize it again") {
 		t.Errorf("Open: %v, want a bad-input error saying the features changed", err)
 	}
-	if _, err := Verify(context.Background(), fx.dir, VerifyOptions{}); !topology.IsBadInput(err) || !strings.Contains(err.Error(), "sampled rows differ") {
+	if _, err := Verify(context.Background(), fx.dir, VerifyOptions{}); !inputerr.Is(err) || !strings.Contains(err.Error(), "sampled rows differ") {
 		t.Errorf("Verify: %v, want it to refuse the store as Open does, not call it intact", err)
 	}
 }

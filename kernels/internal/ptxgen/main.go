@@ -47,9 +47,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"unsafe"
+
+	"github.com/gnnplan/gnnplan/internal/fsutil"
 
 	"github.com/gnnplan/gnnplan/kernels/internal/cudac"
 )
@@ -162,27 +163,5 @@ func run(lib, out string) error {
 		return err
 	}
 	text := header(fmt.Sprintf("%d.%d", major, minor)) + string(ptx[:size-1])
-	return writeAtomic(out, []byte(text))
-}
-
-// writeAtomic writes data to path through a temporary file and a rename.
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".ptxgen-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return fsutil.WriteFileAtomic(out, []byte(text))
 }
