@@ -5,28 +5,16 @@ import (
 	"math"
 	"sort"
 
+	"github.com/gnnplan/gnnplan/ddak/layout"
+
 	"github.com/gnnplan/gnnplan/maxflow"
 	"github.com/gnnplan/gnnplan/profiles"
 	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/tpc"
 )
 
-// Bin is one place feature rows can live: a GPU cache, a socket's CPU cache
-// or an SSD (Moment section 3.3 models each as a knapsack bin).
-type Bin struct {
-	// ID is the storage node of the plan the bin stands for: a GPU, a
-	// socket (its memory) or an NVMe SSD.
-	ID   string              `json:"id"`
-	Kind maxflow.StorageKind `json:"kind"`
-	// Socket is the NUMA id of the socket the bin sits under, -1 when
-	// unknown; Evaluate uses it for cross-socket traffic.
-	Socket int `json:"socket"`
-	// CapacityRows is how many feature rows the bin holds.
-	CapacityRows int64 `json:"capacity_rows"`
-	// TargetShare is the share (0-1) of the epoch's feature accesses the
-	// flow model wants this bin to serve.
-	TargetShare float64 `json:"target_share"`
-}
+// Bin is one place feature rows can live (package layout).
+type Bin = layout.Bin
 
 // tierRank orders the hierarchy GPU > CPU > SSD; unknown kinds get -1.
 func tierRank(k maxflow.StorageKind) int {
@@ -41,17 +29,13 @@ func tierRank(k maxflow.StorageKind) int {
 	return -1
 }
 
-// maxBins is how many bins a layout can name: bin indices are one byte per
-// vertex, which is what keeps a 1e9-vertex layout at 5 bytes per vertex.
-const maxBins = 255
-
 // validateBins checks bins and that together they hold rows rows.
 func validateBins(bins []Bin, rows int64) error {
 	if len(bins) == 0 {
 		return &topology.InputError{Field: "bins", Msg: "no bins to place rows in"}
 	}
-	if len(bins) > maxBins {
-		return &topology.InputError{Field: "bins", Msg: fmt.Sprintf("%d bins, at most %d (bin ids are one byte per vertex)", len(bins), maxBins)}
+	if len(bins) > layout.MaxBins {
+		return &topology.InputError{Field: "bins", Msg: fmt.Sprintf("%d bins, at most %d (bin ids are one byte per vertex)", len(bins), layout.MaxBins)}
 	}
 	var hold int64
 	for i, b := range bins {

@@ -11,12 +11,14 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gnnplan/gnnplan/ddak/layout"
+
 	"github.com/gnnplan/gnnplan/topology"
 )
 
 // Priority is the formula DDAK ranks the bins of a tier by; the bin with
 // the lowest priority takes the next pool of vertices.
-type Priority string
+type Priority = layout.Priority
 
 // The two priorities of DESIGN.md section 7. With r = access / target (the
 // bin's accesses so far over what it should get) and f = used / capacity:
@@ -64,13 +66,13 @@ const DefaultPool = 100
 // match per-vertex ones while the tail keeps full pools.
 const stepShare = 0.01
 
-// Policy names how a layout was made.
-type Policy string
+// Policy names how a layout was made (package layout).
+type Policy = layout.Policy
 
-// Placement policies.
+// The policies.
 const (
-	PolicyDDAK Policy = "ddak"
-	PolicyHash Policy = "hash"
+	PolicyDDAK = layout.PolicyDDAK
+	PolicyHash = layout.PolicyHash
 )
 
 // Options tune Place. The zero value is Moment's setting with the default
@@ -98,28 +100,6 @@ func (o Options) withDefaults() (Options, error) {
 		return o, &topology.InputError{Field: "pool", Msg: fmt.Sprintf("%d (valid: 1 or more)", o.Pool)}
 	}
 	return o, nil
-}
-
-// Layout says where each vertex's feature row lives: bin Bin[v] (an index
-// into the bins it was made for), row Row[v] within that bin. One byte plus
-// four per vertex: 5 GB for a billion vertices.
-type Layout struct {
-	Policy   Policy   `json:"policy"`
-	Priority Priority `json:"priority,omitempty"` // ddak
-	Pool     int      `json:"pool,omitempty"`     // ddak
-	Seed     uint64   `json:"seed,omitempty"`     // hash
-	Bin      []uint8  `json:"-"`
-	Row      []uint32 `json:"-"`
-	// Stats has one entry per bin.
-	Stats []BinStats `json:"stats"`
-	// TotalAccesses is the sum of the hotness the layout was made with.
-	TotalAccesses uint64 `json:"total_accesses"`
-}
-
-// BinStats is what a layout put in one bin.
-type BinStats struct {
-	Rows     int64  `json:"rows"`
-	Accesses uint64 `json:"accesses"` // sum of the hotness of its rows
 }
 
 // run is one of DDAK's decisions in order-position space: positions from
@@ -692,3 +672,9 @@ func prefault(bin []uint8, row []uint32) (stop func() float64) {
 		return float64(touched.Load()) / float64(n)
 	}
 }
+
+// Layout says where each vertex's feature row lives (package layout).
+type Layout = layout.Layout
+
+// BinStats is what a layout put in one bin (package layout).
+type BinStats = layout.BinStats

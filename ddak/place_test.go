@@ -338,7 +338,7 @@ func TestEvaluateCrossSocket(t *testing.T) {
 		{ID: "nvme0", Kind: maxflow.StorageSSD, Socket: 0, CapacityRows: 1, TargetShare: 0.25},
 		{ID: "nvme1", Kind: maxflow.StorageSSD, Socket: -1, CapacityRows: 1, TargetShare: 0.25},
 	}
-	l := &Layout{Bin: []uint8{0, 1, 2, 3}, Row: make([]uint32, 4), Stats: []BinStats{{1, 100}, {1, 100}, {1, 100}, {1, 100}}}
+	l := &Layout{Bin: []uint8{0, 1, 2, 3}, Row: make([]uint32, 4), Stats: []BinStats{{Rows: 1, Accesses: 100}, {Rows: 1, Accesses: 100}, {Rows: 1, Accesses: 100}, {Rows: 1, Accesses: 100}}}
 	cases := []struct {
 		name  string
 		gpus  []int

@@ -329,7 +329,7 @@ type block struct{ dst, src, edges float64 }
 // (power-law: the top 1% of vertices take 14-56% of accesses in DiskGNN's
 // table 3), so real batches deduplicate more than the uniform N vertices
 // that draws spread over: the uniform dedup is an upper bound on unique
-// vertices and bytes. Pre-sampling a dataset at hand (trainer.Presample)
+// vertices and bytes. Pre-sampling a dataset at hand (presample.Shapes in tpc/presample)
 // measures them instead.
 //
 // Work. The step's kernels on these blocks are StepWork's, the batch's

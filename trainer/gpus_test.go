@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gnnplan/gnnplan/ddak/layout"
+
 	"github.com/gnnplan/gnnplan/ddak"
 	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/maxflow"
@@ -211,7 +213,7 @@ func twoGPUBinStore(t *testing.T, dir string, n int64) *store.Store {
 	for i := range hot {
 		hot[i] = uint32(rng.IntN(1000)) + 1
 	}
-	bins := []ddak.Bin{
+	bins := []layout.Bin{
 		{ID: "gpu0", Kind: maxflow.StorageGPUMem, CapacityRows: n / 5, TargetShare: 0.25},
 		{ID: "gpu1", Kind: maxflow.StorageGPUMem, CapacityRows: n / 5, TargetShare: 0.25},
 		{ID: "socket0", Kind: maxflow.StorageHostMem, CapacityRows: n / 10, TargetShare: 0.1},
@@ -221,7 +223,7 @@ func twoGPUBinStore(t *testing.T, dir string, n int64) *store.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ddak.WriteLayout(dir, l, bins); err != nil {
+	if err := layout.Write(dir, l, bins); err != nil {
 		t.Fatal(err)
 	}
 	ssd := filepath.Join(t.TempDir(), "ssd0")

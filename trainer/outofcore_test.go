@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gnnplan/gnnplan/ddak/layout"
+
 	"github.com/gnnplan/gnnplan/ddak"
 	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/maxflow"
@@ -52,16 +54,16 @@ func materializeStore(t testing.TB, dir string, n int64, mix storeMix, seed uint
 	for i := range hot {
 		hot[i] = uint32(rng.IntN(1000)) + 1
 	}
-	var bins []ddak.Bin
+	var bins []layout.Bin
 	if mix.gpuRows > 0 {
-		bins = append(bins, ddak.Bin{ID: "gpu0", Kind: maxflow.StorageGPUMem, CapacityRows: mix.gpuRows, TargetShare: mix.gpuShare})
+		bins = append(bins, layout.Bin{ID: "gpu0", Kind: maxflow.StorageGPUMem, CapacityRows: mix.gpuRows, TargetShare: mix.gpuShare})
 	}
 	if mix.hostRows > 0 {
-		bins = append(bins, ddak.Bin{ID: "socket0", Kind: maxflow.StorageHostMem, CapacityRows: mix.hostRows, TargetShare: 0.1})
+		bins = append(bins, layout.Bin{ID: "socket0", Kind: maxflow.StorageHostMem, CapacityRows: mix.hostRows, TargetShare: 0.1})
 	}
 	var ssdDirs []string
 	for i := range mix.ssds {
-		bins = append(bins, ddak.Bin{ID: fmt.Sprintf("nvme%d", i), Kind: maxflow.StorageSSD, CapacityRows: n, TargetShare: mix.ssdShare})
+		bins = append(bins, layout.Bin{ID: fmt.Sprintf("nvme%d", i), Kind: maxflow.StorageSSD, CapacityRows: n, TargetShare: mix.ssdShare})
 		d := filepath.Join(t.TempDir(), fmt.Sprintf("ssd%d", i))
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -72,7 +74,7 @@ func materializeStore(t testing.TB, dir string, n int64, mix storeMix, seed uint
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ddak.WriteLayout(dir, l, bins); err != nil {
+	if err := layout.Write(dir, l, bins); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := store.Materialize(context.Background(), dir, dir, ssdDirs, store.MaterializeOptions{}); err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gnnplan/gnnplan/tpc"
+	"github.com/gnnplan/gnnplan/tpc/presample"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 	"github.com/gnnplan/gnnplan/trainer/nn"
 )
@@ -59,7 +60,7 @@ func TestStepWorkMatchesTheKernels(t *testing.T) {
 			}
 			w := tpc.Workload{FeatureDim: so.FeatureDim, Classes: so.Classes, Model: map[nn.Kind]string{nn.GraphSAGE: tpc.ModelGraphSAGE, nn.GCN: tpc.ModelGCN, nn.GAT: tpc.ModelGAT}[c.kind],
 				Hidden: c.hidden, Heads: c.heads, Fanouts: o.Fanouts, BatchSize: o.BatchSize}
-			blocks, rows, err := Presample(d.g, w, 1000)
+			blocks, rows, err := presample.Shapes(d.g, w, 1000)
 			if err != nil {
 				t.Fatal(err)
 			}

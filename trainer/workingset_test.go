@@ -10,6 +10,7 @@ import (
 
 	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/tpc"
+	"github.com/gnnplan/gnnplan/tpc/presample"
 	"github.com/gnnplan/gnnplan/trainer/nn"
 )
 
@@ -76,7 +77,7 @@ func TestWorkingSetMatchesTheDevice(t *testing.T) {
 				cfg := tr.cfg
 				w := tpc.Workload{FeatureDim: dim, Classes: cfg.Classes, Model: map[nn.Kind]string{nn.GraphSAGE: tpc.ModelGraphSAGE, nn.GCN: tpc.ModelGCN, nn.GAT: tpc.ModelGAT}[kind],
 					Hidden: cfg.Hidden, Heads: cfg.Heads, Fanouts: o.Fanouts, BatchSize: o.BatchSize}
-				blocks, rows, err := Presample(d.g, w, 1000)
+				blocks, rows, err := presample.Shapes(d.g, w, 1000)
 				if err != nil {
 					t.Fatal(err)
 				}

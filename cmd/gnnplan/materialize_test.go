@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gnnplan/gnnplan/ddak/layout"
+
 	"github.com/gnnplan/gnnplan/ddak"
 	"github.com/gnnplan/gnnplan/maxflow"
 	"github.com/gnnplan/gnnplan/topology"
@@ -163,7 +165,7 @@ func handLayout(t *testing.T, data string) []ddak.Bin {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ddak.WriteLayout(data, l, bins); err != nil {
+	if err := layout.Write(data, l, bins); err != nil {
 		t.Fatal(err)
 	}
 	return bins

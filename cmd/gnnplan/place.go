@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/gnnplan/gnnplan/ddak/layout"
+
 	"github.com/spf13/cobra"
 
 	"github.com/gnnplan/gnnplan/cmd/gnnplan/internal/textout"
@@ -158,8 +160,8 @@ func runPlace(ctx context.Context, o *placeOptions) error {
 	}
 	ev := ddak.Evaluate(chosen, hot, bins, gpuSockets)
 	evOther := ddak.Evaluate(other, hot, bins, gpuSockets)
-	prev, hadLayout := ddak.LayoutPolicy(o.Dataset)
-	if err := ddak.WriteLayout(o.Dataset, chosen, bins); err != nil {
+	prev, hadLayout := layout.PolicyOf(o.Dataset)
+	if err := layout.Write(o.Dataset, chosen, bins); err != nil {
 		return err
 	}
 	if hadLayout && prev != chosen.Policy {

@@ -13,6 +13,7 @@ import (
 	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/tpc"
+	"github.com/gnnplan/gnnplan/tpc/presample"
 	"github.com/gnnplan/gnnplan/tpc/validate"
 	"github.com/gnnplan/gnnplan/trainer"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
@@ -53,7 +54,7 @@ func runThisMachine(ctx context.Context, o *recommendOptions) error {
 		return err
 	}
 	defer g.Close()
-	blocks, rows, err := trainer.Presample(g, w, thisMachineBatches)
+	blocks, rows, err := presample.Shapes(g, w, thisMachineBatches)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gnnplan/gnnplan/ddak/layout"
+
 	"github.com/gnnplan/gnnplan/ddak"
 	"github.com/gnnplan/gnnplan/maxflow"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
@@ -153,14 +155,14 @@ func benchStore(b *testing.B, feats, dir string, hot []uint32, cache bool, opt O
 	if cache {
 		share = n / 20
 	}
-	bins := []ddak.Bin{
+	bins := []layout.Bin{
 		{ID: "gpu0", Kind: maxflow.StorageGPUMem, Socket: 0, CapacityRows: share, TargetShare: 0.4},
 		{ID: "socket0", Kind: maxflow.StorageHostMem, Socket: 0, CapacityRows: share, TargetShare: 0.1},
 		{ID: "socket1", Kind: maxflow.StorageHostMem, Socket: 1, CapacityRows: share, TargetShare: 0.1},
 	}
 	var ssd []string
 	for i := range 4 {
-		bins = append(bins, ddak.Bin{ID: fmt.Sprintf("nvme%d", i), Kind: maxflow.StorageSSD, Socket: i / 2, CapacityRows: n, TargetShare: 0.1})
+		bins = append(bins, layout.Bin{ID: fmt.Sprintf("nvme%d", i), Kind: maxflow.StorageSSD, Socket: i / 2, CapacityRows: n, TargetShare: 0.1})
 		d := filepath.Join(dir, fmt.Sprintf("ssd%d", i))
 		if err := os.Mkdir(d, 0o755); err != nil {
 			return nil, err
@@ -171,7 +173,7 @@ func benchStore(b *testing.B, feats, dir string, hot []uint32, cache bool, opt O
 	if err != nil {
 		return nil, err
 	}
-	if err := ddak.WriteLayout(dir, l, bins); err != nil {
+	if err := layout.Write(dir, l, bins); err != nil {
 		return nil, err
 	}
 	if _, err := Materialize(context.Background(), dir, dir, ssd, MaterializeOptions{}); err != nil {

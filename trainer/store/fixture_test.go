@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gnnplan/gnnplan/ddak/layout"
+
 	"github.com/gnnplan/gnnplan/ddak"
 	"github.com/gnnplan/gnnplan/maxflow"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
@@ -69,29 +71,29 @@ const (
 
 // randomBins makes hand-made bins for n rows of the given mix with random
 // capacities: a GPU cache, two sockets' CPU caches and 3-4 SSDs.
-func randomBins(n int, mix tierMix, rng *rand.Rand) []ddak.Bin {
-	var bins []ddak.Bin
+func randomBins(n int, mix tierMix, rng *rand.Rand) []layout.Bin {
+	var bins []layout.Bin
 	nSSD := 3 + rng.IntN(2)
 	ssd := func(capRows int64) {
 		for i := range nSSD {
-			bins = append(bins, ddak.Bin{ID: fmt.Sprintf("nvme%d", i), Kind: maxflow.StorageSSD, Socket: i % 2, CapacityRows: capRows,
+			bins = append(bins, layout.Bin{ID: fmt.Sprintf("nvme%d", i), Kind: maxflow.StorageSSD, Socket: i % 2, CapacityRows: capRows,
 				TargetShare: 0.1 + rng.Float64()})
 		}
 	}
 	switch mix {
 	case mixAllCache:
 		bins = append(bins,
-			ddak.Bin{ID: "gpu0", Kind: maxflow.StorageGPUMem, Socket: 0, CapacityRows: int64(n/4 + rng.IntN(n/4+1)), TargetShare: 0.5},
-			ddak.Bin{ID: "socket0", Kind: maxflow.StorageHostMem, Socket: 0, CapacityRows: int64(n), TargetShare: 0.2},
-			ddak.Bin{ID: "socket1", Kind: maxflow.StorageHostMem, Socket: 1, CapacityRows: int64(n), TargetShare: 0.2})
+			layout.Bin{ID: "gpu0", Kind: maxflow.StorageGPUMem, Socket: 0, CapacityRows: int64(n/4 + rng.IntN(n/4+1)), TargetShare: 0.5},
+			layout.Bin{ID: "socket0", Kind: maxflow.StorageHostMem, Socket: 0, CapacityRows: int64(n), TargetShare: 0.2},
+			layout.Bin{ID: "socket1", Kind: maxflow.StorageHostMem, Socket: 1, CapacityRows: int64(n), TargetShare: 0.2})
 		ssd(int64(n)) // present, but the caches leave them empty
 	case mixAllSSD:
 		ssd(int64(n))
 	case mixMixed:
 		bins = append(bins,
-			ddak.Bin{ID: "gpu0", Kind: maxflow.StorageGPUMem, Socket: 0, CapacityRows: int64(rng.IntN(n/5 + 1)), TargetShare: 0.3},
-			ddak.Bin{ID: "socket0", Kind: maxflow.StorageHostMem, Socket: 0, CapacityRows: int64(rng.IntN(n/5 + 1)), TargetShare: 0.1},
-			ddak.Bin{ID: "socket1", Kind: maxflow.StorageHostMem, Socket: 1, CapacityRows: int64(rng.IntN(n/5 + 1)), TargetShare: 0.1})
+			layout.Bin{ID: "gpu0", Kind: maxflow.StorageGPUMem, Socket: 0, CapacityRows: int64(rng.IntN(n/5 + 1)), TargetShare: 0.3},
+			layout.Bin{ID: "socket0", Kind: maxflow.StorageHostMem, Socket: 0, CapacityRows: int64(rng.IntN(n/5 + 1)), TargetShare: 0.1},
+			layout.Bin{ID: "socket1", Kind: maxflow.StorageHostMem, Socket: 1, CapacityRows: int64(rng.IntN(n/5 + 1)), TargetShare: 0.1})
 		ssd(int64(n))
 	}
 	return bins
@@ -99,13 +101,13 @@ func randomBins(n int, mix tierMix, rng *rand.Rand) []ddak.Bin {
 
 // place lays the fixture out over bins (DDAK on Zipf hotness) and writes
 // the layout into the dataset directory.
-func (fx *fixture) place(t testing.TB, bins []ddak.Bin, rng *rand.Rand) *ddak.Layout {
+func (fx *fixture) place(t testing.TB, bins []layout.Bin, rng *rand.Rand) *layout.Layout {
 	t.Helper()
 	l, err := ddak.Place(zipfHotness(int(fx.meta.NumNodes), 1.1, rng), bins, ddak.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ddak.WriteLayout(fx.dir, l, bins); err != nil {
+	if err := layout.Write(fx.dir, l, bins); err != nil {
 		t.Fatal(err)
 	}
 	return l
@@ -138,7 +140,7 @@ func (fx *fixture) rowBytes(v int) []byte {
 // checkBinFiles checks every SSD bin file of m byte for byte: the header
 // naming the store and the bin, each vertex's row at its offset, the
 // CRC-32C of each row in the table after the rows, zeros elsewhere.
-func (fx *fixture) checkBinFiles(t testing.TB, m *Manifest, l *ddak.Layout) {
+func (fx *fixture) checkBinFiles(t testing.TB, m *Manifest, l *layout.Layout) {
 	t.Helper()
 	want := map[int][]byte{}
 	for i, b := range m.Bins {
@@ -173,7 +175,7 @@ func (fx *fixture) checkBinFiles(t testing.TB, m *Manifest, l *ddak.Layout) {
 
 // checkGather opens the store of fx and gathers every vertex, checking
 // each row against the features: what training would read.
-func (fx *fixture) checkGather(t testing.TB, l *ddak.Layout) {
+func (fx *fixture) checkGather(t testing.TB, l *layout.Layout) {
 	t.Helper()
 	s, err := Open(fx.dir, Options{Engine: "pread", QueueDepth: 8})
 	if err != nil {

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/gnnplan/gnnplan/ddak/layout"
+
 	"github.com/gnnplan/gnnplan/ddak"
 	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/maxflow"
@@ -23,12 +25,12 @@ import (
 // equalBins places the fixture over a GPU bin and three SSD bins whose
 // capacities add up to the vertices, so every bin is full and the SSD bin
 // files are of one size (two can be swapped without changing a size).
-func equalBins(t testing.TB, fx *fixture, seed uint64) *ddak.Layout {
+func equalBins(t testing.TB, fx *fixture, seed uint64) *layout.Layout {
 	t.Helper()
 	n := int(fx.meta.NumNodes)
-	bins := []ddak.Bin{{ID: "gpu0", Kind: maxflow.StorageGPUMem, CapacityRows: int64(n / 4), TargetShare: 0.4}}
+	bins := []layout.Bin{{ID: "gpu0", Kind: maxflow.StorageGPUMem, CapacityRows: int64(n / 4), TargetShare: 0.4}}
 	for i := range 3 {
-		bins = append(bins, ddak.Bin{ID: fmt.Sprintf("nvme%d", i), Kind: maxflow.StorageSSD, Socket: i % 2, CapacityRows: int64(n / 4), TargetShare: 0.2})
+		bins = append(bins, layout.Bin{ID: fmt.Sprintf("nvme%d", i), Kind: maxflow.StorageSSD, Socket: i % 2, CapacityRows: int64(n / 4), TargetShare: 0.2})
 	}
 	return fx.place(t, bins, rand.New(rand.NewPCG(seed, 5)))
 }
@@ -346,13 +348,13 @@ func TestMaterializeWritesInLargeAlignedChunks(t *testing.T) {
 			fx := newFixture(t, tc.n, tc.dim, uint64(40+i))
 			rng := rand.New(rand.NewPCG(uint64(40+i), 1))
 			bins := randomBins(tc.n, tc.mix, rng)
-			var l *ddak.Layout
+			var l *layout.Layout
 			if tc.hashOrder {
 				var err error
 				if l, err = ddak.PlaceHash(zipfHotness(tc.n, 1.1, rng), bins, 7); err != nil {
 					t.Fatal(err)
 				}
-				if err := ddak.WriteLayout(fx.dir, l, bins); err != nil {
+				if err := layout.Write(fx.dir, l, bins); err != nil {
 					t.Fatal(err)
 				}
 			} else {

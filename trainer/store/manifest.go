@@ -11,12 +11,12 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/gnnplan/gnnplan/ddak/layout"
+
 	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/internal/tier"
 
 	"github.com/gnnplan/gnnplan/internal/fsutil"
-
-	"github.com/gnnplan/gnnplan/ddak"
 )
 
 // ManifestFile is the store's index, in the dataset directory.
@@ -222,7 +222,7 @@ func writeManifestFile(path string, m *Manifest) error {
 
 // layoutCRC is the CRC-32C of a layout's bin array followed by its row
 // array (little-endian), what Manifest.LayoutCRC32C records.
-func layoutCRC(l *ddak.Layout) uint32 {
+func layoutCRC(l *layout.Layout) uint32 {
 	return updateCRCUint32s(crc32.Update(0, castagnoli(), l.Bin), l.Row)
 }
 

@@ -12,12 +12,13 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gnnplan/gnnplan/ddak/layout"
+
 	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/internal/tier"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gnnplan/gnnplan/ddak"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 	"github.com/gnnplan/gnnplan/trainer/internal/fslock"
 )
@@ -113,12 +114,12 @@ func Materialize(ctx context.Context, datasetDir, layoutDir string, ssdDirs []st
 		return nil, &inputerr.Error{Path: datasetDir, Field: "--dataset", Msg: "cannot lock the dataset directory", Err: err}
 	}
 	defer lk.Unlock()
-	l, bins, err := ddak.ReadLayout(layoutDir)
+	l, bins, err := layout.Read(layoutDir)
 	if err != nil {
 		return nil, err
 	}
 	if int64(len(l.Bin)) != meta.NumNodes {
-		return nil, &inputerr.Error{Path: filepath.Join(layoutDir, ddak.LayoutMetaFile),
+		return nil, &inputerr.Error{Path: filepath.Join(layoutDir, layout.MetaFile),
 			Msg: fmt.Sprintf("a layout of %d vertices, the dataset has %d (place this dataset again)", len(l.Bin), meta.NumNodes)}
 	}
 	if err := checkRows(l, bins, layoutDir); err != nil {
@@ -269,7 +270,7 @@ func removeOld(prev, m *Manifest, log io.Writer) {
 }
 
 // newManifest describes the store Materialize will write, checksums aside.
-func newManifest(datasetDir, layoutDir string, meta dataset.Meta, l *ddak.Layout, bins []ddak.Bin, src *features, ssdDirs []string) (*Manifest, error) {
+func newManifest(datasetDir, layoutDir string, meta dataset.Meta, l *layout.Layout, bins []layout.Bin, src *features, ssdDirs []string) (*Manifest, error) {
 	ld, err := relPath(datasetDir, layoutDir)
 	if err != nil {
 		return nil, fmt.Errorf("materialize: %w", err)
@@ -302,7 +303,7 @@ func newManifest(datasetDir, layoutDir string, meta dataset.Meta, l *ddak.Layout
 		bf := BinFile{ID: b.ID, Kind: b.Kind, Socket: b.Socket, Rows: l.Stats[i].Rows, RowBytes: rowBytes}
 		if b.Kind == tier.SSD {
 			if len(b.ID) > maxBinIDBytes {
-				return nil, &inputerr.Error{Path: filepath.Join(layoutDir, ddak.LayoutMetaFile),
+				return nil, &inputerr.Error{Path: filepath.Join(layoutDir, layout.MetaFile),
 					Msg: fmt.Sprintf("bin id of %d bytes (at most %d)", len(b.ID), maxBinIDBytes)}
 			}
 			if len(dirs) == 0 {
@@ -313,7 +314,7 @@ func newManifest(datasetDir, layoutDir string, meta dataset.Meta, l *ddak.Layout
 			bf.FileBytes = binFileBytes(bf.Rows, stride)
 			k++
 			if other, dup := paths[bf.Path]; dup {
-				return nil, &inputerr.Error{Path: filepath.Join(layoutDir, ddak.LayoutMetaFile),
+				return nil, &inputerr.Error{Path: filepath.Join(layoutDir, layout.MetaFile),
 					Msg: fmt.Sprintf("bins %q and %q would share the file %s (bin ids must differ)", other, b.ID, bf.Path)}
 			}
 			paths[bf.Path] = b.ID
@@ -327,7 +328,7 @@ func newManifest(datasetDir, layoutDir string, meta dataset.Meta, l *ddak.Layout
 // checkRows checks that the layout numbers each bin's rows 0..n-1 with
 // one vertex each, which ReadLayout does not: a row given twice would
 // leave another row of the bin file unwritten.
-func checkRows(l *ddak.Layout, bins []ddak.Bin, layoutDir string) error {
+func checkRows(l *layout.Layout, bins []layout.Bin, layoutDir string) error {
 	seen := make([][]uint64, len(bins))
 	for i := range bins {
 		seen[i] = make([]uint64, (l.Stats[i].Rows+63)/64)
@@ -336,7 +337,7 @@ func checkRows(l *ddak.Layout, bins []ddak.Bin, layoutDir string) error {
 		r := l.Row[v]
 		w, bit := r/64, uint64(1)<<(r%64)
 		if seen[b][w]&bit != 0 {
-			return &inputerr.Error{Path: filepath.Join(layoutDir, ddak.LayoutRowFile),
+			return &inputerr.Error{Path: filepath.Join(layoutDir, layout.RowFile),
 				Msg: fmt.Sprintf("vertex %d: row %d of bin %s is already taken by another vertex", v, r, bins[b].ID)}
 		}
 		seen[b][w] |= bit
@@ -525,7 +526,7 @@ func (w *binWriter) bucketRowsOf(k int) int64 {
 //
 // With K buckets for T bytes, the first pass holds K x stageBytes and the
 // second 2 T/K; K = sqrt(2 T / stageBytes) makes both sqrt(2 T stageBytes).
-func writeBins(ctx context.Context, m *Manifest, l *ddak.Layout, src *features, todo []int, content *contentCheck, opt MaterializeOptions, log io.Writer) (ws []*binWriter, err error) {
+func writeBins(ctx context.Context, m *Manifest, l *layout.Layout, src *features, todo []int, content *contentCheck, opt MaterializeOptions, log io.Writer) (ws []*binWriter, err error) {
 	if len(todo) == 0 {
 		return nil, nil
 	}

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/gnnplan/gnnplan/ddak/layout"
+
 	"github.com/gnnplan/gnnplan/ddak"
 	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/maxflow"
@@ -285,7 +287,7 @@ func TestMaterializeLayoutOutsideTheDataset(t *testing.T) {
 		t.Fatal(err)
 	}
 	layoutDir := t.TempDir()
-	if err := ddak.WriteLayout(layoutDir, l, bins); err != nil {
+	if err := layout.Write(layoutDir, l, bins); err != nil {
 		t.Fatal(err)
 	}
 	m, err := Materialize(context.Background(), fx.dir, layoutDir, ssdDirs(t, 1), MaterializeOptions{})

@@ -16,10 +16,11 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gnnplan/gnnplan/ddak/layout"
+
 	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/internal/tier"
 
-	"github.com/gnnplan/gnnplan/ddak"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 	"github.com/gnnplan/gnnplan/trainer/internal/meminfo"
 	"github.com/gnnplan/gnnplan/trainer/ioread"
@@ -327,7 +328,7 @@ func (s *Store) checkMemory(opt Options, manifestPath string) error {
 // datasetDir now holds, as Open and Verify both must: the dataset's shape,
 // the layout (by checksum), features.npy's size and sampled rows. It
 // returns the layout and features.npy opened; the caller closes it.
-func checkDataset(datasetDir string, m *Manifest) (*ddak.Layout, *features, error) {
+func checkDataset(datasetDir string, m *Manifest) (*layout.Layout, *features, error) {
 	manifestPath := filepath.Join(datasetDir, ManifestFile)
 	stale := func(what string) error {
 		return &inputerr.Error{Path: manifestPath, Msg: what + " since the store was materialized: materialize it again"}
@@ -340,7 +341,7 @@ func checkDataset(datasetDir string, m *Manifest) (*ddak.Layout, *features, erro
 		return nil, nil, stale(fmt.Sprintf("the dataset changed (%d x %d features, the store has %d x %d)", meta.NumNodes, meta.FeatureDim, m.NumNodes, m.FeatureDim))
 	}
 	layoutDir := resolve(datasetDir, m.LayoutDir)
-	l, bins, err := ddak.ReadLayout(layoutDir)
+	l, bins, err := layout.Read(layoutDir)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -17,14 +17,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gnnplan/gnnplan/ddak"
+	"github.com/gnnplan/gnnplan/ddak/layout"
+
 	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/maxflow"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
 // materialized is a fixture placed and materialized, ready to Open.
-func materialized(t testing.TB, n, dim int, mix tierMix, nDirs int, seed uint64) (*fixture, *ddak.Layout, *Manifest) {
+func materialized(t testing.TB, n, dim int, mix tierMix, nDirs int, seed uint64) (*fixture, *layout.Layout, *Manifest) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 13))
 	fx := newFixture(t, n, dim, seed)
@@ -145,7 +146,7 @@ func TestGatherMatchesFeaturesReadStraight(t *testing.T) {
 // in the tier its bin belongs to, SSD bytes and amplification consistent.
 // A row asked for twice is useful twice but read once, so device bytes
 // are bounded by the distinct rows, not by UsefulBytes.
-func checkStats(t *testing.T, st GatherStats, batch []int32, l *ddak.Layout, m *Manifest) {
+func checkStats(t *testing.T, st GatherStats, batch []int32, l *layout.Layout, m *Manifest) {
 	t.Helper()
 	var want GatherStats
 	distinct := map[int32]bool{} // distinct SSD rows: each is read at least once

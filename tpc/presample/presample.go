@@ -1,4 +1,10 @@
-package trainer
+// Package presample measures a graph's mini-batches for the epoch-time
+// model: it samples some of a workload's batches with the trainer's
+// sampler and returns their mean block shapes, which tpc prices a batch
+// of this graph by in place of its uniform model's estimate. It joins the
+// planner (tpc) to the trainer's sampler, so that neither imports the
+// other.
+package presample
 
 import (
 	"github.com/gnnplan/gnnplan/tpc"
@@ -6,12 +12,11 @@ import (
 	"github.com/gnnplan/gnnplan/trainer/sample"
 )
 
-// Presample samples up to batches of w's mini-batches on g (its fanouts,
+// Shapes samples up to batches of w's mini-batches on g (its fanouts,
 // batch size and a fixed seed) and returns their mean block shapes, the
-// seeds' block first, and mean distinct input rows: what an epoch-time
-// model (tpc.PredictCPU, tpc.Workload.StepWork) prices a batch of this
-// graph by, in place of the uniform model's estimate.
-func Presample(g *dataset.Graph, w tpc.Workload, batches int) ([]tpc.BlockShape, float64, error) {
+// seeds' block first, and mean distinct input rows: what tpc.PredictCPU,
+// tpc.Workload.StepWork and tpc.Workload.GPUWorkingSet take.
+func Shapes(g *dataset.Graph, w tpc.Workload, batches int) ([]tpc.BlockShape, float64, error) {
 	s, err := sample.NewSampler(g, sample.SamplerOptions{Fanouts: w.Fanouts, BatchSize: w.BatchSize, Seed: 0x7072, Shuffle: true})
 	if err != nil {
 		return nil, 0, err

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gnnplan/gnnplan/ddak/layout"
+
 	"github.com/gnnplan/gnnplan/topology"
 )
 
@@ -26,10 +28,10 @@ func TestLayoutRoundTrip(t *testing.T) {
 	for _, l := range []*Layout{d, h} {
 		t.Run(string(l.Policy), func(t *testing.T) {
 			dir := t.TempDir()
-			if err := WriteLayout(dir, l, bins); err != nil {
+			if err := layout.Write(dir, l, bins); err != nil {
 				t.Fatal(err)
 			}
-			back, bb, err := ReadLayout(dir)
+			back, bb, err := layout.Read(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,38 +61,38 @@ func TestReadLayoutBadInput(t *testing.T) {
 		want  string
 	}{
 		{"truncated row array", func(dir string) {
-			p := filepath.Join(dir, LayoutRowFile)
+			p := filepath.Join(dir, layout.RowFile)
 			b, _ := os.ReadFile(p)
 			os.WriteFile(p, b[:len(b)-3], 0o644)
 		}, "truncated"},
 		{"bin index past the bins", func(dir string) {
-			p := filepath.Join(dir, LayoutBinFile)
+			p := filepath.Join(dir, layout.BinFile)
 			b, _ := os.ReadFile(p)
 			b[len(b)-1] = 9
 			os.WriteFile(p, b, 0o644)
 		}, "bin 9"},
 		{"row past its bin", func(dir string) {
-			p := filepath.Join(dir, LayoutRowFile)
+			p := filepath.Join(dir, layout.RowFile)
 			b, _ := os.ReadFile(p)
 			b[len(b)-4] = 200
 			os.WriteFile(p, b, 0o644)
 		}, "row 200"},
-		{"not a npy file", func(dir string) { os.WriteFile(filepath.Join(dir, LayoutBinFile), []byte("hello"), 0o644) }, "not a .npy"},
+		{"not a npy file", func(dir string) { os.WriteFile(filepath.Join(dir, layout.BinFile), []byte("hello"), 0o644) }, "not a .npy"},
 		{"wrong schema version", func(dir string) {
-			p := filepath.Join(dir, LayoutMetaFile)
+			p := filepath.Join(dir, layout.MetaFile)
 			b, _ := os.ReadFile(p)
 			os.WriteFile(p, bytes.Replace(b, []byte(`"schema_version": 1`), []byte(`"schema_version": 7`), 1), 0o644)
 		}, "schema_version"},
 		{"more vertices than the arrays", func(dir string) {
-			p := filepath.Join(dir, LayoutMetaFile)
+			p := filepath.Join(dir, layout.MetaFile)
 			b, _ := os.ReadFile(p)
 			os.WriteFile(p, bytes.Replace(b, []byte(`"vertices": 5`), []byte(`"vertices": 5000000000000`), 1), 0o644)
 		}, "5000000000000"},
-		{"missing array", func(dir string) { os.Remove(filepath.Join(dir, LayoutRowFile)) }, "cannot read"},
+		{"missing array", func(dir string) { os.Remove(filepath.Join(dir, layout.RowFile)) }, "cannot read"},
 		// materialize sizes a bin's file by its rows: 1e15 would ask for
 		// 125 TB before anything else was read.
 		{"a bin of 1e15 rows", func(dir string) {
-			p := filepath.Join(dir, LayoutMetaFile)
+			p := filepath.Join(dir, layout.MetaFile)
 			b, _ := os.ReadFile(p)
 			os.WriteFile(p, regexp.MustCompile(`"rows": 3`).ReplaceAll(b, []byte(`"rows": 1000000000000000`)), 0o644)
 		}, "bins[0].rows: 1000000000000000, but layout_bin.npy puts 3 vertices"},
@@ -98,11 +100,11 @@ func TestReadLayoutBadInput(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			if err := WriteLayout(dir, l, bins); err != nil {
+			if err := layout.Write(dir, l, bins); err != nil {
 				t.Fatal(err)
 			}
 			tc.spoil(dir)
-			_, _, err := ReadLayout(dir)
+			_, _, err := layout.Read(dir)
 			if !topology.IsBadInput(err) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want a bad-input error saying %q", err, tc.want)
 			}
@@ -111,37 +113,15 @@ func TestReadLayoutBadInput(t *testing.T) {
 }
 
 func TestWriteLayoutLeavesNothingOnFailure(t *testing.T) {
-	l := &Layout{Policy: PolicyDDAK, Bin: []uint8{0}, Row: []uint32{0}, Stats: []BinStats{{1, 1}}}
+	l := &Layout{Policy: PolicyDDAK, Bin: []uint8{0}, Row: []uint32{0}, Stats: []BinStats{{Rows: 1, Accesses: 1}}}
 	bins := []Bin{{ID: "nvme0", Kind: "ssd", CapacityRows: 1}}
 	dir := filepath.Join(t.TempDir(), "absent")
-	if err := WriteLayout(dir, l, bins); err == nil {
+	if err := layout.Write(dir, l, bins); err == nil {
 		t.Fatal("wrote into a directory that does not exist")
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("the directory appeared: %v", err)
 	}
-}
-
-// FuzzReadNpyHeader: no header, however malformed, makes the parser panic.
-func FuzzReadNpyHeader(f *testing.F) {
-	var buf bytes.Buffer
-	writeNpy(&buf, "<u4", []uint32{1, 2, 3})
-	f.Add(buf.Bytes())
-	buf.Reset()
-	writeNpy(&buf, "|u1", []uint8{1})
-	f.Add(buf.Bytes())
-	f.Add([]byte("\x93NUMPY\x01\x00\x10\x00{'descr': '<u4'}"))
-	f.Add([]byte("\x93NUMPY\x02\x00\x05\x00\x00\x00{'shape': ((,}"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		h, err := readNpyHeader(bytes.NewReader(data))
-		if err == nil {
-			for _, d := range h.shape {
-				if d < 0 {
-					t.Errorf("negative dimension %d accepted", d)
-				}
-			}
-		}
-	})
 }
 
 // FuzzReadLayout reads layouts whose layout.json is anything, beside a
@@ -155,10 +135,10 @@ func FuzzReadLayout(f *testing.F) {
 		f.Fatal(err)
 	}
 	seedDir := f.TempDir()
-	if err := WriteLayout(seedDir, l, bins); err != nil {
+	if err := layout.Write(seedDir, l, bins); err != nil {
 		f.Fatal(err)
 	}
-	meta, err := os.ReadFile(filepath.Join(seedDir, LayoutMetaFile))
+	meta, err := os.ReadFile(filepath.Join(seedDir, layout.MetaFile))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -167,7 +147,7 @@ func FuzzReadLayout(f *testing.F) {
 	f.Add([]byte(`{}`))
 	f.Fuzz(func(t *testing.T, meta []byte) {
 		dir := t.TempDir()
-		for _, name := range []string{LayoutBinFile, LayoutRowFile} {
+		for _, name := range []string{layout.BinFile, layout.RowFile} {
 			data, err := os.ReadFile(filepath.Join(seedDir, name))
 			if err != nil {
 				t.Fatal(err)
@@ -176,10 +156,10 @@ func FuzzReadLayout(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		if err := os.WriteFile(filepath.Join(dir, LayoutMetaFile), meta, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, layout.MetaFile), meta, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		got, gotBins, err := ReadLayout(dir)
+		got, gotBins, err := layout.Read(dir)
 		if err != nil {
 			return
 		}
