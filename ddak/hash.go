@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/gnnplan/gnnplan/internal/rng"
+
 	"github.com/gnnplan/gnnplan/maxflow"
 	"github.com/gnnplan/gnnplan/topology"
 )
@@ -92,9 +94,4 @@ func PlaceHashContext(ctx context.Context, hotness []uint32, bins []Bin, seed ui
 
 // mix64 is SplitMix64's finalizer: a cheap hash whose low bits are as
 // random as its high bits, so "mod the SSD count" spreads evenly.
-func mix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
-}
+func mix64(x uint64) uint64 { return rng.Mix(x + rng.Golden) }

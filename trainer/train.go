@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gnnplan/gnnplan/internal/rng"
+
 	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
@@ -503,18 +505,7 @@ func workerSeed(seed uint64, w int) uint64 {
 	if w == 0 {
 		return seed
 	}
-	return seed ^ mix64(uint64(w)*0x776f726b+golden) // "work"
-}
-
-// golden is splitmix64's increment, 2^64 over the golden ratio.
-const golden = 0x9e3779b97f4a7c15
-
-// mix64 is splitmix64's finaliser: a bijection that scatters its input's
-// bits over all 64.
-func mix64(z uint64) uint64 {
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
+	return seed ^ rng.Mix(uint64(w)*0x776f726b+rng.Golden) // "work"
 }
 
 // newWorkers builds o's workers: replicas of one initialisation, each
@@ -821,7 +812,7 @@ func (t *Trainer) track(es EpochStats) {
 func stepSeed(seed uint64, epoch, batch int) uint64 {
 	z := seed ^ 0x64726f70 // "drop"
 	for _, x := range []uint64{uint64(epoch), uint64(batch)} {
-		z = mix64(z ^ (x+1)*golden)
+		z = rng.Mix(z ^ (x+1)*rng.Golden)
 	}
 	return z
 }

@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gnnplan/gnnplan/internal/rng"
+
 	"github.com/gnnplan/gnnplan/internal/fsutil"
 	"github.com/gnnplan/gnnplan/internal/inputerr"
 )
@@ -301,16 +303,7 @@ const (
 	keySplits      = 0x73706c6974737370 // "splitssp"
 	keyFeatures    = 0x6665617475726573 // "features"
 	keyCentroids   = 0x63656e74726f6964 // "centroid"
-	synthGolden    = 0x9e3779b97f4a7c15 // SplitMix64's increment (2^64 / φ)
 )
-
-// synthMix is SplitMix64's finaliser (Steele, Lea, Flood 2014): a bijection
-// on uint64 whose output bits each depend on all input bits.
-func synthMix(z uint64) uint64 {
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return z ^ z>>31
-}
 
 // feistel is a seeded bijection of [0, n): a 4-round unbalanced Feistel
 // network on the smallest k-bit domain holding n, with cycle walking
@@ -327,7 +320,7 @@ func newFeistel(n, seed uint64) feistel {
 	k := uint(max(2, bits.Len64(n-1)))
 	f := feistel{n: n, la: k / 2, lb: k - k/2}
 	for i := range f.keys {
-		f.keys[i] = synthMix(seed + uint64(i+1)*synthGolden)
+		f.keys[i] = rng.Mix(seed + uint64(i+1)*rng.Golden)
 	}
 	return f
 }
@@ -402,7 +395,7 @@ func newEdgeGen(opt *SynthOptions) *edgeGen {
 		n:         n,
 		homophily: uint64(math.Round(opt.Homophily * (1 << 53))),
 		classes:   uint64(opt.Classes),
-		key:       synthMix(opt.Seed ^ keyEdges),
+		key:       rng.Mix(opt.Seed ^ keyEdges),
 		ids:       newFeistel(n, opt.Seed^keyPermutation),
 	}
 	if opt.Model == ModelRMAT {
@@ -416,11 +409,11 @@ func newEdgeGen(opt *SynthOptions) *edgeGen {
 // edge returns edge i's endpoints as vertex ids; ok is false for a
 // self-loop, which the CSR drops.
 func (g *edgeGen) edge(i uint64) (u, v int32, ok bool) {
-	s := synthMix(g.key ^ i*synthGolden) // SplitMix64 stream of this edge
+	s := rng.Mix(g.key ^ i*rng.Golden) // SplitMix64 stream of this edge
 	ru, rv := g.model.ranks(&s)
 	if g.homophily > 0 {
-		s += synthGolden
-		if synthMix(s)>>11 < g.homophily {
+		s += rng.Golden
+		if rng.Mix(s)>>11 < g.homophily {
 			// Keep rv's block of Classes consecutive ranks (so its
 			// popularity) but take the member of the source's class.
 			rv = rv - rv%g.classes + ru%g.classes
@@ -492,10 +485,10 @@ func powerLawOffset(n, alpha, meanDeg float64) float64 {
 }
 
 func (g *powerLawGen) ranks(s *uint64) (ru, rv uint64) {
-	*s += synthGolden
-	ru = g.rank(synthMix(*s))
-	*s += synthGolden
-	rv = g.rank(synthMix(*s))
+	*s += rng.Golden
+	ru = g.rank(rng.Mix(*s))
+	*s += rng.Golden
+	rv = g.rank(rng.Mix(*s))
 	return ru, rv
 }
 
@@ -550,8 +543,8 @@ func (g *rmatGen) ranks(s *uint64) (ru, rv uint64) {
 		ru, rv = 0, 0
 		// Each level needs one 32-bit uniform, so one draw serves two.
 		for l := 0; l < g.levels; l += 2 {
-			*s += synthGolden
-			x := synthMix(*s)
+			*s += rng.Golden
+			x := rng.Mix(*s)
 			ub, vb := g.quadrant(x & 0xffffffff)
 			ru |= ub << l
 			rv |= vb << l
@@ -1163,7 +1156,7 @@ func (r *synthRun) writeVertices() ([3]int64, error) {
 
 	ids := newFeistel(uint64(n), r.opt.Seed^keyPermutation)
 	splitPerm := newFeistel(uint64(n), r.opt.Seed^keySplits)
-	featKey := synthMix(r.opt.Seed ^ keyFeatures)
+	featKey := rng.Mix(r.opt.Seed ^ keyFeatures)
 	rows := max(int64(1024), int64((1<<20)/max(dim, 1)))
 	feats := make([]float32, rows*int64(dim))
 	labels := make([]int64, rows)
@@ -1249,7 +1242,7 @@ func synthCentroids(opt SynthOptions) []float64 {
 	if d == 0 {
 		return out
 	}
-	rng := rand.New(rand.NewPCG(synthMix(opt.Seed^keyCentroids), 0))
+	rng := rand.New(rand.NewPCG(rng.Mix(opt.Seed^keyCentroids), 0))
 	for i := range c {
 		row := out[i*d : (i+1)*d]
 		for {

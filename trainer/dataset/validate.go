@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"runtime"
 
+	"github.com/gnnplan/gnnplan/internal/rng"
+
 	"github.com/gnnplan/gnnplan/internal/inputerr"
 )
 
@@ -48,12 +50,7 @@ func checkSymmetric(g *Graph) error {
 
 // edgeHash mixes an ordered vertex pair into 64 bits (SplitMix64's
 // finalizer over the packed pair and a fixed odd key).
-func edgeHash(u, v uint32) uint64 {
-	z := (uint64(u)<<32 | uint64(v)) ^ 0x9e3779b97f4a7c15
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return z ^ z>>31
-}
+func edgeHash(u, v uint32) uint64 { return rng.Mix((uint64(u)<<32 | uint64(v)) ^ rng.Golden) }
 
 // missingReverse finds an entry (u, v) without an entry (v, u), scanning
 // in vertex order; it runs only once the fingerprints disagree, and gives

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/gnnplan/gnnplan/internal/rng"
+
 	"github.com/gnnplan/gnnplan/kernels"
 )
 
@@ -242,9 +244,4 @@ func (m *Model) Backward(dlogits *kernels.Mat) {
 }
 
 // mixSeed derives an independent stream key (splitmix64's finalizer).
-func mixSeed(seed, x uint64) uint64 {
-	z := seed ^ (x+1)*0x9e3779b97f4a7c15
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
+func mixSeed(seed, x uint64) uint64 { return rng.Mix(seed ^ (x+1)*rng.Golden) }

@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/bits"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"sync"
+
+	"github.com/gnnplan/gnnplan/internal/rng"
 
 	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
@@ -405,40 +406,11 @@ type sampleScratch struct {
 // unrelated streams. The tags keep the shuffle's stream apart from the
 // neighbor draws'.
 const (
-	splitmixGamma = 0x9e3779b97f4a7c15
 	rngTagShuffle = 0x53485546464c4531
 	rngTagSample  = 0x53414d504c453031
 )
 
-func splitmixMix(z uint64) uint64 {
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
-
-func rngKey(key, x uint64) uint64 { return splitmixMix(key ^ splitmixMix(x+splitmixGamma)) }
-
-// splitmix is splitmix64: a counter run through splitmixMix, so a stream is
-// fixed by its starting key alone.
-type splitmix struct{ s uint64 }
-
-func (r *splitmix) next() uint64 {
-	r.s += splitmixGamma
-	return splitmixMix(r.s)
-}
-
-// below returns a uniform integer in [0, n) by Lemire's multiply-shift
-// with rejection (no modulo bias).
-func (r *splitmix) below(n uint64) uint64 {
-	hi, lo := bits.Mul64(r.next(), n)
-	if lo < n {
-		thresh := -n % n
-		for lo < thresh {
-			hi, lo = bits.Mul64(r.next(), n)
-		}
-	}
-	return hi
-}
+func rngKey(key, x uint64) uint64 { return rng.Mix(key ^ rng.Mix(x+rng.Golden)) }
 
 // order returns epoch's sequence of seeds.
 func (s *Sampler) order(epoch int) []int32 {
@@ -463,9 +435,9 @@ func (s *Sampler) order(epoch int) []int32 {
 	s.mu.Unlock()
 	o.once.Do(func() {
 		perm := append([]int32(nil), s.seeds...)
-		r := splitmix{rngKey(rngKey(s.seed, rngTagShuffle), uint64(epoch))}
+		r := rng.SplitMix{State: rngKey(rngKey(s.seed, rngTagShuffle), uint64(epoch))}
 		for i := len(perm) - 1; i > 0; i-- {
-			j := r.below(uint64(i) + 1)
+			j := r.Below(uint64(i) + 1)
 			perm[i], perm[j] = perm[j], perm[i]
 		}
 		o.perm = perm
@@ -527,7 +499,7 @@ func (s *Sampler) sample(sc *sampleScratch, epoch, batch int) *MiniBatch {
 				}
 				continue
 			}
-			r := splitmix{rngKey(hkey, uint64(v))}
+			r := rng.SplitMix{State: rngKey(hkey, uint64(v))}
 			for j, p := range sc.choose(&r, end-start, k) {
 				u := indices[start+p]
 				l := local[u]
@@ -557,7 +529,7 @@ func (s *Sampler) sample(sc *sampleScratch, epoch, batch int) *MiniBatch {
 // scratch, which matters for hubs with millions of neighbors. When most
 // positions are kept it draws the few to leave out instead. The returned
 // slice is sc's and valid until the next call.
-func (sc *sampleScratch) choose(r *splitmix, deg, k int64) []int64 {
+func (sc *sampleScratch) choose(r *rng.SplitMix, deg, k int64) []int64 {
 	skip := deg - k
 	if skip >= k {
 		sc.picked = sc.floyd(r, sc.picked[:0], deg, k)
@@ -578,10 +550,10 @@ func (sc *sampleScratch) choose(r *splitmix, deg, k int64) []int64 {
 }
 
 // floyd appends k distinct positions in [0, deg) to picked.
-func (sc *sampleScratch) floyd(r *splitmix, picked []int64, deg, k int64) []int64 {
+func (sc *sampleScratch) floyd(r *rng.SplitMix, picked []int64, deg, k int64) []int64 {
 	if k <= 64 { // a scan of a few cache lines beats hashing
 		for j := deg - k; j < deg; j++ {
-			t := int64(r.below(uint64(j) + 1))
+			t := int64(r.Below(uint64(j) + 1))
 			if containsPos(picked, t) {
 				t = j
 			}
@@ -594,7 +566,7 @@ func (sc *sampleScratch) floyd(r *splitmix, picked []int64, deg, k int64) []int6
 	}
 	clear(sc.set)
 	for j := deg - k; j < deg; j++ {
-		t := int64(r.below(uint64(j) + 1))
+		t := int64(r.Below(uint64(j) + 1))
 		if _, ok := sc.set[t]; ok {
 			t = j
 		}

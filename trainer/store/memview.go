@@ -8,6 +8,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/gnnplan/gnnplan/internal/rng"
+
 	"github.com/gnnplan/gnnplan/trainer/internal/spans"
 )
 
@@ -85,21 +87,14 @@ func (m *MemoryView) copySpan(vertices []int32, sp spans.Span, dst []float32) er
 		case s.bins[b].tier != tierSSD:
 			copy(out, s.caches[b][r*dim:(r+1)*dim])
 		case total > 0:
-			k := int64(mix64(uint64(v)) % uint64(total))
+			k := int64(rng.Mix(uint64(v)) % uint64(total))
 			j := sort.Search(len(m.bins), func(j int) bool { return m.cum[j+1] > k })
 			r = k - m.cum[j]
 			copy(out, s.caches[m.bins[j]][r*dim:(r+1)*dim])
 		default:
-			r = int64(mix64(uint64(v)) % uint64(m.prows))
+			r = int64(rng.Mix(uint64(v)) % uint64(m.prows))
 			copy(out, m.pool[r*dim:(r+1)*dim])
 		}
 	}
 	return nil
-}
-
-// mix64 scatters vertex ids over the cached rows (splitmix64's finaliser).
-func mix64(z uint64) uint64 {
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
 }
