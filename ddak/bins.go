@@ -118,7 +118,7 @@ const DefaultSSDCapacityGB = 3840
 // remainder); an SSD holds its capacity / rowBytes rows.
 //
 // Targets. The flow's host-memory traffic includes the graph topology the
-// GPUs sample over PCIe (DESIGN.md section 4), which no feature row serves.
+// GPUs sample over PCIe (docs/architecture.md section 4), which no feature row serves.
 // The topology's share of the epoch is TopologyBytes / (FeatureBytes +
 // TopologyBytes) of the plan's per-batch estimate; maxflow splits host
 // traffic evenly over the sockets, so each socket's CPU cache target is its

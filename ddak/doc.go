@@ -1,5 +1,5 @@
 // Package ddak places every vertex's embedding (feature row) in a storage
-// bin: a GPU cache, a per-socket CPU cache or an NVMe SSD (DESIGN.md
+// bin: a GPU cache, a per-socket CPU cache or an NVMe SSD (docs/architecture.md
 // section 7).
 //
 // Place implements Moment's data-distribution-aware knapsack (SC'25 section

@@ -20,7 +20,7 @@ import (
 // the lowest priority takes the next pool of vertices.
 type Priority = layout.Priority
 
-// The two priorities of DESIGN.md section 7. With r = access / target (the
+// The two priorities of docs/architecture.md section 7. With r = access / target (the
 // bin's accesses so far over what it should get) and f = used / capacity:
 const (
 	// PrioritySum is r + f, the formula of Moment's public code: an empty

@@ -115,7 +115,7 @@ func TestPlaceBothPriorities(t *testing.T) {
 	}
 }
 
-// TestDefaultPriorityIsTheCloser decides DESIGN.md section 7's question:
+// TestDefaultPriorityIsTheCloser decides docs/architecture.md section 7's question:
 // on skewed hotness the default priority lands per-bin traffic closer to
 // the targets than the other.
 func TestDefaultPriorityIsTheCloser(t *testing.T) {

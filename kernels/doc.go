@@ -1,6 +1,6 @@
 // Package kernels is the compute the GNN models need, behind one interface
 // (Backend) so a CUDA implementation can stand beside the CPU one without
-// the trainer changing (DESIGN.md sections 10 and 11): dense GEMM with
+// the trainer changing (docs/architecture.md sections 10 and 11): dense GEMM with
 // transposes, row gather and scatter-add, segment mean and weighted sums
 // over a sampled block (CSR) with their backward passes, GAT's edge scores,
 // edge softmax and attention-weighted aggregation, bias, activations,

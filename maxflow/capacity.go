@@ -19,7 +19,7 @@ type Tiers struct {
 	DemandGB float64 `json:"demand_GB"`
 	// HostShare is the fraction served from CPU memory: the graph
 	// topology the GPUs sample over PCIe plus the features cached in host
-	// memory (DESIGN.md section 4). It is split evenly over the sockets.
+	// memory (docs/architecture.md section 4). It is split evenly over the sockets.
 	HostShare float64 `json:"host_share"`
 	// GPUCacheShare is the fraction served from the GPUs' own memory,
 	// split evenly over the GPUs.
@@ -35,7 +35,7 @@ type Tiers struct {
 // DefaultTiers is Moment's setup on its machines (section 4.1): the graph
 // topology in host memory and 1% of the vertices' features cached there,
 // which puts ~30% of an epoch's bytes on host memory for GraphSAGE on IGB
-// (DESIGN.md section 4 gives 20-60%); no GPU cache; P5510 SSDs reading
+// (docs/architecture.md section 4 gives 20-60%); no GPU cache; P5510 SSDs reading
 // 6.4 GB/s each (Moment measures 48 GiB/s for 8). DRAM and HBM rates are
 // estimates far above any PCIe link, so they never bind by accident.
 func DefaultTiers() Tiers {

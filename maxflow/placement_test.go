@@ -31,7 +31,7 @@ func searchProfile(t testing.TB, name string, gpus, ssds int) *SearchResult {
 }
 
 // TestClassicPlacementsRankAsMomentMeasured checks the model against
-// Moment's Figs. 1-2 (GraphSAGE on IGB, 4 GPUs, 8 SSDs; DESIGN.md section
+// Moment's Figs. 1-2 (GraphSAGE on IGB, 4 GPUs, 8 SSDs; docs/architecture.md section
 // 13): on both machines (c) is the best of the four classic placements and
 // (b) is better than none of the others.
 func TestClassicPlacementsRankAsMomentMeasured(t *testing.T) {
@@ -448,7 +448,7 @@ func TestSearchWhenSSDsServeNothing(t *testing.T) {
 
 // TestMomentPlacementOrder checks the model's epoch IO times against the
 // order Moment measured (Figs. 1, 2 and 7, GraphSAGE on IGB, 4 GPUs and 8
-// SSDs; DESIGN.md section 13) with Moment's tiers: on machine A
+// SSDs; docs/architecture.md section 13) with Moment's tiers: on machine A
 // (c) < (a) < (d) < (b); on machine B Moment's own placement, which the
 // profile installs, < (c) < (d) < (a), (b). It logs each placement's time
 // over the best next to the paper's (docs/benchmarks.md has the table).

@@ -22,7 +22,7 @@ const (
 
 // pcieX16GBps is the usable per-direction bandwidth of an x16 link per PCIe
 // generation, in decimal GB/s: NCCL's figures (Gen3 12, Gen4 24, Gen5 48,
-// Gen6 96; DESIGN.md section 3), extended down to Gen1/Gen2 by the same
+// Gen6 96; docs/architecture.md section 3), extended down to Gen1/Gen2 by the same
 // halving per generation. They sit ~75% of the raw signalling rate, close to
 // measured host-to-device copies (Gen4 x16 ~22.4 GiB/s in Moment's profiler).
 var pcieX16GBps = [...]float64{0, 3, 6, 12, 24, 48, 96, 192}
@@ -158,7 +158,7 @@ func (a CPUArch) RootComplexGBps() float64 {
 // InterSocketLink returns the inter-socket link of a CPU given its vendor
 // ("GenuineIntel", "AuthenticAMD"), family and model numbers as /proc/cpuinfo
 // and NCCL XML give them. The rates are NCCL's per-direction defaults
-// (DESIGN.md section 3): Intel Broadwell 6, Skylake-class 10, Sapphire Rapids
+// (docs/architecture.md section 3): Intel Broadwell 6, Skylake-class 10, Sapphire Rapids
 // 22, Emerald Rapids 40; AMD Zen1/2 16, Zen3/4 24, Zen5 32. ok is false when
 // the CPU is not recognised; the returned rate is then the Skylake-class
 // value, the most common two-socket server.

@@ -140,7 +140,7 @@ func (b *Builder) Finish(sockets CPUArch) (*Machine, error) {
 			sum, src = PCIeGBps(3, 16), SourceAssumed
 		}
 		// A root complex carries at most its CPU's PCIe lanes x rate
-		// (DESIGN.md section 3), however much hangs below it; and no link
+		// (docs/architecture.md section 3), however much hangs below it; and no link
 		// carries more than MaxLinkGBps.
 		if rc := sockets.RootComplexGBps(); rc > 0 && b.Node(n.Parent).Kind == KindSocket && sum > rc {
 			lanes, gen := sockets.PCIe()

@@ -86,7 +86,7 @@ type BatchEstimate struct {
 	FLOPs  float64      `json:"flops"`
 }
 
-// Byte widths of the CSR arrays (DESIGN.md section 8): indptr holds edge
+// Byte widths of the CSR arrays (docs/architecture.md section 8): indptr holds edge
 // offsets, which pass 2^31 on every large dataset, so it is always int64.
 const (
 	indptrBytes     = 8
@@ -94,7 +94,7 @@ const (
 )
 
 // modelDefaults are the hidden width and head count the papers train with
-// (DESIGN.md section 14): GraphSAGE and GCN hidden 256; GAT 64 per head x 8
+// (docs/architecture.md section 12): GraphSAGE and GCN hidden 256; GAT 64 per head x 8
 // heads.
 func modelDefaults(model string) (hidden, heads int, ok bool) {
 	switch model {
@@ -114,7 +114,7 @@ func modelNames() []string { return []string{ModelGraphSAGE, ModelGCN, ModelGAT}
 // The four large graphs are the ones Moment (table 2) and Hyperion (table II)
 // train on; both papers pick 1% of vertices at random as training seeds
 // ("following [Legion]") and use batch 8000, fanout [25, 10], GraphSAGE
-// hidden 256 (DESIGN.md section 14). Edge counts are the directed counts as
+// hidden 256 (docs/architecture.md section 12). Edge counts are the directed counts as
 // the CSR stores them; their topology sizes (14 GB, 34 GB, 384 GB, 348 GB) are
 // (V+1)*8 + E*8 for these E, i.e. no reverse edges were added.
 func builtinTable() []Workload {
@@ -179,8 +179,8 @@ func BuiltinWorkload(name string) (Workload, error) {
 }
 
 // WithModel returns a copy of w that trains model with the papers' defaults
-// for it: GraphSAGE and GCN hidden 256; GAT 64 per head x 8 heads (DESIGN.md
-// section 14). Case does not matter. An unknown model is a bad-input error.
+// for it: GraphSAGE and GCN hidden 256; GAT 64 per head x 8 heads (docs/architecture.md
+// section 12). Case does not matter. An unknown model is a bad-input error.
 func (w Workload) WithModel(model string) (Workload, error) {
 	m := strings.ToLower(strings.TrimSpace(model))
 	hidden, heads, ok := modelDefaults(m)

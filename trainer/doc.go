@@ -1,4 +1,4 @@
-// Package trainer is the training loop (DESIGN.md section 10): it trains
+// Package trainer is the training loop (docs/architecture.md section 10): it trains
 // a GNN (package nn) on a dataset held in memory through a
 // kernels.Backend, with the sampler running ahead of the training step,
 // evaluates on the validation and test splits, tracks the best
@@ -8,7 +8,7 @@
 //
 // What the loop builds on lives in one subpackage per idea:
 //   - dataset: the dataset directory format (meta.json and NumPy .npy
-//     arrays, DESIGN.md section 8), importers for LINQS, SNAP and Geom-GCN
+//     arrays, docs/architecture.md section 8), importers for LINQS, SNAP and Geom-GCN
 //     files, dataset statistics, and the synthetic graph generator.
 //   - sample: the neighbor sampler that cuts mini-batches into per-hop
 //     blocks, and access hotness measured by running it ahead of training

@@ -53,7 +53,7 @@ func newDatasetCmd(d *deps) *cobra.Command {
 		Use:   "dataset",
 		Short: "Import, generate and describe graph datasets",
 		Long: `A dataset is a directory of meta.json and NumPy .npy arrays: CSR indptr and
-indices, float32 features, labels and train/val/test vertex ids (DESIGN.md
+indices, float32 features, labels and train/val/test vertex ids (docs/architecture.md
 section 8). "import" converts public text formats into it; "info" prints a
 dataset's sizes, degree statistics and skew.`,
 		Args: cobra.NoArgs,

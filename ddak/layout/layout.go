@@ -81,7 +81,7 @@ const MaxBins = 255
 // SchemaVersion versions layout.json.
 const SchemaVersion = 1
 
-// Layout file names (DESIGN.md section 7): per-vertex bin index and row as
+// Layout file names (docs/architecture.md section 7): per-vertex bin index and row as
 // NumPy arrays, and the bins with their stats as JSON.
 const (
 	BinFile  = "layout_bin.npy" // uint8 [vertices]: index into layout.json's bins

@@ -20,7 +20,7 @@ import (
 // SchemaVersion versions meta.json.
 const SchemaVersion = 1
 
-// File names of a dataset directory (DESIGN.md section 8): NumPy .npy
+// File names of a dataset directory (docs/architecture.md section 8): NumPy .npy
 // arrays, the format IGB and most Python GNN tools use, plus meta.json.
 const (
 	MetaFile     = "meta.json"

@@ -1,4 +1,4 @@
-// Package dataset is a graph dataset on disk and in memory (DESIGN.md
+// Package dataset is a graph dataset on disk and in memory (docs/architecture.md
 // section 8): a directory holding meta.json and NumPy .npy arrays (CSR
 // indptr and indices, float32 row-major features, labels, and the
 // train/val/test splits), the format IGB and most Python GNN tools use.

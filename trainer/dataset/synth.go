@@ -91,8 +91,8 @@ const (
 
 // DefaultSynthOptions returns the options `gnnplan dataset synth` starts
 // from: a 100k-vertex power-law graph (exponent 2.3), 0.8 homophily,
-// 128-d features and training vertices 1% of the graph (DESIGN.md
-// section 14).
+// 128-d features and training vertices 1% of the graph (docs/architecture.md
+// section 12).
 func DefaultSynthOptions() SynthOptions {
 	return SynthOptions{
 		Name:          "synth",

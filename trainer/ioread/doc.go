@@ -1,5 +1,5 @@
 // Package ioread reads byte ranges ("rows") of feature files at the speed of
-// the disk, for the out-of-core feature store (DESIGN.md section 9, issue 6).
+// the disk, for the out-of-core feature store (docs/architecture.md section 9, issue 6).
 //
 // A batch of Requests is turned into device reads: each request is widened
 // to the aligned span around it (the file's direct-IO alignment, queried with

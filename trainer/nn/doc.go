@@ -4,7 +4,7 @@
 // GATConv define them and computed on sampled blocks (the sampler's
 // output: per hop, destination vertices first among the sources), with
 // hand-written backward passes, Glorot initialisation, dropout, softmax
-// cross-entropy and Adam (DESIGN.md section 10).
+// cross-entropy and Adam (docs/architecture.md section 10).
 //
 // Every computation goes through a kernels.Backend, so the same model runs
 // on the CPU backend or a device backend. Matrices are float32 rows of

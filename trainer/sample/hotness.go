@@ -190,7 +190,7 @@ func MeasureHotness(ctx context.Context, g *dataset.Graph, opt HotnessOptions, p
 // p% being the ceil(p/100 x n) vertices with the most accesses). Shares
 // are fractions in [0, 1]; a uniform access pattern gives about 0.01,
 // 0.05 and 0.10, and DiskGNN measures 0.14-0.56 for the top 1% on real
-// graphs (DESIGN.md section 7).
+// graphs (docs/architecture.md section 7).
 type Skew struct {
 	Top1  float64 `json:"top_1pct_share"`
 	Top5  float64 `json:"top_5pct_share"`

@@ -15,8 +15,8 @@ import (
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
-// DefaultBatchSize is the batch size of GNNDrive and DiskGNN (DESIGN.md
-// section 14; Moment and Hyperion use 8000).
+// DefaultBatchSize is the batch size of GNNDrive and DiskGNN (docs/architecture.md
+// section 12; Moment and Hyperion use 8000).
 const DefaultBatchSize = 1024
 
 // AllNeighbors as a fanout takes every neighbor of each vertex at that hop
@@ -26,7 +26,7 @@ const DefaultBatchSize = 1024
 const AllNeighbors = -1
 
 // defaultFanouts is the papers' 2-hop GraphSAGE sampling: 25 neighbors of
-// each seed, then 10 of each vertex reached (DESIGN.md section 14).
+// each seed, then 10 of each vertex reached (docs/architecture.md section 12).
 func defaultFanouts() []int { return []int{25, 10} }
 
 // DefaultSamplerOptions returns the papers' sampler: fanouts (25, 10),

@@ -1,4 +1,4 @@
-// Package store is the tiered feature store (DESIGN.md section 9; Hyperion
+// Package store is the tiered feature store (docs/architecture.md section 9; Hyperion
 // section III-A, GNNDrive, DiskGNN): it serves the feature rows a batch
 // needs from where a ddak layout put them.
 //
