@@ -9,7 +9,6 @@ require (
 	github.com/mattn/go-runewidth v0.0.19
 	github.com/nlpodyssey/gopickle v0.2.0
 	github.com/pawelgaczynski/giouring v0.0.0-20230826085535-69588b89acb9
-	github.com/sbinet/npyio v0.6.0
 	github.com/schollz/progressbar/v3 v3.19.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9

@@ -14,8 +14,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
+
+	"github.com/gnnplan/gnnplan/internal/npy"
 
 	"github.com/gnnplan/gnnplan/internal/fsutil"
 	"github.com/gnnplan/gnnplan/internal/inputerr"
@@ -187,18 +187,7 @@ func writeTemp(path string, write func(io.Writer) error) (string, error) {
 // uint32. It encodes in chunks rather than through binary.Write, which
 // would copy a billion-element array whole.
 func writeNpy[T uint8 | uint32](w io.Writer, dtype string, data []T) error {
-	hdr := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': (%d,), }", dtype, len(data))
-	// Magic, version, 2-byte header length; the header is padded with
-	// spaces and ends in a newline so the data starts 64-byte aligned.
-	total := 10 + len(hdr) + 1
-	hdr += strings.Repeat(" ", (64-total%64)%64) + "\n"
-	var pre [10]byte
-	copy(pre[:], "\x93NUMPY\x01\x00")
-	binary.LittleEndian.PutUint16(pre[8:], uint16(len(hdr)))
-	if _, err := w.Write(pre[:]); err != nil {
-		return err
-	}
-	if _, err := io.WriteString(w, hdr); err != nil {
+	if _, err := w.Write(npy.Encode(dtype, []int64{int64(len(data))}, 0)); err != nil {
 		return err
 	}
 	switch d := any(data).(type) {
@@ -230,16 +219,16 @@ func readNpy[T uint8 | uint32](path, dtype string, want int64) ([]T, error) {
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 1<<20)
-	h, err := readNpyHeader(br)
+	h, err := npy.Decode(br)
 	if err != nil {
 		return nil, &inputerr.Error{Path: path, Msg: "not a .npy file", Err: err}
 	}
-	typ := h.descr
+	typ := h.DType
 	if dtype == "|u1" && (typ == "u1" || typ == "<u1") {
 		typ = "|u1"
 	}
-	if typ != dtype || h.fortran || len(h.shape) != 1 || h.shape[0] != want {
-		return nil, &inputerr.Error{Path: path, Msg: fmt.Sprintf("dtype %s shape %v, want %s shape [%d]", h.descr, h.shape, dtype, want)}
+	if typ != dtype || h.Fortran || len(h.Shape) != 1 || h.Shape[0] != want {
+		return nil, &inputerr.Error{Path: path, Msg: fmt.Sprintf("dtype %s shape %v, want %s shape [%d]", h.DType, h.Shape, dtype, want)}
 	}
 	// Check the size before allocating, so a corrupt vertex count cannot
 	// ask for more memory than the file could fill.
@@ -274,110 +263,6 @@ func readNpy[T uint8 | uint32](path, dtype string, want int64) ([]T, error) {
 		}
 	}
 	return out, nil
-}
-
-// npyHeader is the part of a .npy header a layout needs.
-type npyHeader struct {
-	descr   string
-	fortran bool
-	shape   []int64
-}
-
-// readNpyHeader parses a .npy header (versions 1-3) from r, leaving r at
-// the first data byte. It never trusts the header: any malformed field is
-// an error, never a panic.
-func readNpyHeader(r io.Reader) (npyHeader, error) {
-	var h npyHeader
-	var pre [8]byte
-	if _, err := io.ReadFull(r, pre[:]); err != nil {
-		return h, fmt.Errorf("short header: %w", err)
-	}
-	if string(pre[:6]) != "\x93NUMPY" {
-		return h, errors.New("bad magic")
-	}
-	var n int
-	switch pre[6] {
-	case 1:
-		var l [2]byte
-		if _, err := io.ReadFull(r, l[:]); err != nil {
-			return h, fmt.Errorf("short header: %w", err)
-		}
-		n = int(binary.LittleEndian.Uint16(l[:]))
-	case 2, 3:
-		var l [4]byte
-		if _, err := io.ReadFull(r, l[:]); err != nil {
-			return h, fmt.Errorf("short header: %w", err)
-		}
-		n = int(binary.LittleEndian.Uint32(l[:]))
-	default:
-		return h, fmt.Errorf("unsupported version %d.%d", pre[6], pre[7])
-	}
-	if n > 1<<20 {
-		return h, fmt.Errorf("header of %d bytes", n)
-	}
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return h, fmt.Errorf("short header: %w", err)
-	}
-	dict := strings.TrimSpace(string(buf))
-	if !strings.HasPrefix(dict, "{") || !strings.HasSuffix(dict, "}") {
-		return h, errors.New("header is not a dictionary")
-	}
-	// value returns the text after 'key': up to the end of the value
-	// (a quoted string, a parenthesized tuple or a bare word).
-	value := func(key string) (string, bool) {
-		i := strings.Index(dict, "'"+key+"'")
-		if i < 0 {
-			return "", false
-		}
-		rest := strings.TrimLeft(dict[i+len(key)+2:], " ")
-		if !strings.HasPrefix(rest, ":") {
-			return "", false
-		}
-		rest = strings.TrimLeft(rest[1:], " ")
-		var end int
-		switch {
-		case strings.HasPrefix(rest, "'"):
-			end = strings.Index(rest[1:], "'") + 2
-		case strings.HasPrefix(rest, "("):
-			end = strings.Index(rest, ")") + 1
-		default:
-			end = strings.IndexAny(rest, ",}")
-		}
-		if end <= 0 {
-			return "", false
-		}
-		return rest[:end], true
-	}
-	d, ok := value("descr")
-	if !ok || len(d) < 2 || d[0] != '\'' {
-		return h, errors.New("no descr")
-	}
-	h.descr = d[1 : len(d)-1]
-	fo, ok := value("fortran_order")
-	switch {
-	case ok && fo == "False":
-	case ok && fo == "True":
-		h.fortran = true
-	default:
-		return h, errors.New("no fortran_order")
-	}
-	sh, ok := value("shape")
-	if !ok || len(sh) < 2 || sh[0] != '(' {
-		return h, errors.New("no shape")
-	}
-	for _, tok := range strings.Split(sh[1:len(sh)-1], ",") {
-		tok = strings.TrimSpace(tok)
-		if tok == "" {
-			continue
-		}
-		d, err := strconv.ParseInt(strings.TrimSuffix(tok, "L"), 10, 64)
-		if err != nil || d < 0 {
-			return h, fmt.Errorf("bad shape %s", sh)
-		}
-		h.shape = append(h.shape, d)
-	}
-	return h, nil
 }
 
 // Read reads a layout written by Write and checks that it is

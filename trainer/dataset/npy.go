@@ -4,14 +4,14 @@ import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/gnnplan/gnnplan/internal/fsutil"
 	"github.com/gnnplan/gnnplan/internal/inputerr"
 
-	"github.com/sbinet/npyio/npy"
+	"github.com/gnnplan/gnnplan/internal/npy"
 )
 
 // ArrayHeader is what a .npy file's header says about the array after it.
@@ -25,11 +25,8 @@ type ArrayHeader struct {
 }
 
 // ReadArrayHeader parses the header of the .npy file f, which must be
-// positioned at its start. It is npy.NewReader made safe for untrusted
-// files: npyio v0.6.0 allocates whatever header length the file claims (a
-// 16-byte file can ask for 4 GB) and slices the header without bounds
-// checks, so it panics on a file cut inside its header; a bad input must
-// be an error. The header length is checked against the file's size first.
+// positioned at its start, as untrusted input: the header's length is
+// checked against the file's size before it is read (package npy).
 func ReadArrayHeader(f *os.File) (h ArrayHeader, err error) {
 	st, err := f.Stat()
 	if err != nil {
@@ -48,17 +45,15 @@ func ReadArrayHeader(f *os.File) (h ArrayHeader, err error) {
 	if end > st.Size() {
 		return ArrayHeader{}, fmt.Errorf("header of %d bytes in a file of %d", end, st.Size())
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			h, err = ArrayHeader{}, fmt.Errorf("malformed header: %v", p)
-		}
-	}()
-	r, err := npy.NewReader(f)
+	d, err := npy.Decode(io.NewSectionReader(f, 0, end))
 	if err != nil {
-		return ArrayHeader{}, err
+		return ArrayHeader{}, fmt.Errorf("malformed header: %w", err)
 	}
-	d := r.Header.Descr
-	return ArrayHeader{DType: d.Type, Shape: d.Shape, Fortran: d.Fortran, DataOffset: end}, nil
+	shape := make([]int, len(d.Shape))
+	for i, n := range d.Shape {
+		shape[i] = int(n)
+	}
+	return ArrayHeader{DType: d.DType, Shape: shape, Fortran: d.Fortran, DataOffset: end}, nil
 }
 
 // CheckDataSize compares the size of f (named path in errors) with its
@@ -109,32 +104,16 @@ func CreateArray(path, dtype string, shape ...int64) (*ArrayWriter, error) {
 	if elem == 0 {
 		return nil, fmt.Errorf("create %s: unsupported dtype %s", path, dtype)
 	}
-	dims := make([]string, len(shape))
 	n := int64(1)
-	for i, d := range shape {
-		dims[i] = fmt.Sprint(d)
+	for _, d := range shape {
 		n *= d
 	}
-	shapeStr := strings.Join(dims, ", ")
-	if len(shape) == 1 {
-		shapeStr += ","
-	}
-	hdr := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", dtype, shapeStr)
-	// Version 1.0: magic, version, 2-byte header length; the header is
-	// padded with spaces and a newline so the data starts 64-aligned.
-	total := 10 + len(hdr) + 1
-	pad := (64 - total%64) % 64
-	hdr += strings.Repeat(" ", pad) + "\n"
 	f, err := fsutil.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
 	aw := &ArrayWriter{path: path, tmp: f.Name(), f: f, w: bufio.NewWriterSize(f, 1<<20), want: n, elem: elem}
-	aw.w.Write([]byte("\x93NUMPY\x01\x00"))
-	var l [2]byte
-	binary.LittleEndian.PutUint16(l[:], uint16(len(hdr)))
-	aw.w.Write(l[:])
-	aw.w.WriteString(hdr)
+	aw.w.Write(npy.Encode(dtype, shape, 0))
 	return aw, nil
 }
 

@@ -17,7 +17,7 @@ import (
 	"strings"
 
 	"github.com/gnnplan/gnnplan/internal/inputerr"
-	"github.com/sbinet/npyio/npy"
+	"github.com/gnnplan/gnnplan/internal/npy"
 )
 
 // OGB's node-property layout (snap-stanford/ogb, ogb/io/read_graph_raw.py
@@ -466,35 +466,32 @@ func readNPYHeader(br *bufio.Reader, size int64) (a *npzArray, err error) {
 	if hdr > size {
 		return nil, fmt.Errorf("header of %d bytes in a member of %d", hdr, size)
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			a, err = nil, fmt.Errorf("malformed header: %v", p)
-		}
-	}()
-	r, err := npy.NewReader(br)
+	h, err := npy.Decode(br)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("malformed header: %w", err)
 	}
-	desc := r.Header.Descr
-	if desc.Fortran && len(desc.Shape) > 1 {
+	if h.DType == "" {
+		return nil, errors.New("malformed header: empty descr")
+	}
+	if h.Fortran && len(h.Shape) > 1 {
 		return nil, errors.New("Fortran order: want C order")
 	}
-	dt := &npDType{str: desc.Type, order: desc.Type[0]}
+	dt := &npDType{str: h.DType, order: h.DType[0]}
 	elem, err := dt.size()
 	if err != nil {
 		return nil, err
 	}
 	a = &npzArray{dtype: dt, elem: elem, r: br}
 	n := int64(1)
-	for _, d := range desc.Shape {
+	for _, d := range h.Shape {
 		if d < 0 {
-			return nil, fmt.Errorf("shape %v", desc.Shape)
+			return nil, fmt.Errorf("shape %v", h.Shape)
 		}
-		a.shape = append(a.shape, int64(d))
-		n *= int64(d)
+		a.shape = append(a.shape, d)
+		n *= d
 	}
 	if hdr+n*elem != size {
-		return nil, fmt.Errorf("%d bytes of data for shape %v of %s (want %d): truncated or padded", size-hdr, desc.Shape, desc.Type, n*elem)
+		return nil, fmt.Errorf("%d bytes of data for shape %v of %s (want %d): truncated or padded", size-hdr, h.Shape, h.DType, n*elem)
 	}
 	return a, nil
 }

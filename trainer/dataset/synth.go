@@ -14,10 +14,11 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gnnplan/gnnplan/internal/npy"
 
 	"github.com/gnnplan/gnnplan/internal/rng"
 
@@ -740,7 +741,7 @@ func (r *synthRun) buildCSR() error {
 	defer f.Close()
 	// The header is sized for every drawn entry and patched to the final
 	// count at the end, padded to the same length.
-	hdr := npyHeader("<i4", 2*r.opt.Edges, 0)
+	hdr := npy.Encode("<i4", []int64{2 * r.opt.Edges}, 0)
 	out := bufio.NewWriterSize(f, 1<<20)
 	if _, err := out.Write(hdr); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -767,7 +768,7 @@ func (r *synthRun) buildCSR() error {
 	if err := out.Flush(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if _, err := f.WriteAt(npyHeader("<i4", written, len(hdr)), 0); err != nil {
+	if _, err := f.WriteAt(npy.Encode("<i4", []int64{written}, len(hdr)), 0); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := f.Sync(); err != nil {
@@ -1077,25 +1078,6 @@ func writeInt32s(w io.Writer, xs []int32, scratch []byte) error {
 		xs = xs[k:]
 	}
 	return nil
-}
-
-// npyHeader returns a version 1.0 .npy header for a 1-d array of count
-// elements, laid out as CreateArray writes it (spaces and a newline pad
-// the dict so the data starts 64-aligned). With padTo > 0 it pads to that
-// total length instead, so a header written for a larger count can be
-// overwritten in place.
-func npyHeader(dtype string, count int64, padTo int) []byte {
-	dict := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': (%d,), }", dtype, count)
-	total := 10 + len(dict) + 1
-	if padTo > 0 {
-		dict += strings.Repeat(" ", padTo-total)
-	} else {
-		dict += strings.Repeat(" ", (64-total%64)%64)
-	}
-	h := []byte("\x93NUMPY\x01\x00")
-	h = binary.LittleEndian.AppendUint16(h, uint16(len(dict)+1))
-	h = append(h, dict...)
-	return append(h, '\n')
 }
 
 // writeInt64s streams xs to an int64 array in the staging directory,

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gnnplan/gnnplan/internal/npy"
+
 	"github.com/gnnplan/gnnplan/internal/inputerr"
 )
 
@@ -463,10 +465,10 @@ func TestNpyHeaderMatchesCreateArray(t *testing.T) {
 			t.Fatal(err)
 		}
 		data, _ := os.ReadFile(path)
-		if h := npyHeader("<i4", count, 0); !bytes.Equal(h, data) {
+		if h := npy.Encode("<i4", []int64{count}, 0); !bytes.Equal(h, data) {
 			t.Errorf("count %d: header %q, CreateArray wrote %q", count, h, data)
 		}
-		if h := npyHeader("<i4", count/3, len(data)); len(h) != len(data) || h[len(h)-1] != '\n' {
+		if h := npy.Encode("<i4", []int64{count / 3}, len(data)); len(h) != len(data) || h[len(h)-1] != '\n' {
 			t.Errorf("count %d: padded header %q, want %d bytes", count/3, h, len(data))
 		}
 	}
