@@ -11,7 +11,9 @@ import (
 	"testing"
 )
 
-// Tests for issue 13, "Machines read as they are".
+// Machines read as they are: capacities from the maximum link, GPUs and
+// NICs told from what only looks like them, sockets as packages, hidden
+// bridges and impossible values, importers at scale and under cancel.
 
 func TestDiscoverCapacityFromMaximumLink(t *testing.T) {
 	gen4, gen1, gen3 := "16.0 GT/s PCIe", "2.5 GT/s PCIe", "8.0 GT/s PCIe"
