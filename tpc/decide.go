@@ -107,23 +107,7 @@ func decideCPUCache(m *topology.Machine, inv maxflow.Inventory, p maxflow.Placem
 	if tMax <= ioTime(math.Max(0, xmax-step))*(1+1e-12) {
 		return xmax, fmt.Sprintf("as large as host memory allows (%.1f%% of the vertices): each more cached row still shortens the epoch's IO", 100*xmax), nil
 	}
-	// Golden-section search on [0, xmax].
-	phi := (math.Sqrt(5) - 1) / 2
-	lo, hi := 0.0, xmax
-	c, d := hi-phi*(hi-lo), lo+phi*(hi-lo)
-	fc, fd := ioTime(c), ioTime(d)
-	for hi-lo > step {
-		if fc <= fd {
-			hi, d, fd = d, c, fc
-			c = hi - phi*(hi-lo)
-			fc = ioTime(c)
-		} else {
-			lo, c, fc = c, d, fd
-			d = lo + phi*(hi-lo)
-			fd = ioTime(d)
-		}
-	}
-	x := (lo + hi) / 2
+	x := goldenMin(ioTime, 0, xmax, step)
 	if ioTime(x) >= tMax {
 		x = xmax
 	}
