@@ -72,9 +72,20 @@ demo: setup build
 	./$(BIN) report --plan bin/plan.json --out bin/review.html
 	./$(BIN) train --epochs 20
 
-vet:
+# STATICCHECK is the static analyser `make test` runs beside go vet, pinned
+# and installed into .tools/ through the module proxy on first use.
+STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK = $(CURDIR)/.tools/staticcheck-$(STATICCHECK_VERSION)
+
+vet: $(STATICCHECK)
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(STATICCHECK) ./...
+
+$(STATICCHECK):
+	@mkdir -p $(CURDIR)/.tools
+	GOBIN=$(CURDIR)/.tools/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv $(CURDIR)/.tools/bin/staticcheck $@
 
 unit:
 	$(GO) test -ldflags='$(LINKFLAGS)' -count=1 ./...

@@ -1,8 +1,6 @@
 package maxflow
 
 import (
-	"math"
-
 	"github.com/gnnplan/gnnplan/topology"
 )
 
@@ -153,23 +151,6 @@ func (f *fastEvaluator) set(p Placement) {
 	}
 }
 
-// lowerBound returns a lower bound on p's epoch IO time from one max flow:
-// the demand over the rates-only max flow (volume caps only slow it).
-func (f *fastEvaluator) lowerBound(p Placement) (float64, error) {
-	f.set(p)
-	flow, err := f.net.solver().maxflow(int32(f.src), int32(f.sink), f.net.rate)
-	if err == ErrUnbounded {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	if flow <= 0 {
-		return math.Inf(1), nil
-	}
-	return f.tiers.DemandGB / flow, nil
-}
-
 // times returns the least epoch IO time of placement p and, when fabric is
 // set, the time with the SSDs unbounded (fabric headroom; else 0).
 func (f *fastEvaluator) times(p Placement, fabric bool) (secs, fabricSecs float64, err error) {
@@ -187,13 +168,6 @@ func (f *fastEvaluator) times(p Placement, fabric bool) (secs, fabricSecs float6
 		return 0, 0, err
 	}
 	return secs, fabricSecs, nil
-}
-
-// timeBelow returns p's least time if it is below cutoff (below true),
-// else a lower bound on it that is at least cutoff.
-func (f *fastEvaluator) timeBelow(p Placement, cutoff float64) (float64, bool, error) {
-	f.set(p)
-	return f.net.leastTimeBelow(f.src, f.sink, f.tiers.DemandGB, cutoff)
 }
 
 // unboundSSDs lifts the rates of p's SSDs and their private links (set

@@ -22,8 +22,7 @@ func TestTrainerImportsNoPlanner(t *testing.T) {
 		t.Fatal(err)
 	}
 	imports := map[string][]string{} // module package -> its module imports, not tests'
-	var load func(pkg string) []string
-	load = func(pkg string) []string {
+	load := func(pkg string) []string {
 		if deps, ok := imports[pkg]; ok {
 			return deps
 		}

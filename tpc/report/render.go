@@ -51,7 +51,7 @@ func (r *Review) view() *view {
 		NextSteps: nextSteps(rec.Hint.Steps),
 		Notes:     r.Notes,
 		Version:   r.Version,
-		Legend:    fmt.Sprintf("Red, thick: links and devices the flow model saturates. Green: the GPUs placed; blue: the SSDs placed. Dashed: empty slots. Link labels give the capacity per direction in GB/s (decimal)."),
+		Legend:    "Red, thick: links and devices the flow model saturates. Green: the GPUs placed; blue: the SSDs placed. Dashed: empty slots. Link labels give the capacity per direction in GB/s (decimal).",
 	}
 	dram := ""
 	if b.DIMMs > 0 {

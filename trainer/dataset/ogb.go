@@ -474,7 +474,7 @@ func readNPYHeader(br *bufio.Reader, size int64) (a *npzArray, err error) {
 		return nil, errors.New("malformed header: empty descr")
 	}
 	if h.Fortran && len(h.Shape) > 1 {
-		return nil, errors.New("Fortran order: want C order")
+		return nil, errors.New("column-major (Fortran) order: want C order")
 	}
 	dt := &npDType{str: h.DType, order: h.DType[0]}
 	elem, err := dt.size()
