@@ -72,7 +72,7 @@ whose header and checksum match and removes temporary files a killed run left.`,
 	f.StringVar(&opts.Dataset, "dataset", "", "the dataset directory")
 	f.StringVar(&opts.Layout, "layout", "", "the layout directory (default: the dataset directory, where place writes it)")
 	f.StringArrayVar(&opts.SSDDirs, "ssd-dir", nil, "a directory on one SSD for its bin file (repeat for each SSD)")
-	f.BoolVar(&opts.Verify, "verify", false, "check the existing store as train opens it, then read features.npy and every bin file whole against their checksums (writes nothing)")
+	f.BoolVar(&opts.Verify, "verify", false, "check the existing store as train opens it and every file against its checksum (writes nothing)")
 	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, wide, json (the manifest, or the verify report)")
 	return cmd
 }

@@ -100,7 +100,7 @@ Notes (the reader's engine fallback, a non-SSD directory) are printed.`,
 	f.StringVar(&o.Save, "save", "", "also write the profile as JSON to this file")
 	f.StringVar(&o.Dataset, "dataset", "", "measure the sampler's rate on this dataset's graph (default: a generated power-law graph of 500k vertices)")
 	f.BoolVar(&o.NoCompute, "no-compute", false, "skip the compute rates (GEMM, sampling; GPUs too)")
-	f.StringVar(&o.GPUDevice, "gpu-device", "auto", "GPUs to measure (copies to each from pinned and pageable memory, GEMM): auto (the driver's, in a build with CUDA), cuda, cuda-emulated (the GPU code path on the CPU; its rates describe the CPU), none")
+	f.StringVar(&o.GPUDevice, "gpu-device", "auto", "GPUs to measure (copies, GEMM): auto, cuda, cuda-emulated (the GPU code on the CPU) or none")
 	f.StringVar(&o.GPUs, "gpus", "", "which GPUs: all, a count N, or ordinals such as 0,2 (default all)")
 	return cmd
 }

@@ -118,11 +118,11 @@ IGB-HOM with a $80,000 budget. Workloads: ` + strings.Join(workloads, ", ") + `.
 	f.StringVar(&opts.Measured, "measured", "", "a profile from `gnnplan profile --save`: its measured SSD and memory rates replace catalog figures")
 	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, wide, json (the best plan's JSON, as --save writes it)")
 	f.StringVar(&opts.Save, "save", "", "also write the best plan to this file (plan.json, for train, place and report)")
-	f.Float64Var(&opts.CPUCacheGiB, "cpu-cache-gib", 0, "fix host memory's feature cache at this size in GiB instead of deciding it (a setup to reproduce, or memory kept for other work)")
-	f.StringVar(&opts.InstalledGPU, "installed-gpu", "", "the catalog model of the machine's installed GPUs, where its file does not name them (nvidia-smi topo -m, NCCL files without PCI ids)")
+	f.Float64Var(&opts.CPUCacheGiB, "cpu-cache-gib", 0, "fix host memory's feature cache at this many GiB instead of deciding it (0: decide)")
+	f.StringVar(&opts.InstalledGPU, "installed-gpu", "", "catalog key of the installed GPUs, where the machine file does not name them")
 	f.StringVar(&opts.PlotPath, "plot", "", "draw TPC and throughput against SSD count to this SVG file")
 	f.IntVar(&opts.Top, "top", 10, "how many plans to list")
-	f.BoolVar(&opts.ThisMachine, "this-machine", false, "plan the machine this runs on: CPU workers and its disks, for --dataset, at several cache sizes, with --measured's rates or rates measured now")
+	f.BoolVar(&opts.ThisMachine, "this-machine", false, "plan CPU training on this machine and its disks for --dataset (rates from --measured, or measured now)")
 	f.StringArrayVar(&opts.SSDDirs, "ssd-dir", nil, "with --this-machine and no --measured: a directory on a disk to measure (repeatable)")
 	return cmd
 }

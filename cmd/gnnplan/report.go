@@ -66,7 +66,7 @@ review-gpus.svg). Without -o, --out's extension picks the format.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.Plan, "plan", "", "the plan to review (plan.json from gnnplan recommend --save)")
-	f.StringVar(&opts.Machine, "machine", "", "price the plan's search on this machine's slots instead of the plan's (gnnplan JSON, NCCL or hwloc XML, nvidia-smi topo -m or lspci output)")
+	f.StringVar(&opts.Machine, "machine", "", "price the plan's search on this machine file's slots instead of the plan's")
 	f.StringVar(&opts.Catalog, "catalog", "", "a catalog file whose entries override the built-in prices and rates (as recommend --catalog)")
 	f.StringVarP(&opts.Output, "output", "o", "html", "output format: html, md (html: one self-contained file; md: Markdown with SVG figures beside --out's file)")
 	f.StringVar(&opts.Out, "out", "", "write the review to this file (default for html: stdout); without -o, a .md file asks for Markdown")
