@@ -282,17 +282,13 @@ func defaultDIMMs() []DIMMModel {
 	}
 }
 
-// DIMM returns the DIMM model with the given key.
+// DIMM returns the DIMM model with the given key. An unknown key is a
+// *topology.InputError listing the known ones.
 func (c *Catalog) DIMM(key string) (DIMMModel, error) {
-	var known []string
-	want := normalizeKey(key)
-	for _, d := range c.DIMMs {
-		if d.Key == want {
-			return d, nil
-		}
-		known = append(known, d.Key)
+	if c == nil {
+		return lookup[DIMMModel]("DIMM", key, nil, nil)
 	}
-	return DIMMModel{}, unknownKey("DIMM", key, known)
+	return lookup("DIMM", key, c.DIMMs, func(d DIMMModel) string { return d.Key })
 }
 
 func defaultSSDs() []SSDModel {
@@ -347,33 +343,34 @@ func defaultHost() HostCost {
 // GPU returns the GPU model with the given key. An unknown key is a
 // *topology.InputError listing the known ones.
 func (c *Catalog) GPU(key string) (GPUModel, error) {
-	var known []string
-	if c != nil {
-		want := normalizeKey(key)
-		for _, g := range c.GPUs {
-			if g.Key == want {
-				return g, nil
-			}
-			known = append(known, g.Key)
-		}
+	if c == nil {
+		return lookup[GPUModel]("GPU", key, nil, nil)
 	}
-	return GPUModel{}, unknownKey("GPU", key, known)
+	return lookup("GPU", key, c.GPUs, func(g GPUModel) string { return g.Key })
 }
 
 // SSD returns the SSD model with the given key. An unknown key is a
 // *topology.InputError listing the known ones.
 func (c *Catalog) SSD(key string) (SSDModel, error) {
-	var known []string
-	if c != nil {
-		want := normalizeKey(key)
-		for _, s := range c.SSDs {
-			if s.Key == want {
-				return s, nil
-			}
-			known = append(known, s.Key)
-		}
+	if c == nil {
+		return lookup[SSDModel]("SSD", key, nil, nil)
 	}
-	return SSDModel{}, unknownKey("SSD", key, known)
+	return lookup("SSD", key, c.SSDs, func(m SSDModel) string { return m.Key })
+}
+
+// lookup finds the entry of items whose key is key (normalizeKey), or
+// returns unknownKey's error naming kind and the keys there are.
+func lookup[T any](kind, key string, items []T, keyOf func(T) string) (T, error) {
+	want := normalizeKey(key)
+	known := make([]string, 0, len(items))
+	for _, it := range items {
+		if keyOf(it) == want {
+			return it, nil
+		}
+		known = append(known, keyOf(it))
+	}
+	var zero T
+	return zero, unknownKey(kind, key, known)
 }
 
 // normalizeKey lets "A100-80GB-PCIe " find "a100-80gb-pcie": keys are
