@@ -19,7 +19,7 @@ FUZZTIME  ?= 5s
 # FUZZTIME many times over and end in "hung while minimizing").
 FUZZMINTIME ?= 2s
 
-.PHONY: all setup build demo test vet unit fuzz bench bench-deps cuda-deps cuda-check ptx build-cuda clean gpu-bundle
+.PHONY: all setup build demo test vet unit fuzz bench bench-doc bench-deps cuda-deps cuda-check ptx build-cuda clean gpu-bundle
 
 all: build
 
@@ -115,8 +115,21 @@ fuzz:
 
 test: vet unit fuzz cuda-check
 
-bench:
-	$(GO) test -ldflags='$(LINKFLAGS)' -run '^$$' -bench . -benchmem ./...
+# bench runs the benchmarks docs/benchmarks.md describes and rewrites it
+# (internal/benchdoc; raw output kept in docs/bench/results.json). About 30
+# minutes on 2 cores. BENCH_COUNT sets the repetitions, BENCH_FULL=1 adds the
+# billion-vertex and other long runs, BENCH_ONLY=ddak,gemm runs only those
+# sections (the others keep their saved figures). OPENBLAS_CORETYPE is unset
+# so OpenBLAS picks its kernels as it does for users. bench-doc renders the
+# document again from the saved results without running anything.
+BENCH_COUNT ?= 3
+BENCH_FULL  ?= 0
+BENCH_ONLY  ?=
+bench: build
+	env -u OPENBLAS_CORETYPE $(GO) run ./internal/benchdoc -run -count $(BENCH_COUNT) -full=$(BENCH_FULL) -only '$(BENCH_ONLY)'
+
+bench-doc:
+	$(GO) run ./internal/benchdoc
 
 # bench-deps installs the anchors some benchmarks compare against, from
 # Debian: numpy (kernels' BenchmarkGemmVsNumpy) and PyTorch. Not needed to
@@ -138,14 +151,24 @@ bench-deps:
 # system's apt sources may not enable, so it runs apt with its own sources,
 # lists and cache under .cuda/apt, with the system's apt-get update hooks
 # (cache cleaning, appstream) turned off: it changes nothing outside .cuda/
-# and needs no root. The headers are read from the start of nvidia-cuda-dev's
-# 774 MB archive and the rest is never unpacked; its libcuda.so stub lies
+# and needs no root. Only nvidia-cuda-dev ships cuda.h and nvrtc.h, in a
+# 774 MB archive whose data starts with usr/include: the two headers are
+# streamed from the head of it with curl and the download is dropped as soon
+# as tar has both (about 2 MB, under a second), so the archive's hash, which
+# apt would check, is never seen; the headers are checked against the SHA-256
+# pinned below instead. Where they differ (a new Debian revision, a cut
+# stream) or curl is missing, it downloads the whole archive through apt,
+# which verifies it, and says to update the pins. Its libcuda.so stub lies
 # at the end, behind about 95 s of decompression, so the libcuda.so linked
 # against is the driver library from libcuda1 (3 MB), which exports the
 # same symbols under the same soname, libcuda.so.1. It does nothing when
-# the files are already there; rm -rf .cuda fetches them again.
+# the files are already there; rm -rf .cuda fetches them again (about 21 MB,
+# most of it libnvrtc11.2).
 CUDA_DIR := $(CURDIR)/.cuda
 CUDA_APT := -c $(CUDA_DIR)/apt/apt.conf
+# The headers of nvidia-cuda-dev 11.8.89~11.8.0-5~deb12u1.
+CUDA_H_SHA256  := 55639151a971a10c28d627a98dcd406c6320a5b4e5b67dd9d229056ed5c8e045
+NVRTC_H_SHA256 := db31915b517d8df60bc9ba9dc0ce51c49ec464fe5a67372004672caa56dbbcab
 
 cuda-deps:
 	@set -e; d='$(CUDA_DIR)'; m=./usr/lib/x86_64-linux-gnu; \
@@ -153,7 +176,7 @@ cuda-deps:
 		[ -f "$$d/lib/libnvrtc.so.11.2" ] && [ -f "$$d/lib/libnvrtc-builtins.so.11.8" ]; then \
 		echo "cuda-deps: .cuda/ has cuda.h, libcuda.so and NVRTC already; nothing to do"; exit 0; \
 	fi; \
-	for t in apt-get dpkg-deb tar; do \
+	for t in apt-get dpkg-deb tar sha256sum; do \
 		command -v $$t >/dev/null 2>&1 || { echo "cuda-deps: needs $$t (Debian 12, x86-64)"; exit 1; }; \
 	done; \
 	start=$$(date +%s); rm -rf "$$d/apt" "$$d/stage"; \
@@ -166,11 +189,25 @@ cuda-deps:
 	echo "cuda-deps: apt-get update of bookworm non-free into .cuda/apt (system apt untouched)"; \
 	apt-get -qq $(CUDA_APT) update; \
 	cd "$$d/apt"; \
-	echo "cuda-deps: downloading nvidia-cuda-dev (774 MB) for cuda.h and nvrtc.h"; \
-	apt-get -qq $(CUDA_APT) download nvidia-cuda-dev; \
-	dpkg-deb --fsys-tarfile nvidia-cuda-dev_*.deb 2>/dev/null | \
-		tar -x --occurrence -C ../stage ./usr/include/cuda.h ./usr/include/nvrtc.h; \
-	rm -f nvidia-cuda-dev_*.deb; \
+	if command -v curl >/dev/null 2>&1; then \
+		echo "cuda-deps: streaming cuda.h and nvrtc.h from the head of nvidia-cuda-dev (about 2 MB of 774 MB)"; \
+		url=$$(apt-get -qq $(CUDA_APT) --print-uris download nvidia-cuda-dev | cut -d\' -f2); \
+		curl -fsSL "$$url" 2>/dev/null | dpkg-deb --fsys-tarfile /dev/stdin 2>/dev/null | \
+			tar -x --occurrence -C ../stage ./usr/include/cuda.h ./usr/include/nvrtc.h 2>/dev/null || true; \
+	fi; \
+	if ! printf '%s  %s\n' $(CUDA_H_SHA256) ../stage/usr/include/cuda.h $(NVRTC_H_SHA256) ../stage/usr/include/nvrtc.h | \
+		sha256sum -c --status --strict 2>/dev/null; then \
+		echo "cuda-deps: no curl, or the streamed headers are not the pinned ones (CUDA_H_SHA256, NVRTC_H_SHA256);"; \
+		echo "cuda-deps: downloading nvidia-cuda-dev (774 MB), which apt verifies, for cuda.h and nvrtc.h"; \
+		rm -rf ../stage/usr/include; \
+		apt-get -qq $(CUDA_APT) download nvidia-cuda-dev; \
+		dpkg-deb --fsys-tarfile nvidia-cuda-dev_*.deb 2>/dev/null | \
+			tar -x --occurrence -C ../stage ./usr/include/cuda.h ./usr/include/nvrtc.h; \
+		rm -f nvidia-cuda-dev_*.deb; \
+		echo "cuda-deps: if Debian changed the headers, pin these in the Makefile:"; \
+		printf '  CUDA_H_SHA256  := %s\n  NVRTC_H_SHA256 := %s\n' \
+			$$(sha256sum <../stage/usr/include/cuda.h | cut -d' ' -f1) $$(sha256sum <../stage/usr/include/nvrtc.h | cut -d' ' -f1); \
+	fi; \
 	echo "cuda-deps: downloading libnvrtc11.2, libnvrtc-builtins11.8 and libcuda1"; \
 	apt-get -qq $(CUDA_APT) download libnvrtc11.2 libnvrtc-builtins11.8 libcuda1; \
 	for p in libnvrtc11.2 libnvrtc-builtins11.8; do \
