@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/maxflow/placement"
 )
 
 // benchBins is a Moment-sized machine for n rows: 4 GPU caches of 0.1% of
@@ -21,14 +21,14 @@ import (
 func benchBins(n int64) []Bin {
 	bins := []Bin{}
 	for i := range 4 {
-		bins = append(bins, Bin{ID: fmt.Sprintf("gpu%d", i), Kind: maxflow.StorageGPUMem, Socket: 0, CapacityRows: n / 1000, TargetShare: 0.3 / 4})
+		bins = append(bins, Bin{ID: fmt.Sprintf("gpu%d", i), Kind: placement.StorageGPUMem, Socket: 0, CapacityRows: n / 1000, TargetShare: 0.3 / 4})
 	}
 	for i := range 2 {
-		bins = append(bins, Bin{ID: fmt.Sprintf("socket%d", i), Kind: maxflow.StorageHostMem, Socket: i, CapacityRows: n / 200, TargetShare: 0.1 / 2})
+		bins = append(bins, Bin{ID: fmt.Sprintf("socket%d", i), Kind: placement.StorageHostMem, Socket: i, CapacityRows: n / 200, TargetShare: 0.1 / 2})
 	}
 	w := []float64{1.3, 1.2, 1.1, 1.0, 0.8, 0.7, 0.5, 0.4}
 	for i, x := range w {
-		bins = append(bins, Bin{ID: fmt.Sprintf("nvme%d", i), Kind: maxflow.StorageSSD, Socket: i / 4, CapacityRows: n / 4, TargetShare: 0.6 * x / 7})
+		bins = append(bins, Bin{ID: fmt.Sprintf("nvme%d", i), Kind: placement.StorageSSD, Socket: i / 4, CapacityRows: n / 4, TargetShare: 0.6 * x / 7})
 	}
 	return bins
 }

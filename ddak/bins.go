@@ -7,7 +7,7 @@ import (
 
 	"github.com/gnnplan/gnnplan/ddak/layout"
 
-	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/maxflow/placement"
 	"github.com/gnnplan/gnnplan/profiles"
 	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/tpc"
@@ -17,13 +17,13 @@ import (
 type Bin = layout.Bin
 
 // tierRank orders the hierarchy GPU > CPU > SSD; unknown kinds get -1.
-func tierRank(k maxflow.StorageKind) int {
+func tierRank(k placement.StorageKind) int {
 	switch k {
-	case maxflow.StorageGPUMem:
+	case placement.StorageGPUMem:
 		return 0
-	case maxflow.StorageHostMem:
+	case placement.StorageHostMem:
 		return 1
-	case maxflow.StorageSSD:
+	case placement.StorageSSD:
 		return 2
 	}
 	return -1
@@ -42,7 +42,7 @@ func validateBins(bins []Bin, rows int64) error {
 		field := fmt.Sprintf("bins[%d]", i)
 		switch {
 		case tierRank(b.Kind) < 0:
-			return &topology.InputError{Field: field + ".kind", Msg: fmt.Sprintf("%q (valid: %s, %s, %s)", b.Kind, maxflow.StorageGPUMem, maxflow.StorageHostMem, maxflow.StorageSSD)}
+			return &topology.InputError{Field: field + ".kind", Msg: fmt.Sprintf("%q (valid: %s, %s, %s)", b.Kind, placement.StorageGPUMem, placement.StorageHostMem, placement.StorageSSD)}
 		case b.CapacityRows < 0:
 			return &topology.InputError{Field: field + ".capacity_rows", Msg: fmt.Sprintf("%d (valid: 0 or more)", b.CapacityRows)}
 		case math.IsNaN(b.TargetShare) || math.IsInf(b.TargetShare, 0) || b.TargetShare < 0:
@@ -120,7 +120,7 @@ const DefaultSSDCapacityGB = 3840
 // Targets. The flow's host-memory traffic includes the graph topology the
 // GPUs sample over PCIe (docs/architecture.md section 4), which no feature row serves.
 // The topology's share of the epoch is TopologyBytes / (FeatureBytes +
-// TopologyBytes) of the plan's per-batch estimate; maxflow splits host
+// TopologyBytes) of the plan's per-batch estimate; maxflow/placement splits host
 // traffic evenly over the sockets, so each socket's CPU cache target is its
 // host traffic minus its even part of the topology bytes. Every target is
 // then a share of the feature bytes (all traffic minus topology), which is
@@ -155,13 +155,13 @@ func BinsFromPlan(p *tpc.Plan, rows int64, rowBytes int64, opt BinOptions) ([]Bi
 			return nil, &topology.InputError{Field: fmt.Sprintf("storage_traffic[%d].GB", i), Msg: fmt.Sprintf("%v (valid: 0 or more)", t.GB)}
 		}
 		if tierRank(t.Kind) < 0 {
-			return nil, &topology.InputError{Field: fmt.Sprintf("storage_traffic[%d].kind", i), Msg: fmt.Sprintf("%q (valid: %s, %s, %s)", t.Kind, maxflow.StorageGPUMem, maxflow.StorageHostMem, maxflow.StorageSSD)}
+			return nil, &topology.InputError{Field: fmt.Sprintf("storage_traffic[%d].kind", i), Msg: fmt.Sprintf("%q (valid: %s, %s, %s)", t.Kind, placement.StorageGPUMem, placement.StorageHostMem, placement.StorageSSD)}
 		}
 		if p.Machine.Node(t.ID) == nil {
 			return nil, &topology.InputError{Field: fmt.Sprintf("storage_traffic[%d].id", i), Msg: fmt.Sprintf("%q is not a node of the plan's machine", t.ID)}
 		}
 		totalGB += t.GB
-		if t.Kind == maxflow.StorageHostMem {
+		if t.Kind == placement.StorageHostMem {
 			hosts++
 		}
 	}
@@ -185,9 +185,9 @@ func BinsFromPlan(p *tpc.Plan, rows int64, rowBytes int64, opt BinOptions) ([]Bi
 	gpus := 0
 	for _, t := range p.StorageTraffic {
 		switch t.Kind {
-		case maxflow.StorageGPUMem:
+		case placement.StorageGPUMem:
 			gpus++
-		case maxflow.StorageSSD:
+		case placement.StorageSSD:
 			ssds++
 		}
 	}
@@ -233,7 +233,7 @@ func BinsFromPlan(p *tpc.Plan, rows int64, rowBytes int64, opt BinOptions) ([]Bi
 		b := Bin{ID: t.ID, Kind: t.Kind, Socket: socketOf(p.Machine, t.ID)}
 		gb := t.GB
 		switch t.Kind {
-		case maxflow.StorageGPUMem:
+		case placement.StorageGPUMem:
 			mem := p.Machine.Node(t.ID).MemoryGiB
 			if mem <= 0 {
 				if g, err := cat.GPU(p.Hardware.GPUModel); err == nil {
@@ -246,7 +246,7 @@ func BinsFromPlan(p *tpc.Plan, rows int64, rowBytes int64, opt BinOptions) ([]Bi
 			}
 			b.CapacityRows = capRows(cacheGiB * (1 << 30) / float64(rowBytes))
 			gb = math.Max(0, gb-gpuTopoGB/float64(gpus))
-		case maxflow.StorageHostMem:
+		case placement.StorageHostMem:
 			b.CapacityRows = cpuRows / int64(hosts)
 			if int64(hostSeen) < cpuRows%int64(hosts) {
 				b.CapacityRows++
@@ -258,7 +258,7 @@ func BinsFromPlan(p *tpc.Plan, rows int64, rowBytes int64, opt BinOptions) ([]Bi
 			if gb <= 1e-9*totalGB {
 				gb = 0
 			}
-		case maxflow.StorageSSD:
+		case placement.StorageSSD:
 			b.CapacityRows = capRows(ssdGB * 1e9 / float64(rowBytes))
 			gb = math.Max(0, gb-ssdTopoGB/float64(ssds))
 		}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/maxflow/placement"
 	"github.com/gnnplan/gnnplan/profiles"
 	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/tpc"
@@ -144,11 +144,11 @@ func momentAPlan(t *testing.T, hot []uint32, cpuFraction float64) *tpc.Plan {
 			cpu += float64(h)
 		}
 	}
-	tiers := maxflow.DefaultTiers()
+	tiers := placement.DefaultTiers()
 	tiers.GPUCacheShare = gpu / total * (1 - topo)
 	tiers.HostShare = cpu/total*(1-topo) + topo
 	tiers.SSDReadGBps = 2.8672
-	ev, err := maxflow.Evaluate(m, tiers)
+	ev, err := placement.Evaluate(m, tiers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestDDAKSendsLessAcrossTheSocketLink(t *testing.T) {
 			de, he := Evaluate(d, hot, bins, gpus), Evaluate(h, hot, bins, gpus)
 			var targets []string
 			for _, b := range de.Bins {
-				if b.Kind == maxflow.StorageSSD {
+				if b.Kind == placement.StorageSSD {
 					targets = append(targets, fmt.Sprintf("%s@%d %.3f", b.ID, b.Socket, b.TargetShare))
 				}
 			}
@@ -256,7 +256,7 @@ func TestBinsFromPlanHugeMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, b := range bins {
-		if b.Kind != maxflow.StorageHostMem && b.CapacityRows < 1000 {
+		if b.Kind != placement.StorageHostMem && b.CapacityRows < 1000 {
 			t.Errorf("bin %s: capacity %d rows, want at least the dataset's 1000", b.ID, b.CapacityRows)
 		}
 	}

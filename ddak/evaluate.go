@@ -4,7 +4,7 @@ import (
 	"math"
 	"sync"
 
-	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/maxflow/placement"
 )
 
 // Evaluation compares a layout's traffic with the plan's targets.
@@ -35,13 +35,13 @@ type Evaluation struct {
 
 // BinEval is one bin's achieved traffic against its target.
 type BinEval struct {
-	ID          string              `json:"id"`
-	Kind        maxflow.StorageKind `json:"kind"`
-	Socket      int                 `json:"socket"`
-	Rows        int64               `json:"rows"`
-	Accesses    uint64              `json:"accesses"`
-	Share       float64             `json:"share"`        // of all accesses
-	TargetShare float64             `json:"target_share"` // normalized to sum to 1
+	ID          string                `json:"id"`
+	Kind        placement.StorageKind `json:"kind"`
+	Socket      int                   `json:"socket"`
+	Rows        int64                 `json:"rows"`
+	Accesses    uint64                `json:"accesses"`
+	Share       float64               `json:"share"`        // of all accesses
+	TargetShare float64               `json:"target_share"` // normalized to sum to 1
 	// Ratio is Share / TargetShare, 0 when the bin has no target.
 	Ratio float64 `json:"ratio"`
 	// CrossSocketShare is the share of all accesses this bin sends across
@@ -80,7 +80,7 @@ func Evaluate(l *Layout, hotness []uint32, bins []Bin, gpuSocket []int) Evaluati
 	var ssdAcc float64
 	var ssdTarget float64
 	for i, b := range bins {
-		if b.Kind == maxflow.StorageSSD {
+		if b.Kind == placement.StorageSSD {
 			ssdAcc += float64(acc[i])
 			ssdTarget += b.TargetShare
 		}
@@ -98,7 +98,7 @@ func Evaluate(l *Layout, hotness []uint32, bins []Bin, gpuSocket []int) Evaluati
 			e.Ratio = e.Share / e.TargetShare
 		}
 		ev.TargetDistance += math.Abs(e.Share - e.TargetShare)
-		if b.Kind != maxflow.StorageGPUMem && b.Socket >= 0 && len(gpuSocket) > 0 {
+		if b.Kind != placement.StorageGPUMem && b.Socket >= 0 && len(gpuSocket) > 0 {
 			remote := 0
 			for _, s := range gpuSocket {
 				if s >= 0 && s != b.Socket {
@@ -108,10 +108,10 @@ func Evaluate(l *Layout, hotness []uint32, bins []Bin, gpuSocket []int) Evaluati
 			e.CrossSocketShare = e.Share * float64(remote) / float64(len(gpuSocket))
 		}
 		ev.CrossSocketShare += e.CrossSocketShare
-		if b.Kind == maxflow.StorageSSD && ssdTarget > 0 && ssdAcc > 0 {
+		if b.Kind == placement.StorageSSD && ssdTarget > 0 && ssdAcc > 0 {
 			ev.SSDTargetDistance += math.Abs(float64(acc[i])/ssdAcc - b.TargetShare/ssdTarget)
 		}
-		if b.Kind == maxflow.StorageSSD && b.TargetShare > 0 && ssdTarget > 0 {
+		if b.Kind == placement.StorageSSD && b.TargetShare > 0 && ssdTarget > 0 {
 			ratio := 0.0
 			if ssdAcc > 0 {
 				ratio = (float64(acc[i]) / ssdAcc) / (b.TargetShare / ssdTarget)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gnnplan/gnnplan/ddak"
-	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/maxflow/placement"
 )
 
 // Ten vertices, the hottest first, over a GPU cache of two rows, a CPU
@@ -12,9 +12,9 @@ import (
 func ExamplePlace() {
 	hotness := []uint32{90, 80, 70, 60, 50, 40, 30, 20, 10, 5}
 	bins := []ddak.Bin{
-		{ID: "gpu0", Kind: maxflow.StorageGPUMem, CapacityRows: 2, TargetShare: 0.37},
-		{ID: "socket0", Kind: maxflow.StorageHostMem, CapacityRows: 3, TargetShare: 0.39},
-		{ID: "nvme0", Kind: maxflow.StorageSSD, CapacityRows: 10, TargetShare: 0.24},
+		{ID: "gpu0", Kind: placement.StorageGPUMem, CapacityRows: 2, TargetShare: 0.37},
+		{ID: "socket0", Kind: placement.StorageHostMem, CapacityRows: 3, TargetShare: 0.39},
+		{ID: "nvme0", Kind: placement.StorageSSD, CapacityRows: 10, TargetShare: 0.24},
 	}
 	l, err := ddak.Place(hotness, bins, ddak.Options{})
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/gnnplan/gnnplan/internal/rng"
 
-	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/maxflow/placement"
 	"github.com/gnnplan/gnnplan/topology"
 )
 
@@ -50,7 +50,7 @@ func PlaceHashContext(ctx context.Context, hotness []uint32, bins []Bin, seed ui
 	}
 	var ssd []int
 	for i, b := range bins {
-		if b.Kind == maxflow.StorageSSD {
+		if b.Kind == placement.StorageSSD {
 			ssd = append(ssd, i)
 		}
 	}

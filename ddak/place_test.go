@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/maxflow/placement"
 	"github.com/gnnplan/gnnplan/topology"
 )
 
@@ -184,7 +184,7 @@ func TestDDAKBeatsHash(t *testing.T) {
 			}
 			// The caches are the same for both: only the SSD tier differs.
 			for b := range bins {
-				if bins[b].Kind != maxflow.StorageSSD && d.Stats[b] != h.Stats[b] {
+				if bins[b].Kind != placement.StorageSSD && d.Stats[b] != h.Stats[b] {
 					t.Errorf("cache bin %s: ddak %+v, hash %+v", bins[b].ID, d.Stats[b], h.Stats[b])
 				}
 			}
@@ -263,9 +263,9 @@ func TestBinsTooSmall(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			hot := make([]uint32, tc.n)
 			bins := []Bin{
-				{ID: "gpu0", Kind: maxflow.StorageGPUMem, CapacityRows: tc.capRows, TargetShare: 0.5},
-				{ID: "socket0", Kind: maxflow.StorageHostMem, CapacityRows: tc.capRows, TargetShare: 0.2},
-				{ID: "nvme0", Kind: maxflow.StorageSSD, CapacityRows: tc.capRows, TargetShare: 0.3},
+				{ID: "gpu0", Kind: placement.StorageGPUMem, CapacityRows: tc.capRows, TargetShare: 0.5},
+				{ID: "socket0", Kind: placement.StorageHostMem, CapacityRows: tc.capRows, TargetShare: 0.2},
+				{ID: "nvme0", Kind: placement.StorageSSD, CapacityRows: tc.capRows, TargetShare: 0.3},
 			}
 			for name, place := range map[string]func() error{
 				"ddak": func() error { _, err := Place(hot, bins, Options{}); return err },
@@ -283,7 +283,7 @@ func TestBinsTooSmall(t *testing.T) {
 
 func TestBadOptionsAndBins(t *testing.T) {
 	hot := []uint32{3, 2, 1}
-	ok := []Bin{{ID: "nvme0", Kind: maxflow.StorageSSD, CapacityRows: 10, TargetShare: 1}}
+	ok := []Bin{{ID: "nvme0", Kind: placement.StorageSSD, CapacityRows: 10, TargetShare: 1}}
 	cases := []struct {
 		name string
 		bins []Bin
@@ -294,8 +294,8 @@ func TestBadOptionsAndBins(t *testing.T) {
 		{"negative pool", ok, Options{Pool: -1}, "pool"},
 		{"no bins", nil, Options{}, "no bins"},
 		{"unknown kind", []Bin{{ID: "x", Kind: "tape", CapacityRows: 10}}, Options{}, "kind"},
-		{"negative capacity", []Bin{{ID: "x", Kind: maxflow.StorageSSD, CapacityRows: -1}}, Options{}, "capacity_rows"},
-		{"NaN target", []Bin{{ID: "x", Kind: maxflow.StorageSSD, CapacityRows: 10, TargetShare: math.NaN()}}, Options{}, "target_share"},
+		{"negative capacity", []Bin{{ID: "x", Kind: placement.StorageSSD, CapacityRows: -1}}, Options{}, "capacity_rows"},
+		{"NaN target", []Bin{{ID: "x", Kind: placement.StorageSSD, CapacityRows: 10, TargetShare: math.NaN()}}, Options{}, "target_share"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -313,9 +313,9 @@ func TestZeroTargetBinIsOverflow(t *testing.T) {
 	hot := zipfHotness(10_000, 1, 1e4, 2)
 	for _, p := range []Priority{PrioritySum, PriorityProduct} {
 		bins := []Bin{
-			{ID: "nvme0", Kind: maxflow.StorageSSD, CapacityRows: 6000, TargetShare: 0.6},
-			{ID: "nvme1", Kind: maxflow.StorageSSD, CapacityRows: 3000, TargetShare: 0.4},
-			{ID: "nvme2", Kind: maxflow.StorageSSD, CapacityRows: 5000, TargetShare: 0},
+			{ID: "nvme0", Kind: placement.StorageSSD, CapacityRows: 6000, TargetShare: 0.6},
+			{ID: "nvme1", Kind: placement.StorageSSD, CapacityRows: 3000, TargetShare: 0.4},
+			{ID: "nvme2", Kind: placement.StorageSSD, CapacityRows: 5000, TargetShare: 0},
 		}
 		l, err := Place(hot, bins, Options{Priority: p})
 		if err != nil {
@@ -333,10 +333,10 @@ func TestEvaluateCrossSocket(t *testing.T) {
 	// 2 GPUs on socket 0 and 2 on socket 1 sends half of its reads across.
 	hot := []uint32{100, 100, 100, 100}
 	bins := []Bin{
-		{ID: "gpu0", Kind: maxflow.StorageGPUMem, Socket: 0, CapacityRows: 1, TargetShare: 0.25},
-		{ID: "socket1", Kind: maxflow.StorageHostMem, Socket: 1, CapacityRows: 1, TargetShare: 0.25},
-		{ID: "nvme0", Kind: maxflow.StorageSSD, Socket: 0, CapacityRows: 1, TargetShare: 0.25},
-		{ID: "nvme1", Kind: maxflow.StorageSSD, Socket: -1, CapacityRows: 1, TargetShare: 0.25},
+		{ID: "gpu0", Kind: placement.StorageGPUMem, Socket: 0, CapacityRows: 1, TargetShare: 0.25},
+		{ID: "socket1", Kind: placement.StorageHostMem, Socket: 1, CapacityRows: 1, TargetShare: 0.25},
+		{ID: "nvme0", Kind: placement.StorageSSD, Socket: 0, CapacityRows: 1, TargetShare: 0.25},
+		{ID: "nvme1", Kind: placement.StorageSSD, Socket: -1, CapacityRows: 1, TargetShare: 0.25},
 	}
 	l := &Layout{Bin: []uint8{0, 1, 2, 3}, Row: make([]uint32, 4), Stats: []BinStats{{Rows: 1, Accesses: 100}, {Rows: 1, Accesses: 100}, {Rows: 1, Accesses: 100}, {Rows: 1, Accesses: 100}}}
 	cases := []struct {
@@ -361,8 +361,8 @@ func TestEvaluateCrossSocket(t *testing.T) {
 func TestHashWithoutCaches(t *testing.T) {
 	hot := zipfHotness(20_000, 1, 2e4, 8)
 	bins := []Bin{
-		{ID: "nvme0", Kind: maxflow.StorageSSD, CapacityRows: 12_000, TargetShare: 0.5},
-		{ID: "nvme1", Kind: maxflow.StorageSSD, CapacityRows: 9_000, TargetShare: 0.5},
+		{ID: "nvme0", Kind: placement.StorageSSD, CapacityRows: 12_000, TargetShare: 0.5},
+		{ID: "nvme1", Kind: placement.StorageSSD, CapacityRows: 9_000, TargetShare: 0.5},
 	}
 	l, err := PlaceHash(hot, bins, 3)
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/maxflow/placement"
 )
 
 // ssdWorstMiss is the largest |achieved - target| / target over the SSD bins
@@ -13,13 +13,13 @@ import (
 func ssdWorstMiss(l *Layout, bins []Bin) (worst float64, id string) {
 	var acc, tgt float64
 	for i, b := range bins {
-		if b.Kind == maxflow.StorageSSD {
+		if b.Kind == placement.StorageSSD {
 			acc += float64(l.Stats[i].Accesses)
 			tgt += b.TargetShare
 		}
 	}
 	for i, b := range bins {
-		if b.Kind != maxflow.StorageSSD || b.TargetShare == 0 {
+		if b.Kind != placement.StorageSSD || b.TargetShare == 0 {
 			continue
 		}
 		want := b.TargetShare / tgt
@@ -62,10 +62,10 @@ func TestTargetsWithNearlyFullSSDs(t *testing.T) {
 			if c.caches {
 				gpu, cpu := int64(n/200), int64(n/100)
 				bins = append(bins,
-					Bin{ID: "gpu0", Kind: maxflow.StorageGPUMem, CapacityRows: gpu, TargetShare: 0.2},
-					Bin{ID: "gpu1", Kind: maxflow.StorageGPUMem, CapacityRows: gpu, TargetShare: 0.2},
-					Bin{ID: "socket0", Kind: maxflow.StorageHostMem, CapacityRows: cpu, TargetShare: 0.05},
-					Bin{ID: "socket1", Kind: maxflow.StorageHostMem, Socket: 1, CapacityRows: cpu, TargetShare: 0.05})
+					Bin{ID: "gpu0", Kind: placement.StorageGPUMem, CapacityRows: gpu, TargetShare: 0.2},
+					Bin{ID: "gpu1", Kind: placement.StorageGPUMem, CapacityRows: gpu, TargetShare: 0.2},
+					Bin{ID: "socket0", Kind: placement.StorageHostMem, CapacityRows: cpu, TargetShare: 0.05},
+					Bin{ID: "socket1", Kind: placement.StorageHostMem, Socket: 1, CapacityRows: cpu, TargetShare: 0.05})
 				ssdRows -= 2*gpu + 2*cpu
 			}
 			var roomSum float64
@@ -77,7 +77,7 @@ func TestTargetsWithNearlyFullSSDs(t *testing.T) {
 			for i, w := range weights {
 				capRows := int64(math.Ceil(c.slack * float64(ssdRows) * c.room(i, w) / roomSum))
 				capSum += capRows
-				bins = append(bins, Bin{ID: fmt.Sprintf("nvme%d", i), Kind: maxflow.StorageSSD, Socket: i / 4, CapacityRows: capRows, TargetShare: w / 10})
+				bins = append(bins, Bin{ID: fmt.Sprintf("nvme%d", i), Kind: placement.StorageSSD, Socket: i / 4, CapacityRows: capRows, TargetShare: w / 10})
 			}
 			// Feasibility: each SSD's share of the SSD traffic must fit in its
 			// capacity's worth of the tier's hottest rows.

@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/maxflow/placement"
 )
 
 // feistel is a seeded pseudo-random permutation of [0, n) in O(1) memory:
@@ -109,10 +109,10 @@ func testBins(hot []uint32) ([]Bin, []int) {
 	cpuShare := share(2*gpuCap, 2*gpuCap+2*cpuCap)
 	ssdShare := 1 - gpuShare - cpuShare
 	bins := []Bin{
-		{ID: "gpu0", Kind: maxflow.StorageGPUMem, Socket: 0, CapacityRows: gpuCap, TargetShare: gpuShare / 2},
-		{ID: "gpu1", Kind: maxflow.StorageGPUMem, Socket: 0, CapacityRows: gpuCap, TargetShare: gpuShare / 2},
-		{ID: "socket0", Kind: maxflow.StorageHostMem, Socket: 0, CapacityRows: cpuCap, TargetShare: cpuShare / 2},
-		{ID: "socket1", Kind: maxflow.StorageHostMem, Socket: 1, CapacityRows: cpuCap, TargetShare: cpuShare / 2},
+		{ID: "gpu0", Kind: placement.StorageGPUMem, Socket: 0, CapacityRows: gpuCap, TargetShare: gpuShare / 2},
+		{ID: "gpu1", Kind: placement.StorageGPUMem, Socket: 0, CapacityRows: gpuCap, TargetShare: gpuShare / 2},
+		{ID: "socket0", Kind: placement.StorageHostMem, Socket: 0, CapacityRows: cpuCap, TargetShare: cpuShare / 2},
+		{ID: "socket1", Kind: placement.StorageHostMem, Socket: 1, CapacityRows: cpuCap, TargetShare: cpuShare / 2},
 	}
 	weights := []float64{1.3, 1.2, 1.1, 1.0, 0.8, 0.7, 0.5, 0.4}
 	var wsum float64
@@ -120,7 +120,7 @@ func testBins(hot []uint32) ([]Bin, []int) {
 		wsum += w
 	}
 	for i, w := range weights {
-		bins = append(bins, Bin{ID: "nvme" + string(rune('0'+i)), Kind: maxflow.StorageSSD, Socket: i / 4,
+		bins = append(bins, Bin{ID: "nvme" + string(rune('0'+i)), Kind: placement.StorageSSD, Socket: i / 4,
 			CapacityRows: n / 4, TargetShare: ssdShare * w / wsum})
 	}
 	return bins, []int{0, 0}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/gnnplan/gnnplan/maxflow"
-	"github.com/gnnplan/gnnplan/profiles"
 )
 
 // A flow network with a volume-capped source: a cache that holds 40 GB
@@ -25,21 +24,4 @@ func ExampleNetwork_MinTime() {
 	// The SSD's 60 GB at 6 GB/s set the time.
 	fmt.Printf("%.1f s\n", sol.Seconds)
 	// Output: 10.0 s
-}
-
-// The capacity graph of an embedded machine: Moment's machine B with its
-// 4 GPUs and 8 SSDs where the paper put them.
-func ExampleEvaluate() {
-	m, err := profiles.Machine("moment-b")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	ev, err := maxflow.Evaluate(m, maxflow.DefaultTiers())
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Printf("%d GPUs, epoch IO %.2f s\n", len(ev.PerGPU), ev.EpochIOSeconds)
-	// Output: 4 GPUs, epoch IO 1.46 s
 }

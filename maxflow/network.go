@@ -56,6 +56,40 @@ func (n *Network) Edge(e int) (from, to int, rate, volume float64) {
 	return int(n.from[e]), int(n.to[e]), n.rate[e], n.volume[e]
 }
 
+// From returns the node edge e leaves.
+func (n *Network) From(e int) int { return int(n.from[e]) }
+
+// To returns the node edge e enters.
+func (n *Network) To(e int) int { return int(n.to[e]) }
+
+// Rate returns edge e's rate.
+func (n *Network) Rate(e int) float64 { return n.rate[e] }
+
+// Volume returns edge e's volume cap (+Inf when none).
+func (n *Network) Volume(e int) float64 { return n.volume[e] }
+
+// SetRate changes edge e's rate. A search solves one network under many
+// capacity settings; the residual graph the solvers keep between solves
+// depends on the edges alone, so changing capacities costs no rebuild.
+func (n *Network) SetRate(e int, rate float64) { n.rate[e] = rate }
+
+// SetVolume changes edge e's volume cap (+Inf for none).
+func (n *Network) SetVolume(e int, volume float64) { n.volume[e] = volume }
+
+// Rates returns a copy of the edges' rates, indexed by edge id.
+func (n *Network) Rates() []float64 { return append([]float64(nil), n.rate...) }
+
+// Volumes returns a copy of the edges' volume caps, indexed by edge id.
+func (n *Network) Volumes() []float64 { return append([]float64(nil), n.volume...) }
+
+// SetRates sets the rates of the first len(rates) edges, which must not be
+// more than Edges(), to rates (a copy Rates took); the others keep theirs.
+func (n *Network) SetRates(rates []float64) { copy(n.rate[:len(rates)], rates) }
+
+// SetVolumes sets the volume caps of the first len(volumes) edges, which
+// must not be more than Edges(), to volumes; the others keep theirs.
+func (n *Network) SetVolumes(volumes []float64) { copy(n.volume[:len(volumes)], volumes) }
+
 // EdgeName returns "from->to" for edge e.
 func (n *Network) EdgeName(e int) string {
 	return n.names[n.from[e]] + "->" + n.names[n.to[e]]

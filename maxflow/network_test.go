@@ -320,7 +320,7 @@ func TestMinTimeNewtonMatchesBisection(t *testing.T) {
 		// Started from any lower bound (as the placement search starts a
 		// subtree from its parent's bound), Newton ends at the same time.
 		from := newton.Seconds * rng.Float64()
-		if got, err := net.leastTimeFrom(0, 1, demand, from, math.Inf(1)); err != nil || math.Abs(got-newton.Seconds) > 1e-9*newton.Seconds {
+		if got, err := net.LeastTimeFrom(0, 1, demand, from, math.Inf(1)); err != nil || math.Abs(got-newton.Seconds) > 1e-9*newton.Seconds {
 			t.Fatalf("network %d: from %v s: %v s, %v; want %v s", i, from, got, err, newton.Seconds)
 		}
 		checked++

@@ -113,19 +113,22 @@ func (n *Network) LeastTime(s, t int, demand float64) (float64, error) {
 	return secs, err
 }
 
-// leastTimeBelow is LeastTime for a search that only cares about times
+// LeastTimeBelow is LeastTime for a search that only cares about times
 // below cutoff: Newton's iterates are lower bounds, so once one reaches
-// the cutoff it stops and returns it with below = false.
-func (n *Network) leastTimeBelow(s, t int, demand, cutoff float64) (secs float64, below bool, err error) {
+// the cutoff it stops and returns it with below = false. Unlike LeastTime
+// it does not check s, t, demand or the capacities (a pass over every
+// edge): it is for a search that sets only capacities it knows are valid.
+func (n *Network) LeastTimeBelow(s, t int, demand, cutoff float64) (secs float64, below bool, err error) {
 	secs, _, err = n.leastTime(s, t, demand, 0, cutoff, newtonMaxFlows)
 	return secs, err == nil && secs < cutoff, err
 }
 
-// leastTimeFrom is leastTimeBelow given a lower bound from > 0 on the
+// LeastTimeFrom is LeastTimeBelow given a lower bound from > 0 on the
 // least time (a relaxation's): Newton starts there instead of at the
 // rates-only max flow's bound, which saves that max flow. A bound a
-// rounding error above the least time comes back as the answer.
-func (n *Network) leastTimeFrom(s, t int, demand, from, cutoff float64) (float64, error) {
+// rounding error above the least time comes back as the answer. Like
+// LeastTimeBelow it checks nothing.
+func (n *Network) LeastTimeFrom(s, t int, demand, from, cutoff float64) (float64, error) {
 	secs, _, err := n.leastTime(s, t, demand, from, cutoff, newtonMaxFlows)
 	return secs, err
 }

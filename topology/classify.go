@@ -94,16 +94,16 @@ func KindForPCIDevice(class uint32, vendorID, deviceID string) Kind {
 	// HighPoint's NVMe RAID carriers (SSD7xxx) show their RAID engine as
 	// an NVMe-class function beside the drives behind their switch: a
 	// storage controller, not one more SSD.
-	if k == KindNVMe && normHex(vendorID) == highPointVendor {
+	if k == KindNVMe && NormalizePCIID(vendorID) == highPointVendor {
 		return KindStorage
 	}
 	if k == KindGPU {
-		if _, onboard := onboardDisplays[normHex(vendorID)+":"+normHex(deviceID)]; onboard {
+		if _, onboard := onboardDisplays[NormalizePCIID(vendorID)+":"+NormalizePCIID(deviceID)]; onboard {
 			return KindOther
 		}
 		// Intel's display functions are the CPU's integrated graphics
 		// unless the id is one of its discrete GPUs.
-		if normHex(vendorID) == "8086" && deviceID != "" && !intelDiscreteGPU(normHex(deviceID)) {
+		if NormalizePCIID(vendorID) == "8086" && deviceID != "" && !intelDiscreteGPU(NormalizePCIID(deviceID)) {
 			return KindOther
 		}
 	}
@@ -188,7 +188,7 @@ var knownDevices = map[string]string{
 // DeviceName returns a readable name for vendor:device ids: the built-in
 // name when known, else "vvvv:dddd" in hex.
 func DeviceName(vendorID, deviceID string) string {
-	key := normHex(vendorID) + ":" + normHex(deviceID)
+	key := NormalizePCIID(vendorID) + ":" + NormalizePCIID(deviceID)
 	if n, ok := knownDevices[key]; ok {
 		return n
 	}
@@ -198,8 +198,9 @@ func DeviceName(vendorID, deviceID string) string {
 	return key
 }
 
-// normHex lower-cases a hex id and strips 0x, padding to 4 digits.
-func normHex(s string) string {
+// NormalizePCIID writes a PCI vendor or device id ("0x10DE", "10de") as
+// gnnplan stores it: four lower-case hex digits without 0x.
+func NormalizePCIID(s string) string {
 	s = strings.ToLower(strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(s), "0x"), "0X"))
 	for len(s) < 4 {
 		s = "0" + s
@@ -207,9 +208,9 @@ func normHex(s string) string {
 	return s
 }
 
-// gpuMemoryGiB returns the on-board memory of well-known GPUs, or 0.
-func gpuMemoryGiB(vendorID, deviceID string) float64 {
-	switch normHex(vendorID) + ":" + normHex(deviceID) {
+// GPUMemoryGiB returns the on-board memory of well-known GPUs in GiB, or 0.
+func GPUMemoryGiB(vendorID, deviceID string) float64 {
+	switch NormalizePCIID(vendorID) + ":" + NormalizePCIID(deviceID) {
 	case "10de:15f8", "10de:1db4":
 		return 16
 	case "10de:1db8", "1002:66a1", "1002:738c":

@@ -1,4 +1,4 @@
-package topology
+package topology_test
 
 import (
 	"bytes"
@@ -9,43 +9,22 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/topology/importer"
+	"github.com/gnnplan/gnnplan/topology/internal/sysfstest"
+	"github.com/gnnplan/gnnplan/topology/internal/topotest"
 )
 
-// sampleMachine is a small two-socket machine with a switch, a slot, a GPU,
-// an SSD and an NVLink, built the way importers build theirs.
-func sampleMachine(t testing.TB) *Machine {
-	t.Helper()
-	b := NewBuilder("sample", "test")
-	zero, one := 0, 1
-	s0 := b.Add(Node{Kind: KindSocket, CPUModel: "Intel Xeon Gold 6426Y", NUMANode: &zero, MemoryGiB: 256})
-	s1 := b.Add(Node{Kind: KindSocket, CPUModel: "Intel Xeon Gold 6426Y", NUMANode: &one, MemoryGiB: 256})
-	rp := b.Add(Node{Kind: KindRootPort, Parent: s0})
-	b.Add(Node{Kind: KindRootPort, Parent: s1})
-	sw := b.Add(Node{Kind: KindSwitch, Parent: rp, Lanes: 16, PCIeGen: 4})
-	sl := b.Add(Node{Kind: KindSlot, Parent: sw, Lanes: 16, PCIeGen: 4, DoubleWidth: true, Occupied: true, Label: "SLOT1"})
-	g0 := b.Add(Node{Kind: KindGPU, Parent: sl, Name: "NVIDIA A100 40GB PCIe", MemoryGiB: 40, Model: "a100-40gb-pcie"})
-	g1 := b.Add(Node{Kind: KindGPU, Parent: sw, Lanes: 16, PCIeGen: 4})
-	b.Add(Node{Kind: KindNVMe, Parent: sw, Lanes: 4, PCIeGen: 4, ReadGBps: 6.5,
-		BlockDevices: []BlockDevice{{Name: "nvme0n1", SizeBytes: 3840755982336}}})
-	b.Add(Node{Kind: KindSlot, Parent: sw, Lanes: 8, PCIeGen: 4})
-	b.Link(Link{From: g0, To: g1, Kind: LinkNVLink, Count: 4, GBps: 80, Source: SourceNominal})
-	arch, _ := InterSocketLinkByName("Intel Xeon Gold 6426Y")
-	m, err := b.Finish(arch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 func TestJSONRoundTripIsExact(t *testing.T) {
-	machines := map[string]*Machine{"built": sampleMachine(t), "discovered": discoverAt(t, serverSysfs(3).write(t))}
+	machines := map[string]*topology.Machine{"built": topotest.SampleMachine(t), "discovered": topotest.DiscoverAt(t, sysfstest.Server(3).Write(t))}
 	for name, m := range machines {
 		t.Run(name, func(t *testing.T) {
 			var first bytes.Buffer
-			if err := Encode(&first, m); err != nil {
+			if err := topology.Encode(&first, m); err != nil {
 				t.Fatal(err)
 			}
-			back, err := Decode("mem.json", first.Bytes())
+			back, err := topology.Decode("mem.json", first.Bytes())
 			if err != nil {
 				t.Fatalf("decode own output: %v", err)
 			}
@@ -53,7 +32,7 @@ func TestJSONRoundTripIsExact(t *testing.T) {
 				t.Fatalf("decoded machine differs from the encoded one")
 			}
 			var second bytes.Buffer
-			if err := Encode(&second, back); err != nil {
+			if err := topology.Encode(&second, back); err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(first.Bytes(), second.Bytes()) {
@@ -65,7 +44,7 @@ func TestJSONRoundTripIsExact(t *testing.T) {
 
 func TestJSONHasKindsAndCapacitiesForScripts(t *testing.T) {
 	var buf bytes.Buffer
-	if err := Encode(&buf, sampleMachine(t)); err != nil {
+	if err := topology.Encode(&buf, topotest.SampleMachine(t)); err != nil {
 		t.Fatal(err)
 	}
 	s := buf.String()
@@ -79,7 +58,7 @@ func TestJSONHasKindsAndCapacitiesForScripts(t *testing.T) {
 
 func TestDecodeRejectsBadInput(t *testing.T) {
 	var good bytes.Buffer
-	Encode(&good, sampleMachine(t))
+	topology.Encode(&good, topotest.SampleMachine(t))
 	g := good.String()
 	cases := []struct {
 		name, doc, want string
@@ -98,11 +77,11 @@ func TestDecodeRejectsBadInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Decode("machine.json", []byte(tc.doc))
+			_, err := topology.Decode("machine.json", []byte(tc.doc))
 			if err == nil {
 				t.Fatal("accepted bad input")
 			}
-			if !IsBadInput(err) {
+			if !topology.IsBadInput(err) {
 				t.Errorf("error %v is not marked bad input", err)
 			}
 			msg := err.Error()
@@ -115,15 +94,15 @@ func TestDecodeRejectsBadInput(t *testing.T) {
 
 func TestDecodeSyntaxErrorNamesLine(t *testing.T) {
 	doc := "{\n  \"schema_version\": 1,\n  \"name\": \"x\",\n  \"nodes\": [,]\n}\n"
-	_, err := Decode("m.json", []byte(doc))
+	_, err := topology.Decode("m.json", []byte(doc))
 	if err == nil || !strings.HasPrefix(err.Error(), "m.json:4:") {
 		t.Fatalf("err = %v, want it to name m.json line 4", err)
 	}
 }
 
 func TestValidateCatchesParentCycle(t *testing.T) {
-	m := &Machine{SchemaVersion: SchemaVersion, Nodes: []Node{
-		{ID: "a", Kind: KindSwitch, Parent: "b"}, {ID: "b", Kind: KindSwitch, Parent: "a"},
+	m := &topology.Machine{SchemaVersion: topology.SchemaVersion, Nodes: []topology.Node{
+		{ID: "a", Kind: topology.KindSwitch, Parent: "b"}, {ID: "b", Kind: topology.KindSwitch, Parent: "a"},
 	}}
 	if err := m.Validate(); err == nil || !strings.Contains(err.Error(), "cycle") {
 		t.Fatalf("err = %v, want a parent cycle", err)
@@ -133,19 +112,19 @@ func TestValidateCatchesParentCycle(t *testing.T) {
 func TestSaveIsAtomicAndLoadable(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "machine.json")
-	m := sampleMachine(t)
-	if err := Save(p, m); err != nil {
+	m := topotest.SampleMachine(t)
+	if err := topology.Save(p, m); err != nil {
 		t.Fatal(err)
 	}
 	ents, _ := os.ReadDir(dir)
 	if len(ents) != 1 {
 		t.Errorf("save left %d files, want only machine.json", len(ents))
 	}
-	back, err := Load(p)
+	back, err := topology.Load(p)
 	if err != nil || !reflect.DeepEqual(back, m) {
 		t.Fatalf("Load after Save: %v", err)
 	}
-	if err := Save(filepath.Join(dir, "missing", "m.json"), m); err == nil {
+	if err := topology.Save(filepath.Join(dir, "missing", "m.json"), m); err == nil {
 		t.Error("Save into a missing directory succeeded")
 	}
 }
@@ -158,7 +137,7 @@ func TestPCIeGBps(t *testing.T) {
 		{3, 16, 12}, {4, 16, 24}, {5, 16, 48}, {6, 16, 96}, {4, 4, 6}, {4, 8, 12}, {3, 1, 0.75}, {0, 16, 0}, {4, 0, 0}, {9, 16, 0},
 	}
 	for _, c := range cases {
-		if got := PCIeGBps(c.gen, c.lanes); math.Abs(got-c.want) > 1e-12 {
+		if got := topology.PCIeGBps(c.gen, c.lanes); math.Abs(got-c.want) > 1e-12 {
 			t.Errorf("PCIeGBps(%d, %d) = %v, want %v", c.gen, c.lanes, got, c.want)
 		}
 	}
@@ -175,7 +154,7 @@ func TestParseLinkSpeed(t *testing.T) {
 		{"fast", 0, true}, {"16 Gbps", 0, true},
 	}
 	for _, c := range cases {
-		gen, err := ParseLinkSpeed(c.in)
+		gen, err := topology.ParseLinkSpeed(c.in)
 		if gen != c.gen || (err != nil) != c.wantErr {
 			t.Errorf("ParseLinkSpeed(%q) = %d, %v; want %d, err=%v", c.in, gen, err, c.gen, c.wantErr)
 		}
@@ -203,7 +182,7 @@ func TestInterSocketLinkFromCPUName(t *testing.T) {
 		{"Intel Corporation Sapphire Rapids PCIe Root Port", 22},
 	}
 	for _, c := range cases {
-		a, ok := InterSocketLinkByName(c.cpu)
+		a, ok := topology.InterSocketLinkByName(c.cpu)
 		if c.want == 0 {
 			if ok {
 				t.Errorf("InterSocketLinkByName(%q) = %+v: want no platform recognised", c.cpu, a)
@@ -217,13 +196,13 @@ func TestInterSocketLinkFromCPUName(t *testing.T) {
 }
 
 func TestViewsShowEveryNodeAndCapacity(t *testing.T) {
-	m := sampleMachine(t)
+	m := topotest.SampleMachine(t)
 	var tree, table, dot bytes.Buffer
-	if err := WriteTree(&tree, m); err != nil {
+	if err := topology.WriteTree(&tree, m); err != nil {
 		t.Fatal(err)
 	}
 	writeTableView(&table, m)
-	if err := WriteDOT(&dot, m); err != nil {
+	if err := topology.WriteDOT(&dot, m); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range m.Nodes {
@@ -251,19 +230,19 @@ func TestViewsShowEveryNodeAndCapacity(t *testing.T) {
 // rate computed as a product to three (18 x 40.1 GB/s as 721.8), not as
 // the float's every digit.
 func TestViewsRoundMemory(t *testing.T) {
-	b := NewBuilder("vm", "test")
-	s := b.Add(Node{Kind: KindSocket, MemoryGiB: 125.87109375 + 1e-9})
-	rp := b.Add(Node{Kind: KindRootPort, Parent: s})
-	g := b.Add(Node{Kind: KindGPU, Parent: rp, Name: "NVIDIA H200", MemoryGiB: 150109880320.0 / (1 << 30), Lanes: 16, PCIeGen: 5})
-	g2 := b.Add(Node{Kind: KindGPU, Parent: rp, Name: "NVIDIA H200", MemoryGiB: 140, Lanes: 16, PCIeGen: 5})
+	b := topology.NewBuilder("vm", "test")
+	s := b.Add(topology.Node{Kind: topology.KindSocket, MemoryGiB: 125.87109375 + 1e-9})
+	rp := b.Add(topology.Node{Kind: topology.KindRootPort, Parent: s})
+	g := b.Add(topology.Node{Kind: topology.KindGPU, Parent: rp, Name: "NVIDIA H200", MemoryGiB: 150109880320.0 / (1 << 30), Lanes: 16, PCIeGen: 5})
+	g2 := b.Add(topology.Node{Kind: topology.KindGPU, Parent: rp, Name: "NVIDIA H200", MemoryGiB: 140, Lanes: 16, PCIeGen: 5})
 	perLink := 40.1 // a variable: a constant product would be exact
-	b.Link(Link{From: g, To: g2, Kind: LinkNVLink, Count: 18, GBps: 18 * perLink, Source: SourceNominal})
-	m, err := b.Finish(CPUArch{})
+	b.Link(topology.Link{From: g, To: g2, Kind: topology.LinkNVLink, Count: 18, GBps: 18 * perLink, Source: topology.SourceNominal})
+	m, err := b.Finish(topology.CPUArch{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var tree, table bytes.Buffer
-	if err := WriteTree(&tree, m); err != nil {
+	if err := topology.WriteTree(&tree, m); err != nil {
 		t.Fatal(err)
 	}
 	writeTableView(&table, m)
@@ -281,29 +260,29 @@ func TestViewsRoundMemory(t *testing.T) {
 // only returns valid machines.
 func FuzzDecodeMachineJSON(f *testing.F) {
 	var buf bytes.Buffer
-	Encode(&buf, sampleMachine(f))
+	topology.Encode(&buf, topotest.SampleMachine(f))
 	f.Add(append([]byte(nil), buf.Bytes()...))
-	m, err := Discover(context.Background(), DiscoverOptions{Root: serverSysfs(2).write(f)})
+	m, err := topology.Discover(context.Background(), topology.DiscoverOptions{Root: sysfstest.Server(2).Write(f)})
 	if err == nil {
 		buf.Reset()
-		Encode(&buf, m)
+		topology.Encode(&buf, m)
 		f.Add(append([]byte(nil), buf.Bytes()...))
 	}
 	// Every topology fixture, imported and written as machine JSON.
-	ents, _ := os.ReadDir(fixtureDir)
+	ents, _ := os.ReadDir(sysfstest.FixtureDir)
 	for _, e := range ents {
-		if m, err := Import(filepath.Join(fixtureDir, e.Name())); err == nil {
+		if m, err := importer.Import(filepath.Join(sysfstest.FixtureDir, e.Name())); err == nil {
 			buf.Reset()
-			Encode(&buf, m)
+			topology.Encode(&buf, m)
 			f.Add(append([]byte(nil), buf.Bytes()...))
 		}
 	}
 	f.Add([]byte(`{"schema_version": 1, "name": "x", "source": "", "nodes": [], "links": []}`))
 	f.Add([]byte(`{"schema_version": 1, "nodes": [{"id": "a", "kind": "gpu", "parent": "a"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := Decode("fuzz.json", data)
+		m, err := topology.Decode("fuzz.json", data)
 		if err != nil {
-			if !IsBadInput(err) {
+			if !topology.IsBadInput(err) {
 				t.Fatalf("error not marked bad input: %v", err)
 			}
 			return
@@ -315,8 +294,8 @@ func FuzzDecodeMachineJSON(f *testing.F) {
 }
 
 // writeTableView writes Table's rows as tab-separated lines.
-func writeTableView(b *bytes.Buffer, m *Machine) {
-	v := Table(m)
+func writeTableView(b *bytes.Buffer, m *topology.Machine) {
+	v := topology.Table(m)
 	for _, rows := range [][][]string{{v.NodeHeader}, v.Nodes, {v.CrossHeader}, v.Cross} {
 		for _, r := range rows {
 			b.WriteString(strings.Join(r, "\t") + "\n")

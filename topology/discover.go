@@ -45,6 +45,58 @@ type pciFunc struct {
 	ancestors        []string // PCI addresses on the device path above it, root first
 }
 
+// PCIFunction is one PCI function that a capture of a machine describes
+// (lspci's output), as Discover would read it from sysfs.
+type PCIFunction struct {
+	Address, Parent  string // "0000:17:00.0"; Parent "" = on a root bus
+	Vendor, Device   string // 4 hex digits, "" = unknown
+	Class            uint32
+	Name, Driver     string
+	NUMANode         int // -1 = unknown
+	Gen, Lanes       int // the link now, 0 = unknown
+	MaxGen, MaxLanes int // the link's maximum (LnkCap), 0 = unknown
+	SecondaryBus     int // a bridge's secondary bus, -1 = unknown
+}
+
+// AddPCIFunctions adds captured PCI functions to b the way Discover adds
+// sysfs's: a host bridge per root bus under the socket of its functions'
+// NUMA node, root ports, switches, bridges and devices, each link at its
+// maximum. numaSocket maps NUMA nodes (-1 for unknown) to socket ids in b;
+// a function whose parent is not among funcs sits on a root bus. It
+// returns how many links run below their maximum now.
+func AddPCIFunctions(b *Builder, numaSocket map[int]string, funcs []PCIFunction) (belowMax int, err error) {
+	d := &discoverer{b: b, funcs: map[string]*pciFunc{}, numaSocket: numaSocket}
+	for _, x := range funcs {
+		d.order = append(d.order, x.Address)
+		d.funcs[x.Address] = &pciFunc{addr: x.Address, parent: x.Parent, vendor: x.Vendor, device: x.Device, class: x.Class, name: x.Name,
+			driver: x.Driver, numa: x.NUMANode, gen: x.Gen, lanes: x.Lanes, maxGen: x.MaxGen, maxLanes: x.MaxLanes, secondaryBus: x.SecondaryBus}
+	}
+	sort.Strings(d.order)
+	// Root buses: a function without a parent sits on its own bus.
+	for _, a := range d.order {
+		pf := d.funcs[a]
+		if pf.parent != "" {
+			if p, ok := d.funcs[pf.parent]; ok {
+				p.children = append(p.children, a)
+			} else {
+				pf.parent = ""
+			}
+		}
+	}
+	for _, a := range d.order {
+		pf := d.funcs[a]
+		r := pf
+		for seen := 0; r.parent != "" && seen < len(d.order); seen++ {
+			r = d.funcs[r.parent]
+		}
+		pf.rootBus = "pci" + r.addr[:7]
+	}
+	if err := d.buildTree(); err != nil {
+		return 0, err
+	}
+	return len(d.belowMax), nil
+}
+
 var pciAddrRE = regexp.MustCompile(`^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$`)
 
 // ResolveSysfsRoot finds the directory that holds sys/ under dir: dir itself,
@@ -57,16 +109,16 @@ func ResolveSysfsRoot(dir string) (string, error) {
 	if !st.IsDir() {
 		return "", inputErrorf(dir, "--sysfs-root", "not a directory (want the directory that holds sys/, e.g. an unpacked snapshot)")
 	}
-	if isSysfsRoot(dir) {
+	if IsSysfsRoot(dir) {
 		return dir, nil
 	}
-	if filepath.Base(dir) == "sys" && isSysfsRoot(filepath.Dir(dir)) {
+	if filepath.Base(dir) == "sys" && IsSysfsRoot(filepath.Dir(dir)) {
 		return filepath.Dir(dir), nil
 	}
 	ents, _ := os.ReadDir(dir)
 	var cands []string
 	for _, e := range ents {
-		if e.IsDir() && isSysfsRoot(filepath.Join(dir, e.Name())) {
+		if e.IsDir() && IsSysfsRoot(filepath.Join(dir, e.Name())) {
 			cands = append(cands, filepath.Join(dir, e.Name()))
 		}
 	}
@@ -76,7 +128,9 @@ func ResolveSysfsRoot(dir string) (string, error) {
 	return "", inputErrorf(dir, "--sysfs-root", "not a sysfs tree: no sys/bus/pci/devices or sys/devices/system below it (want / or an unpacked snapshot holding sys/)")
 }
 
-func isSysfsRoot(dir string) bool {
+// IsSysfsRoot reports whether dir holds a sysfs tree Discover can read:
+// sys/bus/pci/devices, sys/devices/system/node or sys/devices/system/cpu.
+func IsSysfsRoot(dir string) bool {
 	for _, p := range []string{"sys/bus/pci/devices", "sys/devices/system/node", "sys/devices/system/cpu"} {
 		if st, err := os.Stat(filepath.Join(dir, p)); err == nil && st.IsDir() {
 			return true
@@ -454,8 +508,8 @@ func fromGhw(dev *pci.Device) *pciFunc {
 // unknown, as kernels write "Unknown" for links they cannot read.
 func (d *discoverer) enrich(f *pciFunc) error {
 	base := "sys/bus/pci/devices/" + f.addr + "/"
-	f.vendor = normHex(d.readTrim(base + "vendor"))
-	f.device = normHex(d.readTrim(base + "device"))
+	f.vendor = NormalizePCIID(d.readTrim(base + "vendor"))
+	f.device = NormalizePCIID(d.readTrim(base + "device"))
 	if c, err := ParseClass(d.readTrim(base + "class")); err == nil {
 		f.class = c
 	}
@@ -698,7 +752,7 @@ func (d *discoverer) nodeFor(f *pciFunc, k Kind, parent string) Node {
 		n.NUMANode = &v
 	}
 	if k == KindGPU {
-		n.MemoryGiB = gpuMemoryGiB(f.vendor, f.device)
+		n.MemoryGiB = GPUMemoryGiB(f.vendor, f.device)
 	}
 	if k == KindRootPort && f.isBridge() {
 		n.Name = "root port"

@@ -2,10 +2,13 @@ package topology
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gnnplan/gnnplan/topology/internal/sysfstest"
 )
 
 func discoverAt(t testing.TB, root string) *Machine {
@@ -28,100 +31,8 @@ func ancestorKinds(m *Machine, id string) []Kind {
 	return ks
 }
 
-func TestDiscoverSnapshots(t *testing.T) {
-	cases := []struct {
-		name    string
-		archive string
-		sockets int
-		gpus    int
-		nvme    int
-		check   func(t *testing.T, m *Machine)
-	}{
-		{
-			name: "QEMU VM with a P100 on a root port", archive: "ghw-sysfs-linux-amd64-accel-nvidia.tar.gz",
-			sockets: 1, gpus: 1, nvme: 0,
-			check: func(t *testing.T, m *Machine) {
-				gpus := m.NodesOfKind(KindGPU)
-				if gpus[0].DeviceID != "15f8" || gpus[0].VendorID != "10de" {
-					t.Errorf("GPU is %s:%s, want the P100 10de:15f8", gpus[0].VendorID, gpus[0].DeviceID)
-				}
-				p := m.Node(gpus[0].Parent)
-				if p.Kind != KindRootPort || p.PCIAddress != "0000:00:01.5" {
-					t.Errorf("P100's parent is %s %s, want root port 0000:00:01.5", p.Kind, p.PCIAddress)
-				}
-				if m.UplinkOf(gpus[0].ID) == nil {
-					t.Error("P100 has no uplink")
-				}
-			},
-		},
-		{
-			name: "Dell 2-socket with an NVMe on socket 0", archive: "hwloc-sysfs-32em64t-2n8c+dax+nvme+mic+dimms.tar.bz2",
-			sockets: 2, gpus: 0, nvme: 1,
-			check: func(t *testing.T, m *Machine) {
-				nv := m.NodesOfKind(KindNVMe)[0]
-				if nv.DeviceID != "0953" {
-					t.Errorf("NVMe is %s, want the P3700 8086:0953", nv.DeviceID)
-				}
-				if s := m.Socket(nv.ID); s == nil || s.NUMANode == nil || *s.NUMANode != 0 {
-					t.Errorf("NVMe not under NUMA node 0's socket")
-				}
-				if len(nv.BlockDevices) != 1 || nv.BlockDevices[0].Name != "nvme0n1" {
-					t.Errorf("NVMe block devices %+v, want nvme0n1", nv.BlockDevices)
-				}
-				if m.Count(KindAccelerator) != 1 {
-					t.Errorf("want the Xeon Phi as 1 accelerator, got %d", m.Count(KindAccelerator))
-				}
-				if m.Count(KindSlot) != 2 {
-					t.Errorf("want the 2 hotplug slots from /sys/bus/pci/slots, got %d", m.Count(KindSlot))
-				}
-				if m.CountLinks(LinkInterSocket) != 1 {
-					t.Errorf("want 1 inter-socket link, got %d", m.CountLinks(LinkInterSocket))
-				}
-			},
-		},
-		{
-			// Its display (8086:46a6) is the CPU's integrated graphics.
-			name: "laptop with one Samsung NVMe", archive: "ghw-sysfs-i7-1270P-nvme.tar.gz",
-			sockets: 1, gpus: 0, nvme: 1,
-			check: func(t *testing.T, m *Machine) {
-				nv := m.NodesOfKind(KindNVMe)[0]
-				if m.Node(nv.Parent).Kind != KindRootPort {
-					t.Errorf("NVMe parent is %s, want a root port", m.Node(nv.Parent).Kind)
-				}
-			},
-		},
-		{
-			name: "Dell R610 2 NUMA nodes, no NVMe or GPU", archive: "ghw-sysfs-xeon-L5640-2numa.tar.gz",
-			sockets: 2, gpus: 0, nvme: 0,
-		},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			root := unpackSnapshot(t, fixture(t, tc.archive))
-			m := discoverAt(t, root)
-			if got := m.Count(KindSocket); got != tc.sockets {
-				t.Errorf("sockets = %d, want %d", got, tc.sockets)
-			}
-			if got := m.Count(KindGPU); got != tc.gpus {
-				t.Errorf("GPUs = %d, want %d", got, tc.gpus)
-			}
-			if got := m.Count(KindNVMe); got != tc.nvme {
-				t.Errorf("NVMe = %d, want %d", got, tc.nvme)
-			}
-			for _, l := range m.Links {
-				if l.GBps <= 0 {
-					t.Errorf("link %s->%s has capacity %v", l.From, l.To, l.GBps)
-				}
-			}
-			if tc.check != nil {
-				tc.check(t, m)
-			}
-		})
-	}
-}
-
 func TestDiscoverSwitchesAndLinkWidths(t *testing.T) {
-	m := discoverAt(t, serverSysfs(4).write(t))
+	m := discoverAt(t, sysfstest.Server(4).Write(t))
 	if got := m.Count(KindSwitch); got != 2 {
 		t.Fatalf("switches = %d, want 2 (one cascaded below the other)", got)
 	}
@@ -173,12 +84,12 @@ func TestDiscoverSwitchesAndLinkWidths(t *testing.T) {
 func TestDiscoverVMWithoutNUMA(t *testing.T) {
 	// Like the CI machine: virtio devices on the root bus, numa_node -1,
 	// no link speeds, no bridges.
-	fs := fakeSysfs{numaNodes: 1, cpuModel: "AMD EPYC", funcs: []fakeFunc{
-		{addr: "0000:00:00.0", class: "0x060000", vendor: "8086", device: "0d57", numa: -1},
-		{addr: "0000:00:02.0", class: "0x018000", vendor: "1af4", device: "1042", numa: -1, block: "vda"},
-		{addr: "0000:00:03.0", class: "0x020000", vendor: "1af4", device: "1041", numa: -1},
+	fs := sysfstest.FS{NUMANodes: 1, CPUModel: "AMD EPYC", Funcs: []sysfstest.Func{
+		{Addr: "0000:00:00.0", Class: "0x060000", Vendor: "8086", Device: "0d57", NUMA: -1},
+		{Addr: "0000:00:02.0", Class: "0x018000", Vendor: "1af4", Device: "1042", NUMA: -1, Block: "vda"},
+		{Addr: "0000:00:03.0", Class: "0x020000", Vendor: "1af4", Device: "1041", NUMA: -1},
 	}}
-	m := discoverAt(t, fs.write(t))
+	m := discoverAt(t, fs.Write(t))
 	if m.Count(KindGPU) != 0 || m.Count(KindNVMe) != 0 {
 		t.Fatalf("found GPU/NVMe in a VM without them")
 	}
@@ -230,7 +141,7 @@ func TestDiscoverRejectsNonSysfs(t *testing.T) {
 func TestDiscoverStopsOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := Discover(ctx, DiscoverOptions{Root: serverSysfs(0).write(t)})
+	_, err := Discover(ctx, DiscoverOptions{Root: sysfstest.Server(0).Write(t)})
 	if err == nil {
 		t.Fatal("Discover ignored a cancelled context")
 	}
@@ -239,7 +150,7 @@ func TestDiscoverStopsOnCancel(t *testing.T) {
 // BenchmarkDiscover100Devices discovers a synthetic server of about 100
 // PCI devices (2 switches, 4 GPUs, 94 NVMe SSDs on their own root ports).
 func BenchmarkDiscover100Devices(b *testing.B) {
-	root := serverSysfs(94).write(b)
+	root := sysfstest.Server(94).Write(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		m, err := Discover(context.Background(), DiscoverOptions{Root: root})
@@ -256,9 +167,9 @@ func TestDiscoverWithoutPCIIDs(t *testing.T) {
 	// No pci.ids file: ghw cannot name devices, discovery reads sysfs itself
 	// and names devices from its own short list or as vendor:device.
 	t.Setenv("PCIDB_PATH", filepath.Join(t.TempDir(), "no-pci.ids"))
-	fs := serverSysfs(1)
-	fs.funcs = append(fs.funcs, fakeFunc{addr: "0000:80:1f.0", class: "0x020000", vendor: "abcd", device: "1234", numa: 1})
-	m := discoverAt(t, fs.write(t))
+	fs := sysfstest.Server(1)
+	fs.Funcs = append(fs.Funcs, sysfstest.Func{Addr: "0000:80:1f.0", Class: "0x020000", Vendor: "abcd", Device: "1234", NUMA: 1})
+	m := discoverAt(t, fs.Write(t))
 	if m.Count(KindGPU) != 4 || m.Count(KindSwitch) != 2 {
 		t.Fatalf("GPUs %d switches %d, want 4 and 2 without pci.ids", m.Count(KindGPU), m.Count(KindSwitch))
 	}
@@ -275,11 +186,11 @@ func TestDiscoverWithoutPCIIDs(t *testing.T) {
 }
 
 func TestDiscoverPlacesSMBIOSSlots(t *testing.T) {
-	fs := serverSysfs(0)
+	fs := sysfstest.Server(0)
 	// An empty root port on socket 1 whose secondary bus is 0x85.
-	fs.funcs = append(fs.funcs, fakeFunc{addr: "0000:80:1e.0", class: "0x060400", vendor: "8086", device: "347a", numa: 1,
-		speed: "16.0 GT/s PCIe", width: "16", secondaryBus: 0x85})
-	root := fs.write(t)
+	fs.Funcs = append(fs.Funcs, sysfstest.Func{Addr: "0000:80:1e.0", Class: "0x060400", Vendor: "8086", Device: "347a", NUMA: 1,
+		Speed: "16.0 GT/s PCIe", Width: "16", SecondaryBus: 0x85})
+	root := fs.Write(t)
 	var table []byte
 	for _, s := range []smbiosTestSlot{
 		{layout: "3.4", handle: 0x900, designation: "CPU1 SLOT1 PCI-E 4.0 X16", typ: 0xBD, width: 0x0D, usage: 0x04, len: 0x04, id: 1,
@@ -322,5 +233,19 @@ func TestDiscoverPlacesSMBIOSSlots(t *testing.T) {
 	}
 	if spare := slots["M.2 SPARE"]; spare.Parent != "" || !strings.Contains(strings.Join(m.Notes, " "), "M.2 SPARE") {
 		t.Errorf("slot without an address should be listed at the top with a note")
+	}
+}
+
+// assertSound checks what every machine must satisfy whatever built it:
+// the model's invariants and a finite positive capacity on every link.
+func assertSound(t testing.TB, m *Machine) {
+	t.Helper()
+	if err := m.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+	for i, l := range m.Links {
+		if !(l.GBps > 0) || math.IsInf(l.GBps, 0) {
+			t.Errorf("links[%d] %s->%s (%s): GBps %v, want > 0", i, l.From, l.To, l.Kind, l.GBps)
+		}
 	}
 }

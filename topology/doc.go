@@ -9,11 +9,14 @@
 // inter-socket link, or NVLink/xGMI link counts x per-link rate.
 //
 // A Machine is built by discovery from sysfs (ghw plus direct sysfs reads,
-// SMBIOS type 9 slot records and type 17 DIMM slots; the running machine's,
-// an unpacked snapshot's or a snapshot archive's), by import from NCCL/RCCL
-// topology XML or hwloc XML, by loading a saved JSON file, or from an
-// embedded profile (package profiles). It renders as JSON (schema versioned,
-// round trip exact), a tree, a table and Graphviz DOT.
+// SMBIOS type 9 slot records and type 17 DIMM slots; the running machine's
+// or an unpacked snapshot's), by loading a saved JSON file (Decode), from an
+// embedded profile (package profiles), or by an importer of a foreign
+// format, one subpackage each: hwloc (hwloc XML), nccl (NCCL/RCCL topology
+// XML), nvsmi (nvidia-smi topo -m), lspci (lspci -vvv / -tv) and snapshot
+// (sysfs snapshot archives); package importer tells them apart by a file's
+// content. It renders as JSON (schema versioned, round trip exact), a tree,
+// a table and Graphviz DOT.
 //
 // Units: link capacities in GBps (decimal GB/s per direction), memory in GiB,
 // sizes in files in bytes.

@@ -7,18 +7,18 @@ import (
 	"github.com/jaypipes/pcidb"
 )
 
-// pciNames names PCI devices from the pci.ids database where the machine
+// PCINames names PCI devices from the pci.ids database where the machine
 // has one (the pci.ids package; PCIDB_PATH points elsewhere), for imports
 // whose files give only ids. It never fetches from the network. Loaded on
 // the first lookup, once per import.
-type pciNames struct {
+type PCINames struct {
 	once sync.Once
 	db   *pcidb.PCIDB
 }
 
 // name is "Vendor Device" from pci.ids for vendor:device, or "" where the
 // database is missing or lacks the device.
-func (p *pciNames) name(vendor, device string) string {
+func (p *PCINames) name(vendor, device string) string {
 	p.once.Do(func() {
 		if db, err := pcidb.New(); err == nil {
 			p.db = db
@@ -27,7 +27,7 @@ func (p *pciNames) name(vendor, device string) string {
 	if p.db == nil {
 		return ""
 	}
-	v, d := normHex(vendor), normHex(device)
+	v, d := NormalizePCIID(vendor), NormalizePCIID(device)
 	prod, ok := p.db.Products[v+d]
 	if !ok || prod.Name == "" {
 		return ""
@@ -38,11 +38,11 @@ func (p *pciNames) name(vendor, device string) string {
 	return prod.Name
 }
 
-// deviceName is DeviceName, then pci.ids where DeviceName has only the
-// ids to give.
-func (p *pciNames) deviceName(vendor, device string) string {
+// DeviceName is the package-level DeviceName, then pci.ids where
+// DeviceName has only the ids to give. The zero PCINames is ready to use.
+func (p *PCINames) DeviceName(vendor, device string) string {
 	n := DeviceName(vendor, device)
-	if n != normHex(vendor)+":"+normHex(device) {
+	if n != NormalizePCIID(vendor)+":"+NormalizePCIID(device) {
 		return n
 	}
 	if db := p.name(vendor, device); db != "" {

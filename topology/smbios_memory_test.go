@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/gnnplan/gnnplan/topology/internal/sysfstest"
 )
 
 // smbiosTestMem describes one type 17 structure for smbiosEncodeMemDevice.
@@ -702,8 +704,8 @@ func TestDiscoverFillsDIMMSlotsFromSMBIOS(t *testing.T) {
 			wantNotes: []string{"want a 4-byte structure header", "DIMM slots unknown (the SMBIOS table is damaged, as noted)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fs := fakeSysfs{numaNodes: tc.numa, cpuModel: "Intel(R) Xeon(R) Gold 6426Y"}
-			root := fs.write(t)
+			fs := sysfstest.FS{NUMANodes: tc.numa, CPUModel: "Intel(R) Xeon(R) Gold 6426Y"}
+			root := fs.Write(t)
 			if tc.table != nil {
 				dmi := filepath.Join(root, "sys", "firmware", "dmi", "tables", "DMI")
 				if err := os.MkdirAll(filepath.Dir(dmi), 0o755); err != nil {
@@ -742,7 +744,7 @@ func TestDiscoverNotesUnreadableSMBIOSTable(t *testing.T) {
 	if os.Geteuid() == 0 {
 		t.Skip("root reads any file: the permission check cannot fail")
 	}
-	root := fakeSysfs{numaNodes: 2, cpuModel: "Intel(R) Xeon(R) Gold 6426Y"}.write(t)
+	root := sysfstest.FS{NUMANodes: 2, CPUModel: "Intel(R) Xeon(R) Gold 6426Y"}.Write(t)
 	dmi := filepath.Join(root, "sys", "firmware", "dmi", "tables", "DMI")
 	if err := os.MkdirAll(filepath.Dir(dmi), 0o755); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/maxflow/placement"
 	"github.com/gnnplan/gnnplan/profiles"
 	"github.com/gnnplan/gnnplan/topology"
 )
@@ -55,7 +55,7 @@ func PredictSetup(ctx context.Context, s Setup) (Prediction, error) {
 type timedSetup struct {
 	hw         Hardware
 	stripped   *topology.Machine
-	candidate  *maxflow.Candidate
+	candidate  *placement.Candidate
 	shares     Shares
 	ssdGBps    float64
 	a          Assumptions
@@ -81,8 +81,8 @@ func timeSetup(ctx context.Context, s Setup) (*timedSetup, error) {
 	if s.Machine == nil {
 		return nil, &topology.InputError{Field: "machine", Msg: "none given (want a machine with slots)"}
 	}
-	s.Machine, _ = maxflow.PositionSlots(s.Machine)
-	stripped, inv := maxflow.Strip(s.Machine)
+	s.Machine, _ = placement.PositionSlots(s.Machine)
+	stripped, inv := placement.Strip(s.Machine)
 	if s.GPUs >= 0 {
 		inv.GPUs = s.GPUs
 	}
@@ -99,23 +99,23 @@ func timeSetup(ctx context.Context, s Setup) (*timedSetup, error) {
 	}
 	a := s.Assumptions
 	sh, rate := ioShares(s.Workload, hw, hostMemoryGiB(s.Machine, cat.Host)+hw.AddedMemoryGiB(), a, s.SSDGBps)
-	opts := maxflow.SearchOptions{Top: 1, Workers: 1}
+	opts := placement.SearchOptions{Top: 1, Workers: 1}
 	layout := s.Layout
 	if layout == "" {
 		layout = LayoutInstalled
 	}
 	if layout == LayoutInstalled {
-		opts.Installed = maxflow.Installed(s.Machine)
+		opts.Installed = placement.Installed(s.Machine)
 		if n := len(opts.Installed.GPUSlots); n != inv.GPUs || len(opts.Installed.SSDSlots) != inv.SSDs {
 			return nil, &topology.InputError{Field: "layout", Msg: fmt.Sprintf("installed: %s holds %d GPU(s) and %d SSD(s) in slots, not %d and %d (valid: best, a-d, or the machine's counts)",
 				s.Machine.Name, n, len(opts.Installed.SSDSlots), inv.GPUs, inv.SSDs)}
 		}
 	}
-	res, err := maxflow.SearchWith(ctx, stripped, inv, tiersFor(sh, rate, a), opts)
+	res, err := placement.SearchWith(ctx, stripped, inv, tiersFor(sh, rate, a), opts)
 	if err != nil {
 		return nil, err
 	}
-	var c *maxflow.Candidate
+	var c *placement.Candidate
 	switch layout {
 	case LayoutInstalled:
 		c = res.Installed
@@ -163,7 +163,7 @@ func PredictInstalled(ctx context.Context, req Request) (*Installed, error) {
 	if cat == nil {
 		cat = profiles.DefaultCatalog()
 	}
-	m, _ := maxflow.PositionSlots(req.Machine)
+	m, _ := placement.PositionSlots(req.Machine)
 	in := &Installed{}
 	for _, n := range m.Nodes {
 		if n.Kind != topology.KindGPU && n.Kind != topology.KindNVMe {
@@ -219,7 +219,7 @@ func PredictInstalled(ctx context.Context, req Request) (*Installed, error) {
 	if err != nil {
 		return nil, err
 	}
-	inv := maxflow.Inventory{GPUs: hw.GPUs, SSDs: hw.SSDs, GPU: gpuNode(g), SSD: ssdNode(sm)}
+	inv := placement.Inventory{GPUs: hw.GPUs, SSDs: hw.SSDs, GPU: gpuNode(g), SSD: ssdNode(sm)}
 	x, why, err := req.cpuCache(t.stripped, inv, t.candidate.Placement, hw, hostGiB, xmax)
 	if err != nil {
 		return nil, err
@@ -241,17 +241,17 @@ func PredictInstalled(ctx context.Context, req Request) (*Installed, error) {
 // option is the machine as installed as a ranked option, with the
 // machine it sits in and its flow: what Recommend answers with when
 // nothing can be bought.
-func (in *Installed) option() (*Option, *topology.Machine, *maxflow.Evaluation, error) {
+func (in *Installed) option() (*Option, *topology.Machine, *placement.Evaluation, error) {
 	t := in.timed
 	o := &Option{Hardware: t.hw, Placement: t.candidate.Placement, Prediction: t.prediction, FabricGBps: t.candidate.FabricGBps, Decisions: in.Decisions}
-	inv := maxflow.Inventory{GPUs: t.hw.GPUs, SSDs: t.hw.SSDs, GPU: gpuNode(t.hw.GPU), SSD: ssdNode(t.hw.SSD)}
-	pm, err := maxflow.Apply(t.stripped, inv, o.Placement)
+	inv := placement.Inventory{GPUs: t.hw.GPUs, SSDs: t.hw.SSDs, GPU: gpuNode(t.hw.GPU), SSD: ssdNode(t.hw.SSD)}
+	pm, err := placement.Apply(t.stripped, inv, o.Placement)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	ev := t.candidate.Eval
 	if ev == nil {
-		if ev, err = maxflow.Evaluate(pm, tiersFor(t.shares, t.ssdGBps, t.a)); err != nil {
+		if ev, err = placement.Evaluate(pm, tiersFor(t.shares, t.ssdGBps, t.a)); err != nil {
 			return nil, nil, nil, err
 		}
 	}

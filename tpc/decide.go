@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/maxflow/placement"
 	"github.com/gnnplan/gnnplan/topology"
 )
 
@@ -40,7 +40,7 @@ func decided(a Assumptions, d Decisions) Assumptions {
 
 // cpuCache is the CPU cache for hw in placement p: the request's fixed
 // size (CPUCacheGiB, capped at xmax) or decideCPUCache's.
-func (req Request) cpuCache(m *topology.Machine, inv maxflow.Inventory, p maxflow.Placement, hw Hardware, hostGiB, xmax float64) (float64, string, error) {
+func (req Request) cpuCache(m *topology.Machine, inv placement.Inventory, p placement.Placement, hw Hardware, hostGiB, xmax float64) (float64, string, error) {
 	if req.CPUCacheGiB > 0 {
 		x := math.Min(xmax, req.CPUCacheGiB*(1<<30)/float64(req.Workload.FeatureRowBytes())/float64(max(req.Workload.Vertices, 1)))
 		return x, fmt.Sprintf("given: %g GiB (--cpu-cache-gib), %.2f%% of the vertices", req.CPUCacheGiB, 100*x), nil
@@ -67,7 +67,7 @@ const (
 // golden-section search finds its least exactly to the tolerance. Where
 // it still falls at xmax, xmax is the answer (the common case: memory
 // outruns the SSDs).
-func decideCPUCache(m *topology.Machine, inv maxflow.Inventory, p maxflow.Placement, w Workload, hw Hardware, hostGiB float64,
+func decideCPUCache(m *topology.Machine, inv placement.Inventory, p placement.Placement, w Workload, hw Hardware, hostGiB float64,
 	a Assumptions, measuredSSDGBps, xmax float64) (float64, string, error) {
 	if xmax <= 0 {
 		return 0, "host memory has no room beside the topology and its reserve", nil
@@ -75,19 +75,19 @@ func decideCPUCache(m *topology.Machine, inv maxflow.Inventory, p maxflow.Placem
 	if hw.SSDs == 0 {
 		return xmax, "no SSD: every row the GPUs do not cache comes from host memory", nil
 	}
-	pm, err := maxflow.Apply(m, inv, p)
+	pm, err := placement.Apply(m, inv, p)
 	if err != nil {
 		return 0, "", err
 	}
 	// One flow graph, its host and SSD shares moved for each size tried.
-	share := func(x float64) (float64, maxflow.Tiers) {
+	share := func(x float64) (float64, placement.Tiers) {
 		b := a
 		b.CPUCacheFraction = x
 		s, ssd := ioShares(w, hw, hostGiB, b, measuredSSDGBps)
 		return s.HostShare, tiersFor(s, ssd, b)
 	}
 	_, top := share(xmax)
-	g, err := maxflow.BuildGraph(pm, top)
+	g, err := placement.BuildGraph(pm, top)
 	if err != nil {
 		return 0, "", err
 	}
@@ -183,18 +183,18 @@ func servedSplit(w Workload, hw Hardware, hostGiB float64, a Assumptions) float6
 // pushes feature rows out to the SSDs, and only the flow weighs the two.
 // The time is searched by golden section over the whole range, and the
 // best of the search's answer, the ends and servedSplit's is kept.
-func decideGPUSplit(m *topology.Machine, inv maxflow.Inventory, p maxflow.Placement, w Workload, hw Hardware, hostGiB float64,
+func decideGPUSplit(m *topology.Machine, inv placement.Inventory, p placement.Placement, w Workload, hw Hardware, hostGiB float64,
 	a Assumptions, measuredSSDGBps float64) (float64, error) {
 	top := topologyShareCap(w, hw, a)
 	start := servedSplit(w, hw, hostGiB, a)
 	if top <= 0 || hw.SSDs == 0 {
 		return start, nil
 	}
-	pm, err := maxflow.Apply(m, inv, p)
+	pm, err := placement.Apply(m, inv, p)
 	if err != nil {
 		return 0, err
 	}
-	at := func(s float64) (Shares, maxflow.Tiers) {
+	at := func(s float64) (Shares, placement.Tiers) {
 		b := a
 		b.GPUTopologyShare = s
 		sh, ssd := ioShares(w, hw, hostGiB, b, measuredSSDGBps)
@@ -207,7 +207,7 @@ func decideGPUSplit(m *topology.Machine, inv maxflow.Inventory, p maxflow.Placem
 	if sum := t0.GPUCacheShare + t0.HostShare; sum > 1-eps {
 		t0.GPUCacheShare, t0.HostShare = t0.GPUCacheShare*(1-eps)/sum, t0.HostShare*(1-eps)/sum
 	}
-	g, err := maxflow.BuildGraph(pm, t0)
+	g, err := placement.BuildGraph(pm, t0)
 	if err != nil {
 		return 0, err
 	}
@@ -281,13 +281,13 @@ func gpuSplitWhy(w Workload, s Shares, a Assumptions) string {
 // checks that, and only where the time falls does a golden-section
 // search run over the rest. The epoch's bytes change with the share
 // (the blocks), so each time is a graph built afresh.
-func decideTopologyOnSSD(m *topology.Machine, inv maxflow.Inventory, p maxflow.Placement, w Workload, hw Hardware, hostGiB float64,
+func decideTopologyOnSSD(m *topology.Machine, inv placement.Inventory, p placement.Placement, w Workload, hw Hardware, hostGiB float64,
 	a Assumptions, measuredSSDGBps float64) (float64, error) {
 	lo := leastTopologyOnSSD(w, hw, hostGiB, a)
 	if hw.SSDs == 0 || lo >= 1 {
 		return lo, nil
 	}
-	pm, err := maxflow.Apply(m, inv, p)
+	pm, err := placement.Apply(m, inv, p)
 	if err != nil {
 		return 0, err
 	}
@@ -303,7 +303,7 @@ func decideTopologyOnSSD(m *topology.Machine, inv maxflow.Inventory, p maxflow.P
 			b.CPUCacheFraction = xmax
 		}
 		sh, ssd := ioShares(w, hw, hostGiB, b, measuredSSDGBps)
-		g, err := maxflow.BuildGraph(pm, tiersFor(sh, ssd, b))
+		g, err := placement.BuildGraph(pm, tiersFor(sh, ssd, b))
 		if err != nil {
 			return math.Inf(1)
 		}

@@ -9,7 +9,7 @@
 // reads and the forward+backward FLOPs of GraphSAGE, GCN or GAT, for the
 // datasets Moment (SC'25, table 2) and Hyperion (table II) train on. Those
 // bytes feed the transaction counts of Hyperion section III-B and the epoch
-// demand of the flow model (Moment section 3.2, package maxflow); the FLOPs
+// demand of the flow model (Moment section 3.2, package maxflow/placement); the FLOPs
 // feed T_train when no measured profile exists. The rest of the package
 // prices hardware, searches GPU count x SSD count x placement under a budget
 // and writes the plan.

@@ -25,7 +25,7 @@ type WorkingSet struct {
 	TotalGiB   float64 `json:"total_GiB"`
 }
 
-// The trainer's pipeline on a GPU (trainer/pipeline.go): two device
+// The trainer's pipeline on a GPU (trainer/prefetch.go): two device
 // buffers take the batches' input rows in turn, and the blocks of up to
 // pipelineBatches batches are on the device at once (the step's, two
 // gathered ahead, two prepared for the gather stage).

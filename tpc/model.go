@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/maxflow/placement"
 	"github.com/gnnplan/gnnplan/profiles"
 	"github.com/gnnplan/gnnplan/topology"
 )
@@ -358,8 +358,8 @@ type Prediction struct {
 }
 
 // Tiers turns shares into the flow model's storage tiers.
-func tiersFor(s Shares, ssd float64, a Assumptions) maxflow.Tiers {
-	return maxflow.Tiers{DemandGB: math.Max(s.EpochGB, 1e-9), HostShare: s.HostShare, GPUCacheShare: s.GPUCacheShare,
+func tiersFor(s Shares, ssd float64, a Assumptions) placement.Tiers {
+	return placement.Tiers{DemandGB: math.Max(s.EpochGB, 1e-9), HostShare: s.HostShare, GPUCacheShare: s.GPUCacheShare,
 		HostMemGBps: a.HostMemGBps, GPUMemGBps: 1500, SSDReadGBps: math.Max(ssd, 1e-9)}
 }
 

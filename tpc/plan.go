@@ -11,7 +11,7 @@ import (
 
 	"github.com/gnnplan/gnnplan/internal/fsutil"
 
-	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/maxflow/placement"
 	"github.com/gnnplan/gnnplan/profiles"
 	"github.com/gnnplan/gnnplan/topology"
 )
@@ -47,12 +47,12 @@ type Plan struct {
 	PerGPUGBps map[string]float64 `json:"per_gpu_GBps"`
 	// StorageTraffic is each storage node's target traffic per epoch,
 	// which data placement (DDAK) matches.
-	StorageTraffic []maxflow.StorageTraffic `json:"storage_traffic"`
-	Bottlenecks    []maxflow.Bottleneck     `json:"bottlenecks"`
-	Hint           Hint                     `json:"hint"`
-	Fastest        PlanSummary              `json:"fastest_within_budget"`
-	Distributed    Distributed              `json:"distributed_alternative"`
-	Tiers          maxflow.Tiers            `json:"tiers"`
+	StorageTraffic []placement.StorageTraffic `json:"storage_traffic"`
+	Bottlenecks    []placement.Bottleneck     `json:"bottlenecks"`
+	Hint           Hint                       `json:"hint"`
+	Fastest        PlanSummary                `json:"fastest_within_budget"`
+	Distributed    Distributed                `json:"distributed_alternative"`
+	Tiers          placement.Tiers            `json:"tiers"`
 	// Assumptions are what the prediction assumed, with the decided CPU
 	// cache in cpu_cache_fraction; Decisions what the plan chose and why.
 	Assumptions Assumptions `json:"assumptions"`
@@ -213,11 +213,11 @@ func (rec *Recommendation) Plan() *Plan {
 			CPUCacheGiB: rec.Request.CPUCacheGiB}}
 	for i, s := range b.Placement.GPUSlots {
 		id := fmt.Sprintf("gpu%d", i)
-		p.Placement.Devices[id], p.Placement.Where[id] = s, maxflow.SlotLocation(rec.Machine, s)
+		p.Placement.Devices[id], p.Placement.Where[id] = s, placement.SlotLocation(rec.Machine, s)
 	}
 	for i, s := range b.Placement.SSDSlots {
 		id := fmt.Sprintf("nvme%d", i)
-		p.Placement.Devices[id], p.Placement.Where[id] = s, maxflow.SlotLocation(rec.Machine, s)
+		p.Placement.Devices[id], p.Placement.Where[id] = s, placement.SlotLocation(rec.Machine, s)
 	}
 	for _, g := range rec.BestEval.PerGPU {
 		p.PerGPUGBps[g.ID] = g.GBps

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/maxflow/placement"
 	"github.com/gnnplan/gnnplan/profiles"
 	"github.com/gnnplan/gnnplan/topology"
 )
@@ -50,7 +50,7 @@ type Request struct {
 // Option is one priced, placed and predicted hardware choice.
 type Option struct {
 	Hardware
-	Placement maxflow.Placement `json:"placement"`
+	Placement placement.Placement `json:"placement"`
 	Prediction
 	FabricGBps float64   `json:"fabric_GBps"`
 	Decisions  Decisions `json:"decisions"`
@@ -66,7 +66,7 @@ type Recommendation struct {
 	Best        *Option   // highest TPC
 	Fastest     *Option   // most samples per second within budget
 	BestMachine *topology.Machine
-	BestEval    *maxflow.Evaluation
+	BestEval    *placement.Evaluation
 	Hint        Hint
 	Distributed Distributed
 	Searched    int // hardware choices priced
@@ -83,12 +83,12 @@ type Recommendation struct {
 // link widths, the counts and the storage tiers.
 type searchKey struct {
 	gpuGen, gpuLanes, ssdGen, ssdLanes, gpus, ssds int
-	tiers                                          maxflow.Tiers
+	tiers                                          placement.Tiers
 }
 
 type searchOut struct {
-	best     *maxflow.Candidate
-	res      *maxflow.SearchResult
+	best     *placement.Candidate
+	res      *placement.SearchResult
 	err      error
 	distinct int
 }
@@ -140,8 +140,8 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 	}
 	// Devices found outside any slot record: their positions become
 	// slots that take their kind again (the machine's notes say so).
-	req.Machine, _ = maxflow.PositionSlots(req.Machine)
-	stripped, _ := maxflow.Strip(req.Machine)
+	req.Machine, _ = placement.PositionSlots(req.Machine)
+	stripped, _ := placement.Strip(req.Machine)
 	modules := moduleSockets(req.Machine, req.Catalog, req.InstalledGPU)
 	stripped = withoutModuleSockets(stripped, modules)
 	r := &recommender{modules: len(modules), req: req, stripped: stripped, hostGiB: hostMemoryGiB(req.Machine, req.Catalog.Host), cache: map[searchKey]*searchOut{}}
@@ -663,7 +663,7 @@ func (r *recommender) placeAndDecide(ctx context.Context, hw Hardware, a Assumpt
 	if out.err != nil {
 		return nil, out.err
 	}
-	inv := maxflow.Inventory{GPUs: hw.GPUs, SSDs: hw.SSDs, GPU: gpuNode(hw.GPU), SSD: ssdNode(hw.SSD)}
+	inv := placement.Inventory{GPUs: hw.GPUs, SSDs: hw.SSDs, GPU: gpuNode(hw.GPU), SSD: ssdNode(hw.SSD)}
 	x, why, err := r.req.cpuCache(r.stripped, inv, out.best.Placement, hw, host, xmax)
 	if err != nil {
 		return nil, err
@@ -772,14 +772,14 @@ func (r *recommender) assumptionsFor(o *Option) Assumptions {
 }
 
 // timePlacement is the epoch IO time of inv placed as p under tiers.
-func (r *recommender) timePlacement(inv maxflow.Inventory, p maxflow.Placement, tiers maxflow.Tiers) (float64, error) {
-	pm, err := maxflow.Apply(r.stripped, inv, p)
+func (r *recommender) timePlacement(inv placement.Inventory, p placement.Placement, tiers placement.Tiers) (float64, error) {
+	pm, err := placement.Apply(r.stripped, inv, p)
 	if err != nil {
 		return 0, err
 	}
 	// The least time alone: Evaluate's per-GPU inlets, traffic and cut
 	// are for the plan's detail, not for each option.
-	g, err := maxflow.BuildGraph(pm, tiers)
+	g, err := placement.BuildGraph(pm, tiers)
 	if err != nil {
 		return 0, err
 	}
@@ -815,7 +815,7 @@ func (r *recommender) refine(ctx context.Context, o *Option) (*Option, error) {
 	// coordinate of the descent).
 	w, hw, host := r.req.Workload, o.Hardware, r.hostFor(o.Hardware)
 	a := r.assumptionsFor(best)
-	inv := maxflow.Inventory{GPUs: hw.GPUs, SSDs: hw.SSDs, GPU: gpuNode(hw.GPU), SSD: ssdNode(hw.SSD)}
+	inv := placement.Inventory{GPUs: hw.GPUs, SSDs: hw.SSDs, GPU: gpuNode(hw.GPU), SSD: ssdNode(hw.SSD)}
 	s, err := decideGPUSplit(r.stripped, inv, best.Placement, w, hw, host, a, r.req.MeasuredSSDGBps)
 	if err != nil {
 		return nil, err
@@ -865,7 +865,7 @@ func ioShares(w Workload, hw Hardware, hostGiB float64, a Assumptions, measuredS
 	return s, ssd
 }
 
-func (r *recommender) search(ctx context.Context, hw Hardware, tiers maxflow.Tiers) *searchOut {
+func (r *recommender) search(ctx context.Context, hw Hardware, tiers placement.Tiers) *searchOut {
 	// A device runs at the lesser of its and its slot's generation, so
 	// GPUs of the newer generation than every slot share one search.
 	k := searchKey{min(hw.GPU.PCIeGen, r.maxGen), hw.GPU.Lanes, min(hw.SSD.PCIeGen, r.maxGen), hw.SSD.Lanes, hw.GPUs, hw.SSDs, tiers}
@@ -875,8 +875,8 @@ func (r *recommender) search(ctx context.Context, hw Hardware, tiers maxflow.Tie
 	if ok {
 		return out
 	}
-	inv := maxflow.Inventory{GPUs: hw.GPUs, SSDs: hw.SSDs, GPU: gpuNode(hw.GPU), SSD: ssdNode(hw.SSD)}
-	res, err := maxflow.SearchTimes(ctx, r.stripped, inv, tiers)
+	inv := placement.Inventory{GPUs: hw.GPUs, SSDs: hw.SSDs, GPU: gpuNode(hw.GPU), SSD: ssdNode(hw.SSD)}
+	res, err := placement.SearchTimes(ctx, r.stripped, inv, tiers)
 	out = &searchOut{res: res, err: err}
 	if err == nil {
 		out.best, out.distinct = res.Candidates[0], res.Distinct
@@ -888,14 +888,14 @@ func (r *recommender) search(ctx context.Context, hw Hardware, tiers maxflow.Tie
 }
 
 // detail builds the machine of an option and its full flow evaluation.
-func (r *recommender) detail(o *Option) (*topology.Machine, *maxflow.Evaluation, error) {
-	inv := maxflow.Inventory{GPUs: o.GPUs, SSDs: o.SSDs, GPU: gpuNode(o.GPU), SSD: ssdNode(o.SSD)}
-	pm, err := maxflow.Apply(r.stripped, inv, o.Placement)
+func (r *recommender) detail(o *Option) (*topology.Machine, *placement.Evaluation, error) {
+	inv := placement.Inventory{GPUs: o.GPUs, SSDs: o.SSDs, GPU: gpuNode(o.GPU), SSD: ssdNode(o.SSD)}
+	pm, err := placement.Apply(r.stripped, inv, o.Placement)
 	if err != nil {
 		return nil, nil, err
 	}
 	s := o.Shares
-	ev, err := maxflow.Evaluate(pm, tiersFor(s, o.SSDGBps, r.assumptionsFor(o)))
+	ev, err := placement.Evaluate(pm, tiersFor(s, o.SSDGBps, r.assumptionsFor(o)))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -1095,7 +1095,7 @@ type LinkCap struct {
 // not the drives, bind an evaluated machine: every SSD bottleneck is such
 // a link and carries less than the drive's rate driveGBps. A Gen5 drive
 // in a Gen4 x4 bay reads at the bay's 6 GB/s, not its own 10.
-func SSDLinkCap(m *topology.Machine, ev *maxflow.Evaluation, driveGBps float64) (LinkCap, bool) {
+func SSDLinkCap(m *topology.Machine, ev *placement.Evaluation, driveGBps float64) (LinkCap, bool) {
 	if m == nil || ev == nil {
 		return LinkCap{}, false
 	}
@@ -1188,7 +1188,7 @@ func describeLink(m *topology.Machine, from, to, label string, gbps float64) str
 	s := fmt.Sprintf("%s->%s", from, to)
 	if n := m.Node(to); n != nil && n.Kind == topology.KindSlot {
 		for _, c := range m.Children(to) {
-			s = fmt.Sprintf("%s's link (%s)", c, maxflow.SlotLocation(m, to))
+			s = fmt.Sprintf("%s's link (%s)", c, placement.SlotLocation(m, to))
 		}
 	}
 	if label != "" {

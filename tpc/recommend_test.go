@@ -13,6 +13,7 @@ import (
 
 	"github.com/gnnplan/gnnplan/profiles"
 	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/topology/importer"
 )
 
 func request(t testing.TB, machine, workload string, budget float64) Request {
@@ -279,12 +280,12 @@ func TestZeroSSDPlanListedOnce(t *testing.T) {
 }
 
 // eightGPURequest is the 8-GPU server with 24 NVMe bays of
-// maxflow/testdata (two sockets, each with two switches on x16 uplinks
+// maxflow/placement/testdata (two sockets, each with two switches on x16 uplinks
 // holding 2 GPU slots and 4 bays, and 4 bays on the root complex), 1-8 GPUs
 // of 3 models and 0-24 SSDs of 3 models, on a budget that buys them all.
 func eightGPURequest(t testing.TB) Request {
 	req := request(t, "moment-b", "igb-hom", 1e6)
-	m, err := topology.Load(filepath.Join("..", "maxflow", "testdata", "eight-gpu-24-bay.json"))
+	m, err := topology.Load(filepath.Join("..", "maxflow", "placement", "testdata", "eight-gpu-24-bay.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +443,7 @@ func TestSSDBoundHintNamesTheLinkCap(t *testing.T) {
 // and what would fit (issue 34, finding 3). (A p4d's SXM sockets take no
 // card: TestPredictInstalled.)
 func TestRecommendOnAMachineWithoutSlotRecords(t *testing.T) {
-	m, err := topology.Import(filepath.Join("..", "topology", "testdata", "topology", "rccl-topo_8p_pcie.xml"))
+	m, err := importer.Import(filepath.Join("..", "topology", "testdata", "topology", "rccl-topo_8p_pcie.xml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,7 +492,7 @@ func TestPredictInstalled(t *testing.T) {
 	if in.GPU != "a100-40gb-pcie" || in.GPUs != 4 || in.SSD != "p5510-3.84tb" || in.SSDs != 8 || in.Prediction.EpochSeconds != want.EpochSeconds || !(want.EpochSeconds > 0) {
 		t.Errorf("as installed %+v, epoch %v s; want 4 x a100-40gb-pcie + 8 x p5510-3.84tb at %v s", in, in.Prediction.EpochSeconds, want.EpochSeconds)
 	}
-	m, err := topology.Import(filepath.Join("..", "topology", "testdata", "topology", "aws-p4d-24xl-topo.xml"))
+	m, err := importer.Import(filepath.Join("..", "topology", "testdata", "topology", "aws-p4d-24xl-topo.xml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -524,7 +525,7 @@ func TestPredictInstalled(t *testing.T) {
 	}
 	req.Workload, _ = BuiltinWorkload("ogbn-papers100M")
 	// A GPU the file does not name is priced as --installed-gpu says.
-	smi, err := topology.Import(filepath.Join("..", "topology", "testdata", "topology", "stelline-puget-nvidia-smi-topo.txt"))
+	smi, err := importer.Import(filepath.Join("..", "topology", "testdata", "topology", "stelline-puget-nvidia-smi-topo.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}

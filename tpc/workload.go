@@ -152,7 +152,7 @@ func builtinTable() []Workload {
 			Name: "cora", Vertices: 2708, Edges: 10_556, FeatureDim: 1433, FeatureBytes: 4,
 			Classes: 7, TrainFraction: 140.0 / 2708.0, Model: ModelGraphSAGE,
 			Hidden: 256, Heads: 1, Fanouts: []int{25, 10}, BatchSize: 1024,
-			Source: "LINQS Cora (shared/datasets/cora): 2708 papers, 5278 undirected citations stored " +
+			Source: "LINQS Cora (trainer/dataset/testdata/cora): 2708 papers, 5278 undirected citations stored " +
 				"both ways (10,556), 1433 binary word features, 7 classes, the Planetoid split's 140 " +
 				"training seeds (so one batch per epoch). A small built-in for tests and demos.",
 		},

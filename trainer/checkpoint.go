@@ -16,6 +16,7 @@ import (
 	"github.com/gnnplan/gnnplan/internal/inputerr"
 
 	"github.com/gnnplan/gnnplan/kernels"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
 	"github.com/gnnplan/gnnplan/trainer/nn"
 )
 
@@ -84,25 +85,27 @@ type ckptParam struct {
 	Cols int    `json:"cols"`
 }
 
-func (t *Trainer) ckptIdentity() (ckptDataset, ckptRun) {
-	m := t.g.Meta
+// checkpointIdentity is what a checkpoint records of the dataset g and
+// the options o, to refuse resuming another run.
+func checkpointIdentity(g *dataset.Graph, o Options) (ckptDataset, ckptRun) {
+	m := g.Meta
 	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
 	var buf [8]byte
-	for _, v := range t.g.Train {
+	for _, v := range g.Train {
 		binary.LittleEndian.PutUint64(buf[:], uint64(v))
 		h.Write(buf[:])
 	}
 	return ckptDataset{Name: m.Name, NumNodes: m.NumNodes, NumEdges: m.NumEdges, FeatureDim: m.FeatureDim, NumClasses: m.NumClasses,
-			NumTrain: len(t.g.Train), NumVal: len(t.g.Val), NumTest: len(t.g.Test), TrainHash: h.Sum32()},
-		ckptRun{Fanouts: t.o.Fanouts, BatchSize: t.o.BatchSize, EvalBatchSize: t.o.EvalBatchSize, LR: t.o.LR, WeightDecay: t.o.WeightDecay,
-			Patience: t.o.Patience, EvalEvery: t.o.EvalEvery, Seed: t.o.Seed, RowNormalize: t.o.RowNormalize, Workers: workersID(t.o.Workers)}
+			NumTrain: len(g.Train), NumVal: len(g.Val), NumTest: len(g.Test), TrainHash: h.Sum32()},
+		ckptRun{Fanouts: o.Fanouts, BatchSize: o.BatchSize, EvalBatchSize: o.EvalBatchSize, LR: o.LR, WeightDecay: o.WeightDecay,
+			Patience: o.Patience, EvalEvery: o.EvalEvery, Seed: o.Seed, RowNormalize: o.RowNormalize, Workers: workersID(o.Workers)}
 }
 
 // saveCheckpoint writes the run's state atomically: a temporary file,
 // fsynced, renamed over the old checkpoint.
 func (t *Trainer) saveCheckpoint() error {
-	ds, run := t.ckptIdentity()
-	h := ckptHeader{SchemaVersion: CheckpointVersion, Model: t.cfg, Dataset: ds, Run: run, State: t.st}
+	ds, run := checkpointIdentity(t.graph, t.opts)
+	h := ckptHeader{SchemaVersion: CheckpointVersion, Model: t.config, Dataset: ds, Run: run, State: t.run}
 	h.State.AdamSteps = t.adam.Steps
 	params := t.model.Params()
 	for _, p := range params {
@@ -119,12 +122,12 @@ func (t *Trainer) saveCheckpoint() error {
 	for _, p := range params {
 		vals := make([]float32, p.W.Len())
 		for _, m := range []*kernels.Mat{p.W, p.M, p.V} {
-			t.b.Download(vals, m)
+			t.backend.Download(vals, m)
 			binary.Write(&buf, binary.LittleEndian, vals)
 		}
 	}
 	binary.Write(&buf, binary.LittleEndian, crc32.Checksum(buf.Bytes(), crc32.MakeTable(crc32.Castagnoli)))
-	return writeFileAtomic(filepath.Join(t.o.Checkpoint, CheckpointFile), buf.Bytes())
+	return writeFileAtomic(filepath.Join(t.opts.Checkpoint, CheckpointFile), buf.Bytes())
 }
 
 // CheckCheckpointDir makes the checkpoint directory dir if it is missing and
@@ -158,7 +161,7 @@ func writeFileAtomic(path string, data []byte) error {
 // from the checkpoint, refusing one that is damaged or was written for
 // another model, dataset or set of options.
 func (t *Trainer) loadCheckpoint() error {
-	path := filepath.Join(t.o.Checkpoint, CheckpointFile)
+	path := filepath.Join(t.opts.Checkpoint, CheckpointFile)
 	bad := func(format string, args ...any) error {
 		return &inputerr.Error{Path: path, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -173,12 +176,12 @@ func (t *Trainer) loadCheckpoint() error {
 	if err != nil {
 		return bad("%s", err)
 	}
-	if f, a, b := firstDifference(h.Model, t.cfg); f != "" {
+	if f, a, b := firstDifference(h.Model, t.config); f != "" {
 		return bad("written for a different model: %s is %s there, %s in this run", "model."+f, a, b)
 	}
-	ds, run := t.ckptIdentity()
+	ds, run := checkpointIdentity(t.graph, t.opts)
 	if f, a, b := firstDifference(h.Dataset, ds); f != "" {
-		return bad("written for a different dataset: %s is %s there, %s in %s", "dataset."+f, a, b, t.g.Dir)
+		return bad("written for a different dataset: %s is %s there, %s in %s", "dataset."+f, a, b, t.graph.Dir)
 	}
 	if f, a, b := firstDifference(h.Run, run); f != "" {
 		return bad("written with different training options: %s is %s there, %s in this run (a resumed run must repeat them)", f, a, b)
@@ -198,7 +201,7 @@ func (t *Trainer) loadCheckpoint() error {
 	if len(payload) != want {
 		return bad("%d bytes of parameters, the model has %d", len(payload), want)
 	}
-	if err := t.checkState(h.State); err != nil {
+	if err := checkState(h.State, t.opts.Epochs, t.workers.batches); err != nil {
 		return bad("%s", err)
 	}
 	off := 0
@@ -209,24 +212,25 @@ func (t *Trainer) loadCheckpoint() error {
 			for j := range vals {
 				vals[j] = math.Float32frombits(binary.LittleEndian.Uint32(payload[4*(off+j):]))
 			}
-			t.b.Upload(m, p.W.Rows, p.W.Cols, vals)
+			t.backend.Upload(m, p.W.Rows, p.W.Cols, vals)
 			off += n
 		}
 	}
-	t.st = h.State
+	t.run = h.State
 	t.adam.Steps = h.State.AdamSteps
-	t.broadcast()
+	t.workers.broadcast()
 	return nil
 }
 
-// checkState refuses a run state no run of these options could have
-// saved: an epoch, batch or step count out of range.
-func (t *Trainer) checkState(st runState) error {
+// checkState refuses a run state no run of epochs epochs, batches(e)
+// batches in epoch e, could have saved: an epoch, batch or step count out
+// of range.
+func checkState(st runState, epochs int, batches func(epoch int) int) error {
 	switch {
 	case st.Epoch < 0:
 		return fmt.Errorf("state.epoch %d: want 0 or more", st.Epoch)
-	case st.Epoch < t.o.Epochs && (st.NextBatch < 0 || st.NextBatch > t.batches(st.Epoch)):
-		return fmt.Errorf("state.next_batch %d: want 0 to the epoch's %d batches", st.NextBatch, t.batches(st.Epoch))
+	case st.Epoch < epochs && (st.NextBatch < 0 || st.NextBatch > batches(st.Epoch)):
+		return fmt.Errorf("state.next_batch %d: want 0 to the epoch's %d batches", st.NextBatch, batches(st.Epoch))
 	case st.AdamSteps < 0:
 		return fmt.Errorf("state.adam_steps %d: want 0 or more", st.AdamSteps)
 	case len(st.History) > st.Epoch:

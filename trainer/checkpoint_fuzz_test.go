@@ -44,7 +44,7 @@ func FuzzLoadCheckpoint(f *testing.F) {
 		if err := tr.loadCheckpoint(); err != nil {
 			return
 		}
-		if err := tr.checkState(tr.st); err != nil {
+		if err := checkState(tr.run, tr.opts.Epochs, tr.workers.batches); err != nil {
 			t.Fatalf("restored a state no run saves: %v", err)
 		}
 	})

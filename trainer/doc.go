@@ -1,7 +1,10 @@
 // Package trainer is the training loop (docs/architecture.md section 10): it trains
-// a GNN (package nn) on a dataset held in memory through a
-// kernels.Backend, with the sampler running ahead of the training step,
-// evaluates on the validation and test splits, tracks the best
+// a GNN (package nn) on a dataset through a kernels.Backend, its
+// features in memory or served by a FeatureSource (a store's tiers, out
+// of core). Each data-parallel worker's Loader delivers its batches
+// (sampled, blocks built, input rows gathered), by default prefetched on
+// goroutines ahead of the step; the Trainer steps, averages the workers'
+// gradients, evaluates on the validation and test splits, tracks the best
 // validation epoch and early stopping, and writes and resumes
 // checkpoints; Run reports each epoch's time per stage (sampling wait,
 // feature gather, forward and backward, optimizer) and accuracies.

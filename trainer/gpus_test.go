@@ -16,8 +16,8 @@ import (
 	"github.com/gnnplan/gnnplan/ddak/layout"
 
 	"github.com/gnnplan/gnnplan/ddak"
+	"github.com/gnnplan/gnnplan/internal/tier"
 	"github.com/gnnplan/gnnplan/kernels"
-	"github.com/gnnplan/gnnplan/maxflow"
 	"github.com/gnnplan/gnnplan/trainer/nn"
 	"github.com/gnnplan/gnnplan/trainer/store"
 )
@@ -170,8 +170,8 @@ func TestResidentGPUCache(t *testing.T) {
 				o.Workers, o.BatchSize, o.Features = 1, 64, src
 				return runOn(t, d, o, []kernels.Backend{emuGPU(t, 0)})
 			}
-			resident, res := run(s)
-			copied, cres := run(plainSource{s})
+			resident, res := run(StoreSource(s))
+			copied, cres := run(plainSource{StoreSource(s)})
 			if !equalBits(resident, copied) {
 				t.Errorf("training with the GPU bin resident differs from copying every row")
 			}
@@ -196,7 +196,7 @@ func TestResidentBinTooLargeForTheGPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := gpuTestOptions(nn.GraphSAGE)
-	o.Workers, o.Features = 1, s
+	o.Workers, o.Features = 1, StoreSource(s)
 	_, err = New(small, d.g, nil, o)
 	var de *kernels.DeviceError
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), "GPU cache bin gpu0") || !strings.Contains(err.Error(), "out of memory") {
@@ -214,10 +214,10 @@ func twoGPUBinStore(t *testing.T, dir string, n int64) *store.Store {
 		hot[i] = uint32(rng.IntN(1000)) + 1
 	}
 	bins := []layout.Bin{
-		{ID: "gpu0", Kind: maxflow.StorageGPUMem, CapacityRows: n / 5, TargetShare: 0.25},
-		{ID: "gpu1", Kind: maxflow.StorageGPUMem, CapacityRows: n / 5, TargetShare: 0.25},
-		{ID: "socket0", Kind: maxflow.StorageHostMem, CapacityRows: n / 10, TargetShare: 0.1},
-		{ID: "nvme0", Kind: maxflow.StorageSSD, CapacityRows: n, TargetShare: 0.4},
+		{ID: "gpu0", Kind: tier.GPUMem, CapacityRows: n / 5, TargetShare: 0.25},
+		{ID: "gpu1", Kind: tier.GPUMem, CapacityRows: n / 5, TargetShare: 0.25},
+		{ID: "socket0", Kind: tier.HostMem, CapacityRows: n / 10, TargetShare: 0.1},
+		{ID: "nvme0", Kind: tier.SSD, CapacityRows: n, TargetShare: 0.4},
 	}
 	l, err := ddak.Place(hot, bins, ddak.Options{})
 	if err != nil {
@@ -252,14 +252,14 @@ func TestTwoGPUsEachWithItsBin(t *testing.T) {
 	d := load(t, dir)
 	s := twoGPUBinStore(t, dir, n)
 	o := gpuTestOptions(nn.GAT)
-	o.Workers, o.BatchSize, o.Epochs, o.Features = 2, 40, 3, s
+	o.Workers, o.BatchSize, o.Epochs, o.Features = 2, 40, 3, StoreSource(s)
 	gpus := func() []kernels.Backend { return []kernels.Backend{emuGPU(t, 0), emuGPU(t, 1)} }
 	resident, res := runOn(t, d, o, gpus())
-	copied, _ := runOn(t, d, withSource(o, plainSource{s}), gpus())
+	copied, _ := runOn(t, d, withSource(o, plainSource{StoreSource(s)}), gpus())
 	if !equalBits(resident, copied) {
 		t.Error("two GPUs holding their bins differ from two GPUs copying every row")
 	}
-	var rows store.GatherStats
+	var rows GatherStats
 	for _, e := range res.Epochs {
 		rows.Add(e.Rows)
 	}
@@ -307,7 +307,7 @@ func TestGPUFullWhileGathering(t *testing.T) {
 			t.Fatal(err)
 		}
 		o := gpuTestOptions(nn.GraphSAGE)
-		o.Workers, o.BatchSize, o.EvalEvery, o.Features, o.Backends = 1, 64, 0, s, nil
+		o.Workers, o.BatchSize, o.EvalEvery, o.Features, o.Backends = 1, 64, 0, StoreSource(s), nil
 		tr, err := New(g, d.g, nil, o)
 		if err != nil {
 			var de *kernels.DeviceError

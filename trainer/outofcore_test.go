@@ -16,8 +16,8 @@ import (
 	"github.com/gnnplan/gnnplan/ddak/layout"
 
 	"github.com/gnnplan/gnnplan/ddak"
+	"github.com/gnnplan/gnnplan/internal/tier"
 	"github.com/gnnplan/gnnplan/kernels"
-	"github.com/gnnplan/gnnplan/maxflow"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 	"github.com/gnnplan/gnnplan/trainer/nn"
 	"github.com/gnnplan/gnnplan/trainer/store"
@@ -56,14 +56,14 @@ func materializeStore(t testing.TB, dir string, n int64, mix storeMix, seed uint
 	}
 	var bins []layout.Bin
 	if mix.gpuRows > 0 {
-		bins = append(bins, layout.Bin{ID: "gpu0", Kind: maxflow.StorageGPUMem, CapacityRows: mix.gpuRows, TargetShare: mix.gpuShare})
+		bins = append(bins, layout.Bin{ID: "gpu0", Kind: tier.GPUMem, CapacityRows: mix.gpuRows, TargetShare: mix.gpuShare})
 	}
 	if mix.hostRows > 0 {
-		bins = append(bins, layout.Bin{ID: "socket0", Kind: maxflow.StorageHostMem, CapacityRows: mix.hostRows, TargetShare: 0.1})
+		bins = append(bins, layout.Bin{ID: "socket0", Kind: tier.HostMem, CapacityRows: mix.hostRows, TargetShare: 0.1})
 	}
 	var ssdDirs []string
 	for i := range mix.ssds {
-		bins = append(bins, layout.Bin{ID: fmt.Sprintf("nvme%d", i), Kind: maxflow.StorageSSD, CapacityRows: n, TargetShare: mix.ssdShare})
+		bins = append(bins, layout.Bin{ID: fmt.Sprintf("nvme%d", i), Kind: tier.SSD, CapacityRows: n, TargetShare: mix.ssdShare})
 		d := filepath.Join(t.TempDir(), fmt.Sprintf("ssd%d", i))
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -131,13 +131,13 @@ func TestOutOfCoreMatchesInMemory(t *testing.T) {
 				t.Run(fmt.Sprintf("dim=%d/%s/%s", dim, kind, mix.name), func(t *testing.T) {
 					s := materializeStore(t, dir, n, mix, uint64(i))
 					oo := o
-					oo.Features = s
+					oo.Features = StoreSource(s)
 					tr := newOutOfCore(t, d.g, oo, 2)
 					res, err := tr.Run(context.Background(), nil)
 					if err != nil {
 						t.Fatal(err)
 					}
-					var rows store.GatherStats
+					var rows GatherStats
 					for e, es := range res.Epochs {
 						me := memRes.Epochs[e]
 						if es.Loss != me.Loss || es.ValLoss != me.ValLoss || es.TestAcc != me.TestAcc {
@@ -166,9 +166,9 @@ type failingSource struct {
 	n int
 }
 
-func (f *failingSource) Gather(ctx context.Context, v []int32, dst []float32) (store.GatherStats, error) {
+func (f *failingSource) Gather(ctx context.Context, v []int32, dst []float32) (GatherStats, error) {
 	if f.n--; f.n == 0 {
-		return store.GatherStats{}, errors.New("read nvme1 bin row 17: input/output error")
+		return GatherStats{}, errors.New("read nvme1 bin row 17: input/output error")
 	}
 	return f.FeatureSource.Gather(ctx, v, dst)
 }
@@ -181,7 +181,7 @@ func TestOutOfCoreStopsOnAReadError(t *testing.T) {
 	d := load(t, dir)
 	s := materializeStore(t, dir, n, testMixes[0], 1)
 	o := smallOptions(nn.GraphSAGE)
-	o.Features = &failingSource{FeatureSource: s, n: 3}
+	o.Features = &failingSource{FeatureSource: StoreSource(s), n: 3}
 	_, err := newOutOfCore(t, d.g, o, 1).Run(context.Background(), nil)
 	if err == nil || !strings.Contains(err.Error(), "nvme1 bin row 17") || !strings.Contains(err.Error(), "batch 3") {
 		t.Fatalf("err = %v, want the read error with its batch", err)
@@ -198,7 +198,7 @@ func TestOutOfCoreInterruptStopsCleanly(t *testing.T) {
 	d := load(t, dir)
 	s := materializeStore(t, dir, n, testMixes[1], 4)
 	o := smallOptions(nn.GraphSAGE)
-	o.BatchSize, o.Epochs, o.Features = 64, 2, s
+	o.BatchSize, o.Epochs, o.Features = 64, 2, StoreSource(s)
 	newOOC := func(o Options) *Trainer { return newOutOfCore(t, d.g, o, 2) }
 	whole := newOOC(o)
 	if _, err := whole.Run(context.Background(), nil); err != nil {

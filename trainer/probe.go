@@ -10,7 +10,6 @@ import (
 
 	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/trainer/nn"
-	"github.com/gnnplan/gnnplan/trainer/store"
 )
 
 // Probe is what a few training batches cost on this machine with every
@@ -59,7 +58,7 @@ type Probe struct {
 const probeSalt = 0x70726f6265 // "probe"
 
 // Probe times up to batches training batches on a sibling of t: the same
-// graph, model shape, sampling and pipeline, with its own parameters and
+// graph, model shape, sampling and loading, with its own parameters and
 // a different seed, so the run that follows is not changed. Out of core
 // the sibling's rows all come from memory, from a store's MemoryView (so
 // its copies range over the caches' footprint) or else a pool: the probe
@@ -74,27 +73,11 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (_ Probe, err error) {
 	if batches < 1 {
 		return Probe{}, fmt.Errorf("probe: %d batches (want >= 1)", batches)
 	}
-	o := t.o
-	o.Seed ^= probeSalt
-	o.Checkpoint, o.Resume, o.EvalEvery, o.Epochs = "", false, 0, 1
-	s := &Trainer{b: t.b, tally: t.tally, g: t.g, o: o, cfg: t.cfg, forms: t.forms, feat: t.feat, deg: t.deg, x: t.b.NewMat(0, 0),
-		bs: t.bs, feats: t.feats, concurrent: t.concurrent}
-	if s.ws, err = newWorkers(s.bs, s.feats, t.g, t.cfg, o); err != nil {
+	s, err := t.probeSibling()
+	if err != nil {
 		return Probe{}, err
 	}
-	s.model = s.ws[0].model
-	s.adam = nn.NewAdam(o.LR, o.WeightDecay)
-	if t.src != nil {
-		// Every row from memory: a store's own caches (their footprint,
-		// so their cache misses), else a pool.
-		if st, ok := t.src.(*store.Store); ok {
-			s.src = st.MemoryView()
-		} else {
-			s.src = newPoolSource(t.src.Dim(), o.Seed)
-		}
-		s.o.Features = s.src
-	}
-	nb := s.batches(0)
+	nb := s.workers.batches(0)
 	// An epoch of fewer batches than asked (a small graph) is timed over
 	// several epochs, each without its first batch, as the run's epochs
 	// repeat. With one batch per epoch, the first epoch warms up untimed
@@ -107,7 +90,7 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (_ Probe, err error) {
 	case nb > 1 && nb-1 < batches:
 		epochs = min((batches+nb-2)/(nb-1), maxProbeEpochs)
 	}
-	s.o.Epochs = epochs
+	s.opts.Epochs = epochs
 	var (
 		p      Probe
 		sum    partialEpoch // the timed batches' totals
@@ -135,16 +118,7 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (_ Probe, err error) {
 			}
 			rec.skip, rec.skipLists = partialEpoch{}, 0
 		}
-		sum.Batches += end.Batches - rec.skip.Batches
-		sum.Seconds += end.Seconds - rec.skip.Seconds
-		sum.Stages.Sample.BusySeconds += end.Stages.Sample.BusySeconds - rec.skip.Stages.Sample.BusySeconds
-		sum.Stages.Gather.BusySeconds += end.Stages.Gather.BusySeconds - rec.skip.Stages.Gather.BusySeconds
-		sum.Stages.Gather.CPUSeconds += end.Stages.Gather.CPUSeconds - rec.skip.Stages.Gather.CPUSeconds
-		sum.Gather += end.Gather - rec.skip.Gather
-		sum.Compute += end.Compute - rec.skip.Compute
-		sum.Optim += end.Optim - rec.skip.Optim
-		sum.Kernels = sum.Kernels.Add(end.Kernels.Sub(rec.skip.Kernels))
-		sum.Samples += end.Samples - rec.skip.Samples
+		sum.addBetween(rec.skip, end)
 		inputs = append(inputs, rec.inputs[rec.skipLists:]...)
 		p.Batches = sum.Batches
 		if p.Batches >= batches || (rec.skip.Batches == 0 && nb > 1) {
@@ -158,13 +132,35 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (_ Probe, err error) {
 	if len(fills) > 1 {
 		p.FirstWaitSeconds = median(fills[1:])
 	}
+	p.perBatch(sum, inputs, t.tally != nil)
+	return p, nil
+}
+
+// addBetween adds to sum what an epoch measured from snapshot skip to
+// snapshot end: the timed batches.
+func (sum *partialEpoch) addBetween(skip, end partialEpoch) {
+	sum.Batches += end.Batches - skip.Batches
+	sum.Seconds += end.Seconds - skip.Seconds
+	sum.Stages.Sample.BusySeconds += end.Stages.Sample.BusySeconds - skip.Stages.Sample.BusySeconds
+	sum.Stages.Gather.BusySeconds += end.Stages.Gather.BusySeconds - skip.Stages.Gather.BusySeconds
+	sum.Stages.Gather.CPUSeconds += end.Stages.Gather.CPUSeconds - skip.Stages.Gather.CPUSeconds
+	sum.Gather += end.Gather - skip.Gather
+	sum.Compute += end.Compute - skip.Compute
+	sum.Optim += end.Optim - skip.Optim
+	sum.Kernels = sum.Kernels.Add(end.Kernels.Sub(skip.Kernels))
+	sum.Samples += end.Samples - skip.Samples
+}
+
+// perBatch fills p's times per batch from the timed batches' totals and
+// their input rows; the kernels' times where they were tallied.
+func (p *Probe) perBatch(sum partialEpoch, inputs [][]int32, tallied bool) {
 	n := float64(sum.Batches)
 	p.BatchSeconds = sum.Seconds / n
 	p.SampleSeconds = sum.Stages.Sample.BusySeconds / n
 	p.StepSeconds = (sum.Gather + sum.Compute + sum.Optim) / n
 	p.GatherSeconds = sum.Stages.Gather.BusySeconds / n
 	p.GatherCPUSeconds = sum.Stages.Gather.CPUSeconds / n
-	if t.tally != nil {
+	if tallied {
 		k := sum.Kernels.Scale(1 / n)
 		p.Kernels = &k
 	}
@@ -175,7 +171,41 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (_ Probe, err error) {
 		rows += len(in)
 	}
 	p.InputRows = float64(rows) / n
-	return p, nil
+}
+
+// probeSibling is t's sibling for Probe: the same graph, model shape,
+// sampling and loading, with its own parameters and seed, reading every
+// row from memory.
+func (t *Trainer) probeSibling() (*Trainer, error) {
+	o := t.opts
+	o.Seed ^= probeSalt
+	o.Checkpoint, o.Resume, o.EvalEvery, o.Epochs = "", false, 0, 1
+	if t.source != nil {
+		// Every row from memory: a store's own caches (their footprint,
+		// so their cache misses), else a pool.
+		if ss, ok := t.source.(storeSource); ok {
+			o.Features = memoryViewSource{ss.MemoryView()}
+		} else {
+			o.Features = newPoolSource(t.source.Dim(), o.Seed)
+		}
+	}
+	s := &Trainer{backend: t.backend, tally: t.tally, graph: t.graph, opts: o, config: t.config, source: o.Features,
+		blocks: t.blocks, evalInput: t.backend.NewMat(0, 0), concurrent: t.concurrent}
+	backends := make([]kernels.Backend, len(t.workers))
+	var inMemory []*kernels.Mat
+	for i, w := range t.workers {
+		backends[i] = w.backend
+		if w.input.inMemory != nil {
+			inMemory = append(inMemory, w.input.inMemory)
+		}
+	}
+	var err error
+	if s.workers, err = newWorkers(backends, inMemory, t.blocks, t.config, o); err != nil {
+		return nil, err
+	}
+	s.model = s.workers[0].model
+	s.adam = nn.NewAdam(o.LR, o.WeightDecay)
+	return s, nil
 }
 
 // maxProbeEpochs bounds the epochs a probe runs to time its batches.
@@ -194,10 +224,10 @@ type probeRecorder struct {
 }
 
 func (r *probeRecorder) Batch(p BatchProgress) {
-	r.last = r.t.st.Partial
+	r.last = r.t.run.Partial
 	r.inputs = append(r.inputs, r.t.lastInputs...)
 	if p.Batch == 1 {
-		r.skip, r.skipLists = r.t.st.Partial, len(r.inputs)
+		r.skip, r.skipLists = r.t.run.Partial, len(r.inputs)
 	}
 	if p.Batch >= r.stopAt {
 		r.done = true
@@ -232,7 +262,7 @@ func newPoolSource(dim int, seed uint64) *poolSource {
 
 func (p *poolSource) Dim() int { return p.dim }
 
-func (p *poolSource) Gather(ctx context.Context, vertices []int32, dst []float32) (store.GatherStats, error) {
+func (p *poolSource) Gather(ctx context.Context, vertices []int32, dst []float32) (GatherStats, error) {
 	start := time.Now()
 	d := p.dim
 	for i, v := range vertices {
@@ -240,7 +270,7 @@ func (p *poolSource) Gather(ctx context.Context, vertices []int32, dst []float32
 		copy(dst[i*d:(i+1)*d], p.pool[r*d:(r+1)*d])
 	}
 	n := len(vertices)
-	return store.GatherStats{Rows: n, SocketCacheHits: n, Bytes: int64(n * d * 4), Seconds: time.Since(start).Seconds()}, nil
+	return GatherStats{Rows: n, SocketCacheHits: n, Bytes: int64(n * d * 4), Seconds: time.Since(start).Seconds()}, nil
 }
 
 // median is xs's median (0 for none; xs is not changed).

@@ -24,7 +24,7 @@ func TestProbeLeavesTheRunAlone(t *testing.T) {
 					return newTrainer(t, d, o, 2)
 				}
 				oo := o
-				oo.Features = materializeStore(t, dir, n, testMixes[1], 2)
+				oo.Features = StoreSource(materializeStore(t, dir, n, testMixes[1], 2))
 				return newOutOfCore(t, d.g, oo, 2)
 			}
 			plain := mk()
@@ -68,7 +68,7 @@ func TestProbeLeavesTheRunAlone(t *testing.T) {
 		o := smallOptions(nn.GraphSAGE)
 		o.BatchSize, o.Epochs = 256, 2
 		plain := newTrainer(t, d, o, 1)
-		nb := plain.batches(0)
+		nb := plain.workers.batches(0)
 		if nb < 2 || nb > 8 {
 			t.Fatalf("fixture: %d batches per epoch, want 2..8", nb)
 		}

@@ -14,7 +14,6 @@ import (
 	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/trainer/nn"
 	"github.com/gnnplan/gnnplan/trainer/sample"
-	"github.com/gnnplan/gnnplan/trainer/store"
 )
 
 // stuck is how long a test run may take before it counts as deadlocked:
@@ -34,7 +33,7 @@ func newWideInputs(t *testing.T) wideInputs {
 	t.Helper()
 	const n = 1200
 	dir := synthDataset(t, n, 512)
-	return wideInputs{d: load(t, dir), src: materializeStore(t, dir, n, storeMix{name: "all on SSD", ssds: 1, ssdShare: 1}, 5)}
+	return wideInputs{d: load(t, dir), src: StoreSource(materializeStore(t, dir, n, storeMix{name: "all on SSD", ssds: 1, ssdShare: 1}, 5))}
 }
 
 // options trains kind on one worker for three epochs, evaluating after
@@ -60,7 +59,7 @@ func (w wideInputs) run(t *testing.T, o Options, memoryBytes int64, slots int) (
 		return nil, err
 	}
 	if slots > 0 {
-		if tr.ws[0].ring, err = g.NewStagingRing(slots); err != nil {
+		if tr.workers[0].input.ring, err = g.NewStagingRing(slots); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -158,9 +157,9 @@ type failingBatch struct {
 	failed atomic.Bool
 }
 
-func (f *failingBatch) Gather(ctx context.Context, v []int32, dst []float32) (store.GatherStats, error) {
+func (f *failingBatch) Gather(ctx context.Context, v []int32, dst []float32) (GatherStats, error) {
 	if slices.Equal(v, f.rows) && f.failed.CompareAndSwap(false, true) {
-		return store.GatherStats{}, errors.New("read nvme0 bin row 5: input/output error")
+		return GatherStats{}, errors.New("read nvme0 bin row 5: input/output error")
 	}
 	return f.FeatureSource.Gather(ctx, v, dst)
 }
@@ -182,7 +181,7 @@ func TestGPUSlotsComeBackAfterAStop(t *testing.T) {
 		}
 		var rows []int32
 		found := errors.New("found")
-		err = tr.ws[worker].smp.EpochFrom(t.Context(), epoch, batch, func(mb *sample.MiniBatch) error {
+		err = tr.workers[worker].sampler.EpochFrom(t.Context(), epoch, batch, func(mb *sample.MiniBatch) error {
 			rows = slices.Clone(mb.Input())
 			return found
 		})
@@ -231,16 +230,16 @@ func TestGPUSlotsComeBackAfterAStop(t *testing.T) {
 			var rep Reporter
 			want := "input/output error"
 			if tc.interrupt {
-				rep, want = &cancelAfter{n: epoch*tr.batches(0) + batch, cancel: cancel}, "interrupted"
+				rep, want = &cancelAfter{n: epoch*tr.workers.batches(0) + batch, cancel: cancel}, "interrupted"
 			}
 			if _, err := tr.Run(ctx, rep); err == nil || !strings.Contains(err.Error(), want) {
 				t.Fatalf("the run that stops: %v, want %q", err, want)
 			}
-			if tr.st.Epoch != epoch || tr.st.NextBatch != batch {
-				t.Fatalf("stopped before epoch %d, batch %d, want %d, %d", tr.st.Epoch+1, tr.st.NextBatch+1, epoch+1, batch+1)
+			if tr.run.Epoch != epoch || tr.run.NextBatch != batch {
+				t.Fatalf("stopped before epoch %d, batch %d, want %d, %d", tr.run.Epoch+1, tr.run.NextBatch+1, epoch+1, batch+1)
 			}
-			for _, wk := range tr.ws {
-				if n := freeSlots(t, wk.ring); n != inputSlots {
+			for _, wk := range tr.workers {
+				if n := freeSlots(t, wk.input.ring); n != inputSlots {
 					t.Errorf("worker %d: %d of %d device slots free after the stop", wk.id, n, inputSlots)
 				}
 			}

@@ -115,7 +115,7 @@ func params(tr *Trainer) []uint32 {
 	for _, p := range tr.Model().Params() {
 		for _, m := range []*kernels.Mat{p.W, p.M, p.V} {
 			v := make([]float32, m.Len())
-			tr.b.Download(v, m)
+			tr.backend.Download(v, m)
 			for _, x := range v {
 				out = append(out, math.Float32bits(x))
 			}

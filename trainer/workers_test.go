@@ -29,7 +29,7 @@ func matsOf(tr *Trainer) (w, g [][]float32) {
 	for _, p := range tr.Model().Params() {
 		for i, m := range []*kernels.Mat{p.W, p.G} {
 			v := make([]float32, m.Len())
-			tr.b.Download(v, m)
+			tr.backend.Download(v, m)
 			if i == 0 {
 				w = append(w, v)
 			} else {
@@ -99,11 +99,11 @@ func TestTwoWorkersEqualOneWithTheirCombinedBatch(t *testing.T) {
 					t.Error("the step changed nothing: the comparison would hold vacuously")
 				}
 				// Every replica holds the master's parameters.
-				for _, w := range par.ws[1:] {
+				for _, w := range par.workers[1:] {
 					for j, p := range w.model.Params() {
 						a, b := make([]float32, p.W.Len()), make([]float32, p.W.Len())
-						par.b.Download(a, p.W)
-						par.b.Download(b, par.model.Params()[j].W)
+						par.backend.Download(a, p.W)
+						par.backend.Download(b, par.model.Params()[j].W)
 						if err := closeRel([][]float32{a}, [][]float32{b}, 0); err != nil {
 							t.Fatalf("worker %d's replica differs from the master: %v", w.id, err)
 						}

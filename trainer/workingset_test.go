@@ -54,7 +54,7 @@ func TestWorkingSetMatchesTheDevice(t *testing.T) {
 			name string
 			src  FeatureSource
 			bin  int64 // rows of the resident GPU bin
-		}{{"no cache", plain, 0}, {"cache resident", cached, 400}} {
+		}{{"no cache", StoreSource(plain), 0}, {"cache resident", StoreSource(cached), 400}} {
 			t.Run(string(kind)+"/"+c.name, func(t *testing.T) {
 				o := gpuTestOptions(kind)
 				o.Workers, o.BatchSize, o.Fanouts, o.Features = 1, 96, []int{6, 4}, c.src
@@ -74,7 +74,7 @@ func TestWorkingSetMatchesTheDevice(t *testing.T) {
 				got := float64(settledDeviceBytes(t, g)) - float64(c.bin*dim*4)*9/8
 				runtime.KeepAlive(tr)
 
-				cfg := tr.cfg
+				cfg := tr.config
 				w := tpc.Workload{FeatureDim: dim, Classes: cfg.Classes, Model: map[nn.Kind]string{nn.GraphSAGE: tpc.ModelGraphSAGE, nn.GCN: tpc.ModelGCN, nn.GAT: tpc.ModelGAT}[kind],
 					Hidden: cfg.Hidden, Heads: cfg.Heads, Fanouts: o.Fanouts, BatchSize: o.BatchSize}
 				blocks, rows, err := presample.Shapes(d.g, w, 1000)

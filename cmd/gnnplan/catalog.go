@@ -35,7 +35,7 @@ change, or give an entry's key and price alone to change its price.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.Catalog, "catalog", "", "a catalog file (JSON or YAML) whose entries override the built-in ones")
-	f.StringVarP(&opts.Output, "output", "o", "yaml", "format: yaml or json")
+	outputFlag(f, &opts.Output, "", "", "yaml", "json")
 	return cmd
 }
 
@@ -55,8 +55,6 @@ func runCatalog(o *catalogOptions) error {
 	case "json":
 		out, err = json.MarshalIndent(c, "", "  ")
 		out = append(out, '\n')
-	default:
-		return usageErrorf("-o %q (valid: yaml, json)", o.Output)
 	}
 	if err != nil {
 		return err

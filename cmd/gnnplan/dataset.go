@@ -2,22 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/gnnplan/gnnplan/cmd/gnnplan/internal/textout"
+	"github.com/gnnplan/gnnplan/internal/textout"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
-
-// datasetImporter is the signature shared by package dataset's importers.
-type datasetImporter func(ctx context.Context, src, out string, opt dataset.ImportOptions) (*dataset.ImportSummary, error)
-
-// importFormats lists the --format values, in the order help shows them.
-func importFormats() []string { return []string{"linqs", "snap", "geomgcn", "planetoid", "ogb"} }
 
 // datasetImportOptions holds `dataset import`'s flags and the importers,
 // so tests can swap them.
@@ -34,7 +26,7 @@ type datasetImportOptions struct {
 	NoHeader   bool
 	Name       string
 
-	Importers map[string]datasetImporter
+	Importers map[string]dataset.Importer
 }
 
 // datasetInfoOptions holds `dataset info`'s arguments.
@@ -63,18 +55,7 @@ dataset's sizes, degree statistics and skew.`,
 	return cmd
 }
 
-func newDatasetImportCmd(d *deps, runF func(context.Context, *datasetImportOptions) error) *cobra.Command {
-	opts := &datasetImportOptions{IO: d, Importers: map[string]datasetImporter{
-		"linqs":     dataset.ImportLINQS,
-		"snap":      dataset.ImportSNAP,
-		"geomgcn":   dataset.ImportGeomGCN,
-		"planetoid": dataset.ImportPlanetoid,
-		"ogb":       dataset.ImportOGB,
-	}}
-	cmd := &cobra.Command{
-		Use:   "import --format linqs|snap|geomgcn|planetoid|ogb --from SRC --out DIR",
-		Short: "Convert a LINQS, SNAP, Geom-GCN, Planetoid or OGB dataset into a dataset directory",
-		Long: `Convert a public graph dataset into a dataset directory, streaming the input.
+const datasetImportLong = `Convert a public graph dataset into a dataset directory, streaming the input.
 
   linqs    --from a directory holding NAME.content and NAME.cites (Cora,
            CiteSeer). Vertices in content-file order; labels are the class
@@ -105,13 +86,20 @@ Text inputs may be gzip-compressed (*.gz) in every format.
 
 Self-loops are dropped and duplicate edges merged; edges naming unknown
 vertices are dropped. Each is counted in the summary. The directory appears
-under --out only when complete.`,
-		Example: `  gnnplan dataset import --format linqs --from shared/datasets/cora --out data/cora \
-    --split shared/datasets/cora/planetoid_split_linqs_ids.tsv
+under --out only when complete.`
+
+func newDatasetImportCmd(d *deps, runF func(context.Context, *datasetImportOptions) error) *cobra.Command {
+	opts := &datasetImportOptions{IO: d, Importers: dataset.Importers()}
+	cmd := &cobra.Command{
+		Use:   "import --format linqs|snap|geomgcn|planetoid|ogb --from SRC --out DIR",
+		Short: "Convert a LINQS, SNAP, Geom-GCN, Planetoid or OGB dataset into a dataset directory",
+		Long:  datasetImportLong,
+		Example: `  gnnplan dataset import --format linqs --from cora --out data/cora \
+    --split cora/planetoid_split_linqs_ids.tsv
   gnnplan dataset import --format snap --from email-Eu-core.txt --out data/email \
     --labels email-Eu-core-department-labels.txt
-  gnnplan dataset import --format geomgcn --from shared/datasets/geomgcn-film --out data/film \
-    --split shared/datasets/geomgcn-film/geomgcn_splits_60_20_20.tsv --split-id 0
+  gnnplan dataset import --format geomgcn --from new_data/film --out data/film \
+    --split geomgcn_splits_60_20_20.tsv --split-id 0
   gnnplan dataset import --format planetoid --from planetoid/data/ind.citeseer --out data/citeseer
   gnnplan dataset import --format ogb --from dataset/ogbn_arxiv --out data/arxiv --undirected`,
 		Args: datasetNoArgs,
@@ -126,7 +114,7 @@ under --out only when complete.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.Format, "format", "", "input format: "+strings.Join(importFormats(), ", "))
+	f.StringVar(&opts.Format, "format", "", "input format: "+strings.Join(dataset.ImportFormats(), ", "))
 	f.StringVar(&opts.From, "from", "", "the input: a directory (linqs, geomgcn, planetoid, ogb) or an edge list file (snap)")
 	f.StringVar(&opts.Out, "out", "", "the dataset directory to create (must not exist)")
 	f.StringVar(&opts.Split, "split", "", "a train/val/test split file (linqs, geomgcn) or split directory name (ogb)")
@@ -142,9 +130,9 @@ under --out only when complete.`,
 func (o *datasetImportOptions) validate(cmd *cobra.Command) error {
 	switch {
 	case o.Format == "":
-		return usageErrorf("--format: required (valid: %s)", strings.Join(importFormats(), ", "))
+		return usageErrorf("--format: required (valid: %s)", strings.Join(dataset.ImportFormats(), ", "))
 	case o.Importers[o.Format] == nil:
-		return usageErrorf("--format: %q is not a format (valid: %s)", o.Format, strings.Join(importFormats(), ", "))
+		return usageErrorf("--format: %q is not a format (valid: %s)", o.Format, strings.Join(dataset.ImportFormats(), ", "))
 	case o.From == "":
 		return usageErrorf("--from: required (the input to import)")
 	case o.Out == "":
@@ -152,35 +140,10 @@ func (o *datasetImportOptions) validate(cmd *cobra.Command) error {
 	case o.SplitID < 0:
 		return usageErrorf("--split-id: %d (want >= 0)", o.SplitID)
 	}
-	if o.Header && o.NoHeader {
-		return usageErrorf("--header and --no-header: give one")
-	}
-	if (o.Header || o.NoHeader) && o.Format != "snap" {
-		return usageErrorf("--header/--no-header: only for --format snap (edge lists)")
-	}
-	if o.Format == "snap" {
-		if o.Split != "" {
-			return usageErrorf("--split: SNAP edge lists have no split")
-		}
-		if cmd.Flags().Changed("split-id") {
-			return usageErrorf("--split-id: SNAP edge lists have no split")
-		}
-		return nil
-	}
-	if o.Labels != "" {
-		return usageErrorf("--labels: only for --format snap (%s files carry their labels)", o.Format)
-	}
-	if cmd.Flags().Changed("undirected") && o.Format != "ogb" {
-		return usageErrorf("--undirected: only for --format snap or ogb (%s graphs are always undirected)", o.Format)
-	}
-	if o.Format == "planetoid" && (o.Split != "" || cmd.Flags().Changed("split-id")) {
-		return usageErrorf("--split: planetoid files imply their split (train = y's rows, val = the next 500, test = test.index)")
-	}
-	if o.Format == "ogb" && cmd.Flags().Changed("split-id") {
-		return usageErrorf("--split-id: OGB splits are chosen by name with --split")
-	}
-	if cmd.Flags().Changed("split-id") && o.Split == "" {
-		return usageErrorf("--split-id: needs --split")
+	given := map[string]bool{"header": o.Header, "no-header": o.NoHeader, "split": o.Split != "", "labels": o.Labels != "",
+		"split-id": cmd.Flags().Changed("split-id"), "undirected": cmd.Flags().Changed("undirected")}
+	if err := dataset.CheckImportFlags(o.Format, func(f string) bool { return given[f] }); err != nil {
+		return usageErrorf("%v", err)
 	}
 	return nil
 }
@@ -192,8 +155,8 @@ func runDatasetImport(ctx context.Context, o *datasetImportOptions) error {
 	}
 	// A bar per input file on a terminal; elsewhere the summary on stdout
 	// is the record, and stderr stays for errors.
-	if isTerminal(o.IO.Err) {
-		prog := newPhaseProgress(o.IO.Err)
+	if textout.IsTerminal(o.IO.Err) {
+		prog := textout.NewProgress(o.IO.Err)
 		defer prog.Close()
 		opt.Progress = prog
 	}
@@ -201,7 +164,7 @@ func runDatasetImport(ctx context.Context, o *datasetImportOptions) error {
 	if err != nil {
 		return err
 	}
-	return writeImportSummary(o.IO.Out, o.Out, sum)
+	return sum.WriteText(o.IO.Out, o.Out)
 }
 
 // headerMode maps --header and --no-header (validated as exclusive).
@@ -213,40 +176,6 @@ func headerMode(header, noHeader bool) dataset.HeaderMode {
 		return dataset.HeaderNo
 	}
 	return dataset.HeaderAuto
-}
-
-// writeImportSummary prints one "key: value" line per fact, stable for
-// scripts and readable for people.
-func writeImportSummary(w io.Writer, out string, s *dataset.ImportSummary) error {
-	lines := []struct {
-		key string
-		val any
-	}{
-		{"format", s.Format},
-		{"out", out},
-		{"nodes", s.Nodes},
-		{"edges (CSR entries)", s.Edges},
-		{"undirected edges", s.UndirectedEdges},
-		{"features", s.Features},
-		{"classes", s.Classes},
-		{"dropped edges (unknown vertex)", s.DroppedEdges},
-		{"self-loops dropped", s.SelfLoops},
-		{"duplicate edges merged", s.Duplicates},
-		{"train", s.Train},
-		{"val", s.Val},
-		{"test", s.Test},
-	}
-	for _, l := range lines {
-		if _, err := fmt.Fprintf(w, "%s: %v\n", l.key, l.val); err != nil {
-			return err
-		}
-	}
-	for _, n := range s.Notes {
-		if _, err := fmt.Fprintf(w, "note: %s\n", n); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func newDatasetInfoCmd(d *deps, runF func(context.Context, *datasetInfoOptions) error) *cobra.Command {
@@ -269,16 +198,13 @@ also get in-degree statistics. Reads the structure only, not the features.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Dir = args[0]
-			if err := checkOutput(opts.Output, "", "table", "wide", "json"); err != nil {
-				return err
-			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
 			return runDatasetInfo(opts)
 		},
 	}
-	cmd.Flags().StringVarP(&opts.Output, "output", "o", "table", "output format: table, wide, json")
+	outputFlag(cmd.Flags(), &opts.Output, "", "", "table", "wide", "json")
 	return cmd
 }
 
@@ -295,33 +221,11 @@ func runDatasetInfo(o *datasetInfoOptions) error {
 		return err
 	}
 	if o.Output == "json" {
-		enc := json.NewEncoder(o.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(info)
+		return writeJSON(o.IO.Out, info)
 	}
 	out := newHuman(o.IO.Out, o.Output)
-	t := textout.NewTable(col("PROPERTY"), textout.Column{Name: "VALUE", Elastic: true, Wrap: true})
-	rows := [][]string{
-		{"name", info.Name},
-		{"source", info.Source},
-		{"nodes", fmt.Sprint(info.NumNodes)},
-		{"edges (CSR entries)", fmt.Sprint(info.NumEdges)},
-		{"undirected", fmt.Sprint(info.Undirected)},
-		{"feature dim", fmt.Sprint(info.FeatureDim)},
-		{"classes", fmt.Sprint(info.NumClasses)},
-		{"labeled nodes", fmt.Sprint(info.NumLabeled)},
-		{"train / val / test", fmt.Sprintf("%d / %d / %d", info.NumTrain, info.NumVal, info.NumTest)},
-	}
-	rows = append(rows, []string{"isolated vertices", fmt.Sprintf("%d (%.2f%%)", info.IsolatedVertices, 100*info.IsolatedShare)})
-	if info.InDegree == nil {
-		rows = append(rows, datasetDegreeRows("degree", info.Degree)...)
-	} else {
-		rows = append(rows, datasetDegreeRows("out-degree", info.Degree)...)
-		rows = append(rows, datasetDegreeRows("in-degree", *info.InDegree)...)
-	}
-	rows = append(rows,
-		[]string{"feature bytes", datasetBytes(info.FeatureBytes)},
-		[]string{"topology bytes", datasetBytes(info.TopologyBytes)})
+	t := textout.NewTable(textout.Left("PROPERTY"), textout.Column{Name: "VALUE", Elastic: true, Wrap: true})
+	rows := info.Rows()
 	for _, r := range rows {
 		t.Row(r[0], r[1])
 	}
@@ -334,31 +238,4 @@ func runDatasetInfo(o *datasetInfoOptions) error {
 		}
 	}
 	return out.Flush()
-}
-
-func datasetDegreeRows(what string, s dataset.DegreeStats) [][]string {
-	return [][]string{
-		{what + " min / max", fmt.Sprintf("%d / %d", s.Min, s.Max)},
-		{what + " mean", fmt.Sprintf("%.2f", s.Mean)},
-		{what + " p10 / p25 / median / p75 / p90", fmt.Sprintf("%.1f / %.1f / %.1f / %.1f / %.1f", s.P10, s.P25, s.Median, s.P75, s.P90)},
-		{what + " p99 / p99.9", fmt.Sprintf("%.1f / %.1f", s.P99, s.P999)},
-		{what + " 0 (vertices)", fmt.Sprint(s.Zero)},
-		{what + " skew: top 1% / 5% / 10% hold", fmt.Sprintf("%.1f%% / %.1f%% / %.1f%% of edges", 100*s.Top1PctShare, 100*s.Top5PctShare, 100*s.Top10PctShare)},
-	}
-}
-
-// datasetBytes gives exact bytes and a binary-prefixed size.
-func datasetBytes(n int64) string {
-	units := []string{"KiB", "MiB", "GiB", "TiB"}
-	v, u := float64(n), ""
-	for _, name := range units {
-		if v < 1024 {
-			break
-		}
-		v, u = v/1024, name
-	}
-	if u == "" {
-		return fmt.Sprintf("%d B", n)
-	}
-	return fmt.Sprintf("%d B (%.1f %s)", n, v, u)
 }

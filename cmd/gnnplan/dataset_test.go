@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
 // runDatasetCLI runs `gnnplan dataset ARGS` in-process (the dataset
@@ -101,7 +102,7 @@ func TestDatasetImportFlags(t *testing.T) {
 				t.Fatal(err)
 			}
 			g := *got
-			if g.IO == nil || len(g.Importers) != len(importFormats()) {
+			if g.IO == nil || len(g.Importers) != len(dataset.ImportFormats()) {
 				t.Fatal("streams or importers not wired")
 			}
 			g.IO, g.Importers = nil, nil
@@ -128,6 +129,7 @@ func TestDatasetInfoFlags(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got *datasetInfoOptions
 			cmd := newDatasetInfoCmd(&deps{}, func(_ context.Context, o *datasetInfoOptions) error { got = o; return nil })
+			cmd.SetFlagErrorFunc(flagUsageError)
 			cmd.SetArgs(tc.args)
 			cmd.SetOut(&bytes.Buffer{})
 			cmd.SetErr(&bytes.Buffer{})

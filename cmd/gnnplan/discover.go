@@ -8,10 +8,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gnnplan/gnnplan/cmd/gnnplan/internal/textout"
+	"github.com/gnnplan/gnnplan/internal/textout"
 	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/profiles"
 	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/topology/importer"
 )
 
 // discoverOptions holds the discover command's flags and what it reads
@@ -33,10 +34,8 @@ type discoverOptions struct {
 	DriverGPUs func() ([]kernels.GPUInfo, error)
 }
 
-var outputFormats = []string{"table", "wide", "tree", "json", "dot"}
-
 func newDiscoverCmd(d *deps, runF func(context.Context, *discoverOptions) error) *cobra.Command {
-	opts := &discoverOptions{IO: d, Discover: topology.Discover, Import: topology.ImportFilesContext, Profiles: profiles.Machine, DriverGPUs: kernels.CUDAGPUs}
+	opts := &discoverOptions{IO: d, Discover: topology.Discover, Import: importer.ImportFilesContext, Profiles: profiles.Machine, DriverGPUs: kernels.CUDAGPUs}
 	cmd := &cobra.Command{
 		Use:   "discover",
 		Short: "Describe a server's sockets, PCIe tree, slots, GPUs, SSDs, NICs and link bandwidths",
@@ -74,9 +73,9 @@ embedded machine (` + strings.Join(profiles.MachineNames(), ", ") + `).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.SysfsRoot, "sysfs-root", "", "read an unpacked sysfs snapshot (the directory holding sys/) instead of this machine")
-	f.StringArrayVar(&opts.From, "from", nil, "import a topology file: NCCL/RCCL XML, hwloc XML, nvidia-smi topo -m or lspci -vvv / -tv output, or gnnplan machine JSON; repeat it to combine lspci -tv, lspci -vvv and nvidia-smi topo -m captures of one machine")
+	f.StringArrayVar(&opts.From, "from", nil, "a topology file: NCCL or hwloc XML, nvidia-smi topo -m, lspci -vvv or -tv, gnnplan JSON; repeatable for one machine")
 	f.StringVar(&opts.Profile, "profile", "", "load an embedded machine profile ("+strings.Join(profiles.MachineNames(), ", ")+")")
-	f.StringVarP(&opts.Output, "output", "o", "table", "output format: "+strings.Join(outputFormats, ", "))
+	outputFlag(f, &opts.Output, "--save", "", "table", "wide", "tree", "json", "dot")
 	f.StringVar(&opts.Save, "save", "", "also write the machine as JSON to this file")
 	f.BoolVar(&opts.Dmidecode, "dmidecode", true, "run `dmidecode` for slot and memory records when the SMBIOS table is unreadable")
 	return cmd
@@ -92,7 +91,7 @@ func (o *discoverOptions) validate() error {
 	if n > 1 {
 		return usageErrorf("--sysfs-root, --from and --profile: give at most one")
 	}
-	return checkOutput(o.Output, "--save", outputFormats...)
+	return nil
 }
 
 // loadMachine returns the machine the flags name.
@@ -116,7 +115,7 @@ func (o *discoverOptions) loadMachine(ctx context.Context) (*topology.Machine, e
 		gpus, err := o.DriverGPUs()
 		switch {
 		case err == nil:
-			applyDriverGPUs(m, gpus, profiles.DefaultCatalog())
+			profiles.DefaultCatalog().NameDriverGPUs(m, gpus)
 		case !errors.Is(err, kernels.ErrNoCUDA) && m.Summarize().GPUs > 0:
 			m.Notes = append(m.Notes, "GPUs named from PCI IDs: the CUDA driver did not answer: "+err.Error())
 		}
@@ -160,8 +159,8 @@ func writeMachineTable(out *human, m *topology.Machine) error {
 	fmt.Fprintf(out, "%s  (%s)\n", m.Name, m.Source)
 	v := topology.Table(m)
 	h := v.NodeHeader
-	nodes := textout.NewTable(col(h[0]), col(h[1]), col(h[2]), textout.Column{Name: h[3], Elastic: true, Wrap: true},
-		opt(col(h[4])), num(h[5]))
+	nodes := textout.NewTable(textout.Left(h[0]), textout.Left(h[1]), textout.Left(h[2]), textout.Column{Name: h[3], Elastic: true, Wrap: true},
+		textout.Opt(textout.Left(h[4])), textout.Num(h[5]))
 	for _, r := range v.Nodes {
 		nodes.Row(r...)
 	}
@@ -170,7 +169,7 @@ func writeMachineTable(out *human, m *topology.Machine) error {
 	}
 	if len(v.Cross) > 0 {
 		h := v.CrossHeader
-		cross := textout.NewTable(col(h[0]), col(h[1]), col(h[2]), text(h[3]), num(h[4]))
+		cross := textout.NewTable(textout.Left(h[0]), textout.Left(h[1]), textout.Left(h[2]), textout.Text(h[3]), textout.Num(h[4]))
 		for _, r := range v.Cross {
 			cross.Row(r...)
 		}

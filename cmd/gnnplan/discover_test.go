@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/topology"
 )
 
@@ -222,7 +219,7 @@ func TestSaveIsMachineJSON(t *testing.T) {
 }
 
 // fixtureDir holds the copies of the shared topology files the topology
-// package tests use (see its testdata/topology/SOURCES.md).
+// package tests use (see topology/testdata/topology/SOURCES.md).
 var fixtureDir = filepath.Join("..", "..", "topology", "testdata", "topology")
 
 // TestDiscoverFromTopologyFiles imports every XML fixture through the CLI
@@ -274,29 +271,5 @@ func TestDiscoverRefusesNCCLGraphFile(t *testing.T) {
 	code, _, errOut := runCLI(t, "discover", "--from", p)
 	if code != 2 || !strings.Contains(errOut, "channel graph") || !strings.Contains(errOut, "azure-ncv4-graph.xml") {
 		t.Fatalf("exit %d, stderr %q: want exit 2 saying it is a channel graph", code, errOut)
-	}
-}
-
-// TestDescribeCUDA: version's GPU line for a build without CUDA, a driver
-// that fails or lists none, and an 8-GPU server.
-func TestDescribeCUDA(t *testing.T) {
-	var eight []kernels.GPUInfo
-	for i := range 8 {
-		eight = append(eight, kernels.GPUInfo{Ordinal: i, Name: "NVIDIA H100 80GB HBM3", MemoryBytes: 85 << 30, ComputeCapability: "9.0", PCIBusID: fmt.Sprintf("0000:%02x:00.0", 0x18+i)})
-	}
-	cases := []struct {
-		gpus []kernels.GPUInfo
-		err  error
-		want string
-	}{
-		{nil, kernels.ErrNoCUDA, "none: this gnnplan was built without CUDA"},
-		{nil, errors.New("cuda: NoDevice"), "none: cuda: NoDevice"},
-		{nil, nil, "none: the CUDA driver lists no GPU"},
-		{eight, nil, "8 on the CUDA backend: 0: NVIDIA H100 80GB HBM3 (85.0 GiB, sm_90, 0000:18:00.0);"},
-	}
-	for _, c := range cases {
-		if got := describeCUDA(c.gpus, c.err); !strings.HasPrefix(got, c.want) {
-			t.Errorf("describeCUDA(%d GPUs, %v) = %q, want it to start %q", len(c.gpus), c.err, got, c.want)
-		}
 	}
 }

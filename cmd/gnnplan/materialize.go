@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
-	"github.com/gnnplan/gnnplan/cmd/gnnplan/internal/textout"
-	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/internal/textout"
 	"github.com/gnnplan/gnnplan/trainer/store"
 )
 
@@ -56,9 +54,6 @@ whose header and checksum match and removes temporary files a killed run left.`,
 			if opts.Dataset == "" {
 				return usageErrorf("--dataset is required")
 			}
-			if err := checkOutput(opts.Output, "", "table", "wide", "json"); err != nil {
-				return err
-			}
 			if opts.Verify && (len(opts.SSDDirs) > 0 || opts.Layout != "") {
 				return usageErrorf("--verify checks the store the manifest describes: not with --ssd-dir or --layout")
 			}
@@ -73,7 +68,7 @@ whose header and checksum match and removes temporary files a killed run left.`,
 	f.StringVar(&opts.Layout, "layout", "", "the layout directory (default: the dataset directory, where place writes it)")
 	f.StringArrayVar(&opts.SSDDirs, "ssd-dir", nil, "a directory on one SSD for its bin file (repeat for each SSD)")
 	f.BoolVar(&opts.Verify, "verify", false, "check the existing store as train opens it and every file against its checksum (writes nothing)")
-	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, wide, json (the manifest, or the verify report)")
+	outputFlag(f, &opts.Output, "", "the manifest, or the verify report", "table", "wide", "json")
 	return cmd
 }
 
@@ -85,27 +80,17 @@ func runMaterialize(ctx context.Context, o *materializeOptions) error {
 	if layout == "" {
 		layout = o.Dataset
 	}
-	r := newPhaseProgress(o.IO.Err)
+	r := textout.NewProgress(o.IO.Err)
 	m, err := store.Materialize(ctx, o.Dataset, layout, o.SSDDirs, store.MaterializeOptions{Log: r, Progress: storeProgress(r)})
 	r.Close()
 	if err != nil {
 		return err
 	}
 	if o.Output == "json" {
-		enc := json.NewEncoder(o.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(m)
+		return writeJSON(o.IO.Out, m)
 	}
 	h := newHuman(o.IO.Out, o.Output)
-	t := textout.NewTable(col("BIN"), col("KIND"), num("ROWS"), opt(num("STRIDE BYTES")), num("FILE MiB"), textout.Column{Name: "FILE", Elastic: true, KeepEnd: true})
-	for _, b := range m.Bins {
-		file, mib, stride := "(memory, from features.npy)", "-", "-"
-		if b.Kind == maxflow.StorageSSD {
-			file, mib, stride = b.Path, fmt.Sprintf("%.1f", float64(b.FileBytes)/(1<<20)), fmt.Sprint(b.StrideBytes)
-		}
-		t.Row(b.ID, string(b.Kind), fmt.Sprint(b.Rows), stride, mib, file)
-	}
-	if err := h.write(t); err != nil {
+	if err := m.WriteText(h, h.Width); err != nil {
 		return err
 	}
 	fmt.Fprintf(h, "wrote %s\n", filepath.Join(o.Dataset, store.ManifestFile))
@@ -115,40 +100,20 @@ func runMaterialize(ctx context.Context, o *materializeOptions) error {
 // runVerify is materialize --verify: the report, then the error naming
 // the first damaged file (exit 2) when there is one.
 func runVerify(ctx context.Context, o *materializeOptions) error {
-	r := newPhaseProgress(o.IO.Err)
+	r := textout.NewProgress(o.IO.Err)
 	rep, err := store.Verify(ctx, o.Dataset, store.VerifyOptions{Log: r, Progress: storeProgress(r)})
 	r.Close()
 	if rep == nil {
 		return err
 	}
 	if o.Output == "json" {
-		enc := json.NewEncoder(o.IO.Out)
-		enc.SetIndent("", "  ")
-		if jerr := enc.Encode(rep); jerr != nil {
+		if jerr := writeJSON(o.IO.Out, rep); jerr != nil {
 			return jerr
 		}
 		return err
 	}
 	h := newHuman(o.IO.Out, o.Output)
-	t := textout.NewTable(col("BIN"), num("FILE MiB"), col("STATUS"), textout.Column{Name: "FILE", Elastic: true, KeepEnd: true})
-	status := func(c store.FileCheck) string {
-		if c.OK {
-			return "ok"
-		}
-		if c.Path == "" {
-			return "not read"
-		}
-		return "DAMAGED"
-	}
-	t.Row("(features)", fmt.Sprintf("%.1f", float64(rep.Features.Bytes)/(1<<20)), status(rep.Features), rep.Features.Path)
-	for _, c := range rep.Bins {
-		st := status(c.FileCheck)
-		if c.DamagedRows > 0 {
-			st = fmt.Sprintf("DAMAGED (%d rows)", c.DamagedRows)
-		}
-		t.Row(c.ID, fmt.Sprintf("%.1f", float64(c.Bytes)/(1<<20)), st, c.Path)
-	}
-	if werr := h.write(t); werr != nil {
+	if werr := rep.WriteText(h, h.Width); werr != nil {
 		return werr
 	}
 	if err == nil {
@@ -164,7 +129,7 @@ func runVerify(ctx context.Context, o *materializeOptions) error {
 // the dataset directory, progress on stderr so that place's own output
 // (a table, or JSON for scripts) stays as it is.
 func materializeLayout(ctx context.Context, d *deps, dataset string, ssdDirs []string) error {
-	r := newPhaseProgress(d.Err)
+	r := textout.NewProgress(d.Err)
 	_, err := store.Materialize(ctx, dataset, dataset, ssdDirs, store.MaterializeOptions{Log: r, Progress: storeProgress(r)})
 	r.Close()
 	return err
@@ -173,8 +138,8 @@ func materializeLayout(ctx context.Context, d *deps, dataset string, ssdDirs []s
 // storeProgress adapts the feature store's byte counts to p's phases: a
 // bar per phase on a terminal; elsewhere nil, as the store's own log
 // lines are one per phase.
-func storeProgress(p *phaseProgress) func(store.Progress) {
-	if !p.tty {
+func storeProgress(p *textout.Progress) func(store.Progress) {
+	if !p.TTY() {
 		return nil
 	}
 	var phase string

@@ -13,9 +13,10 @@ import (
 	"testing"
 
 	"github.com/gnnplan/gnnplan/ddak/layout"
+	"github.com/gnnplan/gnnplan/internal/textout"
 
 	"github.com/gnnplan/gnnplan/ddak"
-	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/maxflow/placement"
 	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/trainer/store"
 )
@@ -30,6 +31,7 @@ func execMaterialize(t *testing.T, runF func(context.Context, *materializeOption
 	cmd.SetOut(&out)
 	cmd.SetErr(&errOut)
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	cmd.SetFlagErrorFunc(flagUsageError)
 	err := cmd.ExecuteContext(context.Background())
 	return out.String(), errOut.String(), err
 }
@@ -104,7 +106,7 @@ func TestMaterializeAfterPlace(t *testing.T) {
 		t.Fatalf("manifest without bins")
 	}
 	for _, b := range m.Bins {
-		if b.Kind != maxflow.StorageSSD {
+		if b.Kind != placement.StorageSSD {
 			continue
 		}
 		if st, err := os.Stat(b.Path); err != nil || filepath.Dir(b.Path) != ssd || st.Size() != b.FileBytes {
@@ -151,10 +153,10 @@ func TestMaterializeCommandWritesBinFiles(t *testing.T) {
 // dataset whole), and returns the bins.
 func handLayout(t *testing.T, data string) []ddak.Bin {
 	t.Helper()
-	bins := []ddak.Bin{{ID: "gpu0", Kind: maxflow.StorageGPUMem, CapacityRows: 100, TargetShare: 0.4},
-		{ID: "socket0", Kind: maxflow.StorageHostMem, CapacityRows: 200, TargetShare: 0.2}}
+	bins := []ddak.Bin{{ID: "gpu0", Kind: placement.StorageGPUMem, CapacityRows: 100, TargetShare: 0.4},
+		{ID: "socket0", Kind: placement.StorageHostMem, CapacityRows: 200, TargetShare: 0.2}}
 	for i := range 3 {
-		bins = append(bins, ddak.Bin{ID: fmt.Sprintf("nvme%d", i), Kind: maxflow.StorageSSD, Socket: i % 2, CapacityRows: 2000, TargetShare: 0.1})
+		bins = append(bins, ddak.Bin{ID: fmt.Sprintf("nvme%d", i), Kind: placement.StorageSSD, Socket: i % 2, CapacityRows: 2000, TargetShare: 0.1})
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	hot := make([]uint32, 2000)
@@ -238,7 +240,7 @@ func TestMaterializeVerifyNamesTheDamagedFile(t *testing.T) {
 	}
 	var bad store.BinFile
 	for _, b := range m.Bins {
-		if b.Kind == maxflow.StorageSSD && b.Rows > 0 {
+		if b.Kind == placement.StorageSSD && b.Rows > 0 {
 			bad = b
 		}
 	}
@@ -265,8 +267,7 @@ func TestMaterializeVerifyNamesTheDamagedFile(t *testing.T) {
 
 func TestStoreReporterDrawsABarOnATerminal(t *testing.T) {
 	var buf bytes.Buffer
-	r := newPhaseProgress(&buf)
-	r.tty = true // as on a terminal
+	r := textout.NewTerminalProgress(&buf)
 	p := storeProgress(r)
 	p(store.Progress{Phase: "write rows", TotalBytes: 1 << 20})
 	p(store.Progress{Phase: "write rows", DoneBytes: 1 << 19, TotalBytes: 1 << 20})
@@ -279,7 +280,7 @@ func TestStoreReporterDrawsABarOnATerminal(t *testing.T) {
 			t.Errorf("terminal output lacks %q:\n%q", want, got)
 		}
 	}
-	if storeProgress(newPhaseProgress(&buf)) != nil {
+	if storeProgress(textout.NewProgress(&buf)) != nil {
 		t.Errorf("a progress callback for a stderr that is not a terminal")
 	}
 }

@@ -2,21 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-
-	"github.com/gnnplan/gnnplan/ddak/layout"
 
 	"github.com/spf13/cobra"
 
-	"github.com/gnnplan/gnnplan/cmd/gnnplan/internal/textout"
 	"github.com/gnnplan/gnnplan/ddak"
-	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/ddak/datalayout"
+	"github.com/gnnplan/gnnplan/internal/textout"
 	"github.com/gnnplan/gnnplan/tpc"
-	"github.com/gnnplan/gnnplan/trainer/dataset"
 	"github.com/gnnplan/gnnplan/trainer/sample"
 	"github.com/gnnplan/gnnplan/trainer/store"
 )
@@ -66,15 +61,6 @@ policy and the other one.`,
 			if opts.Plan == "" || opts.Dataset == "" {
 				return usageErrorf("--plan and --dataset are required")
 			}
-			if opts.Policy != string(ddak.PolicyDDAK) && opts.Policy != string(ddak.PolicyHash) {
-				return usageErrorf("--policy: %q (valid: ddak, hash)", opts.Policy)
-			}
-			if !slices.Contains(ddak.Priorities(), ddak.Priority(opts.Priority)) {
-				return usageErrorf("--priority: %q (valid: %v)", opts.Priority, ddak.Priorities())
-			}
-			if err := checkOutput(opts.Output, "", "table", "wide", "json"); err != nil {
-				return err
-			}
 			if opts.Epochs < 0 {
 				return usageErrorf("--epochs: %d (valid: 0 to sample until the hotness estimate is stable, or a count of epochs)", opts.Epochs)
 			}
@@ -93,14 +79,14 @@ policy and the other one.`,
 	f := cmd.Flags()
 	f.StringVar(&opts.Plan, "plan", "", "the plan (plan.json from gnnplan recommend --save)")
 	f.StringVar(&opts.Dataset, "dataset", "", "the dataset directory")
-	f.StringVar(&opts.Policy, "policy", string(ddak.PolicyDDAK), "placement policy: ddak or hash")
-	f.StringVar(&opts.Priority, "priority", string(ddak.DefaultPriority), "DDAK bin priority: need (traffic a bin lacks per free row), sum (Moment's code) or product (its paper)")
+	enumFlag(f, &opts.Policy, "policy", string(ddak.PolicyDDAK), "placement policy: ddak or hash", string(ddak.PolicyDDAK), string(ddak.PolicyHash))
+	enumFlag(f, &opts.Priority, "priority", string(ddak.DefaultPriority), "DDAK bin priority: need (traffic a bin lacks per free row), sum (Moment's code) or product (its paper)", priorityNames()...)
 	f.IntVar(&opts.Pool, "pool", ddak.DefaultPool, "vertices per DDAK decision")
 	f.StringVar(&opts.Hotness, "hotness", "", "per-vertex access counts (a 1-d .npy of integers, e.g. numpy.bincount's int64, one per vertex) instead of pre-sampling")
 	f.Float64Var(&opts.Fraction, "fraction", 1, "share of an epoch's batches to pre-sample for hotness")
-	f.IntVar(&opts.Epochs, "epochs", 0, fmt.Sprintf("epochs to pre-sample for hotness (0: until the top 1/5/10%% shares move under %.1f points, at most %d)", 100*placeStable, sample.DefaultMaxHotnessEpochs))
+	f.IntVar(&opts.Epochs, "epochs", 0, fmt.Sprintf("epochs to pre-sample for hotness (0: until the top 1/5/10%% shares move under %.1f points, at most %d)", 100*datalayout.Stable, sample.DefaultMaxHotnessEpochs))
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed for pre-sampling and the hash baseline")
-	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, wide, json")
+	outputFlag(f, &opts.Output, "", "", "table", "wide", "json")
 	f.BoolVar(&opts.Materialize, "materialize", false, "then write the SSD bins as files for the feature store (as gnnplan materialize)")
 	f.StringArrayVar(&opts.SSDDirs, "ssd-dir", nil, "with --materialize: a directory on one SSD for its bin file (repeat for each SSD)")
 	return cmd
@@ -122,51 +108,23 @@ func runPlace(ctx context.Context, o *placeOptions) error {
 	if err != nil {
 		return err
 	}
-	if plan.Cache != nil {
-		return usageErrorf("--plan %s: a plan of CPU training on this machine (recommend --this-machine) names no GPUs or SSDs to lay the features over: train it with gnnplan train --plan %s; to train out of core, place a plan of this machine's disks (gnnplan recommend --dataset DIR --save plan.json)", o.Plan, o.Plan)
+	lo := datalayout.Options{Plan: plan, PlanPath: o.Plan, Dataset: o.Dataset, Policy: ddak.Policy(o.Policy), Priority: ddak.Priority(o.Priority),
+		Pool: o.Pool, Seed: o.Seed, Hotness: o.Hotness, Fraction: o.Fraction, Epochs: o.Epochs}
+	var prog *textout.Progress
+	if o.Hotness == "" {
+		prog = textout.NewProgress(o.IO.Err)
+		lo.Progress = prog
 	}
-	g, err := dataset.LoadGraph(o.Dataset)
+	r, err := datalayout.Lay(ctx, lo)
+	if prog != nil {
+		prog.Close()
+	}
 	if err != nil {
 		return err
 	}
-	defer g.Close()
-	if g.Meta.FeatureDim == 0 {
-		return usageErrorf("--dataset %s: it has no features to place", o.Dataset)
-	}
-	if err := checkPlanMatches(plan, g.Meta, o.Plan); err != nil {
-		return err
-	}
-	rowBytes := int64(g.Meta.FeatureDim) * 4
-	hot, hotRep, err := placeHotness(ctx, o, plan, g)
-	if err != nil {
-		return err
-	}
-	bins, err := ddak.BinsFromPlan(plan, g.Meta.NumNodes, rowBytes, ddak.BinOptions{})
-	if err != nil {
-		return err
-	}
-	gpuSockets := ddak.GPUSockets(plan)
-	ddakLayout, err := ddak.PlaceContext(ctx, hot, bins, ddak.Options{Priority: ddak.Priority(o.Priority), Pool: o.Pool})
-	if err != nil {
-		return err
-	}
-	hashLayout, err := ddak.PlaceHashContext(ctx, hot, bins, o.Seed)
-	if err != nil {
-		return err
-	}
-	chosen, other := ddakLayout, hashLayout
-	if o.Policy == string(ddak.PolicyHash) {
-		chosen, other = hashLayout, ddakLayout
-	}
-	ev := ddak.Evaluate(chosen, hot, bins, gpuSockets)
-	evOther := ddak.Evaluate(other, hot, bins, gpuSockets)
-	prev, hadLayout := layout.PolicyOf(o.Dataset)
-	if err := layout.Write(o.Dataset, chosen, bins); err != nil {
-		return err
-	}
-	if hadLayout && prev != chosen.Policy {
+	if r.Replaced != "" {
 		fmt.Fprintf(o.IO.Err, "note: %s held a %s layout: replaced by this %s one (place again with --policy %s to restore it)\n",
-			o.Dataset, prev, chosen.Policy, prev)
+			o.Dataset, r.Replaced, r.Chosen.Policy, r.Replaced)
 	}
 	if _, err := os.Stat(filepath.Join(o.Dataset, store.ManifestFile)); err == nil && !o.Materialize {
 		fmt.Fprintf(o.IO.Err, "note: %s's feature store was cut from the layout before: write it again from this one (gnnplan materialize --dataset %s --ssd-dir DIR) before training out of core\n",
@@ -178,106 +136,21 @@ func runPlace(ctx context.Context, o *placeOptions) error {
 		}
 	}
 	if o.Output == "json" {
-		enc := json.NewEncoder(o.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(placeReport{SchemaVersion: 1, Policy: chosen.Policy, Skew: sample.SkewOf(hot), Sampling: hotRep, Evaluation: ev,
-			Other: map[string]ddak.Evaluation{string(other.Policy): evOther}, Layout: o.Dataset})
+		return writeJSON(o.IO.Out, placeReport{SchemaVersion: 1, Policy: r.Chosen.Policy, Skew: sample.SkewOf(r.Hotness), Sampling: r.Sampling, Evaluation: r.Evaluation,
+			Other: map[string]ddak.Evaluation{string(r.Other.Policy): r.OtherEval}, Layout: o.Dataset})
 	}
-	out := newHuman(o.IO.Out, o.Output)
-	sk := sample.SkewOf(hot)
-	fmt.Fprintf(out, "%s: %d vertices, %d bins; hotness: top 1%% of vertices get %.1f%% of accesses, top 5%% %.1f%%, top 10%% %.1f%%\n",
-		g.Meta.Name, g.Meta.NumNodes, len(bins), 100*sk.Top1, 100*sk.Top5, 100*sk.Top10)
-	if r := hotRep; r != nil {
-		stable := fmt.Sprintf("stable: the last epoch moved the top shares %.2f points", 100*r.LastChange)
-		if o.Epochs == 0 && !r.Stable {
-			stable = fmt.Sprintf("not stable after %d epochs: the last moved the top shares %.2f points", r.Epochs, 100*r.LastChange)
-		} else if o.Epochs > 0 {
-			stable = "as --epochs asked"
-		}
-		fmt.Fprintf(out, "hotness from %d epoch(s) x %d batches (%s); of the bytes sampling and feature reads touch, %.1f%% are topology (neighbour lists), %.1f%% features\n",
-			r.Epochs, r.BatchesPerEpoch, stable, 100*r.TopologyShare, 100*(1-r.TopologyShare))
-	}
-	t := textout.NewTable(col("BIN"), col("KIND"), num("SOCKET"), num("ROWS"), num("TARGET %"), num("ACHIEVED %"), num("ACHIEVED/TARGET"))
-	for _, b := range ev.Bins {
-		t.Row(b.ID, string(b.Kind), fmt.Sprint(b.Socket), fmt.Sprint(b.Rows), fmt.Sprintf("%.2f", 100*b.TargetShare),
-			fmt.Sprintf("%.2f", 100*b.Share), fmt.Sprintf("%.3f", b.Ratio))
-	}
-	if err := out.write(t); err != nil {
+	h := newHuman(o.IO.Out, o.Output)
+	if err := r.WriteText(h, h.Width); err != nil {
 		return err
 	}
-	line := func(name string, e ddak.Evaluation) {
-		fmt.Fprintf(out, "%-5s distance from targets %.4f, SSD imbalance max %.3f mean %.3f, traffic across the socket link %.2f%%\n",
-			name, e.TargetDistance, e.SSDMaxImbalance, e.SSDMeanImbalance, 100*e.CrossSocketShare)
-	}
-	line(string(chosen.Policy), ev)
-	line(string(other.Policy), evOther)
-	if split, err := placeCacheSplit(g, hot, bins, rowBytes); err == nil {
-		gib := func(b int64) float64 { return float64(b) / (1 << 30) }
-		saved := 0.0
-		if split.TxAllSSD > 0 {
-			saved = 1 - split.Tx/split.TxAllSSD
-		}
-		fmt.Fprintf(out, "unified cache (Hyperion III-B2): GPU %.2f GiB topology + %.2f GiB features, CPU %.2f GiB topology + %.2f GiB features; %.1f%% fewer PCIe transactions than reading everything from SSD\n",
-			gib(split.GPUTopologyBytes), gib(split.GPUFeatureBytes), gib(split.CPUTopologyBytes), gib(split.CPUFeatureBytes), 100*saved)
-	}
-	fmt.Fprintf(out, "wrote %s, %s and %s\n", filepath.Join(o.Dataset, "layout_bin.npy"), filepath.Join(o.Dataset, "layout_row.npy"), filepath.Join(o.Dataset, "layout.json"))
-	return out.Flush()
+	return h.Flush()
 }
 
-// placeCacheSplit sizes Hyperion's unified cache with one GPU bin's and all
-// CPU bins' memory.
-func placeCacheSplit(g *dataset.Graph, hot []uint32, bins []ddak.Bin, rowBytes int64) (*ddak.Split, error) {
-	var gpu, cpu int64
-	for _, b := range bins {
-		switch b.Kind {
-		case maxflow.StorageGPUMem:
-			gpu = max(gpu, b.CapacityRows*rowBytes)
-		case maxflow.StorageHostMem:
-			cpu += b.CapacityRows * rowBytes
-		}
+// priorityNames are DDAK's bin priorities, as --priority takes them.
+func priorityNames() []string {
+	var out []string
+	for _, p := range ddak.Priorities() {
+		out = append(out, string(p))
 	}
-	idx := 4
-	if g.Meta.IndexDType == "int64" {
-		idx = 8
-	}
-	topo, err := ddak.TopologyRowBytes(g.Indptr, idx)
-	if err != nil {
-		return nil, err
-	}
-	return ddak.CacheSplit(hot, topo, ddak.CacheOptions{GPUBytes: gpu, CPUBytes: cpu, FeatureRowBytes: rowBytes})
-}
-
-// placeStable is the move of the top access shares below which place
-// stops pre-sampling epochs.
-const placeStable = 0.005
-
-// placeHotness reads --hotness, or pre-samples the dataset with the plan's
-// fanouts and batch size and saves the counts next to the dataset.
-func placeHotness(ctx context.Context, o *placeOptions, plan *tpc.Plan, g *dataset.Graph) ([]uint32, *sample.HotnessReport, error) {
-	if o.Hotness != "" {
-		hot, err := sample.ReadHotness(o.Hotness, g.Meta.NumNodes)
-		return hot, nil, err
-	}
-	so := sample.DefaultSamplerOptions()
-	if len(plan.Workload.Fanouts) > 0 {
-		so.Fanouts = plan.Workload.Fanouts
-	}
-	if plan.Workload.BatchSize > 0 {
-		so.BatchSize = plan.Workload.BatchSize
-	}
-	so.Seed = o.Seed
-	ho := sample.HotnessOptions{Sampler: so, Fraction: o.Fraction, Epochs: o.Epochs}
-	if o.Epochs == 0 {
-		ho.Stable = placeStable
-	}
-	prog := newPhaseProgress(o.IO.Err)
-	hot, rep, err := sample.MeasureHotness(ctx, g, ho, prog)
-	prog.Close()
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := sample.WriteHotness(filepath.Join(o.Dataset, sample.HotnessFile), hot); err != nil {
-		return nil, nil, err
-	}
-	return hot, rep, nil
+	return out
 }

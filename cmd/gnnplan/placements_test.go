@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/maxflow/placement"
 	"github.com/gnnplan/gnnplan/topology"
 )
 
@@ -30,14 +30,14 @@ func TestPlacementsJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var rep maxflow.Report
+	var rep placement.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("-o json is not a report: %v", err)
 	}
-	if rep.SchemaVersion != 1 || rep.GPUs != 4 || rep.SSDs != 8 || len(rep.Candidates) < maxflow.DefaultTop {
+	if rep.SchemaVersion != 1 || rep.GPUs != 4 || rep.SSDs != 8 || len(rep.Candidates) < placement.DefaultTop {
 		t.Fatalf("report header %+v", rep)
 	}
-	for _, n := range maxflow.ClassicNames {
+	for _, n := range placement.ClassicNames {
 		if _, ok := rep.Classic[n]; !ok {
 			t.Errorf("classic (%s) not ranked", n)
 		}
@@ -97,14 +97,14 @@ func TestPlacementsFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.Profile != "moment-b" || got.GPUs != 2 || got.SSDs != 6 || got.Tiers.HostShare != 0.5 || got.Tiers.SSDReadGBps != 3.5 ||
-		got.Output != "json" || got.Top != 4 || !got.TopSet || got.Tiers.HostMemGBps != maxflow.DefaultTiers().HostMemGBps {
+		got.Output != "json" || got.Top != 4 || !got.TopSet || got.Tiers.HostMemGBps != placement.DefaultTiers().HostMemGBps {
 		t.Errorf("options %+v", *got)
 	}
 	got = nil
 	cmd = newPlacementsCmd(&deps{}, func(_ context.Context, o *placementsOptions) error { got = o; return nil })
 	cmd.SetArgs(nil)
 	cmd.Execute()
-	if got.GPUs != -1 || got.SSDs != -1 || got.TopSet || got.Tiers != maxflow.DefaultTiers() {
+	if got.GPUs != -1 || got.SSDs != -1 || got.TopSet || got.Tiers != placement.DefaultTiers() {
 		t.Errorf("defaults %+v: want counts from the machine and Moment's tiers", *got)
 	}
 }
@@ -135,7 +135,7 @@ func TestPlacementsCountsDevicesOutsideSlots(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var rep maxflow.Report
+	var rep placement.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestPlacementsShowTheInstalledLayout(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var rep maxflow.Report
+	var rep placement.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}

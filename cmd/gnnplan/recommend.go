@@ -2,28 +2,30 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/gnnplan/gnnplan/internal/fsutil"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
-	"github.com/gnnplan/gnnplan/cmd/gnnplan/internal/textout"
-	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/internal/textout"
+	"github.com/gnnplan/gnnplan/maxflow/placement"
 	"github.com/gnnplan/gnnplan/profiles"
 	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/topology/importer"
 	"github.com/gnnplan/gnnplan/tpc"
+	"github.com/gnnplan/gnnplan/tpc/report"
+	"github.com/gnnplan/gnnplan/tpc/trainplan"
 	"github.com/gnnplan/gnnplan/tpc/validate"
-	"github.com/gnnplan/gnnplan/trainer/dataset"
-	"github.com/gnnplan/gnnplan/trainer/sample"
+	"github.com/gnnplan/gnnplan/trainer/store"
 )
 
 // recommendOptions holds the recommend command's flags.
@@ -64,7 +66,7 @@ const (
 )
 
 func newRecommendCmd(d *deps, runF func(context.Context, *recommendOptions) error) *cobra.Command {
-	opts := &recommendOptions{IO: d, Profiles: profiles.Machine, Import: topology.ImportContext}
+	opts := &recommendOptions{IO: d, Profiles: profiles.Machine, Import: importer.ImportContext}
 	var workloads []string
 	for _, w := range tpc.BuiltinWorkloads() {
 		workloads = append(workloads, w.Name)
@@ -103,46 +105,32 @@ IGB-HOM with a $80,000 budget. Workloads: ` + strings.Join(workloads, ", ") + `.
 			return runRecommend(cmd.Context(), opts)
 		},
 	}
-	f := cmd.Flags()
-	f.Float64Var(&opts.BudgetUSD, "budget", 80000, "budget in USD for one machine's 5-year TCO (host, GPUs, SSDs, electricity)")
-	f.StringVar(&opts.Profile, "profile", "", "an embedded machine ("+strings.Join(profiles.MachineNames(), ", ")+"); default "+defaultProfile)
-	f.StringVar(&opts.Machine, "machine", "", "a machine file (gnnplan JSON, NCCL or hwloc XML, nvidia-smi topo -m output) whose slots to fill")
-	f.StringVar(&opts.Workload, "workload", defaultWorkload, "a built-in workload ("+strings.Join(workloads, ", ")+")")
-	f.StringVar(&opts.Dataset, "dataset", "", "size the workload from a dataset directory (meta.json) instead of --workload")
-	f.StringVar(&opts.Model, "model", "", "GNN model: graphsage, gcn or gat (default: the workload's)")
-	f.StringSliceVar(&opts.GPUModels, "gpu-model", nil, "only these GPU models (catalog keys, comma-separated)")
-	f.StringSliceVar(&opts.SSDModels, "ssd-model", nil, "only these SSD models (catalog keys, comma-separated)")
-	f.StringVar(&opts.GPUs, "gpus", "", "GPU count or range, e.g. 2 or 1-4 (default: 1 to as many as the machine's slots take)")
-	f.StringVar(&opts.SSDs, "ssds", "", "SSD count or range, e.g. 8 or 0-12 (default: 0 to as many as the free slots take)")
-	f.StringVar(&opts.Catalog, "catalog", "", "a catalog file (JSON or YAML) whose entries override the built-in prices and rates")
-	f.StringVar(&opts.Measured, "measured", "", "a profile from `gnnplan profile --save`: its measured SSD and memory rates replace catalog figures")
-	f.StringVarP(&opts.Output, "output", "o", "table", "output format: table, wide, json (the best plan's JSON, as --save writes it)")
-	f.StringVar(&opts.Save, "save", "", "also write the best plan to this file (plan.json, for train, place and report)")
-	f.Float64Var(&opts.CPUCacheGiB, "cpu-cache-gib", 0, "fix host memory's feature cache at this many GiB instead of deciding it (0: decide)")
-	f.StringVar(&opts.InstalledGPU, "installed-gpu", "", "catalog key of the installed GPUs, where the machine file does not name them")
-	f.StringVar(&opts.PlotPath, "plot", "", "draw TPC and throughput against SSD count to this SVG file")
-	f.IntVar(&opts.Top, "top", 10, "how many plans to list")
-	f.BoolVar(&opts.ThisMachine, "this-machine", false, "plan CPU training on this machine and its disks for --dataset (rates from --measured, or measured now)")
-	f.StringArrayVar(&opts.SSDDirs, "ssd-dir", nil, "with --this-machine and no --measured: a directory on a disk to measure (repeatable)")
+	opts.addFlags(cmd.Flags(), workloads)
 	return cmd
 }
 
-// workloadFromMeta sizes a workload from a dataset's meta.json with the
-// papers' model and sampling (GraphSAGE, hidden 256, fanouts 25,10) and a
-// batch of 1024 seeds, or fewer when the training split is smaller.
-func workloadFromMeta(dir string, m dataset.Meta) tpc.Workload {
-	w := tpc.Workload{Name: m.Name, Vertices: m.NumNodes, Edges: m.NumEdges, FeatureDim: m.FeatureDim, FeatureBytes: 4,
-		Classes: max(m.NumClasses, 1), Model: tpc.ModelGraphSAGE, Hidden: 256, Heads: 1, Fanouts: []int{25, 10}, BatchSize: 1024,
-		Source: "dataset " + dir}
-	if w.Name == "" {
-		w.Name = dir
-	}
-	w.TrainFraction = 0.01
-	if m.NumTrain > 0 {
-		w.TrainFraction = float64(m.NumTrain) / float64(m.NumNodes)
-		w.BatchSize = int(min(int64(1024), m.NumTrain))
-	}
-	return w
+// addFlags binds recommend's flags to o.
+func (o *recommendOptions) addFlags(f *pflag.FlagSet, workloads []string) {
+	f.Float64Var(&o.BudgetUSD, "budget", 80000, "budget in USD for one machine's 5-year TCO (host, GPUs, SSDs, electricity)")
+	f.StringVar(&o.Profile, "profile", "", "an embedded machine ("+strings.Join(profiles.MachineNames(), ", ")+"); default "+defaultProfile)
+	f.StringVar(&o.Machine, "machine", "", "a machine file (gnnplan JSON, NCCL or hwloc XML, nvidia-smi topo -m output) whose slots to fill")
+	f.StringVar(&o.Workload, "workload", defaultWorkload, "a built-in workload ("+strings.Join(workloads, ", ")+")")
+	f.StringVar(&o.Dataset, "dataset", "", "size the workload from a dataset directory (meta.json) instead of --workload")
+	f.StringVar(&o.Model, "model", "", "GNN model: graphsage, gcn or gat (default: the workload's)")
+	f.StringSliceVar(&o.GPUModels, "gpu-model", nil, "only these GPU models (catalog keys, comma-separated)")
+	f.StringSliceVar(&o.SSDModels, "ssd-model", nil, "only these SSD models (catalog keys, comma-separated)")
+	f.StringVar(&o.GPUs, "gpus", "", "GPU count or range, e.g. 2 or 1-4 (default: 1 to as many as the machine's slots take)")
+	f.StringVar(&o.SSDs, "ssds", "", "SSD count or range, e.g. 8 or 0-12 (default: 0 to as many as the free slots take)")
+	f.StringVar(&o.Catalog, "catalog", "", "a catalog file (JSON or YAML) whose entries override the built-in prices and rates")
+	f.StringVar(&o.Measured, "measured", "", "a profile from `gnnplan profile --save`: its measured SSD and memory rates replace catalog figures")
+	outputFlag(f, &o.Output, "--save", "the best plan's JSON, as --save writes it", "table", "wide", "json")
+	f.StringVar(&o.Save, "save", "", "also write the best plan to this file (plan.json, for train, place and report)")
+	f.Float64Var(&o.CPUCacheGiB, "cpu-cache-gib", 0, "fix host memory's feature cache at this many GiB instead of deciding it (0: decide)")
+	f.StringVar(&o.InstalledGPU, "installed-gpu", "", "catalog key of the installed GPUs, where the machine file does not name them")
+	f.StringVar(&o.PlotPath, "plot", "", "draw TPC and throughput against SSD count to this SVG file")
+	f.IntVar(&o.Top, "top", 10, "how many plans to list")
+	f.BoolVar(&o.ThisMachine, "this-machine", false, "plan CPU training on this machine and its disks for --dataset (rates from --measured, or measured now)")
+	f.StringArrayVar(&o.SSDDirs, "ssd-dir", nil, "with --this-machine and no --measured: a directory on a disk to measure (repeatable)")
 }
 
 // parseRange reads "2" or "1-4"; counts below least are refused.
@@ -180,39 +168,12 @@ func (o *recommendOptions) request(ctx context.Context) (tpc.Request, error) {
 			req.SSDCounts = append(req.SSDCounts, m)
 		}
 	}
-	switch {
-	case o.Machine != "":
-		req.Machine, err = o.Import(ctx, o.Machine)
-	default:
-		name := o.Profile
-		if name == "" {
-			name = defaultProfile
-		}
-		req.Machine, err = o.Profiles(name)
-	}
-	if err != nil {
+	if req.Machine, err = o.machine(ctx); err != nil {
 		return req, err
 	}
-	if m, n := maxflow.PositionSlots(req.Machine); n > 0 {
-		req.Machine = m
-		fmt.Fprintf(o.IO.Err, "note: %s has no slot record for %d GPU/SSD position(s): each is taken as a slot that takes its kind again; "+
-			"to let the plan add cards, describe the free slots in the machine file (slot nodes with lanes, pcie_gen, double_width)\n", m.Name, n)
-	}
 	if o.Dataset != "" {
-		meta, err := dataset.ReadMeta(o.Dataset)
-		if err != nil {
+		if req.Workload, req.Assumptions.HotnessCurve, err = trainplan.DatasetWorkload(o.Dataset); err != nil {
 			return req, err
-		}
-		req.Workload = workloadFromMeta(o.Dataset, meta)
-		// The access skew place measured, where it has: the power law
-		// only where it has not.
-		hotPath := filepath.Join(o.Dataset, sample.HotnessFile)
-		if _, err := os.Stat(hotPath); err == nil {
-			hot, err := sample.ReadHotness(hotPath, meta.NumNodes)
-			if err != nil {
-				return req, err
-			}
-			req.Assumptions.HotnessCurve = tpc.HotnessCurve(hot, tpc.HotnessCurvePoints)
 		}
 	} else if req.Workload, err = tpc.BuiltinWorkload(o.Workload); err != nil {
 		return req, err
@@ -229,23 +190,13 @@ func (o *recommendOptions) request(ctx context.Context) (tpc.Request, error) {
 		}
 	}
 	if o.Measured != "" {
-		p, err := loadMeasured(o.Measured)
+		p, err := store.ReadProfile(o.Measured, "--measured")
 		if err != nil {
 			return req, err
 		}
-		switch {
-		case math.IsNaN(p.SSDGBps) || p.SSDGBps < 0 || math.IsInf(p.SSDGBps, 0):
-			return req, &topology.InputError{Path: o.Measured, Field: "ssd_GBps", Msg: fmt.Sprintf("%v (want a measured rate above 0: gnnplan profile --ssd-dir DIR --save FILE)", p.SSDGBps)}
-		case p.SSDGBps == 0:
-			fmt.Fprintf(o.IO.Err, "note: --measured %s: the profile measured no SSD; the catalog's SSD rates are used\n", o.Measured)
-		}
-		req.MeasuredSSDGBps = p.SSDGBps
-		if p.MemcpyGBps > 0 {
-			req.Assumptions.HostMemGBps = p.MemcpyGBps
-		}
-		gpus, notes := measuredGPUs(p.GPUs, req.Catalog)
-		if len(gpus) > 0 {
-			req.Assumptions.MeasuredGPUs = gpus
+		notes, err := trainplan.ApplyProfile(&req, p, o.Measured)
+		if err != nil {
+			return req, err
 		}
 		for _, n := range notes {
 			fmt.Fprintf(o.IO.Err, "note: --measured %s: %s\n", o.Measured, n)
@@ -254,13 +205,31 @@ func (o *recommendOptions) request(ctx context.Context) (tpc.Request, error) {
 	return req, nil
 }
 
+// machine is the machine --machine or --profile names, its GPU and SSD
+// positions without a slot record taken as slots (and a note saying so).
+func (o *recommendOptions) machine(ctx context.Context) (*topology.Machine, error) {
+	var m *topology.Machine
+	var err error
+	if o.Machine != "" {
+		m, err = o.Import(ctx, o.Machine)
+	} else {
+		m, err = o.Profiles(cmp.Or(o.Profile, defaultProfile))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if p, n := placement.PositionSlots(m); n > 0 {
+		m = p
+		fmt.Fprintf(o.IO.Err, "note: %s has no slot record for %d GPU/SSD position(s): each is taken as a slot that takes its kind again; "+
+			"to let the plan add cards, describe the free slots in the machine file (slot nodes with lanes, pcie_gen, double_width)\n", m.Name, n)
+	}
+	return m, nil
+}
+
 // outputs checks -o and returns where the human-readable output goes:
 // stdout fitted to the terminal, or for -o json nowhere (stdout is then
 // the plan's JSON alone).
 func (o *recommendOptions) outputs() (*human, error) {
-	if err := checkOutput(o.Output, "--save", "table", "wide", "json"); err != nil {
-		return nil, err
-	}
 	if o.Output == "json" {
 		return &human{Wrapper: textout.NewWrapper(io.Discard, 0)}, nil
 	}
@@ -304,7 +273,7 @@ func runRecommend(ctx context.Context, o *recommendOptions) error {
 		w := req.Workload
 		fmt.Fprintf(h, "%s %s on %s: nothing to buy fits: %s\n", w.Name, w.Model, req.Machine.Name, none.Err.Msg)
 		// writeInstalled says on h why the machine could not be predicted.
-		_, _ = writeInstalled(ctx, h, req)
+		_, _ = report.WriteInstalled(ctx, h, req)
 		return h.Flush()
 	}
 	if err != nil {
@@ -315,14 +284,23 @@ func runRecommend(ctx context.Context, o *recommendOptions) error {
 		return err
 	}
 	rec.ValidatedError = &v
-	if err := writeRecommendation(h, o.Top, rec); err != nil {
+	if err := report.WriteRecommendation(h, h.Width, o.Top, rec); err != nil {
 		return err
 	}
 	var installed *tpc.Installed
 	var installedErr error
 	if rec.NothingToBuy == "" {
-		installed, installedErr = writeInstalled(ctx, h, req)
+		installed, installedErr = report.WriteInstalled(ctx, h, req)
 	}
+	if err := o.writeOutputs(h, rec, installed, installedErr); err != nil {
+		return err
+	}
+	return h.Flush()
+}
+
+// writeOutputs writes the files asked for: --plot's SVG, and the plan
+// (--save, -o json) with the machine as installed beside it.
+func (o *recommendOptions) writeOutputs(h io.Writer, rec *tpc.Recommendation, installed *tpc.Installed, installedErr error) error {
 	if o.PlotPath != "" {
 		var buf bytes.Buffer
 		if err := tpc.WritePlotSVG(&buf, rec); err != nil {
@@ -350,156 +328,5 @@ func runRecommend(ctx context.Context, o *recommendOptions) error {
 			fmt.Fprintf(h, "wrote %s\n", o.Save)
 		}
 	}
-	return h.Flush()
-}
-
-// noGPULine is the machine as installed where it has no GPU.
-const noGPULine = "as installed: no GPU: plans here train on GPUs; to plan CPU training, run gnnplan recommend --this-machine --dataset DIR on the machine itself"
-
-// dramText is the memory an option buys, "+n x 64GB" or "" for none.
-func dramText(hw tpc.Hardware) string {
-	if hw.DIMMs == 0 {
-		return ""
-	}
-	return fmt.Sprintf("+%d x %.0fGB", hw.DIMMs, hw.DIMM.CapacityGiB)
-}
-
-// ssdCount is "n x model", or "no SSD".
-func ssdCount(n int, model string) string {
-	if n == 0 {
-		return "no SSD"
-	}
-	return fmt.Sprintf("%d x %s", n, model)
-}
-
-// writeInstalled prints the machine as it stands, beside the plans: its
-// own GPUs and SSDs where they are (tpc.PredictInstalled), and returns it
-// for the plan. A machine with no GPU gets no line; one that cannot be
-// predicted says why.
-func writeInstalled(ctx context.Context, out io.Writer, req tpc.Request) (*tpc.Installed, error) {
-	if req.Machine.Count(topology.KindGPU) == 0 {
-		fmt.Fprintf(out, "%s\n", noGPULine)
-		return nil, nil
-	}
-	in, err := tpc.PredictInstalled(ctx, req)
-	if err != nil {
-		fmt.Fprintf(out, "as installed: not predicted: %v\n", err)
-		return nil, err
-	}
-	p := in.Prediction
-	ssd := ssdCount(in.SSDs, in.SSD)
-	if in.CannotHold != "" {
-		fmt.Fprintf(out, "as installed: %d x %s + %s where they are: cannot train: %s\n", in.GPUs, in.GPU, ssd, in.CannotHold)
-		for _, m := range in.Matched {
-			fmt.Fprintf(out, "  %s\n", m)
-		}
-		return in, nil
-	}
-	fmt.Fprintf(out, "as installed: %d x %s + %s where they are: epoch %s, %.0f samples/s, $%s 5-year TCO at catalog prices, TPC %.3f per $1k, %s-bound\n",
-		in.GPUs, in.GPU, ssd, fmtSeconds(p.EpochSeconds), p.SamplesPerSec, tpc.FormatUSD(p.CostUSD), 1000*p.TPC, p.Bound)
-	for _, m := range in.Matched {
-		fmt.Fprintf(out, "  %s\n", m)
-	}
-	return in, nil
-}
-
-func writeRecommendation(h *human, top int, rec *tpc.Recommendation) error {
-	out := h
-	w := rec.Request.Workload
-	if rec.NothingToBuy != "" {
-		fmt.Fprintf(out, "%s %s on %s: nothing to buy fits: %s\nthe machine as installed:\n", w.Name, w.Model, rec.Machine.Name, rec.NothingToBuy)
-	} else {
-		fmt.Fprintf(out, "%s on %s, budget $%s: %d plans priced, %d distinct placements evaluated\n",
-			w.Name+" "+w.Model, rec.Machine.Name, tpc.FormatUSD(rec.Request.BudgetUSD), rec.Searched, rec.Placements)
-	}
-	t := textout.NewTable(col("RANK"), col("GPUS"), col("SSDS"), opt(col("DRAM")), num("COST $"), num("SAMPLES/s"), num("EPOCH s"),
-		num("TPC per $1k"), opt(col("BOUND")))
-	for i, op := range rec.Options {
-		if i >= top && op != rec.Fastest {
-			continue
-		}
-		rank := strconv.Itoa(i + 1)
-		switch {
-		case rec.NothingToBuy != "":
-			rank = "installed"
-		case op == rec.Fastest:
-			rank += " (fastest)"
-		}
-		t.Row(rank, fmt.Sprintf("%d x %s", op.GPUs, op.GPU.Key), ssdCount(op.SSDs, op.SSD.Key), dramText(op.Hardware),
-			tpc.FormatUSD(op.CostUSD), fmt.Sprintf("%.0f", op.SamplesPerSec), fmt.Sprintf("%.1f", op.EpochSeconds),
-			fmt.Sprintf("%.3f", op.TPC*1000), op.Bound)
-	}
-	if err := h.write(t); err != nil {
-		return err
-	}
-	b := rec.Best
-	verdict := "recommended"
-	if rec.NothingToBuy != "" {
-		verdict = "as installed"
-	}
-	dram := ""
-	if b.DIMMs > 0 {
-		dram = fmt.Sprintf(" + %d x %s (%.0f GiB more host memory)", b.DIMMs, b.DIMM.Name, b.AddedMemoryGiB())
-	}
-	fmt.Fprintf(out, "%s: %d x %s + %s%s, $%s 5-year TCO, %.0f samples/s (epoch %s: IO %s, training %s)\n",
-		verdict, b.GPUs, b.GPU.Name, ssdCount(b.SSDs, b.SSD.Name), dram, tpc.FormatUSD(b.CostUSD), b.SamplesPerSec,
-		fmtSeconds(b.EpochSeconds), fmtSeconds(b.EpochIOSeconds), fmtSeconds(b.EpochTrainSecs))
-	ssdRate := ""
-	if b.SSDs > 0 {
-		ssdRate = fmt.Sprintf(" (%.2f GB/s each for feature rows)", b.SSDGBps)
-		if c, ok := tpc.SSDLinkCap(rec.BestMachine, rec.BestEval, b.SSDGBps); ok {
-			ssdRate = fmt.Sprintf(" (%.2f GB/s each, what their %s links carry; the drives read %.2f GB/s)", c.GBps, c.Links, b.SSDGBps)
-		}
-	}
-	fmt.Fprintf(out, "  bytes per epoch: %.0f GB, %.0f%% from GPU memory, %.0f%% from CPU memory, %.0f%% from SSDs%s\n",
-		b.Shares.EpochGB, 100*b.Shares.GPUCacheShare, 100*b.Shares.HostShare, 100*b.Shares.SSDShare, ssdRate)
-	plan := rec.Plan()
-	fmt.Fprintln(out, "  placement:")
-	for _, id := range append(deviceIDs("gpu", b.GPUs), deviceIDs("nvme", b.SSDs)...) {
-		extra := ""
-		if g, ok := plan.PerGPUGBps[id]; ok {
-			extra = fmt.Sprintf("  inlet %.2f GB/s", g)
-		}
-		fmt.Fprintf(out, "    %-7s %s%s\n", id, plan.Placement.Where[id], extra)
-	}
-	fmt.Fprintf(out, "  CPU cache: %.0f GiB, %s\n", b.Decisions.CPUCacheGiB, b.Decisions.Why)
-	if b.GPUs > 0 {
-		fmt.Fprintf(out, "  GPU memory: %s\n", b.Decisions.GPUWhy)
-	}
-	if b.Decisions.TopologyOnSSDShare > 0 {
-		fmt.Fprintf(out, "  topology: %s\n", b.Decisions.TopologyWhy)
-	}
-	fmt.Fprintf(out, "  saturated: %s\n", maxflow.BottleneckSummary(rec.BestEval.Bottlenecks))
-	fmt.Fprintf(out, "  power: %s\n", tpc.CheckPower(b.Hardware, rec.Request.Catalog.Host).Text)
-	if v := rec.ValidatedError; v != nil {
-		fmt.Fprintf(out, "  how far to trust it: the same model's predictions of published measurements had %s (gnnplan validate)\n", v)
-	}
-	fmt.Fprintf(out, "hint: %s\n", rec.Hint.Text)
-	for _, st := range rec.Hint.Steps {
-		if st.Why != "" {
-			fmt.Fprintf(out, "  %s: not priced: %s\n", st.What, st.Why)
-			continue
-		}
-		fmt.Fprintf(out, "  %s: $%s, %+.1f%% throughput, %+.1f%% TPC\n", st.What, tpc.FormatUSD(st.AddedUSD), 100*st.ThroughputGain, 100*st.TPCGain)
-	}
-	if f := rec.Fastest; f != b {
-		fmt.Fprintf(out, "fastest within budget: %d x %s + %d x %s, $%s, %.0f samples/s (%.2fx the recommended), TPC %.3f per $1k\n",
-			f.GPUs, f.GPU.Key, f.SSDs, f.SSD.Key, tpc.FormatUSD(f.CostUSD), f.SamplesPerSec, f.SamplesPerSec/b.SamplesPerSec, f.TPC*1000)
-	}
-	d := rec.Distributed
-	fmt.Fprintf(out, "distributed in-memory alternative: %d machines, $%s, %.0f samples/s, TPC %.3f per $1k: the recommended plan is %.1fx better per dollar\n",
-		d.Machines, tpc.FormatUSD(d.CostUSD), d.SamplesPerSec, d.TPC*1000, d.CostPerSample)
-	fmt.Fprintf(out, "  (%s)\n", d.Assumption)
-	a := rec.Request.Assumptions
-	skew := fmt.Sprintf("top x of vertices get x^%.2f of accesses", a.SkewExponent)
-	if len(a.HotnessCurve) > 0 {
-		skew = fmt.Sprintf("access skew as place measured it (%s: the top 1%% of vertices get %.0f%%)", sample.HotnessFile, 100*tpc.HitShare(a, 0.01))
-	}
-	gpu := fmt.Sprintf("%g GiB of each GPU for its context", a.GPUContextGiB)
-	if a.GPUReserveGiB > 0 {
-		gpu = fmt.Sprintf("%g GiB of each GPU kept from its caches", a.GPUReserveGiB)
-	}
-	fmt.Fprintf(out, "assumptions: %s, %.0f%% of host memory kept from the cache, %s, products at %.0f%% of FP32 peak, memory-bound kernels at %.0f%% of the GPU memory's rate, %.0f ms per batch fixed\n",
-		gpu, 100*a.HostReserveShare, skew, 100*a.ComputeEfficiency, 100*a.MemoryEfficiency, 1000*a.BatchOverheadS)
 	return nil
 }

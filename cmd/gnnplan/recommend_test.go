@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/gnnplan/gnnplan/tpc"
+	"github.com/gnnplan/gnnplan/tpc/trainplan"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 	"github.com/gnnplan/gnnplan/trainer/sample"
 )
@@ -179,7 +180,7 @@ func TestRecommendThisMachine(t *testing.T) {
 	if err := tc.Execute(); err != nil {
 		t.Fatalf("the printed command %q: %v", cmdLine, err)
 	}
-	settings, err := trainSettings(got, nil)
+	settings, err := trainplan.Settings(got.Flags, nil)
 	if err != nil {
 		t.Fatalf("the printed command %q: %v", cmdLine, err)
 	}
@@ -302,31 +303,6 @@ func TestRecommendThisMachine(t *testing.T) {
 		code, _, errOut := runCLI(t, append([]string{"recommend", "--this-machine"}, tc.args...)...)
 		if code != 2 || !strings.Contains(errOut, tc.want) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
 			t.Errorf("%v: exit %d, %q; want 2 and one line naming %s", tc.args, code, errOut, tc.want)
-		}
-	}
-}
-
-// TestPlanCache: a plan of this machine trains at its cache (in memory,
-// or the hottest share from the store) unless --features or
-// --cache-fraction say otherwise.
-func TestPlanCache(t *testing.T) {
-	for _, tc := range []struct {
-		fraction     float64
-		set          string
-		wantFeatures string
-		wantCache    float64
-		wantSet      bool
-	}{
-		{1, "", "memory", -1, false},
-		{0.3, "", "store", 0.3, true},
-		{0.3, "features", "auto", -1, false},
-		{0.3, "cache-fraction", "auto", -1, true},
-	} {
-		o := &trainOptions{Features: "auto", CacheFraction: -1, Set: func(name string) bool { return name == tc.set }}
-		planCache(o, &tpc.Plan{Cache: &tpc.PlanCache{Fraction: tc.fraction}})
-		if o.Features != tc.wantFeatures || o.CacheFraction != tc.wantCache || o.Set("cache-fraction") != tc.wantSet {
-			t.Errorf("cache %g, flag %q set: features %q, cache fraction %g (set %v); want %q, %g (%v)",
-				tc.fraction, tc.set, o.Features, o.CacheFraction, o.Set("cache-fraction"), tc.wantFeatures, tc.wantCache, tc.wantSet)
 		}
 	}
 }

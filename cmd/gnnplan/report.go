@@ -1,18 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
 
-	"github.com/gnnplan/gnnplan/internal/fsutil"
-
 	"github.com/spf13/cobra"
 
 	"github.com/gnnplan/gnnplan/profiles"
 	"github.com/gnnplan/gnnplan/topology"
+	"github.com/gnnplan/gnnplan/topology/importer"
 	"github.com/gnnplan/gnnplan/tpc"
 	"github.com/gnnplan/gnnplan/tpc/report"
 )
@@ -30,7 +28,7 @@ type reportOptions struct {
 }
 
 func newReportCmd(d *deps, runF func(context.Context, *reportOptions) error) *cobra.Command {
-	opts := &reportOptions{IO: d, Import: topology.ImportContext}
+	opts := &reportOptions{IO: d, Import: importer.ImportContext}
 	cmd := &cobra.Command{
 		Use:   "report",
 		Short: "Write a capacity review of a plan: one HTML file to share, or Markdown for a wiki",
@@ -68,7 +66,7 @@ review-gpus.svg). Without -o, --out's extension picks the format.`,
 	f.StringVar(&opts.Plan, "plan", "", "the plan to review (plan.json from gnnplan recommend --save)")
 	f.StringVar(&opts.Machine, "machine", "", "price the plan's search on this machine file's slots instead of the plan's")
 	f.StringVar(&opts.Catalog, "catalog", "", "a catalog file whose entries override the built-in prices and rates (as recommend --catalog)")
-	f.StringVarP(&opts.Output, "output", "o", "html", "output format: html, md (html: one self-contained file; md: Markdown with SVG figures beside --out's file)")
+	outputFlag(f, &opts.Output, "--out", "html: one self-contained file; md: Markdown with SVG figures beside --out's file", "html", "md")
 	f.StringVar(&opts.Out, "out", "", "write the review to this file (default for html: stdout); without -o, a .md file asks for Markdown")
 	return cmd
 }
@@ -77,9 +75,6 @@ review-gpus.svg). Without -o, --out's extension picks the format.`,
 // extension, a set one must agree with it, and Markdown needs a file for
 // its figures to sit beside.
 func (o *reportOptions) checkFormat(set bool) error {
-	if err := checkOutput(o.Output, "--out", "html", "md"); err != nil {
-		return err
-	}
 	ext := strings.ToLower(filepath.Ext(o.Out))
 	fromExt := map[string]string{".html": "html", ".htm": "html", ".md": "md"}[ext]
 	switch {
@@ -120,29 +115,10 @@ func runReport(ctx context.Context, o *reportOptions) error {
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	if o.Output == "md" {
-		stem := strings.TrimSuffix(o.Out, filepath.Ext(o.Out))
-		if err := r.WriteMarkdown(&buf, stem); err != nil {
-			return err
-		}
-		topo, ssds, gpus := report.Figures(stem)
-		for _, fig := range []struct {
-			path string
-			svg  []byte
-		}{{topo, r.TopologySVG}, {ssds, r.SSDPlotSVG}, {gpus, r.GPUPlotSVG}} {
-			if err := fsutil.WriteFileAtomic(fig.path, fig.svg); err != nil {
-				return fmt.Errorf("--out: %w", err)
-			}
-		}
-	} else if err := r.WriteHTML(&buf); err != nil {
-		return err
-	}
 	if o.Out == "" {
-		_, err := o.IO.Out.Write(buf.Bytes())
-		return err
+		return r.WriteHTML(o.IO.Out)
 	}
-	if err := fsutil.WriteFileAtomic(o.Out, buf.Bytes()); err != nil {
+	if err := r.WriteFile(o.Out, o.Output == "md"); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
 	verdict := "recommended"
@@ -150,6 +126,6 @@ func runReport(ctx context.Context, o *reportOptions) error {
 		verdict = "nothing to buy fits; reviewed as installed"
 	}
 	b := r.Rec.Best
-	fmt.Fprintf(o.IO.Out, "wrote %s (%d options priced; %s: %d x %s + %s)\n", o.Out, r.Rec.Searched, verdict, b.GPUs, b.GPU.Key, ssdCount(b.SSDs, b.SSD.Key))
+	fmt.Fprintf(o.IO.Out, "wrote %s (%d options priced; %s: %d x %s + %s)\n", o.Out, r.Rec.Searched, verdict, b.GPUs, b.GPU.Key, report.SSDCount(b.SSDs, b.SSD.Key))
 	return nil
 }

@@ -30,6 +30,9 @@ func usageErrorf(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
+// flagUsageError makes a flag the parser refused a usage error (exit 2).
+func flagUsageError(_ *cobra.Command, err error) error { return &usageError{msg: err.Error()} }
+
 func isUsageError(err error) bool {
 	var u *usageError
 	return errors.As(err, &u)
@@ -51,9 +54,7 @@ prediction was.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &usageError{msg: err.Error()}
-	})
+	root.SetFlagErrorFunc(flagUsageError)
 	// An unknown command is a usage error like an unknown flag: exit 2,
 	// naming the commands there are (cobra checks Args only on a command
 	// that runs: with no command, root prints its help).

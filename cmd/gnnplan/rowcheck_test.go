@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/maxflow/placement"
 	"github.com/gnnplan/gnnplan/trainer/sample"
 	"github.com/gnnplan/gnnplan/trainer/store"
 )
@@ -44,7 +44,7 @@ func TestTrainStopsOnADamagedRow(t *testing.T) {
 	rng := rand.New(rand.NewPCG(32, 1))
 	damaged := map[string]map[int64]bool{} // bin file -> rows
 	for _, b := range m.Bins {
-		if b.Kind != maxflow.StorageSSD || b.Rows == 0 {
+		if b.Kind != placement.StorageSSD || b.Rows == 0 {
 			continue
 		}
 		damaged[b.Path] = map[int64]bool{}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gnnplan/gnnplan/internal/textout"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
@@ -70,7 +71,7 @@ under --out only when complete.`,
 }
 
 func runSynth(ctx context.Context, o *synthOptions) error {
-	prog := newPhaseProgress(o.IO.Err)
+	prog := textout.NewProgress(o.IO.Err)
 	sum, err := dataset.Synth(ctx, o.Opts, o.Out, prog)
 	prog.Close()
 	if err != nil {

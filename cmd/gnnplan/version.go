@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -63,24 +62,8 @@ and the GPUs the CUDA backend sees (a binary built with make build-cuda).`,
 			if n := be.Note(); n != "" {
 				fmt.Fprintf(out, "note: %s\n", n)
 			}
-			fmt.Fprintf(out, "gpus: %s\n", describeCUDA(kernels.CUDAGPUs()))
+			fmt.Fprintf(out, "gpus: %s\n", kernels.DescribeGPUs(kernels.CUDAGPUs()))
 			return nil
 		},
 	}
-}
-
-// describeCUDA says what the CUDA backend sees: the driver's GPUs, or why
-// there are none.
-func describeCUDA(gpus []kernels.GPUInfo, err error) string {
-	switch {
-	case err != nil:
-		return "none: " + err.Error()
-	case len(gpus) == 0:
-		return "none: the CUDA driver lists no GPU"
-	}
-	names := make([]string, len(gpus))
-	for i, g := range gpus {
-		names[i] = fmt.Sprintf("%d: %s (%.1f GiB, sm_%s, %s)", g.Ordinal, g.Name, float64(g.MemoryBytes)/(1<<30), strings.ReplaceAll(g.ComputeCapability, ".", ""), g.PCIBusID)
-	}
-	return fmt.Sprintf("%d on the CUDA backend: %s", len(gpus), strings.Join(names, "; "))
 }

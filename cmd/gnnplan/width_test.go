@@ -1,12 +1,15 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/gnnplan/gnnplan/cmd/gnnplan/internal/textout"
+	"github.com/gnnplan/gnnplan/internal/textout"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // TestOutputFitsHundredColumns is issue 34's line 4: with stdout not a
@@ -89,4 +92,22 @@ func headerWith(out string, words ...string) string {
 		}
 	}
 	return ""
+}
+
+// TestFlagHelpIsOneLine: every flag's help, on every command, fits one
+// line of 120 columns, so --help reads as a list (details go in the
+// command's long help and docs/guide.md).
+func TestFlagHelpIsOneLine(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if n := len([]rune(f.Usage)); n > 120 || strings.Contains(f.Usage, "\n") {
+				t.Errorf("%s --%s: help of %d characters, want one line of at most 120: %q", c.CommandPath(), f.Name, n, f.Usage)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCmd(&deps{Out: io.Discard, Err: io.Discard}))
 }

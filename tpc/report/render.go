@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/maxflow/placement"
 	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/tpc"
 )
@@ -157,7 +157,7 @@ func (r *Review) view() *view {
 		}
 		v.Placement = append(v.Placement, []string{id, plan.Placement.Devices[id], plan.Placement.Where[id], inlet})
 	}
-	v.Bottlenecks = append(v.Bottlenecks, maxflow.BottleneckSummary(r.Eval.Bottlenecks))
+	v.Bottlenecks = append(v.Bottlenecks, placement.BottleneckSummary(r.Eval.Bottlenecks))
 	for _, s := range r.Sources {
 		v.Sources = append(v.Sources, []string{s.Figure, s.From, s.Detail})
 	}

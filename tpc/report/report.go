@@ -24,7 +24,7 @@ import (
 
 	"github.com/goccy/go-graphviz"
 
-	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/maxflow/placement"
 	"github.com/gnnplan/gnnplan/profiles"
 	"github.com/gnnplan/gnnplan/topology"
 	"github.com/gnnplan/gnnplan/tpc"
@@ -38,7 +38,7 @@ type Review struct {
 	// Machine and Eval are the recommended option's machine and flow
 	// evaluation (the diagram's).
 	Machine *topology.Machine
-	Eval    *maxflow.Evaluation
+	Eval    *placement.Evaluation
 	// SVG figures, without XML prologs (ready to inline).
 	TopologySVG, SSDPlotSVG, GPUPlotSVG []byte
 	Sources                             []Source

@@ -13,7 +13,7 @@ import (
 	"github.com/gnnplan/gnnplan/ddak/layout"
 
 	"github.com/gnnplan/gnnplan/ddak"
-	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/internal/tier"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
@@ -156,13 +156,13 @@ func benchStore(b *testing.B, feats, dir string, hot []uint32, cache bool, opt O
 		share = n / 20
 	}
 	bins := []layout.Bin{
-		{ID: "gpu0", Kind: maxflow.StorageGPUMem, Socket: 0, CapacityRows: share, TargetShare: 0.4},
-		{ID: "socket0", Kind: maxflow.StorageHostMem, Socket: 0, CapacityRows: share, TargetShare: 0.1},
-		{ID: "socket1", Kind: maxflow.StorageHostMem, Socket: 1, CapacityRows: share, TargetShare: 0.1},
+		{ID: "gpu0", Kind: tier.GPUMem, Socket: 0, CapacityRows: share, TargetShare: 0.4},
+		{ID: "socket0", Kind: tier.HostMem, Socket: 0, CapacityRows: share, TargetShare: 0.1},
+		{ID: "socket1", Kind: tier.HostMem, Socket: 1, CapacityRows: share, TargetShare: 0.1},
 	}
 	var ssd []string
 	for i := range 4 {
-		bins = append(bins, layout.Bin{ID: fmt.Sprintf("nvme%d", i), Kind: maxflow.StorageSSD, Socket: i / 2, CapacityRows: n, TargetShare: 0.1})
+		bins = append(bins, layout.Bin{ID: fmt.Sprintf("nvme%d", i), Kind: tier.SSD, Socket: i / 2, CapacityRows: n, TargetShare: 0.1})
 		d := filepath.Join(dir, fmt.Sprintf("ssd%d", i))
 		if err := os.Mkdir(d, 0o755); err != nil {
 			return nil, err

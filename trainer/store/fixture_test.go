@@ -15,7 +15,7 @@ import (
 	"github.com/gnnplan/gnnplan/ddak/layout"
 
 	"github.com/gnnplan/gnnplan/ddak"
-	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/internal/tier"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
@@ -76,24 +76,24 @@ func randomBins(n int, mix tierMix, rng *rand.Rand) []layout.Bin {
 	nSSD := 3 + rng.IntN(2)
 	ssd := func(capRows int64) {
 		for i := range nSSD {
-			bins = append(bins, layout.Bin{ID: fmt.Sprintf("nvme%d", i), Kind: maxflow.StorageSSD, Socket: i % 2, CapacityRows: capRows,
+			bins = append(bins, layout.Bin{ID: fmt.Sprintf("nvme%d", i), Kind: tier.SSD, Socket: i % 2, CapacityRows: capRows,
 				TargetShare: 0.1 + rng.Float64()})
 		}
 	}
 	switch mix {
 	case mixAllCache:
 		bins = append(bins,
-			layout.Bin{ID: "gpu0", Kind: maxflow.StorageGPUMem, Socket: 0, CapacityRows: int64(n/4 + rng.IntN(n/4+1)), TargetShare: 0.5},
-			layout.Bin{ID: "socket0", Kind: maxflow.StorageHostMem, Socket: 0, CapacityRows: int64(n), TargetShare: 0.2},
-			layout.Bin{ID: "socket1", Kind: maxflow.StorageHostMem, Socket: 1, CapacityRows: int64(n), TargetShare: 0.2})
+			layout.Bin{ID: "gpu0", Kind: tier.GPUMem, Socket: 0, CapacityRows: int64(n/4 + rng.IntN(n/4+1)), TargetShare: 0.5},
+			layout.Bin{ID: "socket0", Kind: tier.HostMem, Socket: 0, CapacityRows: int64(n), TargetShare: 0.2},
+			layout.Bin{ID: "socket1", Kind: tier.HostMem, Socket: 1, CapacityRows: int64(n), TargetShare: 0.2})
 		ssd(int64(n)) // present, but the caches leave them empty
 	case mixAllSSD:
 		ssd(int64(n))
 	case mixMixed:
 		bins = append(bins,
-			layout.Bin{ID: "gpu0", Kind: maxflow.StorageGPUMem, Socket: 0, CapacityRows: int64(rng.IntN(n/5 + 1)), TargetShare: 0.3},
-			layout.Bin{ID: "socket0", Kind: maxflow.StorageHostMem, Socket: 0, CapacityRows: int64(rng.IntN(n/5 + 1)), TargetShare: 0.1},
-			layout.Bin{ID: "socket1", Kind: maxflow.StorageHostMem, Socket: 1, CapacityRows: int64(rng.IntN(n/5 + 1)), TargetShare: 0.1})
+			layout.Bin{ID: "gpu0", Kind: tier.GPUMem, Socket: 0, CapacityRows: int64(rng.IntN(n/5 + 1)), TargetShare: 0.3},
+			layout.Bin{ID: "socket0", Kind: tier.HostMem, Socket: 0, CapacityRows: int64(rng.IntN(n/5 + 1)), TargetShare: 0.1},
+			layout.Bin{ID: "socket1", Kind: tier.HostMem, Socket: 1, CapacityRows: int64(rng.IntN(n/5 + 1)), TargetShare: 0.1})
 		ssd(int64(n))
 	}
 	return bins
@@ -144,7 +144,7 @@ func (fx *fixture) checkBinFiles(t testing.TB, m *Manifest, l *layout.Layout) {
 	t.Helper()
 	want := map[int][]byte{}
 	for i, b := range m.Bins {
-		if b.Kind != maxflow.StorageSSD {
+		if b.Kind != tier.SSD {
 			continue
 		}
 		want[i] = make([]byte, b.FileBytes)

@@ -19,7 +19,7 @@ import (
 
 	"github.com/gnnplan/gnnplan/ddak"
 	"github.com/gnnplan/gnnplan/internal/inputerr"
-	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/internal/tier"
 )
 
 // equalBins places the fixture over a GPU bin and three SSD bins whose
@@ -28,9 +28,9 @@ import (
 func equalBins(t testing.TB, fx *fixture, seed uint64) *layout.Layout {
 	t.Helper()
 	n := int(fx.meta.NumNodes)
-	bins := []layout.Bin{{ID: "gpu0", Kind: maxflow.StorageGPUMem, CapacityRows: int64(n / 4), TargetShare: 0.4}}
+	bins := []layout.Bin{{ID: "gpu0", Kind: tier.GPUMem, CapacityRows: int64(n / 4), TargetShare: 0.4}}
 	for i := range 3 {
-		bins = append(bins, layout.Bin{ID: fmt.Sprintf("nvme%d", i), Kind: maxflow.StorageSSD, Socket: i % 2, CapacityRows: int64(n / 4), TargetShare: 0.2})
+		bins = append(bins, layout.Bin{ID: fmt.Sprintf("nvme%d", i), Kind: tier.SSD, Socket: i % 2, CapacityRows: int64(n / 4), TargetShare: 0.2})
 	}
 	return fx.place(t, bins, rand.New(rand.NewPCG(seed, 5)))
 }
@@ -380,7 +380,7 @@ func TestMaterializeWritesInLargeAlignedChunks(t *testing.T) {
 			var rows, limit int64
 			perPass := map[string]int64{}
 			for _, b := range m.Bins {
-				if b.Kind != maxflow.StorageSSD {
+				if b.Kind != tier.SSD {
 					continue
 				}
 				data := b.Rows * b.StrideBytes
@@ -395,7 +395,7 @@ func TestMaterializeWritesInLargeAlignedChunks(t *testing.T) {
 			if tc.small {
 				// bucketRows is at least 32768/stride rows, rounded up to 8.
 				for _, b := range m.Bins {
-					if b.Kind == maxflow.StorageSSD {
+					if b.Kind == tier.SSD {
 						br := roundUp(32768/b.StrideBytes, 8)
 						buckets += 2 * ((b.Rows + br - 1) / br)
 					}
@@ -443,7 +443,7 @@ func TestMaterializedFilesHaveTheUsualModes(t *testing.T) {
 	}
 	paths := []string{filepath.Join(fx.dir, ManifestFile)}
 	for _, b := range m.Bins {
-		if b.Kind == maxflow.StorageSSD {
+		if b.Kind == tier.SSD {
 			paths = append(paths, b.Path)
 		}
 	}

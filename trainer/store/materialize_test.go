@@ -17,7 +17,7 @@ import (
 
 	"github.com/gnnplan/gnnplan/ddak"
 	"github.com/gnnplan/gnnplan/internal/inputerr"
-	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/internal/tier"
 	"github.com/gnnplan/gnnplan/trainer/internal/fslock"
 )
 
@@ -61,7 +61,7 @@ func TestMaterializeWritesEachSSDBinInRowOrder(t *testing.T) {
 				if b.ID != bins[j].ID || b.Kind != bins[j].Kind || b.Rows != l.Stats[j].Rows {
 					t.Errorf("bin %d: %+v, want bin %s of %d rows", j, b, bins[j].ID, l.Stats[j].Rows)
 				}
-				if b.Kind != maxflow.StorageSSD {
+				if b.Kind != tier.SSD {
 					if b.Path != "" {
 						t.Errorf("cache bin %s has a file %s", b.ID, b.Path)
 					}
@@ -188,7 +188,7 @@ func TestMaterializeCancelledKeepsThePreviousStore(t *testing.T) {
 			noTemps(t, dirs)
 			// The previous store's files went once the new one was in place.
 			for _, b := range clean.Bins {
-				if _, err := os.Stat(b.Path); b.Kind == maxflow.StorageSSD && !errors.Is(err, os.ErrNotExist) {
+				if _, err := os.Stat(b.Path); b.Kind == tier.SSD && !errors.Is(err, os.ErrNotExist) {
 					t.Errorf("file %s of the replaced store left (%v)", b.Path, err)
 				}
 			}
@@ -207,7 +207,7 @@ func TestMaterializeRerunRewritesOnlyDamagedFiles(t *testing.T) {
 	}
 	var ssd []BinFile
 	for _, b := range m.Bins {
-		if b.Kind == maxflow.StorageSSD && b.Rows > 0 {
+		if b.Kind == tier.SSD && b.Rows > 0 {
 			ssd = append(ssd, b)
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/gnnplan/gnnplan/internal/inputerr"
-	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/internal/tier"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 	"github.com/gnnplan/gnnplan/trainer/ioread"
 )
@@ -51,7 +51,7 @@ func TestEveryReadRowIsChecked(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(dim), 3))
 				byBin := map[int][]int32{} // vertices of each SSD bin
 				for v, b := range l.Bin {
-					if m.Bins[b].Kind == maxflow.StorageSSD {
+					if m.Bins[b].Kind == tier.SSD {
 						byBin[int(b)] = append(byBin[int(b)], int32(v))
 					}
 				}
@@ -141,7 +141,7 @@ func TestEveryReadRowIsChecked(t *testing.T) {
 func TestOpenRefusesDamagedRowChecksums(t *testing.T) {
 	fx, _, m := materialized(t, 500, 64, mixAllSSD, 1, 9)
 	for i, b := range m.Bins {
-		if b.Kind != maxflow.StorageSSD || b.Rows < 2 {
+		if b.Kind != tier.SSD || b.Rows < 2 {
 			continue
 		}
 		rewrite(t, b.Path, rowCRCsOffset(b.Rows, b.StrideBytes)+5, 1, func(p []byte) { p[0] ^= 4 })
@@ -169,7 +169,7 @@ func TestCacheOverrideChecksRowsReadFromFeatures(t *testing.T) {
 	defer s.Close()
 	v := int32(-1)
 	for u, b := range l.Bin {
-		if m.Bins[b].Kind != maxflow.StorageSSD {
+		if m.Bins[b].Kind != tier.SSD {
 			v = int32(u)
 			break
 		}
@@ -348,7 +348,7 @@ func TestGatherInPieces(t *testing.T) {
 	// A damaged row in a late piece is found.
 	var last int32 = -1
 	for v := n - 1; v >= 0; v-- {
-		if m.Bins[l.Bin[v]].Kind == maxflow.StorageSSD {
+		if m.Bins[l.Bin[v]].Kind == tier.SSD {
 			last = int32(v)
 			break
 		}

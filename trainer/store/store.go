@@ -22,6 +22,7 @@ import (
 	"github.com/gnnplan/gnnplan/internal/tier"
 
 	"github.com/gnnplan/gnnplan/trainer/dataset"
+	"github.com/gnnplan/gnnplan/trainer/internal/gather"
 	"github.com/gnnplan/gnnplan/trainer/internal/meminfo"
 	"github.com/gnnplan/gnnplan/trainer/ioread"
 )
@@ -135,69 +136,7 @@ type Store struct {
 }
 
 // GatherStats describe one Gather (or, added up, many).
-type GatherStats struct {
-	Rows            int `json:"rows"`
-	WorkerCacheHits int `json:"worker_cache_hits"` // rows from the worker-local (GPU) cache
-	// ResidentHits is how many of those a worker's device held resident
-	// (GatherResident): not copied at all.
-	ResidentHits    int `json:"resident_hits,omitempty"`
-	SocketCacheHits int `json:"socket_cache_hits"` // rows from the CPU caches
-	SSDRows         int `json:"ssd_rows"`
-	// Bytes is the matrix gathered: Rows x row bytes.
-	Bytes int64 `json:"bytes"`
-	// UsefulBytes is what the SSD rows hold, DeviceBytes what the reader
-	// read from the devices for them (aligned blocks; rows sharing a block
-	// read it once), DeviceReads in how many reads.
-	UsefulBytes int64   `json:"useful_bytes"`
-	DeviceBytes int64   `json:"device_bytes"`
-	DeviceReads int     `json:"device_reads"`
-	Seconds     float64 `json:"seconds"`
-	// CheckSeconds is the time the checks of the SSD rows against their
-	// checksums took, summed over the goroutines they run on alongside
-	// the reads; CheckWaitSeconds is the part of Seconds spent waiting for
-	// them after the last read: what the checks added to the gather.
-	CheckSeconds     float64 `json:"check_seconds"`
-	CheckWaitSeconds float64 `json:"check_wait_seconds"`
-	// ReadSeconds is the part of Seconds spent on the SSD rows: their
-	// requests built, read and checked. The disk rows' pace as the gather
-	// handles them, apart from the copies of cached rows.
-	ReadSeconds float64 `json:"read_seconds"`
-	// BinRows counts the rows each bin served, in the order of
-	// Store.BinIDs: the traffic a layout sent to each bin.
-	BinRows []int `json:"bin_rows,omitempty"`
-}
-
-// ReadAmplification is device bytes per useful byte read from SSD
-// (DiskGNN's measure), 0 when nothing was read.
-func (g GatherStats) ReadAmplification() float64 {
-	if g.UsefulBytes == 0 {
-		return 0
-	}
-	return float64(g.DeviceBytes) / float64(g.UsefulBytes)
-}
-
-// Add accumulates o into g.
-func (g *GatherStats) Add(o GatherStats) {
-	g.Rows += o.Rows
-	g.WorkerCacheHits += o.WorkerCacheHits
-	g.ResidentHits += o.ResidentHits
-	g.SocketCacheHits += o.SocketCacheHits
-	g.SSDRows += o.SSDRows
-	g.Bytes += o.Bytes
-	g.UsefulBytes += o.UsefulBytes
-	g.DeviceBytes += o.DeviceBytes
-	g.DeviceReads += o.DeviceReads
-	g.Seconds += o.Seconds
-	g.CheckSeconds += o.CheckSeconds
-	g.CheckWaitSeconds += o.CheckWaitSeconds
-	g.ReadSeconds += o.ReadSeconds
-	if len(g.BinRows) < len(o.BinRows) {
-		g.BinRows = append(g.BinRows, make([]int, len(o.BinRows)-len(g.BinRows))...)
-	}
-	for i, n := range o.BinRows {
-		g.BinRows[i] += n
-	}
-}
+type GatherStats = gather.Stats
 
 // Open opens the feature store of datasetDir (its store.json, written by
 // Materialize): it checks that the layout (by checksum), features.npy and

@@ -20,7 +20,7 @@ import (
 	"github.com/gnnplan/gnnplan/ddak/layout"
 
 	"github.com/gnnplan/gnnplan/internal/inputerr"
-	"github.com/gnnplan/gnnplan/maxflow"
+	"github.com/gnnplan/gnnplan/internal/tier"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 )
 
@@ -152,9 +152,9 @@ func checkStats(t *testing.T, st GatherStats, batch []int32, l *layout.Layout, m
 	distinct := map[int32]bool{} // distinct SSD rows: each is read at least once
 	for _, v := range batch {
 		switch m.Bins[l.Bin[v]].Kind {
-		case maxflow.StorageGPUMem:
+		case tier.GPUMem:
 			want.WorkerCacheHits++
-		case maxflow.StorageHostMem:
+		case tier.HostMem:
 			want.SocketCacheHits++
 		default:
 			want.SSDRows++
@@ -221,7 +221,7 @@ func TestOpenRefusesAStoreThatIsNotWhatItsManifestSays(t *testing.T) {
 			fx, _, m := materialized(t, 800, 128, mixMixed, 2, uint64(200+i))
 			var ssd BinFile
 			for _, b := range m.Bins {
-				if b.Kind == maxflow.StorageSSD && b.Rows > 0 {
+				if b.Kind == tier.SSD && b.Rows > 0 {
 					ssd = b
 					break
 				}
@@ -469,7 +469,7 @@ func TestOpenRefusesANonFiniteCachedRow(t *testing.T) {
 	fx, l, m := materialized(t, 800, 16, mixMixed, 1, 77)
 	cached := -1
 	for v, b := range l.Bin {
-		if m.Bins[b].Kind != maxflow.StorageSSD {
+		if m.Bins[b].Kind != tier.SSD {
 			cached = v
 			break
 		}

@@ -1,0 +1,285 @@
+package trainplan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"time"
+
+	"github.com/gnnplan/gnnplan/kernels"
+	"github.com/gnnplan/gnnplan/tpc"
+	"github.com/gnnplan/gnnplan/trainer"
+	"github.com/gnnplan/gnnplan/trainer/sample"
+	"github.com/gnnplan/gnnplan/trainer/store"
+)
+
+// ProbeWarmupBatches is how many batches a probe runs untimed first: the
+// first batches of a trainer pay for its buffers' first pages and the
+// caches' first touches.
+const ProbeWarmupBatches = 10
+
+// Prediction is what a run predicted for its epochs and how: a probe of a
+// few batches with every row in memory, the share of row reads the store
+// serves from memory, and the disks' read rate (Hyperion's TPC profiler
+// feeding its analytical model).
+type Prediction struct {
+	Probe trainer.Probe  `json:"probe"`
+	Costs tpc.BatchCosts `json:"batch_costs"`
+	// HitShareSource says how the share of rows from memory was found.
+	HitShareSource string                 `json:"hit_share_source"`
+	Disk           *store.ReadRate        `json:"disk,omitempty"`
+	Epoch          tpc.PipelinePrediction `json:"epoch"`
+	// FullBatches is the batches of a whole epoch (its last one may be
+	// short): only whole epochs are compared with the prediction.
+	FullBatches int `json:"epoch_batches"`
+	// BLAS is the products' thread counts the probe tried, when it tried
+	// fewer (see ChooseBLASThreads).
+	BLAS *BLASChoice `json:"blas_threads,omitempty"`
+}
+
+// BLASChoice is the probe's pick of the products' thread count.
+type BLASChoice struct {
+	// Tried lists each count with the probe's time per batch on it.
+	Tried []BLASTry `json:"tried"`
+	// Threads is the count training runs on: the faster one.
+	Threads int `json:"threads"`
+}
+
+// BLASTry is one probe at a thread count.
+type BLASTry struct {
+	Threads int     `json:"threads"`
+	BatchS  float64 `json:"batch_s"`
+}
+
+// PredictInput is what Predict needs besides the trainer.
+type PredictInput struct {
+	// ProbeBatches is how many batches the probe times.
+	ProbeBatches int
+	// BLASThreads is the products' thread count the user fixed (0: the
+	// probe may choose, ChooseBLASThreads).
+	BLASThreads int
+	// CPU is the trainer's backend when it is the CPU's (nil on a device).
+	CPU *kernels.CPU
+	// Store is the feature store out of core (nil: every row in memory),
+	// Dir the dataset's directory, Nodes its vertices.
+	Store *store.Store
+	Dir   string
+	Nodes int64
+	// Seeds is the training split's size, Batch the seeds per step (0:
+	// the whole split), Workers the data-parallel workers.
+	Seeds, Batch, Workers int
+	// Measured is a profile whose disk rates stand in for reading the
+	// SSD bins for MeasureSeconds; MeasuredPath names it in messages.
+	Measured       *store.MachineProfile
+	MeasuredPath   string
+	MeasureSeconds float64
+	// Progress receives a line per phase.
+	Progress io.Writer
+}
+
+// Predict probes tr for a few batches, finds the share of rows served
+// from memory and the disks' read rate, and predicts an epoch. On a CPU
+// backend out of core it also picks the products' thread count.
+func Predict(ctx context.Context, tr *trainer.Trainer, in PredictInput) (*Prediction, error) {
+	fmt.Fprintf(in.Progress, "predicting: timing %d batches with every row in memory, after %d to warm up ...\n", in.ProbeBatches, ProbeWarmupBatches)
+	if _, err := tr.Probe(ctx, ProbeWarmupBatches); err != nil {
+		return nil, err
+	}
+	pr, err := tr.Probe(ctx, in.ProbeBatches)
+	if err != nil {
+		return nil, err
+	}
+	p := &Prediction{Probe: pr}
+	if in.CPU != nil && in.Store != nil && in.BLASThreads == 0 {
+		probe := func(ctx context.Context) (trainer.Probe, error) { return tr.Probe(ctx, in.ProbeBatches) }
+		if p.Probe, p.BLAS, err = ChooseBLASThreads(ctx, in.Progress, probe, in.CPU, pr, in.Workers); err != nil {
+			return nil, err
+		}
+		pr = p.Probe
+	}
+	// A step trains a batch on each worker; worker 0 has the most seeds.
+	workers := max(in.Workers, 1)
+	share := (in.Seeds + workers - 1) / workers
+	batch := in.Batch
+	if batch == 0 {
+		batch = share
+	}
+	p.FullBatches = (share + batch - 1) / batch
+	// On a GPU the reads' CPU time leaves the step alone.
+	c := tpc.BatchCosts{ComputeS: pr.BatchSeconds, SampleS: pr.SampleSeconds, StepS: pr.StepSeconds, InputRows: pr.InputRows, FillS: pr.FirstWaitSeconds,
+		StepOffCores: in.CPU == nil, Source: fmt.Sprintf("a probe of %d batches with its own seed and every row in memory", pr.Batches)}
+	hit := 1.0
+	p.HitShareSource = "every row in memory"
+	if in.Store != nil {
+		c.CopyRowS = CopyRowSeconds(pr)
+		if hit, p.HitShareSource, err = hitShare(in, pr); err != nil {
+			return nil, err
+		}
+		if hit < 1 {
+			if err := diskRate(ctx, in, &c, pr, p); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if p.Epoch, err = tpc.PredictPipeline(c, hit, float64(share)/float64(batch)); err != nil {
+		return nil, err
+	}
+	p.Costs = c
+	return p, nil
+}
+
+// hitShare is the share of row reads the store serves from memory, and how
+// it was found: from the accesses place measured, else the probe's reads.
+func hitShare(in PredictInput, pr trainer.Probe) (float64, string, error) {
+	hot, herr := sample.ReadHotness(filepath.Join(in.Dir, sample.HotnessFile), in.Nodes)
+	if herr == nil {
+		hit, err := in.Store.HitShare(hot)
+		return hit, "the accesses place measured (" + sample.HotnessFile + ") against the rows the store holds in memory", err
+	}
+	var inMem, all int
+	for _, vs := range pr.Vertices {
+		for _, v := range vs {
+			if in.Store.InMemory(v) {
+				inMem++
+			}
+		}
+		all += len(vs)
+	}
+	hit := 1.0
+	if all > 0 {
+		hit = float64(inMem) / float64(all)
+	}
+	return hit, fmt.Sprintf("the probe's %d row reads (no %s: %v)", all, sample.HotnessFile, herr), nil
+}
+
+// CopyRowSeconds is the gather stage's busy time per row a probe copied
+// from memory. Its thread's CPU time (gather_cpu_s) is lower, but priced
+// no better: on a 2-core machine the epochs' copies took longer than
+// either (docs/benchmarks.md).
+func CopyRowSeconds(pr trainer.Probe) float64 {
+	if !(pr.InputRows > 0) {
+		return 0
+	}
+	return pr.GatherSeconds / pr.InputRows
+}
+
+// BLASThreader is what ChooseBLASThreads needs of a CPU backend.
+type BLASThreader interface {
+	BLASThreads() int
+	SetBLASThreads(n int) error
+}
+
+// ChooseBLASThreads decides the products' thread count out of core, where
+// each worker's gather stage runs beside the step. A product split among
+// threads waits for its slowest, so on few cores a thread that shares its
+// core with a busy gather stage holds up the rest; but where the products
+// dominate every thread counts. When the probe's gather stage was busy
+// for more than half of each batch, the probe runs again (the same
+// batches) with one thread fewer per worker, and training keeps whichever
+// was faster. It returns the probe to predict from and what was tried
+// (nil when nothing was).
+func ChooseBLASThreads(ctx context.Context, progress io.Writer, probe func(context.Context) (trainer.Probe, error), cpu BLASThreader, first trainer.Probe, workers int) (trainer.Probe, *BLASChoice, error) {
+	full := cpu.BLASThreads()
+	fewer := max(1, full-max(workers, 1))
+	if fewer == full || !(first.GatherSeconds > 0.5*first.BatchSeconds) {
+		return first, nil, nil
+	}
+	fmt.Fprintf(progress, "predicting: the gather stage was busy %.0f%% of each batch; timing the batches again with the products on %s instead of %d ...\n",
+		100*first.GatherSeconds/first.BatchSeconds, ThreadsName(fewer), full)
+	if err := cpu.SetBLASThreads(fewer); err != nil {
+		return first, nil, err
+	}
+	second, err := probe(ctx)
+	if err != nil {
+		return first, nil, errors.Join(err, cpu.SetBLASThreads(full))
+	}
+	ch := &BLASChoice{Tried: []BLASTry{{full, first.BatchSeconds}, {fewer, second.BatchSeconds}}, Threads: fewer}
+	if second.BatchSeconds < first.BatchSeconds {
+		return second, ch, nil
+	}
+	ch.Threads = full
+	return first, ch, cpu.SetBLASThreads(full)
+}
+
+// ThreadsName is "1 thread" or "N threads".
+func ThreadsName(n int) string {
+	if n == 1 {
+		return "1 thread"
+	}
+	return fmt.Sprintf("%d threads", n)
+}
+
+// diskRate fills c's disk read rate and the reads' CPU time: from a
+// profile, or by reading the probed batches' disk-resident rows through
+// the store for MeasureSeconds.
+func diskRate(ctx context.Context, in PredictInput, c *tpc.BatchCosts, pr trainer.Probe, p *Prediction) error {
+	if prof := in.Measured; prof != nil {
+		row := in.Store.Dim() * 4
+		if prof.FeatureBytes != row {
+			return usagef("--measured %s: profiled at %d-byte reads, the dataset's rows are %d bytes (run gnnplan profile --feature-bytes %d)", in.MeasuredPath, prof.FeatureBytes, row, row)
+		}
+		c.DiskRowsPerS, c.DiskCPURowS = ProfiledDisks(prof)
+		c.Source += fmt.Sprintf("; disk rows/s from %s at queue depth near %d", in.MeasuredPath, store.DefaultQueueDepth)
+		return nil
+	}
+	secs := in.MeasureSeconds
+	fmt.Fprintf(in.Progress, "predicting: reading the probed batches' rows from the SSD bins for %.1f s ...\n", secs)
+	rr, err := in.Store.MeasureReads(ctx, time.Duration(secs*float64(time.Second)), pr.Vertices)
+	if err != nil {
+		return fmt.Errorf("measure the SSD bins' read rate: %w", err)
+	}
+	p.Disk = &rr
+	c.DiskRowsPerS = rr.RowsPerS
+	c.DiskCPURowS = rr.CPUSecondsPerRow
+	c.Source += fmt.Sprintf("; disk rows/s from reading the probed batches' disk rows (%d) before training", rr.Rows)
+	return nil
+}
+
+// ProfiledDisks is a profile's disks together at the store's queue depth
+// (the profiled depth closest to it): feature rows read per second, summed
+// over the disks, and the CPU time per row, the most any disk took.
+func ProfiledDisks(p *store.MachineProfile) (rowsPerS, cpuPerRow float64) {
+	for _, d := range p.Disks {
+		best, r := math.MaxInt, store.DepthResult{}
+		for _, x := range d.Depths {
+			if dd := abs(x.QueueDepth - store.DefaultQueueDepth); dd < best {
+				best, r = dd, x
+			}
+		}
+		rowsPerS += r.IOPS
+		cpuPerRow = max(cpuPerRow, r.CPUSecondsPerG*float64(p.FeatureBytes)/1e9)
+	}
+	return rowsPerS, cpuPerRow
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// WithEpochDisk predicts an epoch again at the median of the disk rates
+// the checked epochs read at: 0, 0 when none read from disk.
+func (p *Prediction) WithEpochDisk(checks []EpochCheck) (epochS, rowsPerS float64) {
+	var rates []float64
+	for _, c := range checks {
+		if c.DiskRowsPerS > 0 {
+			rates = append(rates, c.DiskRowsPerS)
+		}
+	}
+	if len(rates) == 0 {
+		return 0, 0
+	}
+	rowsPerS = Median(rates)
+	cc := p.Costs
+	cc.DiskRowsPerS = rowsPerS
+	again, err := tpc.PredictPipeline(cc, p.Epoch.HitShare, p.Epoch.Batches)
+	if err != nil {
+		return 0, 0
+	}
+	return again.EpochS, rowsPerS
+}

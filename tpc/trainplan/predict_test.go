@@ -1,0 +1,104 @@
+package trainplan
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gnnplan/gnnplan/trainer"
+)
+
+// fakeBLAS records the thread counts ChooseBLASThreads sets.
+type fakeBLAS struct {
+	threads int
+	set     []int
+}
+
+func (f *fakeBLAS) BLASThreads() int { return f.threads }
+
+func (f *fakeBLAS) SetBLASThreads(n int) error {
+	f.threads = n
+	f.set = append(f.set, n)
+	return nil
+}
+
+// TestChooseBLASThreads: out of core, the products try one thread fewer
+// per worker only where the gather stage kept a core busy for most of a
+// batch, and training keeps the faster count, its probe the one predicted
+// from.
+func TestChooseBLASThreads(t *testing.T) {
+	probe := func(batchS, gatherS float64) trainer.Probe {
+		return trainer.Probe{Batches: 20, BatchSeconds: batchS, GatherSeconds: gatherS}
+	}
+	failed := errors.New("probe failed")
+	cases := []struct {
+		name        string
+		threads     int
+		workers     int
+		first       trainer.Probe
+		second      trainer.Probe
+		secondErr   error
+		wantProbes  int   // second probes run
+		wantThreads int   // the count training runs on
+		wantSet     []int // the counts set, in order
+		wantBatchS  float64
+		wantErr     bool
+	}{
+		{"gather light: the products keep every core", 2, 1, probe(0.060, 0.020), probe(0.040, 0.020), nil, 0, 2, nil, 0.060, false},
+		{"gather heavy, fewer faster", 2, 1, probe(0.067, 0.055), probe(0.050, 0.040), nil, 1, 1, []int{1}, 0.050, false},
+		{"gather heavy, fewer slower: back to every core", 2, 1, probe(0.067, 0.055), probe(0.090, 0.040), nil, 1, 2, []int{1, 2}, 0.067, false},
+		{"one core: nothing to leave", 1, 1, probe(0.067, 0.055), probe(0.050, 0.040), nil, 0, 1, nil, 0.067, false},
+		{"four workers on 16 cores", 16, 4, probe(0.067, 0.055), probe(0.050, 0.040), nil, 1, 12, []int{12}, 0.050, false},
+		{"two workers on two cores: one thread", 2, 2, probe(0.067, 0.055), probe(0.050, 0.040), nil, 1, 1, []int{1}, 0.050, false},
+		{"the second probe fails: every core again", 2, 1, probe(0.067, 0.055), trainer.Probe{}, failed, 1, 2, []int{1, 2}, 0.067, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cpu := &fakeBLAS{threads: c.threads}
+			probes := 0
+			second := func(context.Context) (trainer.Probe, error) {
+				probes++
+				return c.second, c.secondErr
+			}
+			var errw strings.Builder
+			got, ch, err := ChooseBLASThreads(context.Background(), &errw, second, cpu, c.first, c.workers)
+			if (err != nil) != c.wantErr {
+				t.Fatalf("err = %v, want error: %v", err, c.wantErr)
+			}
+			if probes != c.wantProbes || cpu.threads != c.wantThreads || !slices.Equal(cpu.set, c.wantSet) {
+				t.Errorf("%d second probes, products on %d, set %v; want %d, %d, %v", probes, cpu.threads, cpu.set, c.wantProbes, c.wantThreads, c.wantSet)
+			}
+			if c.wantErr {
+				return
+			}
+			if got.BatchSeconds != c.wantBatchS {
+				t.Errorf("predicting from a probe of %v s a batch, want %v", got.BatchSeconds, c.wantBatchS)
+			}
+			if c.wantProbes == 0 {
+				if ch != nil || errw.Len() > 0 {
+					t.Errorf("nothing tried, yet choice %+v, stderr %q", ch, errw.String())
+				}
+				return
+			}
+			if ch == nil || ch.Threads != c.wantThreads || len(ch.Tried) != 2 || ch.Tried[0].Threads != c.threads || ch.Tried[0].BatchS != c.first.BatchSeconds || ch.Tried[1].BatchS != c.second.BatchSeconds {
+				t.Errorf("choice %+v, want both counts with their probes and %d chosen", ch, c.wantThreads)
+			}
+			if !strings.Contains(errw.String(), "gather stage was busy") {
+				t.Errorf("stderr %q does not say why it probes again", errw.String())
+			}
+		})
+	}
+}
+
+// TestDescribePredictionNamesTheProductsThreads: the line before training
+// says which thread count the probe chose and what each one took.
+func TestDescribePredictionNamesTheProductsThreads(t *testing.T) {
+	p := &Prediction{BLAS: &BLASChoice{Tried: []BLASTry{{2, 0.0672}, {1, 0.0491}}, Threads: 1}}
+	p.Epoch.EpochS, p.Epoch.Bound = 2.5, "compute"
+	got := p.Describe()
+	if !strings.Contains(got, "products on 1 thread (probed 67.2 ms a batch on 2, 49.1 ms on 1)") {
+		t.Errorf("Describe = %q", got)
+	}
+}
