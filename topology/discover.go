@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -627,7 +628,7 @@ func (d *discoverer) socketFor(rootBus string) (string, bool) {
 		} else if f.localCPUs != "" {
 			lc := parseCPUList(f.localCPUs)
 			for node, sid := range d.numaSocket {
-				if len(lc) > 0 && sameInts(lc, d.socketCPUs[sid]) {
+				if len(lc) > 0 && slices.Equal(lc, d.socketCPUs[sid]) {
 					votes[node]++
 				}
 			}
@@ -1074,16 +1075,4 @@ func joinInts(v []int) string {
 		s[i] = strconv.Itoa(x)
 	}
 	return strings.Join(s, ", ")
-}
-
-func sameInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

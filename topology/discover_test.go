@@ -2,7 +2,6 @@ package topology
 
 import (
 	"context"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -233,19 +232,5 @@ func TestDiscoverPlacesSMBIOSSlots(t *testing.T) {
 	}
 	if spare := slots["M.2 SPARE"]; spare.Parent != "" || !strings.Contains(strings.Join(m.Notes, " "), "M.2 SPARE") {
 		t.Errorf("slot without an address should be listed at the top with a note")
-	}
-}
-
-// assertSound checks what every machine must satisfy whatever built it:
-// the model's invariants and a finite positive capacity on every link.
-func assertSound(t testing.TB, m *Machine) {
-	t.Helper()
-	if err := m.Validate(); err != nil {
-		t.Errorf("Validate: %v", err)
-	}
-	for i, l := range m.Links {
-		if !(l.GBps > 0) || math.IsInf(l.GBps, 0) {
-			t.Errorf("links[%d] %s->%s (%s): GBps %v, want > 0", i, l.From, l.To, l.Kind, l.GBps)
-		}
 	}
 }

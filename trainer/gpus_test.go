@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,7 +71,7 @@ func TestWorkersOnTheirOwnGPUs(t *testing.T) {
 			if res.Epochs[0].Batches < 2 {
 				t.Fatalf("%d steps, want several", res.Epochs[0].Batches)
 			}
-			if !equalBits(one, two) {
+			if !slices.Equal(one, two) {
 				t.Errorf("two workers on two GPUs differ from two on one GPU")
 			}
 			cpu := func() kernels.Backend {
@@ -172,7 +173,7 @@ func TestResidentGPUCache(t *testing.T) {
 			}
 			resident, res := run(StoreSource(s))
 			copied, cres := run(plainSource{StoreSource(s)})
-			if !equalBits(resident, copied) {
+			if !slices.Equal(resident, copied) {
 				t.Errorf("training with the GPU bin resident differs from copying every row")
 			}
 			rows, crows := res.Epochs[0].Rows, cres.Epochs[0].Rows
@@ -256,7 +257,7 @@ func TestTwoGPUsEachWithItsBin(t *testing.T) {
 	gpus := func() []kernels.Backend { return []kernels.Backend{emuGPU(t, 0), emuGPU(t, 1)} }
 	resident, res := runOn(t, d, o, gpus())
 	copied, _ := runOn(t, d, withSource(o, plainSource{StoreSource(s)}), gpus())
-	if !equalBits(resident, copied) {
+	if !slices.Equal(resident, copied) {
 		t.Error("two GPUs holding their bins differ from two GPUs copying every row")
 	}
 	var rows GatherStats
@@ -283,7 +284,7 @@ func TestTwoGPUsEachWithItsBin(t *testing.T) {
 	}
 	o.Resume = true
 	resumed, _ := runOn(t, d, o, gpus())
-	if !equalBits(resident, resumed) {
+	if !slices.Equal(resident, resumed) {
 		t.Error("a two-GPU run resumed from its checkpoint differs from the run never interrupted")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -145,7 +146,7 @@ func TestOutOfCoreMatchesInMemory(t *testing.T) {
 						}
 						rows.Add(es.Rows)
 					}
-					if !equalBits(params(tr), params(mem)) {
+					if !slices.Equal(params(tr), params(mem)) {
 						t.Error("parameters differ from the in-memory run's")
 					}
 					if mix.ssds > 0 && mix.gpuRows == 0 && rows.SSDRows != rows.Rows {
@@ -238,7 +239,7 @@ func TestOutOfCoreInterruptStopsCleanly(t *testing.T) {
 	if _, err := second.Run(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if !equalBits(params(whole), params(second)) {
+	if !slices.Equal(params(whole), params(second)) {
 		t.Fatal("resumed run ended with parameters other than the uninterrupted run's")
 	}
 }

@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/gnnplan/gnnplan/trainer/nn"
@@ -40,7 +41,7 @@ func TestProbeLeavesTheRunAlone(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !equalBits(params(plain), params(probed)) || len(res.Epochs) != 2 {
+			if !slices.Equal(params(plain), params(probed)) || len(res.Epochs) != 2 {
 				t.Fatal("a probed run ended with other parameters than an unprobed one")
 			}
 			if p.Batches != 4 || len(p.Vertices) != 4 {
@@ -87,7 +88,7 @@ func TestProbeLeavesTheRunAlone(t *testing.T) {
 		if _, err := probed.Run(context.Background(), nil); err != nil {
 			t.Fatal(err)
 		}
-		if !equalBits(params(plain), params(probed)) {
+		if !slices.Equal(params(plain), params(probed)) {
 			t.Error("a probed run ended with other parameters than an unprobed one")
 		}
 	})

@@ -87,7 +87,7 @@ func TestOutOfCoreGPUSharesTwoInputBuffers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !equalBits(got, inMemory) {
+			if !slices.Equal(got, inMemory) {
 				t.Error("out of core on the GPU differs from the features in GPU memory")
 			}
 		})
@@ -116,7 +116,7 @@ func TestOutOfCoreGPUSharesTwoInputBuffers(t *testing.T) {
 				t.Fatalf("Run: %v", err)
 			case tc.fits:
 				inMemory, _ := runOn(t, w.d, o, []kernels.Backend{emuGPU(t, 0)})
-				if !equalBits(got, inMemory) {
+				if !slices.Equal(got, inMemory) {
 					t.Error("out of core on a small GPU differs from the features in GPU memory")
 				}
 			case !errors.As(err, &de) || !strings.Contains(err.Error(), "out of memory"):
@@ -248,7 +248,7 @@ func TestGPUSlotsComeBackAfterAStop(t *testing.T) {
 			if _, err := tr.Run(ctx, nil); err != nil {
 				t.Fatalf("running on after the stop: %v", err)
 			}
-			if !equalBits(params(tr), whole) {
+			if !slices.Equal(params(tr), whole) {
 				t.Error("the run stopped and run on differs from the run never stopped")
 			}
 		})

@@ -1,15 +1,12 @@
 package trainer
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"hash/crc32"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -22,6 +19,7 @@ import (
 	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 	"github.com/gnnplan/gnnplan/trainer/internal/fslock"
+	"github.com/gnnplan/gnnplan/trainer/internal/testcora"
 	"github.com/gnnplan/gnnplan/trainer/nn"
 )
 
@@ -44,38 +42,11 @@ func coraDir(t testing.TB) string {
 
 func unpackBundledCora(t testing.TB) string {
 	t.Helper()
-	f, err := os.Open(filepath.Join("dataset", "testdata", "cora", "cora.tgz"))
-	if err != nil {
-		t.Skipf("neither ../shared/datasets/cora nor the bundled copy is here: %v", err)
+	dir := testcora.Unpack(t)
+	if dir == "" {
+		t.Skip("neither ../shared/datasets/cora nor the bundled copy is here")
 	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	tr := tar.NewReader(gz)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return filepath.Join(dir, "cora")
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		name := filepath.Clean(h.Name)
-		if h.Typeflag != tar.TypeReg || strings.HasPrefix(name, "..") || filepath.IsAbs(name) {
-			continue
-		}
-		os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755)
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	return filepath.Join(dir, "cora")
 }
 
 type loaded struct {
@@ -178,29 +149,17 @@ func TestSameSeedGivesBitwiseSameParameters(t *testing.T) {
 				return params(tr)
 			}
 			a, b := run(2, 7), run(2, 7)
-			if !equalBits(a, b) {
+			if !slices.Equal(a, b) {
 				t.Fatal("two runs with seed 7 and 2 threads ended with different parameters")
 			}
-			if equalBits(a, run(2, 8)) {
+			if slices.Equal(a, run(2, 8)) {
 				t.Fatal("seeds 7 and 8 ended with the same parameters: the seed is not used")
 			}
-			if !equalBits(a, run(1, 7)) {
+			if !slices.Equal(a, run(1, 7)) {
 				t.Log("1 and 2 threads differ (the BLAS splits sums by thread); the same thread count is what is promised")
 			}
 		})
 	}
-}
-
-func equalBits(a, b []uint32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // cancelAfter cancels a context after n training steps.
@@ -255,7 +214,7 @@ func TestResumeAfterInterruptMatchesAnUninterruptedRun(t *testing.T) {
 			if got.ResumedEpoch != 1 || got.ResumedBatch != 2 {
 				t.Errorf("resumed at epoch %d batch %d, want epoch 1 batch 2", got.ResumedEpoch, got.ResumedBatch)
 			}
-			if !equalBits(params(whole), params(second)) {
+			if !slices.Equal(params(whole), params(second)) {
 				t.Fatal("resumed run ended with parameters other than the uninterrupted run's")
 			}
 			if len(got.Epochs) != len(want.Epochs) || got.Epochs[2].Loss != want.Epochs[2].Loss || got.TestAcc != want.TestAcc {

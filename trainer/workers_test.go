@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/gnnplan/gnnplan/kernels"
@@ -95,7 +96,7 @@ func TestTwoWorkersEqualOneWithTheirCombinedBatch(t *testing.T) {
 				if d := math.Abs(res.Epochs[0].Loss - wres.Epochs[0].Loss); d > 1e-5*wres.Epochs[0].Loss {
 					t.Errorf("loss %v, one worker %v", res.Epochs[0].Loss, wres.Epochs[0].Loss)
 				}
-				if res.Epochs[0].Loss == 0 || equalBits(params(par), params(newTrainer(t, d, o, 2))) {
+				if res.Epochs[0].Loss == 0 || slices.Equal(params(par), params(newTrainer(t, d, o, 2))) {
 					t.Error("the step changed nothing: the comparison would hold vacuously")
 				}
 				// Every replica holds the master's parameters.
@@ -139,7 +140,7 @@ func TestWorkersCoverTheSeedsAndResume(t *testing.T) {
 	if _, err := b.Run(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if !equalBits(params(a), params(b)) {
+	if !slices.Equal(params(a), params(b)) {
 		t.Fatal("two runs with the same seed and workers differ")
 	}
 	o.Checkpoint = t.TempDir()
@@ -156,7 +157,7 @@ func TestWorkersCoverTheSeedsAndResume(t *testing.T) {
 	if _, err := c.Run(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if !equalBits(params(a), params(c)) {
+	if !slices.Equal(params(a), params(c)) {
 		t.Fatal("the resumed run ended elsewhere than the uninterrupted one")
 	}
 	// A checkpoint of two workers does not resume with one.

@@ -1,14 +1,11 @@
 package dataset
 
 import (
-	"archive/tar"
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -20,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/gnnplan/gnnplan/internal/inputerr"
+	"github.com/gnnplan/gnnplan/trainer/internal/testcora"
 )
 
 // sharedDatasets is where the shared graph fixtures live (see
@@ -36,7 +34,7 @@ func needShared(t testing.TB, rel string) string {
 		return p
 	}
 	if strings.HasPrefix(rel, "cora/") {
-		if dir := unpackCora(t); dir != "" {
+		if dir := testcora.Unpack(t); dir != "" {
 			if _, err := os.Stat(filepath.Join(dir, rel)); err == nil {
 				return filepath.Join(dir, rel)
 			}
@@ -44,45 +42,6 @@ func needShared(t testing.TB, rel string) string {
 	}
 	t.Skipf("shared fixture %s is absent: these counts are checked only beside ../shared/datasets", p)
 	return ""
-}
-
-// unpackCora extracts the bundled Cora files into a temporary directory.
-func unpackCora(t testing.TB) string {
-	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "cora", "cora.tgz"))
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	tr := tar.NewReader(gz)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return dir
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		name := filepath.Clean(h.Name)
-		if h.Typeflag != tar.TypeReg || strings.HasPrefix(name, "..") || filepath.IsAbs(name) {
-			continue
-		}
-		dst := filepath.Join(dir, name)
-		os.MkdirAll(filepath.Dir(dst), 0o755)
-		w, err := os.Create(dst)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.Copy(w, tr); err != nil {
-			t.Fatal(err)
-		}
-		w.Close()
-	}
 }
 
 const importTestdata = "testdata/import"

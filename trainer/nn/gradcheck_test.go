@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/gnnplan/gnnplan/kernels"
@@ -575,26 +576,14 @@ func TestInputBlockMatchesGather(t *testing.T) {
 			}
 			y1, g1 := run(false)
 			y2, g2 := run(true)
-			if !equal64(y1.v, y2.v) {
+			if !slices.Equal(y1.v, y2.v) {
 				t.Fatal("in-place forward differs from the gathered one")
 			}
 			for i := range g1 {
-				if !equal64(g1[i].v, g2[i].v) {
+				if !slices.Equal(g1[i].v, g2[i].v) {
 					t.Fatalf("gradient %d differs between in-place and gathered inputs", i)
 				}
 			}
 		})
 	}
-}
-
-func equal64(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
