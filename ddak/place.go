@@ -145,23 +145,8 @@ func (r *runs) add(pos int64, bin uint8, row uint32) {
 // to the larger target, then to the lower index. Rows within each bin are
 // numbered 0..n-1 in hotness order.
 //
-// Why this cuts cross-socket traffic. Every GPU reads an equal share of
-// every vertex (data parallel), so a bin's cross-socket traffic is fixed by
-// how much traffic it serves and which socket it sits on. The targets come
-// from the flow model, which routes less traffic to a bin whose path to the
-// GPUs crosses a binding socket link (e.g. Moment's machine A, whose GPUs
-// all sit on socket 0 behind a 10 GB/s UPI link). DDAK lands each bin on its
-// target, so remote bins serve what the flow allows; hash placement spreads
-// traffic evenly over the SSDs regardless. When nothing binds at the socket
-// link the flow's targets are equal, and both policies send about the same
-// traffic across it.
-//
-// Memory: besides the input (4 bytes per vertex) and the layout (5), Place
-// holds only per-hotness-value counters (tens of bytes per distinct value,
-// per core, at most 2^17 of them: many distinct values >= 2^16 are ranked
-// at a relative resolution of 2^-12, see order) and the decisions (16 bytes
-// per step, about 0.16 bytes per vertex with pools of 100): no sort of the
-// vertices, whatever the hotness distribution.
+// Why this cuts cross-socket traffic, and what Place holds in memory:
+// docs/architecture.md, section 7.
 func Place(hotness []uint32, bins []Bin, opt Options) (*Layout, error) {
 	return PlaceContext(context.Background(), hotness, bins, opt)
 }

@@ -299,43 +299,17 @@ func (w Workload) BatchesPerEpoch() int64 {
 type block struct{ dst, src, edges float64 }
 
 // PerBatch estimates one full mini-batch: BatchSize seeds (fewer when the
-// graph has fewer training vertices), sampled hop by hop with Fanouts.
-//
-// Sampling. At hop k every vertex of the frontier F_k draws min(f_k, D)
-// neighbors for its degree D, so M_k = F_k x E[min(f_k, D)] edges. Real
-// graphs' degrees are heavy-tailed: most vertices have few neighbors, a few
-// very many, and min(f, .) is concave, so E[min(f, D)] lies well below
-// min(f, E/V). D is taken lognormal with mean d = E/V and spread
-// DegreeSpread; the seeds are uniform vertices, every later frontier was
-// reached through an edge and has the size-biased law (mean d e^(s^2)).
-// docs/epoch-model.md has the derivation and the counts it was checked on.
-// The next frontier F_{k+1} is the set of distinct vertices drawn at hop k,
-// including ones reached at earlier hops: we take as the standard a layered
-// sampler that expands every vertex the previous hop drew, not only the new
-// ones (the hop-by-hop GPU sampling N^1..N^k of Hyperion's pipeline, figure
-// 6). DGL's to_block also copies the previous frontier into the source side
-// and samples it again, which would add F_k x f_{k+1} draws (about 4% more
-// vertices for [25, 10]).
-//
-// Workload.Degrees "uniform" takes every degree at the average instead
-// (min(f_k, d)), as in a uniform random graph.
-//
-// Deduplication. Draws are modelled as uniform over the N = V vertices: M
-// draws reach N(1 - (1-1/N)^M) distinct vertices, computed with log1p/expm1
-// so that M << N keeps its precision. Across hops, the seeds are distinct by
-// construction and the other N - S vertices stay unreached with probability
-// (1-1/N)^(sum M_k), which gives the distinct count after each hop; the
-// vertices new at hop k are its increase. Real graphs are skewed
-// (power-law: the top 1% of vertices take 14-56% of accesses in DiskGNN's
-// table 3), so real batches deduplicate more than the uniform N vertices
-// that draws spread over: the uniform dedup is an upper bound on unique
-// vertices and bytes. Pre-sampling a dataset at hand (presample.Shapes in tpc/presample)
-// measures them instead.
-//
-// Work. The step's kernels on these blocks are StepWork's, the batch's
-// distinct vertices its input rows: the same count of products, row
-// reads and passes the CPU trainer's kernels do (its tests hold the two
-// equal), which GPU and CPU plans price at their own rates.
+// graph has fewer training vertices), sampled hop by hop with Fanouts. At
+// hop k each frontier vertex draws min(f_k, D) neighbours for its degree
+// D, lognormal with mean E/V and spread DegreeSpread (size-biased after
+// the seeds; Degrees "uniform" takes every degree at the average); every
+// vertex the previous hop drew is expanded again, as a layered sampler
+// does. Draws are deduplicated as uniform over the V vertices, an upper
+// bound on a skewed graph's distinct rows (presample.Shapes measures a
+// dataset at hand instead). The step's kernels on these blocks are
+// StepWork's, the batch's distinct vertices its input rows: the counts the
+// CPU trainer's kernels do. The derivation and the counts it was checked
+// on: docs/epoch-model.md, "Distinct rows per batch".
 //
 // PerBatch expects a valid workload (Validate); on an invalid one it returns
 // zeros where the inputs make no sense, never NaN or a panic.
