@@ -148,8 +148,41 @@ func BinsFromPlan(p *tpc.Plan, rows int64, rowBytes int64, opt BinOptions) ([]Bi
 	if cat == nil {
 		cat = profiles.DefaultCatalog()
 	}
-	var totalGB float64
-	hosts := 0
+	s, err := planTraffic(p)
+	if err != nil {
+		return nil, err
+	}
+	s.splitTopology(p)
+	s.capacities(p, rows, opt, cat)
+	bins := s.bins(p, rowBytes, cat)
+	sort.SliceStable(bins, func(i, j int) bool {
+		if ri, rj := tierRank(bins[i].Kind), tierRank(bins[j].Kind); ri != rj {
+			return ri < rj
+		}
+		return topology.NaturalLess(bins[i].ID, bins[j].ID)
+	})
+	if err := validateBins(bins, rows); err != nil {
+		return nil, err
+	}
+	return bins, nil
+}
+
+// binSizing is what BinsFromPlan works out from a plan before it makes
+// the bins: the traffic's split into topology and features, and each
+// tier's capacity.
+type binSizing struct {
+	totalGB, featGB                  float64 // all the storage traffic, and its feature rows' part
+	gpuTopoGB, hostTopoGB, ssdTopoGB float64 // the topology's reads per tier
+	gpus, hosts, ssds                int     // storage nodes per tier
+	reserveGiB                       float64 // GPU memory kept from the feature cache (0: the plan's cache)
+	cpuRows                          int64   // CPU cache over all sockets
+	ssdGB                            float64 // one SSD's capacity
+}
+
+// planTraffic checks the plan's storage traffic and sums it, counting the
+// host-memory nodes.
+func planTraffic(p *tpc.Plan) (*binSizing, error) {
+	s := &binSizing{}
 	for i, t := range p.StorageTraffic {
 		if math.IsNaN(t.GB) || math.IsInf(t.GB, 0) || t.GB < 0 {
 			return nil, &topology.InputError{Field: fmt.Sprintf("storage_traffic[%d].GB", i), Msg: fmt.Sprintf("%v (valid: 0 or more)", t.GB)}
@@ -160,73 +193,85 @@ func BinsFromPlan(p *tpc.Plan, rows int64, rowBytes int64, opt BinOptions) ([]Bi
 		if p.Machine.Node(t.ID) == nil {
 			return nil, &topology.InputError{Field: fmt.Sprintf("storage_traffic[%d].id", i), Msg: fmt.Sprintf("%q is not a node of the plan's machine", t.ID)}
 		}
-		totalGB += t.GB
+		s.totalGB += t.GB
 		if t.Kind == placement.StorageHostMem {
-			hosts++
+			s.hosts++
 		}
 	}
+	return s, nil
+}
+
+// splitTopology splits the topology's reads over the tiers and leaves the
+// rest of the traffic to feature rows.
+func (s *binSizing) splitTopology(p *tpc.Plan) {
 	est := p.Workload.PerBatch()
 	topoFrac := 0.0
 	if d := est.FeatureBytes + est.TopologyBytes; d > 0 {
 		topoFrac = est.TopologyBytes / d
 	}
-	topoGB := topoFrac * totalGB
+	topoGB := topoFrac * s.totalGB
 	// The GPUs' caches serve the hottest part of the topology's reads,
 	// host memory the next, the SSDs the rest in whole blocks (the
 	// plan's shares, scaled to the traffic's total); a plan without them
 	// has the topology in host memory.
-	gpuLayout := p.Prediction.Shares.GPU
-	gpuTopoGB, hostTopoGB, ssdTopoGB := 0.0, topoGB, 0.0
+	s.gpuTopoGB, s.hostTopoGB, s.ssdTopoGB = 0.0, topoGB, 0.0
 	if sh := p.Prediction.Shares; sh.EpochGB > 0 && sh.GPUTopologyGB+sh.HostTopologyGB+sh.SSDTopologyGB > 0 {
-		scale := totalGB / sh.EpochGB
-		gpuTopoGB, hostTopoGB, ssdTopoGB = sh.GPUTopologyGB*scale, sh.HostTopologyGB*scale, sh.SSDTopologyGB*scale
+		scale := s.totalGB / sh.EpochGB
+		s.gpuTopoGB, s.hostTopoGB, s.ssdTopoGB = sh.GPUTopologyGB*scale, sh.HostTopologyGB*scale, sh.SSDTopologyGB*scale
 	}
-	ssds := 0
-	gpus := 0
 	for _, t := range p.StorageTraffic {
 		switch t.Kind {
 		case placement.StorageGPUMem:
-			gpus++
+			s.gpus++
 		case placement.StorageSSD:
-			ssds++
+			s.ssds++
 		}
 	}
-	if gpus == 0 {
-		gpuTopoGB = 0
+	if s.gpus == 0 {
+		s.gpuTopoGB = 0
 	}
-	if ssds == 0 {
-		ssdTopoGB = 0
+	if s.ssds == 0 {
+		s.ssdTopoGB = 0
 	}
-	featGB := totalGB - gpuTopoGB - hostTopoGB - ssdTopoGB
+	s.featGB = s.totalGB - s.gpuTopoGB - s.hostTopoGB - s.ssdTopoGB
+}
 
+// clampRows turns a capacity in rows into an int64 that cannot wrap: a
+// plan's 1e15 GiB is 2^53 rows, not a negative count. Capacities stay what
+// the hardware holds, above the dataset's rows included; nothing is
+// allocated by them.
+func clampRows(x float64) int64 {
+	if !(x > 0) {
+		return 0
+	}
+	return int64(min(x, 1<<53))
+}
+
+// capacities takes the GPU reserve, the CPU cache and the SSD size from
+// the options, else from the plan and the catalog.
+func (s *binSizing) capacities(p *tpc.Plan, rows int64, opt BinOptions, cat *profiles.Catalog) {
 	// Each GPU's feature cache: what the options keep from it, what the
 	// plan's assumptions kept, or what the plan decided.
-	reserve := opt.GPUReserveGiB
-	if reserve == 0 {
-		reserve = p.Assumptions.GPUReserveGiB
+	s.reserveGiB = opt.GPUReserveGiB
+	if s.reserveGiB == 0 {
+		s.reserveGiB = p.Assumptions.GPUReserveGiB
 	}
-	// capRows turns a capacity in rows into an int64 that cannot wrap: a
-	// plan's 1e15 GiB is 2^53 rows, not a negative count. Capacities stay
-	// what the hardware holds, above the dataset's rows included; nothing
-	// is allocated by them.
-	capRows := func(x float64) int64 {
-		if !(x > 0) {
-			return 0
-		}
-		return int64(min(x, 1<<53))
+	s.cpuRows = opt.CPUCacheRows
+	if s.cpuRows == 0 && p.Workload.Vertices > 0 {
+		s.cpuRows = clampRows(p.Prediction.Shares.CPUCacheRows / float64(p.Workload.Vertices) * float64(rows))
 	}
-	cpuRows := opt.CPUCacheRows
-	if cpuRows == 0 && p.Workload.Vertices > 0 {
-		cpuRows = capRows(p.Prediction.Shares.CPUCacheRows / float64(p.Workload.Vertices) * float64(rows))
-	}
-	ssdGB := opt.SSDCapacityGB
-	if ssdGB <= 0 {
-		ssdGB = DefaultSSDCapacityGB
-		if s, err := cat.SSD(p.Hardware.SSDModel); err == nil && s.CapacityGB > 0 {
-			ssdGB = s.CapacityGB
+	s.ssdGB = opt.SSDCapacityGB
+	if s.ssdGB <= 0 {
+		s.ssdGB = DefaultSSDCapacityGB
+		if m, err := cat.SSD(p.Hardware.SSDModel); err == nil && m.CapacityGB > 0 {
+			s.ssdGB = m.CapacityGB
 		}
 	}
+}
 
+// bins makes a bin of each storage node that holds feature rows, in the
+// plan's order.
+func (s *binSizing) bins(p *tpc.Plan, rowBytes int64, cat *profiles.Catalog) []Bin {
 	var bins []Bin
 	hostSeen := 0
 	for _, t := range p.StorageTraffic {
@@ -240,46 +285,37 @@ func BinsFromPlan(p *tpc.Plan, rows int64, rowBytes int64, opt BinOptions) ([]Bi
 					mem = g.MemoryGiB
 				}
 			}
-			cacheGiB := gpuLayout.FeatureCacheGiB
-			if reserve > 0 {
-				cacheGiB = mem - reserve
+			cacheGiB := p.Prediction.Shares.GPU.FeatureCacheGiB
+			if s.reserveGiB > 0 {
+				cacheGiB = mem - s.reserveGiB
 			}
-			b.CapacityRows = capRows(cacheGiB * (1 << 30) / float64(rowBytes))
-			gb = math.Max(0, gb-gpuTopoGB/float64(gpus))
+			b.CapacityRows = clampRows(cacheGiB * (1 << 30) / float64(rowBytes))
+			gb = math.Max(0, gb-s.gpuTopoGB/float64(s.gpus))
 		case placement.StorageHostMem:
-			b.CapacityRows = cpuRows / int64(hosts)
-			if int64(hostSeen) < cpuRows%int64(hosts) {
+			b.CapacityRows = s.cpuRows / int64(s.hosts)
+			if int64(hostSeen) < s.cpuRows%int64(s.hosts) {
 				b.CapacityRows++
 			}
 			hostSeen++
-			gb -= hostTopoGB / float64(hosts)
+			gb -= s.hostTopoGB / float64(s.hosts)
 			// What the flow sends a host beyond its topology, less
 			// rounding: a residue of a billionth of the epoch is none.
-			if gb <= 1e-9*totalGB {
+			if gb <= 1e-9*s.totalGB {
 				gb = 0
 			}
 		case placement.StorageSSD:
-			b.CapacityRows = capRows(ssdGB * 1e9 / float64(rowBytes))
-			gb = math.Max(0, gb-ssdTopoGB/float64(ssds))
+			b.CapacityRows = clampRows(s.ssdGB * 1e9 / float64(rowBytes))
+			gb = math.Max(0, gb-s.ssdTopoGB/float64(s.ssds))
 		}
-		if featGB > 0 {
-			b.TargetShare = gb / featGB
+		if s.featGB > 0 {
+			b.TargetShare = gb / s.featGB
 		}
 		if b.CapacityRows == 0 && b.TargetShare == 0 {
 			continue // a storage node that serves only topology
 		}
 		bins = append(bins, b)
 	}
-	sort.SliceStable(bins, func(i, j int) bool {
-		if ri, rj := tierRank(bins[i].Kind), tierRank(bins[j].Kind); ri != rj {
-			return ri < rj
-		}
-		return topology.NaturalLess(bins[i].ID, bins[j].ID)
-	})
-	if err := validateBins(bins, rows); err != nil {
-		return nil, err
-	}
-	return bins, nil
+	return bins
 }
 
 // socketOf is the NUMA id of the socket above node id, -1 when unknown.

@@ -101,11 +101,34 @@ type Split struct {
 // can be off by the one chunk that does not fit at the end, or by the
 // smaller last chunk of each kind).
 func CacheSplit(hotness []uint32, topoRowBytes []uint32, opt CacheOptions) (*Split, error) {
+	if err := checkCacheInput(hotness, topoRowBytes, &opt); err != nil {
+		return nil, err
+	}
+	o, err := newOrder(context.Background(), hotness)
+	if err != nil {
+		return nil, fmt.Errorf("cache split: %w", err)
+	}
+	s := &Split{Order: o.vertices(hotness)}
+	t := txCost{cls: uint64(opt.CLSBytes), ssds: uint64(opt.SSDSBytes)}
+	s.Chunks = topologyChunks(s.Chunks, s.Order, hotness, topoRowBytes, opt.ChunkBytes, t)
+	s.Chunks = featureChunks(s.Chunks, s.Order, hotness, opt, t)
+	for i := range s.Chunks {
+		s.Chunks[i].Where = WhereSSD
+		s.TxAllSSD += s.Chunks[i].SSDTx
+	}
+	fillTier(s.Chunks, WhereGPU, opt.GPUBytes, func(ch *Chunk) float64 { return ch.MemTx })
+	fillTier(s.Chunks, WhereCPU, opt.CPUBytes, func(ch *Chunk) float64 { return ch.SSDTx - ch.MemTx })
+	s.sumTiers()
+	return s, nil
+}
+
+// checkCacheInput checks CacheSplit's input and fills opt's defaults.
+func checkCacheInput(hotness []uint32, topoRowBytes []uint32, opt *CacheOptions) error {
 	if len(topoRowBytes) != len(hotness) {
-		return nil, &topology.InputError{Field: "topology", Msg: fmt.Sprintf("%d topology rows for %d vertices", len(topoRowBytes), len(hotness))}
+		return &topology.InputError{Field: "topology", Msg: fmt.Sprintf("%d topology rows for %d vertices", len(topoRowBytes), len(hotness))}
 	}
 	if int64(len(hotness)) > math.MaxUint32 {
-		return nil, &topology.InputError{Field: "hotness", Msg: fmt.Sprintf("%d vertices, at most %d", len(hotness), uint64(math.MaxUint32))}
+		return &topology.InputError{Field: "hotness", Msg: fmt.Sprintf("%d vertices, at most %d", len(hotness), uint64(math.MaxUint32))}
 	}
 	if opt.ChunkBytes == 0 {
 		opt.ChunkBytes = DefaultChunkBytes
@@ -123,87 +146,101 @@ func CacheSplit(hotness []uint32, topoRowBytes []uint32, opt CacheOptions) (*Spl
 	}{{"gpu_bytes", opt.GPUBytes, 0}, {"cpu_bytes", opt.CPUBytes, 0}, {"feature_row_bytes", opt.FeatureRowBytes, 1},
 		{"chunk_bytes", opt.ChunkBytes, 1}, {"cls_bytes", opt.CLSBytes, 1}, {"ssds_bytes", opt.SSDSBytes, 1}} {
 		if c.v < c.min {
-			return nil, &topology.InputError{Field: c.name, Msg: fmt.Sprintf("%d (valid: %d or more)", c.v, c.min)}
+			return &topology.InputError{Field: c.name, Msg: fmt.Sprintf("%d (valid: %d or more)", c.v, c.min)}
 		}
 	}
-	o, err := newOrder(context.Background(), hotness)
-	if err != nil {
-		return nil, fmt.Errorf("cache split: %w", err)
+	return nil
+}
+
+// txCost holds the transfer units, CLS and SSDS, in bytes.
+type txCost struct{ cls, ssds uint64 }
+
+// tx is the PCIe transactions of reading b bytes h times from host memory
+// and from an SSD.
+func (t txCost) tx(h uint32, b uint64) (mem, ssd float64) {
+	x := uint64(h) * b // < 2^64: both factors fit 32 bits
+	return float64((x + t.cls - 1) / t.cls), float64((x+t.ssds-1)/t.ssds) * float64(t.ssds) / float64(t.cls)
+}
+
+// closeChunk appends c to chunks unless it is empty, and starts the next
+// chunk of its kind at position next.
+func closeChunk(chunks []Chunk, c Chunk, next int64) ([]Chunk, Chunk) {
+	if c.Rows > 0 {
+		chunks = append(chunks, c)
 	}
-	s := &Split{Order: o.vertices(hotness)}
-	cls, ssds := uint64(opt.CLSBytes), uint64(opt.SSDSBytes)
-	tx := func(h uint32, b uint64) (mem, ssd float64) {
-		x := uint64(h) * b // < 2^64: both factors fit 32 bits
-		return float64((x + cls - 1) / cls), float64((x+ssds-1)/ssds) * float64(ssds) / float64(cls)
-	}
-	// Topology chunks: close a chunk before a row would take it past Z
-	// (a chunk holds at least one row).
-	var c Chunk
-	flush := func(next int64) {
-		if c.Rows > 0 {
-			s.Chunks = append(s.Chunks, c)
-		}
-		c = Chunk{Data: c.Data, FirstRank: next}
-	}
-	c.Data = ChunkTopology
-	for p, v := range s.Order {
+	return chunks, Chunk{Data: c.Data, FirstRank: next}
+}
+
+// topologyChunks appends the topology's chunks: close a chunk before a row
+// would take it past chunkBytes (a chunk holds at least one row).
+func topologyChunks(chunks []Chunk, order []uint32, hotness []uint32, topoRowBytes []uint32, chunkBytes int64, t txCost) []Chunk {
+	c := Chunk{Data: ChunkTopology}
+	for p, v := range order {
 		b := int64(topoRowBytes[v])
-		if c.Rows > 0 && c.Bytes+b > opt.ChunkBytes {
-			flush(int64(p))
+		if c.Rows > 0 && c.Bytes+b > chunkBytes {
+			chunks, c = closeChunk(chunks, c, int64(p))
 		}
-		m, d := tx(hotness[v], uint64(b))
+		m, d := t.tx(hotness[v], uint64(b))
 		c.Rows++
 		c.Bytes += b
 		c.MemTx += m
 		c.SSDTx += d
 	}
-	flush(0)
-	// Feature chunks: rows are all D bytes, so only the hotness matters.
-	c.Data = ChunkFeature
+	chunks, _ = closeChunk(chunks, c, 0)
+	return chunks
+}
+
+// featureChunks appends the features' chunks: rows are all
+// FeatureRowBytes, so only the hotness matters.
+func featureChunks(chunks []Chunk, order []uint32, hotness []uint32, opt CacheOptions, t txCost) []Chunk {
+	c := Chunk{Data: ChunkFeature}
 	perChunk := max(1, opt.ChunkBytes/opt.FeatureRowBytes)
-	for p, v := range s.Order {
+	for p, v := range order {
 		if c.Rows == perChunk {
-			flush(int64(p))
+			chunks, c = closeChunk(chunks, c, int64(p))
 		}
-		m, d := tx(hotness[v], uint64(opt.FeatureRowBytes))
+		m, d := t.tx(hotness[v], uint64(opt.FeatureRowBytes))
 		c.Rows++
 		c.Bytes += opt.FeatureRowBytes
 		c.MemTx += m
 		c.SSDTx += d
 	}
-	flush(0)
-	for i := range s.Chunks {
-		s.Chunks[i].Where = WhereSSD
-		s.TxAllSSD += s.Chunks[i].SSDTx
-	}
-	fill := func(where string, capacity int64, saving func(*Chunk) float64) {
-		idx := make([]int, 0, len(s.Chunks))
-		for i := range s.Chunks {
-			if s.Chunks[i].Where == WhereSSD {
-				idx = append(idx, i)
-			}
-		}
-		density := func(i int) float64 {
-			ch := &s.Chunks[i]
-			if ch.Bytes == 0 {
-				return math.Inf(1) // free to hold
-			}
-			return saving(ch) / float64(ch.Bytes)
-		}
-		sort.SliceStable(idx, func(a, b int) bool { return density(idx[a]) > density(idx[b]) })
-		for _, i := range idx {
-			ch := &s.Chunks[i]
-			if saving(ch) <= 0 && ch.Bytes > 0 {
-				break // the rest save nothing
-			}
-			if ch.Bytes <= capacity {
-				ch.Where = where
-				capacity -= ch.Bytes
-			}
+	chunks, _ = closeChunk(chunks, c, 0)
+	return chunks
+}
+
+// fillTier moves the chunks still on SSD that save the most per byte
+// (saving) to where, until capacity bytes are taken.
+func fillTier(chunks []Chunk, where string, capacity int64, saving func(*Chunk) float64) {
+	idx := make([]int, 0, len(chunks))
+	for i := range chunks {
+		if chunks[i].Where == WhereSSD {
+			idx = append(idx, i)
 		}
 	}
-	fill(WhereGPU, opt.GPUBytes, func(ch *Chunk) float64 { return ch.MemTx })
-	fill(WhereCPU, opt.CPUBytes, func(ch *Chunk) float64 { return ch.SSDTx - ch.MemTx })
+	density := func(i int) float64 {
+		ch := &chunks[i]
+		if ch.Bytes == 0 {
+			return math.Inf(1) // free to hold
+		}
+		return saving(ch) / float64(ch.Bytes)
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return density(idx[a]) > density(idx[b]) })
+	for _, i := range idx {
+		ch := &chunks[i]
+		if saving(ch) <= 0 && ch.Bytes > 0 {
+			break // the rest save nothing
+		}
+		if ch.Bytes <= capacity {
+			ch.Where = where
+			capacity -= ch.Bytes
+		}
+	}
+}
+
+// sumTiers adds up each tier's bytes and the epoch's transactions with
+// the split.
+func (s *Split) sumTiers() {
 	for _, ch := range s.Chunks {
 		switch ch.Where {
 		case WhereGPU:
@@ -223,7 +260,6 @@ func CacheSplit(hotness []uint32, topoRowBytes []uint32, opt CacheOptions) (*Spl
 			s.Tx += ch.SSDTx
 		}
 	}
-	return s, nil
 }
 
 // TopologyRowBytes is each vertex's CSR neighbor-list size: its degree

@@ -131,7 +131,7 @@ type tally struct {
 	large  []uint32 // sorted, then compressed into lval/lcnt
 	lval   []uint32
 	lcnt   []int64
-	quant  []quantTally // per quantKey (allowWide): one cache line holds both counters
+	quant  []quantTally // per quantKey (wideAt > 0): one cache line holds both counters
 	capped bool         // more than largeCap vertices >= denseLimit, or more than wideAt distinct ones: quantize
 	// checkAt is the length of large at which keep next looks at it (see
 	// check); wideAt is countOrder's (0: never quantize).
@@ -143,7 +143,7 @@ type tally struct {
 
 // countCapped counts hs into small (values below smallLimit, four tables
 // taking turns), dense and quant (every value >= denseLimit, by quantKey)
-// and returns their sum: countOrder's loop once a worker collects no more
+// and returns their sum: countChunk's loop once a worker collects no more
 // large values, small enough that its tables stay in registers.
 func countCapped(hs []uint32, small *[4][smallLimit]uint32, dense *[denseLimit]int64, quant *[1 << 16]quantTally) uint64 {
 	var s uint64
@@ -239,7 +239,6 @@ func (t *tally) check(h uint32, largeCap int64) {
 // denseLimit when they have more than wideAt distinct values (see order;
 // Place passes wideThreshold); 0 keeps every distinct value.
 func countOrder(ctx context.Context, hot []uint32, wideAt int) (*order, error) {
-	allowWide := wideAt > 0
 	n := int64(len(hot))
 	w := workers(n)
 	o := &order{n: n, spans: make([][2]int64, w)}
@@ -252,77 +251,7 @@ func countOrder(ctx context.Context, hot []uint32, wideAt int) (*order, error) {
 		wg.Add(1)
 		go func(t *tally, lo, hi int64) {
 			defer wg.Done()
-			t.dense = make([]int64, denseLimit)
-			// With allowWide, collecting the large values stops at a
-			// sixteenth of the span (a quarter byte per vertex): more of
-			// them are quantized whatever their distinct count.
-			largeCap := int64(math.MaxInt64)
-			t.checkAt = largeCap
-			if allowWide {
-				t.quant = make([]quantTally, 1<<16)
-				largeCap = max(1<<16, (hi-lo)>>4)
-				t.wideAt = wideAt
-				t.checkAt = min(largeCap, max(1<<16, 2*int64(t.wideAt)))
-			}
-			for b := lo; b < hi; b += ctxEvery {
-				if err := ctx.Err(); err != nil {
-					t.err = err
-					return
-				}
-				e := min(b+ctxEvery, hi)
-				// Most vertices share a few small values; counting them in
-				// four interleaved L1-sized tables keeps consecutive
-				// increments of one counter from waiting on each other.
-				var small [4][smallLimit]uint32
-				var s uint64
-				hs := hot[b:e]
-				if t.capped {
-					// Collecting no more: every large value is
-					// quantized, in a loop with no call per value.
-					t.sum += countCapped(hs, &small, (*[denseLimit]int64)(t.dense), (*[1 << 16]quantTally)(t.quant))
-					continue
-				}
-				i := 0
-				for ; i+4 <= len(hs); i += 4 {
-					// Four at a time: one test for the common case of
-					// four small values, one table each.
-					h0, h1, h2, h3 := hs[i], hs[i+1], hs[i+2], hs[i+3]
-					s += uint64(h0) + uint64(h1) + uint64(h2) + uint64(h3)
-					if h0|h1|h2|h3 < smallLimit {
-						small[0][h0&(smallLimit-1)]++
-						small[1][h1&(smallLimit-1)]++
-						small[2][h2&(smallLimit-1)]++
-						small[3][h3&(smallLimit-1)]++
-						continue
-					}
-					t.add(h0, &small[0], largeCap)
-					t.add(h1, &small[1], largeCap)
-					t.add(h2, &small[2], largeCap)
-					t.add(h3, &small[3], largeCap)
-				}
-				for _, h := range hs[i:] {
-					s += uint64(h)
-					t.add(h, &small[0], largeCap)
-				}
-				for h := range smallLimit {
-					t.dense[h] += int64(small[0][h]) + int64(small[1][h]) + int64(small[2][h]) + int64(small[3][h])
-				}
-				t.sum += s
-			}
-			if t.capped {
-				t.large = nil
-				return
-			}
-			slices.Sort(t.large)
-			for j := len(t.large) - 1; j >= 0; j-- { // descending
-				if len(t.lval) > 0 && t.lval[len(t.lval)-1] == t.large[j] {
-					t.lcnt[len(t.lcnt)-1]++
-				} else {
-					t.lval = append(t.lval, t.large[j])
-					t.lcnt = append(t.lcnt, 1)
-				}
-			}
-			t.large = nil
+			t.countSpan(ctx, hot, lo, hi, wideAt)
 		}(&ts[i], o.spans[i][0], o.spans[i][1])
 	}
 	wg.Wait()
@@ -332,7 +261,103 @@ func countOrder(ctx context.Context, hot []uint32, wideAt int) (*order, error) {
 		}
 		o.total += ts[i].sum
 	}
-	// Distinct large values over all spans, descending.
+	large, wide := distinctLarge(ts, wideAt)
+	if wide {
+		large = o.quantize(ts, large)
+	}
+	o.nLarge = len(large)
+	o.val = large
+	o.addDense(ts)
+	o.countBuckets(ts)
+	return o, nil
+}
+
+// countSpan is one counting worker's pass over hot[lo:hi] (wideAt as
+// countOrder's). Its values >= denseLimit end in lval/lcnt, descending,
+// unless it is capped.
+func (t *tally) countSpan(ctx context.Context, hot []uint32, lo, hi int64, wideAt int) {
+	t.dense = make([]int64, denseLimit)
+	// With wideAt > 0, collecting the large values stops at a sixteenth
+	// of the span (a quarter byte per vertex): more of them are quantized
+	// whatever their distinct count.
+	largeCap := int64(math.MaxInt64)
+	t.checkAt = largeCap
+	if wideAt > 0 {
+		t.quant = make([]quantTally, 1<<16)
+		largeCap = max(1<<16, (hi-lo)>>4)
+		t.wideAt = wideAt
+		t.checkAt = min(largeCap, max(1<<16, 2*int64(t.wideAt)))
+	}
+	for b := lo; b < hi; b += ctxEvery {
+		if err := ctx.Err(); err != nil {
+			t.err = err
+			return
+		}
+		e := min(b+ctxEvery, hi)
+		t.countChunk(hot[b:e], largeCap)
+	}
+	if t.capped {
+		t.large = nil
+		return
+	}
+	slices.Sort(t.large)
+	for j := len(t.large) - 1; j >= 0; j-- { // descending
+		if len(t.lval) > 0 && t.lval[len(t.lval)-1] == t.large[j] {
+			t.lcnt[len(t.lcnt)-1]++
+		} else {
+			t.lval = append(t.lval, t.large[j])
+			t.lcnt = append(t.lcnt, 1)
+		}
+	}
+	t.large = nil
+}
+
+// countChunk counts hs, one chunk of ctxEvery vertices. Its loops are the
+// counting's hot loops, kept whole; the call costs once a chunk.
+func (t *tally) countChunk(hs []uint32, largeCap int64) {
+	// Most vertices share a few small values; counting them in four
+	// interleaved L1-sized tables keeps consecutive increments of one
+	// counter from waiting on each other.
+	var small [4][smallLimit]uint32
+	var s uint64
+	if t.capped {
+		// Collecting no more: every large value is quantized, in a loop
+		// with no call per value.
+		t.sum += countCapped(hs, &small, (*[denseLimit]int64)(t.dense), (*[1 << 16]quantTally)(t.quant))
+		return
+	}
+	i := 0
+	for ; i+4 <= len(hs); i += 4 {
+		// Four at a time: one test for the common case of four small
+		// values, one table each.
+		h0, h1, h2, h3 := hs[i], hs[i+1], hs[i+2], hs[i+3]
+		s += uint64(h0) + uint64(h1) + uint64(h2) + uint64(h3)
+		if h0|h1|h2|h3 < smallLimit {
+			small[0][h0&(smallLimit-1)]++
+			small[1][h1&(smallLimit-1)]++
+			small[2][h2&(smallLimit-1)]++
+			small[3][h3&(smallLimit-1)]++
+			continue
+		}
+		t.add(h0, &small[0], largeCap)
+		t.add(h1, &small[1], largeCap)
+		t.add(h2, &small[2], largeCap)
+		t.add(h3, &small[3], largeCap)
+	}
+	for _, h := range hs[i:] {
+		s += uint64(h)
+		t.add(h, &small[0], largeCap)
+	}
+	for h := range smallLimit {
+		t.dense[h] += int64(small[0][h]) + int64(small[1][h]) + int64(small[2][h]) + int64(small[3][h])
+	}
+	t.sum += s
+}
+
+// distinctLarge is the distinct values >= denseLimit over all spans,
+// descending, and whether the order is to be quantized: a span capped, or
+// (with wideAt > 0) more than wideAt of them.
+func distinctLarge(ts []tally, wideAt int) ([]uint32, bool) {
 	var large []uint32
 	wide := false
 	for i := range ts {
@@ -343,34 +368,40 @@ func countOrder(ctx context.Context, hot []uint32, wideAt int) (*order, error) {
 		slices.Sort(large)
 		large = slices.Compact(large)
 		slices.Reverse(large)
-		wide = allowWide && len(large) > wideAt
+		wide = wideAt > 0 && len(large) > wideAt
 	}
-	var qcnt []int64
-	var qsum []uint64
-	if wide {
-		// One bucket per quantized value, descending.
-		o.quant = true
-		o.qdense = make([]int32, 1<<16)
-		qcnt, qsum = make([]int64, 1<<16), make([]uint64, 1<<16)
-		for i := range ts {
-			for q, c := range ts[i].quant {
-				qcnt[q] += c.count
-				qsum[q] += c.sum
-			}
-		}
-		large = large[:0]
-		for q := 1<<16 - 1; q >= 0; q-- {
-			o.qdense[q] = -1
-			if qcnt[q] > 0 {
-				o.qdense[q] = int32(len(large))
-				large = append(large, quantFloor(q))
-				o.mean = append(o.mean, qsum[q]/uint64(qcnt[q]))
-				o.extra = append(o.extra, int64(qsum[q]%uint64(qcnt[q])))
-			}
+	return large, wide
+}
+
+// quantize makes the large buckets one per quantized value, descending,
+// from the spans' quant tallies, and returns their values (in large's
+// memory).
+func (o *order) quantize(ts []tally, large []uint32) []uint32 {
+	o.quant = true
+	o.qdense = make([]int32, 1<<16)
+	qcnt, qsum := make([]int64, 1<<16), make([]uint64, 1<<16)
+	for i := range ts {
+		for q, c := range ts[i].quant {
+			qcnt[q] += c.count
+			qsum[q] += c.sum
 		}
 	}
-	o.nLarge = len(large)
-	o.val = large
+	large = large[:0]
+	for q := 1<<16 - 1; q >= 0; q-- {
+		o.qdense[q] = -1
+		if qcnt[q] > 0 {
+			o.qdense[q] = int32(len(large))
+			large = append(large, quantFloor(q))
+			o.mean = append(o.mean, qsum[q]/uint64(qcnt[q]))
+			o.extra = append(o.extra, int64(qsum[q]%uint64(qcnt[q])))
+		}
+	}
+	return large
+}
+
+// addDense appends a bucket for each value below denseLimit some span
+// holds, descending, after the large ones.
+func (o *order) addDense(ts []tally) {
 	o.dense = make([]int32, denseLimit)
 	for h := denseLimit - 1; h >= 0; h-- {
 		o.dense[h] = -1
@@ -383,9 +414,14 @@ func countOrder(ctx context.Context, hot []uint32, wideAt int) (*order, error) {
 			o.val = append(o.val, uint32(h))
 		}
 	}
+}
+
+// countBuckets fills each bucket's count, per span and in all, and the
+// buckets' first positions.
+func (o *order) countBuckets(ts []tally) {
 	nb := len(o.val)
 	o.count = make([]int64, nb)
-	o.spanCount = make([][]int64, w)
+	o.spanCount = make([][]int64, len(ts))
 	for i := range ts {
 		sc := make([]int64, nb)
 		if o.quant {
@@ -411,7 +447,6 @@ func countOrder(ctx context.Context, hot []uint32, wideAt int) (*order, error) {
 	for k := range nb {
 		o.start[k+1] = o.start[k] + o.count[k]
 	}
-	return o, nil
 }
 
 // cursors returns, for span w, the position of its first vertex in each

@@ -108,27 +108,9 @@ type recommender struct {
 // budget and the free slots allow, places each with the max-flow model,
 // predicts throughput and TPC, and ranks them (exact: the space is small).
 func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
-	if err := req.Workload.Validate(); err != nil {
+	autoMax, err := normalizeRequest(&req)
+	if err != nil {
 		return nil, err
-	}
-	if req.Catalog == nil {
-		req.Catalog = profiles.DefaultCatalog()
-	}
-	if err := req.Catalog.Validate(); err != nil {
-		return nil, err
-	}
-	if math.IsNaN(req.BudgetUSD) || req.BudgetUSD <= 0 {
-		return nil, &topology.InputError{Field: "--budget", Msg: fmt.Sprintf("%v (want a budget in USD > 0)", req.BudgetUSD)}
-	}
-	if req.MinGPUs <= 0 {
-		req.MinGPUs = 1
-	}
-	autoMax := req.MaxGPUs <= 0
-	if autoMax {
-		req.MaxGPUs = math.MaxInt32 // the slots bound it, below
-	}
-	if req.MinGPUs > req.MaxGPUs {
-		return nil, &topology.InputError{Field: "--gpus", Msg: fmt.Sprintf("%d-%d is not a range", req.MinGPUs, req.MaxGPUs)}
 	}
 	gpus, err := pickGPUs(req.Catalog, req.GPUModels)
 	if err != nil {
@@ -138,6 +120,77 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 	if err != nil {
 		return nil, err
 	}
+	r, room := newRecommender(req, autoMax)
+	req = r.req
+	rec := &Recommendation{Request: req, Machine: r.stripped}
+
+	var drams []Hardware
+	if req.CPUCacheGiB <= 0 { // a fixed cache has no use for more memory
+		drams = dramChoices(req.Machine, req.Catalog)
+	}
+	hws, cheapest, err := r.choices(ctx, room, gpus, ssds, drams)
+	if err != nil {
+		return nil, err
+	}
+	if len(hws) == 0 {
+		return r.nothingBought(ctx, room, ssds, cheapest)
+	}
+	rec.Searched = len(hws)
+	opts, firstRefusal, err := r.evaluateAll(ctx, hws)
+	if err != nil {
+		return nil, err
+	}
+	rec.Options = opts
+	if len(rec.Options) == 0 {
+		return nil, &topology.InputError{Field: req.Machine.Name, Msg: "no plan within budget can serve the workload (" + firstRefusal + ")"}
+	}
+	sortOptions(rec.Options)
+	if len(drams) > 0 {
+		if err := r.addMemoryOptions(ctx, rec, drams); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.refineLeaders(ctx, rec.Options); err != nil {
+		return nil, err
+	}
+	if err := r.pickAndExplain(ctx, rec); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// normalizeRequest checks req and fills its defaults (catalog, GPU
+// range); autoMax says MaxGPUs is for the free slots to bound.
+func normalizeRequest(req *Request) (autoMax bool, err error) {
+	if err := req.Workload.Validate(); err != nil {
+		return false, err
+	}
+	if req.Catalog == nil {
+		req.Catalog = profiles.DefaultCatalog()
+	}
+	if err := req.Catalog.Validate(); err != nil {
+		return false, err
+	}
+	if math.IsNaN(req.BudgetUSD) || req.BudgetUSD <= 0 {
+		return false, &topology.InputError{Field: "--budget", Msg: fmt.Sprintf("%v (want a budget in USD > 0)", req.BudgetUSD)}
+	}
+	if req.MinGPUs <= 0 {
+		req.MinGPUs = 1
+	}
+	autoMax = req.MaxGPUs <= 0
+	if autoMax {
+		req.MaxGPUs = math.MaxInt32 // the slots bound it, below
+	}
+	if req.MinGPUs > req.MaxGPUs {
+		return false, &topology.InputError{Field: "--gpus", Msg: fmt.Sprintf("%d-%d is not a range", req.MinGPUs, req.MaxGPUs)}
+	}
+	return autoMax, nil
+}
+
+// newRecommender strips req's machine to its free slots and counts them;
+// r.req is req with the machine's positions as slots and, with autoMax,
+// MaxGPUs as many as the slots take.
+func newRecommender(req Request, autoMax bool) (*recommender, room) {
 	// Devices found outside any slot record: their positions become
 	// slots that take their kind again (the machine's notes say so).
 	req.Machine, _ = placement.PositionSlots(req.Machine)
@@ -147,8 +200,7 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 	r := &recommender{modules: len(modules), req: req, stripped: stripped, hostGiB: hostMemoryGiB(req.Machine, req.Catalog.Host), cache: map[searchKey]*searchOut{}}
 	room := r.slotRoom()
 	if autoMax {
-		req.MaxGPUs = max(req.MinGPUs, room.gpu+room.either)
-		r.req.MaxGPUs = req.MaxGPUs
+		r.req.MaxGPUs = max(req.MinGPUs, room.gpu+room.either)
 	}
 	for _, sl := range stripped.NodesOfKind(topology.KindSlot) {
 		r.maxGen = max(r.maxGen, sl.PCIeGen)
@@ -156,19 +208,25 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 	if r.maxGen == 0 {
 		r.maxGen = 7
 	}
-	rec := &Recommendation{Request: req, Machine: stripped}
+	return r, room
+}
 
-	type job struct{ hw Hardware }
-	var drams []Hardware
-	if req.CPUCacheGiB <= 0 { // a fixed cache has no use for more memory
-		drams = dramChoices(req.Machine, req.Catalog)
-	}
-	var jobs []job
-	cheapest := math.Inf(1)
-	var cheapestHW Hardware
+// priced is the cheapest hardware choice that fits the machine, within
+// the budget or not, for the message when none is within it.
+type priced struct {
+	costUSD float64
+	hw      Hardware
+}
+
+// choices is every hardware choice that fits the machine and the budget,
+// in the order priced, and the cheapest that fits the machine.
+func (r *recommender) choices(ctx context.Context, c room, gpus []profiles.GPUModel, ssds []profiles.SSDModel, drams []Hardware) ([]Hardware, priced, error) {
+	req := r.req
+	var hws []Hardware
+	cheapest := priced{costUSD: math.Inf(1)}
 	for _, g := range gpus {
 		for n := req.MinGPUs; n <= req.MaxGPUs; n++ {
-			if n > room.gpu+room.either {
+			if n > c.gpu+c.either {
 				break
 			}
 			// More GPUs only cost more: once the GPUs alone pass the
@@ -178,9 +236,9 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 				break
 			}
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return nil, priced{}, err
 			}
-			ssdRoom := room.ssd + room.either - max(0, n-room.gpu)
+			ssdRoom := c.ssd + c.either - max(0, n-c.gpu)
 			for si, s := range ssds {
 				for m := 0; m <= ssdRoom; m++ {
 					if !allowed(req.SSDCounts, m) || m == 0 && si > 0 {
@@ -196,80 +254,79 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 						}
 					}
 					cost := hw.TCOUSD(req.Catalog.Host)
-					if cost < cheapest {
-						cheapest, cheapestHW = cost, hw
+					if cost < cheapest.costUSD {
+						cheapest = priced{cost, hw}
 					}
 					if cost > req.BudgetUSD {
 						continue
 					}
-					jobs = append(jobs, job{hw})
+					hws = append(hws, hw)
 				}
 			}
 		}
 	}
-	if len(jobs) == 0 {
-		if math.IsInf(cheapest, 1) {
-			why := r.nothingFits(room, ssds)
-			if rec, ok := r.asInstalled(ctx, why); ok {
-				return rec, nil
-			}
-			return nil, &NothingFitsError{Err: &topology.InputError{Field: req.Machine.Name, Msg: why}}
+	return hws, cheapest, nil
+}
+
+// nothingBought is Recommend's answer when no choice is within the budget:
+// the machine as installed where nothing fits it, else why not.
+func (r *recommender) nothingBought(ctx context.Context, c room, ssds []profiles.SSDModel, cheapest priced) (*Recommendation, error) {
+	req := r.req
+	if math.IsInf(cheapest.costUSD, 1) {
+		why := r.nothingFits(c, ssds)
+		if rec, ok := r.asInstalled(ctx, why); ok {
+			return rec, nil
 		}
-		return nil, &NothingFitsError{Budget: true, Err: &topology.InputError{Field: "--budget", Msg: fmt.Sprintf("$%.0f buys no plan: the cheapest plan (%d x %s, %d x %s) costs $%.0f",
-			req.BudgetUSD, cheapestHW.GPUs, cheapestHW.GPU.Key, cheapestHW.SSDs, cheapestHW.SSD.Key, cheapest)}}
+		return nil, &NothingFitsError{Err: &topology.InputError{Field: req.Machine.Name, Msg: why}}
 	}
-	rec.Searched = len(jobs)
-	hws := make([]Hardware, len(jobs))
-	for i, j := range jobs {
-		hws[i] = j.hw
+	hw := cheapest.hw
+	return nil, &NothingFitsError{Budget: true, Err: &topology.InputError{Field: "--budget", Msg: fmt.Sprintf("$%.0f buys no plan: the cheapest plan (%d x %s, %d x %s) costs $%.0f",
+		req.BudgetUSD, hw.GPUs, hw.GPU.Key, hw.SSDs, hw.SSD.Key, cheapest.costUSD)}}
+}
+
+// addMemoryOptions adds memory to buy: each plan whose bound, at the price
+// with the memory, could still enter the first ranks, again with each
+// DRAM choice.
+func (r *recommender) addMemoryOptions(ctx context.Context, rec *Recommendation, drams []Hardware) error {
+	thr := kthBestTPC(rec.Options, refineRanks)
+	var more []Hardware
+	for _, o := range rec.Options {
+		for _, d := range drams {
+			hw := o.Hardware
+			if hw.AddedMemoryGiB() >= d.AddedMemoryGiB() {
+				continue // it has that much already
+			}
+			hw.DIMM, hw.DIMMs = d.DIMM, d.DIMMs
+			cost := hw.TCOUSD(r.req.Catalog.Host)
+			if cost <= r.req.BudgetUSD && r.inletBoundTPC(o)*o.CostUSD/cost >= thr {
+				more = append(more, hw)
+			}
+		}
 	}
-	opts, firstRefusal, err := r.evaluateAll(ctx, hws)
+	extra, _, err := r.evaluateAll(ctx, more)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	rec.Options = opts
-	if len(rec.Options) == 0 {
-		return nil, &topology.InputError{Field: req.Machine.Name, Msg: "no plan within budget can serve the workload (" + firstRefusal + ")"}
-	}
+	rec.Searched += len(more)
+	rec.Options = append(rec.Options, extra...)
 	sortOptions(rec.Options)
-	// Memory to buy: each plan whose bound, at the price with the memory,
-	// could still enter the first ranks, again with each DRAM choice.
-	if len(drams) > 0 {
-		thr := kthBestTPC(rec.Options, refineRanks)
-		var more []Hardware
-		for _, o := range rec.Options {
-			for _, d := range drams {
-				hw := o.Hardware
-				if hw.AddedMemoryGiB() >= d.AddedMemoryGiB() {
-					continue // it has that much already
-				}
-				hw.DIMM, hw.DIMMs = d.DIMM, d.DIMMs
-				cost := hw.TCOUSD(req.Catalog.Host)
-				if cost <= req.BudgetUSD && r.inletBoundTPC(o)*o.CostUSD/cost >= thr {
-					more = append(more, hw)
-				}
-			}
-		}
-		extra, _, err := r.evaluateAll(ctx, more)
-		if err != nil {
-			return nil, err
-		}
-		rec.Searched += len(more)
-		rec.Options = append(rec.Options, extra...)
-		sortOptions(rec.Options)
-	}
-	// The second round of the placement and cache descent, for every plan
-	// that could still enter the first refineRanks: by the bound on its
-	// TPC from its GPUs' own links (inletBoundTPC), best bound first,
-	// until the bound falls below the refineRanks-th best TPC found.
-	cands := append([]*Option(nil), rec.Options...)
+	return nil
+}
+
+// refineLeaders runs the second round of the placement and cache descent
+// for every plan that could still enter the first refineRanks: by the
+// bound on its TPC from its GPUs' own links (inletBoundTPC), best bound
+// first, until the bound falls below the refineRanks-th best TPC found.
+// It replaces the refined options in opts and ranks them again.
+func (r *recommender) refineLeaders(ctx context.Context, opts []*Option) error {
+	cands := append([]*Option(nil), opts...)
 	bounds := make(map[*Option]float64, len(cands))
 	for _, o := range cands {
 		bounds[o] = r.inletBoundTPC(o)
 	}
 	sort.SliceStable(cands, func(i, j int) bool { return bounds[cands[i]] > bounds[cands[j]] })
 	current := map[*Option]*Option{}
-	for _, o := range rec.Options {
+	for _, o := range opts {
 		current[o] = o
 	}
 	threshold := func() float64 {
@@ -285,14 +342,21 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 		}
 		n, err := r.refine(ctx, o)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		current[o] = n
 	}
-	for i, o := range rec.Options {
-		rec.Options[i] = current[o]
+	for i, o := range opts {
+		opts[i] = current[o]
 	}
-	sortOptions(rec.Options)
+	sortOptions(opts)
+	return nil
+}
+
+// pickAndExplain fills rec's best and fastest options, the placements
+// searched, the best plan's machine and flows, its hint and the
+// distributed alternative.
+func (r *recommender) pickAndExplain(ctx context.Context, rec *Recommendation) error {
 	rec.Best = rec.Options[0]
 	rec.Fastest = rec.Options[0]
 	for _, o := range rec.Options {
@@ -303,13 +367,14 @@ func Recommend(ctx context.Context, req Request) (*Recommendation, error) {
 	for _, out := range r.cache {
 		rec.Placements += out.distinct
 	}
+	var err error
 	rec.BestMachine, rec.BestEval, err = r.detail(rec.Best)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	rec.Hint = r.hint(ctx, rec)
-	rec.Distributed = distributedAlternative(req, rec.Best)
-	return rec, nil
+	rec.Distributed = distributedAlternative(r.req, rec.Best)
+	return nil
 }
 
 func allowed(counts []int, m int) bool {

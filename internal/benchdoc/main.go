@@ -328,10 +328,12 @@ func (r run) command(pkgs map[string]string, count int) (string, error) {
 		if r.Timeout != "" {
 			b.WriteString(" -timeout " + r.Timeout)
 		}
+		// The test binary's own flags go after the packages: go test
+		// takes an unknown flag before them for the end of its own.
+		b.WriteString(" " + strings.Join(dirs, " "))
 		if r.Flags != "" {
 			b.WriteString(" " + r.Flags)
 		}
-		b.WriteString(" " + strings.Join(dirs, " "))
 		return b.String()
 	}
 	if !r.Separate {

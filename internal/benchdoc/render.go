@@ -145,7 +145,11 @@ func renderCLI(w io.Writer, r run, rr runResult) {
 	}
 	fmt.Fprintf(w, "```text\n%s\n```\n", strings.Join(lines, "\n"))
 	if more > 0 {
-		fmt.Fprintf(w, "(%d more lines in docs/bench/results.json.)\n", more)
+		unit := "lines"
+		if more == 1 {
+			unit = "line"
+		}
+		fmt.Fprintf(w, "(%d more %s in docs/bench/results.json.)\n", more, unit)
 	}
 }
 

@@ -24,7 +24,7 @@ type run struct {
 	Count      int      // repetitions; 0: the -count flag
 	Benchtime  string
 	Timeout    string
-	Flags      string   // test binary flags, e.g. "-gemm-turns 10"
+	Flags      string   // test binary flags, each as -name=value, e.g. "-gemm-turns=10"
 	Env        string   // assignments put before the command
 	Metrics    []string // columns to show, in order; nil: every metric reported
 	Anchors    []anchor
@@ -104,7 +104,7 @@ var sections = []section{
 		Runs: []run{
 			{ID: "bench", Benchmarks: []string{"BenchmarkRecommendMomentB", "BenchmarkRecommendEightGPUServer", "BenchmarkPerBatch"},
 				Metrics: []string{"ns/op", "B/op", "allocs/op"}},
-			{ID: "cli", CLI: "bin/gnnplan recommend --budget 80000", Repeat: true, MaxLines: 13},
+			{ID: "cli", CLI: "bin/gnnplan recommend --budget 80000", Repeat: true, MaxLines: 10},
 		},
 	},
 	{
@@ -182,7 +182,7 @@ var sections = []section{
 				Anchors: []anchor{{Name: "fio", Metric: "fio-IOPS", Log: "(?i)fio"}}},
 			{ID: "plan", Benchmarks: []string{"BenchmarkPlan"}, Metrics: []string{"ns/op", "ns/request", "B/op", "allocs/op"}},
 			{ID: "profile", CLI: "mkdir -p /var/tmp/gnnplan-bench-profile && bin/gnnplan profile --ssd-dir /var/tmp/gnnplan-bench-profile " +
-				"--feature-bytes 4096 --depths 1,32,128 --seconds 1 2>/dev/null", MaxLines: 14},
+				"--feature-bytes 4096 --depths 1,32,128 --seconds 1 2>/dev/null", MaxLines: 10},
 		},
 	},
 	{
@@ -194,7 +194,7 @@ var sections = []section{
 			"own threads and gonum's pure-Go BLAS. Shapes are `OPS_MxKxN`; GFLOP/s counts 2*M*N*K.",
 		Target: "At least 0.9x numpy on every shape (issue 10; issue 31, acceptance line 2).",
 		Runs: []run{
-			{ID: "numpy", Benchmarks: []string{"BenchmarkGemmVsNumpy"}, Benchtime: "1x", Flags: "-gemm-turns 10", Timeout: "30m",
+			{ID: "numpy", Benchmarks: []string{"BenchmarkGemmVsNumpy"}, Benchtime: "1x", Flags: "-gemm-turns=10", Timeout: "30m",
 				Metrics: []string{"ours-GFLOP/s", "numpy-GFLOP/s", "ours/numpy", "turn-ratio-median"},
 				Anchors: []anchor{{Name: "numpy", Metric: "numpy-GFLOP/s", Log: "(?i)numpy|openblas"}}},
 			{ID: "providers", Benchmarks: []string{"BenchmarkGemm"}, Benchtime: "0.3s", Timeout: "30m", Metrics: []string{"GFLOP/s"}},

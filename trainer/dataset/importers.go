@@ -492,6 +492,77 @@ func checkOutFree(out string) error {
 	return nil
 }
 
+// beginImport is every importer's first step: progress goes on ctx, and
+// an existing out is refused before any input is read.
+func beginImport(ctx context.Context, out string, opt ImportOptions) (context.Context, error) {
+	ctx = withImportProgress(ctx, opt.Progress)
+	return ctx, checkOutFree(out)
+}
+
+// finish is every importer's last step: write the dataset to out and
+// summarise what was read.
+func (d *importDataset) finish(out, format string, el *importEdges, dropped int64) (*ImportSummary, error) {
+	if err := d.write(out); err != nil {
+		return nil, err
+	}
+	return d.summary(format, el, dropped), nil
+}
+
+// applySplit reads split opt.SplitID of opt.SplitFile into d's
+// train/val/test (see readSplit for lookup and labelOf), noting where it
+// came from; without a split file the sets stay empty, as a note says.
+func (d *importDataset) applySplit(ctx context.Context, opt ImportOptions, lookup func(string) (int64, bool), labelOf func(int64) string) error {
+	if opt.SplitFile == "" {
+		d.meta.Notes = append(d.meta.Notes, "no split file given: train/val/test are empty")
+		return nil
+	}
+	sp, err := readSplit(ctx, opt.SplitFile, opt.SplitID, lookup, labelOf)
+	if err != nil {
+		return err
+	}
+	d.train, d.val, d.test = sp.train, sp.val, sp.test
+	d.meta.Notes = append(d.meta.Notes, sp.notes...)
+	return nil
+}
+
+// noLabels returns n labels of -1, the mark of an unlabelled vertex.
+func noLabels(n int64) []int64 {
+	labels := make([]int64, n)
+	for v := range labels {
+		labels[v] = -1
+	}
+	return labels
+}
+
+// writeFeatureRows streams an [n, dim] float32 features.npy to path, row
+// v filled by fill in vertex order, so no importer holds its features in
+// memory. It checks ctx every importCtxCheckLines rows; on any failure
+// the partial file is removed.
+func writeFeatureRows(ctx context.Context, path string, n, dim int64, fill func(v int64, row []float32) error) error {
+	aw, err := CreateArray(path, "<f4", n, dim)
+	if err != nil {
+		return err
+	}
+	row := make([]float32, dim)
+	for v := range n {
+		if v%importCtxCheckLines == 0 {
+			if err := ctx.Err(); err != nil {
+				aw.Abort()
+				return err
+			}
+		}
+		if err := fill(v, row); err != nil {
+			aw.Abort()
+			return err
+		}
+		if err := aw.Write(row); err != nil {
+			aw.Abort()
+			return err
+		}
+	}
+	return aw.Close()
+}
+
 // ---- LINQS (Cora, CiteSeer) ----
 
 // linqsContentLine splits a LINQS content line into its paper id, its
@@ -562,8 +633,8 @@ func findBySuffix(dir, suffix string) (string, error) {
 // The content file is read twice, so features stream to disk rather than
 // being held in memory.
 func ImportLINQS(ctx context.Context, srcDir, out string, opt ImportOptions) (*ImportSummary, error) {
-	ctx = withImportProgress(ctx, opt.Progress)
-	if err := checkOutFree(out); err != nil {
+	ctx, err := beginImport(ctx, out, opt)
+	if err != nil {
 		return nil, err
 	}
 	contentPath, err := findBySuffix(srcDir, ".content")
@@ -574,58 +645,111 @@ func ImportLINQS(ctx context.Context, srcDir, out string, opt ImportOptions) (*I
 	if err != nil {
 		return nil, err
 	}
-	// Pass 1: ids, classes and the feature width, checking every line.
-	ids := map[string]int32{}
-	var classOf []string
-	dim := -1
-	row := []float32{}
-	err = scanLines(ctx, contentPath, "--from", func(s *importLines) error {
-		id, feats, class, err := linqsContentLine(string(s.line))
-		if err != nil {
-			return s.bad(err)
-		}
-		if dim < 0 {
-			dim = len(feats)
-			row = make([]float32, dim)
-		} else if len(feats) != dim {
-			return s.bad(fmt.Errorf("%d feature columns, want %d as on the first line", len(feats), dim))
-		}
-		if err := parseFeatureValues(feats, row); err != nil {
-			return s.bad(fmt.Errorf("paper %s: %w", id, err))
-		}
-		if _, dup := ids[id]; dup {
-			return s.bad(fmt.Errorf("paper %s appears twice", id))
-		}
-		if len(ids) >= math.MaxInt32 {
-			return s.bad(errors.New("more than 2^31-1 papers"))
-		}
-		ids[id] = int32(len(ids))
-		classOf = append(classOf, class)
-		return nil
-	})
+	c, err := readLINQSContent(ctx, contentPath)
 	if err != nil {
 		return nil, err
 	}
-	n := int64(len(ids))
-	if n == 0 {
-		return nil, &inputerr.Error{Path: contentPath, Msg: "empty: no papers"}
+	n := int64(len(c.ids))
+	labels, names := c.labels()
+	el, dropped, missing, err := readLINQSCites(ctx, citesPath, c.ids)
+	if err != nil {
+		return nil, err
 	}
-	classes := slices.Compact(slices.Sorted(slices.Values(classOf)))
-	classIdx := make(map[string]int64, len(classes))
-	names := make([]string, len(classes))
-	for i, c := range classes {
-		classIdx[c] = int64(i)
-		names[i] = fmt.Sprintf("%d=%s", i, c)
-	}
-	labels := make([]int64, n)
-	for v, c := range classOf {
-		labels[v] = classIdx[c]
+	g, err := el.build(ctx, n)
+	if err != nil {
+		return nil, err
 	}
 
-	el := &importEdges{undirected: true}
-	var dropped, lines int64
-	var missing []string
-	err = scanLines(ctx, citesPath, "--from", func(s *importLines) error {
+	d := &importDataset{g: g, labels: labels}
+	d.meta = Meta{Name: orDefault(opt.Name, strings.TrimSuffix(trimGz(filepath.Base(contentPath)), ".content")), NumNodes: n,
+		Undirected: true, FeatureDim: c.dim, NumClasses: len(names), Source: "linqs:" + absPath(srcDir)}
+	d.meta.Notes = append(d.meta.Notes, "labels (class names in sorted order): "+strings.Join(names, ", "))
+	if dropped > 0 {
+		d.meta.Notes = append(d.meta.Notes, fmt.Sprintf("dropped %d citations naming papers absent from %s (e.g. %s)", dropped, filepath.Base(contentPath), strings.Join(missing, ", ")))
+	}
+	lookup := func(id string) (int64, bool) {
+		v, ok := c.ids[id]
+		return int64(v), ok
+	}
+	labelOf := func(v int64) string { return c.classOf[v] }
+	if err := d.applySplit(ctx, opt, lookup, labelOf); err != nil {
+		return nil, err
+	}
+	d.writeFeatures = func(path string) error {
+		return writeLINQSFeatures(ctx, contentPath, path, n, c.dim)
+	}
+	return d.finish(out, "linqs", el, dropped)
+}
+
+// linqsContent is pass 1 over a LINQS content file: every line checked,
+// paper ids numbered in line order (the vertex ids), and their classes.
+type linqsContent struct {
+	ids     map[string]int32
+	classOf []string // vertex -> class name
+	dim     int      // feature columns, -1 before the first line
+	row     []float32
+}
+
+func readLINQSContent(ctx context.Context, path string) (*linqsContent, error) {
+	c := &linqsContent{ids: map[string]int32{}, dim: -1, row: []float32{}}
+	if err := scanLines(ctx, path, "--from", c.line); err != nil {
+		return nil, err
+	}
+	if len(c.ids) == 0 {
+		return nil, &inputerr.Error{Path: path, Msg: "empty: no papers"}
+	}
+	return c, nil
+}
+
+func (c *linqsContent) line(s *importLines) error {
+	id, feats, class, err := linqsContentLine(string(s.line))
+	if err != nil {
+		return s.bad(err)
+	}
+	if c.dim < 0 {
+		c.dim = len(feats)
+		c.row = make([]float32, c.dim)
+	} else if len(feats) != c.dim {
+		return s.bad(fmt.Errorf("%d feature columns, want %d as on the first line", len(feats), c.dim))
+	}
+	if err := parseFeatureValues(feats, c.row); err != nil {
+		return s.bad(fmt.Errorf("paper %s: %w", id, err))
+	}
+	if _, dup := c.ids[id]; dup {
+		return s.bad(fmt.Errorf("paper %s appears twice", id))
+	}
+	if len(c.ids) >= math.MaxInt32 {
+		return s.bad(errors.New("more than 2^31-1 papers"))
+	}
+	c.ids[id] = int32(len(c.ids))
+	c.classOf = append(c.classOf, class)
+	return nil
+}
+
+// labels numbers the class names 0..K-1 in sorted (byte-wise) order and
+// returns every vertex's label and the "i=name" list for the notes.
+func (c *linqsContent) labels() (labels []int64, names []string) {
+	classes := slices.Compact(slices.Sorted(slices.Values(c.classOf)))
+	classIdx := make(map[string]int64, len(classes))
+	names = make([]string, len(classes))
+	for i, name := range classes {
+		classIdx[name] = int64(i)
+		names[i] = fmt.Sprintf("%d=%s", i, name)
+	}
+	labels = make([]int64, len(c.ids))
+	for v, name := range c.classOf {
+		labels[v] = classIdx[name]
+	}
+	return labels, names
+}
+
+// readLINQSCites reads the citations as undirected edges between the
+// papers of ids; a citation naming an unknown paper is dropped and
+// counted, and missing keeps up to three such ids for the notes.
+func readLINQSCites(ctx context.Context, path string, ids map[string]int32) (el *importEdges, dropped int64, missing []string, err error) {
+	el = &importEdges{undirected: true}
+	var lines int64
+	err = scanLines(ctx, path, "--from", func(s *importLines) error {
 		f := strings.Fields(string(s.line))
 		if len(f) != 2 {
 			return s.bad(fmt.Errorf("%d columns: want cited_paper_id<TAB>citing_paper_id", len(f)))
@@ -646,45 +770,12 @@ func ImportLINQS(ctx context.Context, srcDir, out string, opt ImportOptions) (*I
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, nil, err
 	}
 	if lines == 0 {
-		return nil, &inputerr.Error{Path: citesPath, Msg: "empty: no citations"}
+		return nil, 0, nil, &inputerr.Error{Path: path, Msg: "empty: no citations"}
 	}
-	g, err := el.build(ctx, n)
-	if err != nil {
-		return nil, err
-	}
-
-	d := &importDataset{g: g, labels: labels}
-	d.meta = Meta{Name: orDefault(opt.Name, strings.TrimSuffix(trimGz(filepath.Base(contentPath)), ".content")), NumNodes: n,
-		Undirected: true, FeatureDim: dim, NumClasses: len(classes), Source: "linqs:" + absPath(srcDir)}
-	d.meta.Notes = append(d.meta.Notes, "labels (class names in sorted order): "+strings.Join(names, ", "))
-	if dropped > 0 {
-		d.meta.Notes = append(d.meta.Notes, fmt.Sprintf("dropped %d citations naming papers absent from %s (e.g. %s)", dropped, filepath.Base(contentPath), strings.Join(missing, ", ")))
-	}
-	if opt.SplitFile != "" {
-		lookup := func(id string) (int64, bool) {
-			v, ok := ids[id]
-			return int64(v), ok
-		}
-		labelOf := func(v int64) string { return classOf[v] }
-		sp, err := readSplit(ctx, opt.SplitFile, opt.SplitID, lookup, labelOf)
-		if err != nil {
-			return nil, err
-		}
-		d.train, d.val, d.test = sp.train, sp.val, sp.test
-		d.meta.Notes = append(d.meta.Notes, sp.notes...)
-	} else {
-		d.meta.Notes = append(d.meta.Notes, "no split file given: train/val/test are empty")
-	}
-	d.writeFeatures = func(path string) error {
-		return writeLINQSFeatures(ctx, contentPath, path, n, dim)
-	}
-	if err := d.write(out); err != nil {
-		return nil, err
-	}
-	return d.summary("linqs", el, dropped), nil
+	return el, dropped, missing, nil
 }
 
 // writeLINQSFeatures is the content file's second pass: rows in line
@@ -791,96 +882,122 @@ func parseSplitRow(h splitHeader, line string) (splitRow, error) {
 // vertices; labelOf, when the file has a label column, gives a vertex's
 // label as the file writes it, so a split from another dataset is caught.
 func readSplit(ctx context.Context, path string, splitID int, lookup func(string) (int64, bool), labelOf func(int64) string) (*importSplit, error) {
-	var h *splitHeader
-	sp := &importSplit{}
-	seen := map[int64]int{} // vertex -> line, within the chosen split
-	ids := map[int]bool{}
-	var skipped, absent int64
-	var absentIDs []string
-	err := scanLines(ctx, path, "--split", func(s *importLines) error {
-		if h == nil {
-			hh, err := parseSplitHeader(string(s.line))
-			if err != nil {
-				return s.bad(err)
-			}
-			h = &hh
-			return nil
-		}
-		r, err := parseSplitRow(*h, string(s.line))
-		if err != nil {
-			return s.bad(err)
-		}
-		ids[r.splitID] = true
-		if r.splitID != splitID {
-			return nil
-		}
-		if r.id == "-" { // Geom-GCN rows for nodes that no file describes
-			skipped++
-			return nil
-		}
-		v, ok := lookup(r.id)
-		if !ok && h.splitID >= 0 {
-			// Geom-GCN's published splits name nodes that some copies of
-			// the graph lack: skip them, counted, as its loaders do.
-			absent++
-			if len(absentIDs) < 3 {
-				absentIDs = append(absentIDs, r.id)
-			}
-			return nil
-		}
-		if !ok {
-			return s.bad(fmt.Errorf("%s %s is not in the dataset", h.idName, r.id))
-		}
-		if r.label != "" && labelOf != nil && labelOf(v) != r.label {
-			return s.bad(fmt.Errorf("%s %s has label %s here but %s in the dataset: is this split for another dataset?", h.idName, r.id, r.label, labelOf(v)))
-		}
-		if prev, dup := seen[v]; dup {
-			return s.bad(fmt.Errorf("%s %s is already in the split on line %d", h.idName, r.id, prev))
-		}
-		seen[v] = s.n
-		switch r.set {
-		case "train":
-			sp.train = append(sp.train, v)
-		case "val":
-			sp.val = append(sp.val, v)
-		default:
-			sp.test = append(sp.test, v)
-		}
-		return nil
-	})
-	if err != nil {
+	sr := &splitReader{splitID: splitID, lookup: lookup, labelOf: labelOf, seen: map[int64]int{}, ids: map[int]bool{}}
+	if err := scanLines(ctx, path, "--split", sr.line); err != nil {
 		return nil, err
 	}
-	if h == nil {
-		return nil, &inputerr.Error{Path: path, Field: "--split", Msg: "empty: no header and no rows"}
+	if err := sr.check(path); err != nil {
+		return nil, err
 	}
-	if len(seen) == 0 && absent > 0 {
-		return nil, &inputerr.Error{Path: path, Field: "--split", Msg: fmt.Sprintf("none of the %d ids of split %d is in the dataset (e.g. %s): is this split for another dataset?", absent, splitID, strings.Join(absentIDs, ", "))}
-	}
-	if len(seen) == 0 && skipped == 0 {
-		if h.splitID < 0 && splitID != 0 {
-			return nil, &inputerr.Error{Path: path, Field: "--split-id", Msg: fmt.Sprintf("%d: the file has no split_id column, so it holds one split", splitID)}
-		}
-		if len(ids) > 0 {
-			return nil, &inputerr.Error{Path: path, Field: "--split-id", Msg: fmt.Sprintf("%d: the file holds split ids %s", splitID, splitIDList(ids))}
-		}
-		return nil, &inputerr.Error{Path: path, Field: "--split", Msg: "empty: a header but no rows"}
-	}
+	sp := &sr.sp
 	for _, s := range [][]int64{sp.train, sp.val, sp.test} {
 		slices.Sort(s)
 	}
-	if h.splitID >= 0 {
-		sp.notes = append(sp.notes, fmt.Sprintf("split %d of %d from %s", splitID, len(ids), filepath.Base(path)))
+	if sr.h.splitID >= 0 {
+		sp.notes = append(sp.notes, fmt.Sprintf("split %d of %d from %s", splitID, len(sr.ids), filepath.Base(path)))
 	} else {
 		sp.notes = append(sp.notes, "split from "+filepath.Base(path))
 	}
-	if skipped > 0 {
-		sp.notes = append(sp.notes, fmt.Sprintf("skipped %d split rows naming no node (\"-\")", skipped))
+	if sr.skipped > 0 {
+		sp.notes = append(sp.notes, fmt.Sprintf("skipped %d split rows naming no node (\"-\")", sr.skipped))
 	}
-	if absent > 0 {
-		sp.notes = append(sp.notes, fmt.Sprintf("skipped %d split rows naming ids absent from the graph (e.g. %s)", absent, strings.Join(absentIDs, ", ")))
+	if sr.absent > 0 {
+		sp.notes = append(sp.notes, fmt.Sprintf("skipped %d split rows naming ids absent from the graph (e.g. %s)", sr.absent, strings.Join(sr.absentIDs, ", ")))
 	}
 	return sp, nil
+}
+
+// splitReader is readSplit's state while it reads the file's rows.
+type splitReader struct {
+	splitID int
+	lookup  func(string) (int64, bool)
+	labelOf func(int64) string
+
+	h         *splitHeader // nil until the header line
+	sp        importSplit
+	seen      map[int64]int // vertex -> line, within the chosen split
+	ids       map[int]bool  // every split id in the file
+	skipped   int64         // rows of "-"
+	absent    int64         // Geom-GCN rows naming nodes the graph lacks
+	absentIDs []string      // up to three of them, for messages
+}
+
+func (sr *splitReader) line(s *importLines) error {
+	if sr.h == nil {
+		hh, err := parseSplitHeader(string(s.line))
+		if err != nil {
+			return s.bad(err)
+		}
+		sr.h = &hh
+		return nil
+	}
+	r, err := parseSplitRow(*sr.h, string(s.line))
+	if err != nil {
+		return s.bad(err)
+	}
+	sr.ids[r.splitID] = true
+	if r.splitID != sr.splitID {
+		return nil
+	}
+	if r.id == "-" { // Geom-GCN rows for nodes that no file describes
+		sr.skipped++
+		return nil
+	}
+	return sr.add(s, r)
+}
+
+// add puts a row of the chosen split into its set.
+func (sr *splitReader) add(s *importLines, r splitRow) error {
+	h := sr.h
+	v, ok := sr.lookup(r.id)
+	if !ok && h.splitID >= 0 {
+		// Geom-GCN's published splits name nodes that some copies of
+		// the graph lack: skip them, counted, as its loaders do.
+		sr.absent++
+		if len(sr.absentIDs) < 3 {
+			sr.absentIDs = append(sr.absentIDs, r.id)
+		}
+		return nil
+	}
+	if !ok {
+		return s.bad(fmt.Errorf("%s %s is not in the dataset", h.idName, r.id))
+	}
+	if r.label != "" && sr.labelOf != nil && sr.labelOf(v) != r.label {
+		return s.bad(fmt.Errorf("%s %s has label %s here but %s in the dataset: is this split for another dataset?", h.idName, r.id, r.label, sr.labelOf(v)))
+	}
+	if prev, dup := sr.seen[v]; dup {
+		return s.bad(fmt.Errorf("%s %s is already in the split on line %d", h.idName, r.id, prev))
+	}
+	sr.seen[v] = s.n
+	switch r.set {
+	case "train":
+		sr.sp.train = append(sr.sp.train, v)
+	case "val":
+		sr.sp.val = append(sr.sp.val, v)
+	default:
+		sr.sp.test = append(sr.sp.test, v)
+	}
+	return nil
+}
+
+// check refuses a file that gave the chosen split no rows, saying why.
+func (sr *splitReader) check(path string) error {
+	if sr.h == nil {
+		return &inputerr.Error{Path: path, Field: "--split", Msg: "empty: no header and no rows"}
+	}
+	if len(sr.seen) == 0 && sr.absent > 0 {
+		return &inputerr.Error{Path: path, Field: "--split", Msg: fmt.Sprintf("none of the %d ids of split %d is in the dataset (e.g. %s): is this split for another dataset?", sr.absent, sr.splitID, strings.Join(sr.absentIDs, ", "))}
+	}
+	if len(sr.seen) == 0 && sr.skipped == 0 {
+		if sr.h.splitID < 0 && sr.splitID != 0 {
+			return &inputerr.Error{Path: path, Field: "--split-id", Msg: fmt.Sprintf("%d: the file has no split_id column, so it holds one split", sr.splitID)}
+		}
+		if len(sr.ids) > 0 {
+			return &inputerr.Error{Path: path, Field: "--split-id", Msg: fmt.Sprintf("%d: the file holds split ids %s", sr.splitID, splitIDList(sr.ids))}
+		}
+		return &inputerr.Error{Path: path, Field: "--split", Msg: "empty: a header but no rows"}
+	}
+	return nil
 }
 
 func splitIDList(m map[int]bool) string {
@@ -927,33 +1044,97 @@ func orDefault(a, b string) string {
 // With opt.LabelFile ("node label" lines, non-negative integer labels
 // kept as they are) vertices get labels; the rest get -1.
 func ImportSNAP(ctx context.Context, srcFile, out string, opt ImportOptions) (*ImportSummary, error) {
-	ctx = withImportProgress(ctx, opt.Progress)
-	if err := checkOutFree(out); err != nil {
+	ctx, err := beginImport(ctx, out, opt)
+	if err != nil {
 		return nil, err
 	}
 	if opt.SplitFile != "" {
 		return nil, &inputerr.Error{Field: "--split", Msg: "SNAP edge lists have no split"}
 	}
-	remap := map[int64]uint32{}
-	var orig []int64
-	vertex := func(id int64) (uint32, error) {
-		if v, ok := remap[id]; ok {
-			return v, nil
-		}
-		if len(orig) >= math.MaxInt32 {
-			return 0, errors.New("more than 2^31-1 vertices")
-		}
-		v := uint32(len(orig))
-		remap[id] = v
-		orig = append(orig, id)
+	im := &snapImport{ctx: ctx, opt: opt, remap: map[int64]uint32{}, el: &importEdges{undirected: opt.Undirected}}
+	if err := im.readEdges(srcFile); err != nil {
+		return nil, err
+	}
+	labels, numClasses, err := im.readLabels()
+	if err != nil {
+		return nil, err
+	}
+	n := int64(len(im.orig))
+	g, err := im.el.build(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	notes := append(im.notes, "vertex ids are the edge list's ids in order of first appearance; "+OriginalIDsFile+" maps them back")
+	if !opt.Undirected {
+		notes = append(notes, "directed: each row lists a vertex's out-neighbors")
+	}
+	base := filepath.Base(srcFile)
+	d := &importDataset{g: g, labels: labels, extra: map[string][]int64{OriginalIDsFile: im.orig}}
+	d.meta = Meta{Name: orDefault(opt.Name, strings.TrimSuffix(base, filepath.Ext(base))), NumNodes: n,
+		Undirected: opt.Undirected, NumClasses: numClasses, Source: "snap:" + absPath(srcFile), Notes: notes}
+	return d.finish(out, "snap", im.el, 0)
+}
+
+// snapImport is one SNAP import's state: the dense renumbering of the
+// input's ids, the edges, and the notes so far.
+type snapImport struct {
+	ctx   context.Context
+	opt   ImportOptions
+	remap map[int64]uint32 // input id -> vertex
+	orig  []int64          // vertex -> input id
+	el    *importEdges
+	notes []string
+}
+
+// vertex returns id's vertex, numbering it next if it is new.
+func (im *snapImport) vertex(id int64) (uint32, error) {
+	if v, ok := im.remap[id]; ok {
 		return v, nil
 	}
-	el := &importEdges{undirected: opt.Undirected}
-	var lines, extraCols int64
-	// The first line is held back until the whole file has shown whether
-	// it is an edge or an "N M" count header (see snapFirstLine).
-	var first snapFirstLine
-	err := scanLines(ctx, srcFile, "--from", func(s *importLines) error {
+	if len(im.orig) >= math.MaxInt32 {
+		return 0, errors.New("more than 2^31-1 vertices")
+	}
+	v := uint32(len(im.orig))
+	im.remap[id] = v
+	im.orig = append(im.orig, id)
+	return v, nil
+}
+
+// readEdges reads the edge list, then settles whether its first line was
+// a count header or an edge.
+func (im *snapImport) readEdges(srcFile string) error {
+	lines, extraCols, first, err := im.scanEdges(srcFile)
+	if err != nil {
+		return err
+	}
+	if lines == 0 {
+		return &inputerr.Error{Path: srcFile, Msg: "empty: no edges (only comments or blank lines)"}
+	}
+	header, note := first.decide(im.opt.Header, lines-1)
+	im.notes = append(im.notes, note...)
+	if header {
+		if lines == 1 {
+			return &inputerr.Error{Path: srcFile, Msg: "empty: a count header and no edges"}
+		}
+		if first.extra {
+			extraCols--
+		}
+		im.orig = first.dropPhantoms(im.el, im.remap, im.orig)
+	} else {
+		im.el.add(first.u, first.v)
+	}
+	if extraCols > 0 {
+		im.notes = append(im.notes, fmt.Sprintf("ignored columns after the second on %d lines (weights or timestamps)", extraCols))
+	}
+	return nil
+}
+
+// scanEdges adds every edge but the first line's, which it holds back
+// until the whole file has shown whether it is an edge or an "N M" count
+// header (see snapFirstLine). It counts edge lines and those with extra
+// columns.
+func (im *snapImport) scanEdges(srcFile string) (lines, extraCols int64, first snapFirstLine, err error) {
+	err = scanLines(im.ctx, srcFile, "--from", func(s *importLines) error {
 		a, b, extra, skip, err := parseSNAPLine(s.line)
 		if err != nil {
 			return s.bad(err)
@@ -965,16 +1146,16 @@ func ImportSNAP(ctx context.Context, srcFile, out string, opt ImportOptions) (*I
 		if extra {
 			extraCols++
 		}
-		knownA := len(orig)
-		u, err := vertex(a)
+		knownA := len(im.orig)
+		u, err := im.vertex(a)
 		if err != nil {
 			return s.bad(err)
 		}
 		if lines > 1 {
 			first.see(a, u, int(u) >= knownA)
 		}
-		knownB := len(orig)
-		v, err := vertex(b)
+		knownB := len(im.orig)
+		v, err := im.vertex(b)
 		if err != nil {
 			return s.bad(err)
 		}
@@ -983,103 +1164,68 @@ func ImportSNAP(ctx context.Context, srcFile, out string, opt ImportOptions) (*I
 			return nil
 		}
 		first.see(b, v, int(v) >= knownB)
-		el.add(u, v)
+		im.el.add(u, v)
 		return nil
 	})
+	return lines, extraCols, first, err
+}
+
+// readLabels returns every vertex's label from opt.LabelFile, -1 for
+// those it omits (all of them without one) and the class count. A
+// labelled node in no edge becomes an isolated vertex.
+func (im *snapImport) readLabels() (labels []int64, numClasses int, err error) {
+	if im.opt.LabelFile == "" {
+		return noLabels(int64(len(im.orig))), 0, nil
+	}
+	labelOf, numClasses, added, err := im.scanLabels()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if lines == 0 {
-		return nil, &inputerr.Error{Path: srcFile, Msg: "empty: no edges (only comments or blank lines)"}
+	if len(labelOf) == 0 {
+		return nil, 0, &inputerr.Error{Path: im.opt.LabelFile, Field: "--labels", Msg: "empty: no labels"}
 	}
-	var notes []string
-	header, note := first.decide(opt.Header, lines-1)
-	notes = append(notes, note...)
-	if header {
-		if lines == 1 {
-			return nil, &inputerr.Error{Path: srcFile, Msg: "empty: a count header and no edges"}
-		}
-		if first.extra {
-			extraCols--
-		}
-		orig = first.dropPhantoms(el, remap, orig)
-	} else {
-		el.add(first.u, first.v)
+	labels = noLabels(int64(len(im.orig)))
+	for v, l := range labelOf {
+		labels[v] = l
 	}
-	if extraCols > 0 {
-		notes = append(notes, fmt.Sprintf("ignored columns after the second on %d lines (weights or timestamps)", extraCols))
+	im.notes = append(im.notes, fmt.Sprintf("labels for %d of %d vertices from %s", len(labelOf), len(im.orig), filepath.Base(im.opt.LabelFile)))
+	if added > 0 {
+		im.notes = append(im.notes, fmt.Sprintf("%d labelled nodes are in no edge: added as isolated vertices", added))
 	}
-	var labels []int64
-	numClasses := 0
-	if opt.LabelFile != "" {
-		labelOf := map[uint32]int64{}
-		var added int64
-		err := scanLines(ctx, opt.LabelFile, "--labels", func(s *importLines) error {
-			a, l, _, skip, err := parseSNAPLine(s.line)
-			if err != nil {
-				return s.bad(fmt.Errorf("want \"node label\" with non-negative integers: %w", err))
-			}
-			if skip {
-				return nil
-			}
-			if l > math.MaxInt32 {
-				return s.bad(fmt.Errorf("label %d is too large", l))
-			}
-			_, known := remap[a]
-			v, err := vertex(a)
-			if err != nil {
-				return s.bad(err)
-			}
-			if !known {
-				added++
-			}
-			if _, dup := labelOf[v]; dup {
-				return s.bad(fmt.Errorf("node %d is labelled twice", a))
-			}
-			labelOf[v] = l
-			numClasses = max(numClasses, int(l)+1)
-			return nil
-		})
+	return labels, numClasses, nil
+}
+
+// scanLabels reads opt.LabelFile's "node label" lines; added counts the
+// nodes it numbered as new vertices.
+func (im *snapImport) scanLabels() (labelOf map[uint32]int64, numClasses int, added int64, err error) {
+	labelOf = map[uint32]int64{}
+	err = scanLines(im.ctx, im.opt.LabelFile, "--labels", func(s *importLines) error {
+		a, l, _, skip, err := parseSNAPLine(s.line)
 		if err != nil {
-			return nil, err
+			return s.bad(fmt.Errorf("want \"node label\" with non-negative integers: %w", err))
 		}
-		if len(labelOf) == 0 {
-			return nil, &inputerr.Error{Path: opt.LabelFile, Field: "--labels", Msg: "empty: no labels"}
+		if skip {
+			return nil
 		}
-		labels = make([]int64, len(orig))
-		for v := range labels {
-			labels[v] = -1
+		if l > math.MaxInt32 {
+			return s.bad(fmt.Errorf("label %d is too large", l))
 		}
-		for v, l := range labelOf {
-			labels[v] = l
+		_, known := im.remap[a]
+		v, err := im.vertex(a)
+		if err != nil {
+			return s.bad(err)
 		}
-		notes = append(notes, fmt.Sprintf("labels for %d of %d vertices from %s", len(labelOf), len(orig), filepath.Base(opt.LabelFile)))
-		if added > 0 {
-			notes = append(notes, fmt.Sprintf("%d labelled nodes are in no edge: added as isolated vertices", added))
+		if !known {
+			added++
 		}
-	} else {
-		labels = make([]int64, len(orig))
-		for v := range labels {
-			labels[v] = -1
+		if _, dup := labelOf[v]; dup {
+			return s.bad(fmt.Errorf("node %d is labelled twice", a))
 		}
-	}
-	n := int64(len(orig))
-	g, err := el.build(ctx, n)
-	if err != nil {
-		return nil, err
-	}
-	notes = append(notes, "vertex ids are the edge list's ids in order of first appearance; "+OriginalIDsFile+" maps them back")
-	if !opt.Undirected {
-		notes = append(notes, "directed: each row lists a vertex's out-neighbors")
-	}
-	base := filepath.Base(srcFile)
-	d := &importDataset{g: g, labels: labels, extra: map[string][]int64{OriginalIDsFile: orig}}
-	d.meta = Meta{Name: orDefault(opt.Name, strings.TrimSuffix(base, filepath.Ext(base))), NumNodes: n,
-		Undirected: opt.Undirected, NumClasses: numClasses, Source: "snap:" + absPath(srcFile), Notes: notes}
-	if err := d.write(out); err != nil {
-		return nil, err
-	}
-	return d.summary("snap", el, 0), nil
+		labelOf[v] = l
+		numClasses = max(numClasses, int(l)+1)
+		return nil
+	})
+	return labelOf, numClasses, added, err
 }
 
 // ---- Geom-GCN (film/Actor, chameleon, squirrel, cornell, texas, wisconsin) ----
@@ -1202,127 +1348,213 @@ func fillGeomRow(feats string, sparse bool, row []float32) error {
 // counted. Labels are kept as given. The split, if any, is split
 // opt.SplitID of opt.SplitFile.
 func ImportGeomGCN(ctx context.Context, srcDir, out string, opt ImportOptions) (*ImportSummary, error) {
-	ctx = withImportProgress(ctx, opt.Progress)
-	if err := checkOutFree(out); err != nil {
+	ctx, err := beginImport(ctx, out, opt)
+	if err != nil {
 		return nil, err
 	}
+	in, err := openGeomInputs(ctx, srcDir, out)
+	if err != nil {
+		return nil, err
+	}
+	defer in.cleanup()
+	nodes, err := readGeomNodes(ctx, in.nodesPath, in.nodesBytes)
+	if err != nil {
+		return nil, err
+	}
+	n := int64(len(nodes.at))
+	dim, notes := nodes.featureDim()
+	el, dropped, err := readGeomEdges(ctx, in.edgesPath, n)
+	if err != nil {
+		return nil, err
+	}
+	g, err := el.build(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	if dropped > 0 {
+		notes = append(notes, fmt.Sprintf("dropped %d edges naming nodes absent from %s", dropped, geomNodesFile))
+	}
+	d := &importDataset{g: g, labels: nodes.labels}
+	d.meta = Meta{Name: orDefault(opt.Name, filepath.Base(filepath.Clean(srcDir))), NumNodes: n, Undirected: true,
+		FeatureDim: dim, NumClasses: nodes.numClasses, Source: "geomgcn:" + absPath(srcDir), Notes: notes}
+	lookup := func(id string) (int64, bool) {
+		v, err := parseNonNegInt([]byte(id))
+		return v, err == nil && v < n
+	}
+	if err := d.applySplit(ctx, opt, lookup, nil); err != nil {
+		return nil, err
+	}
+	d.writeFeatures = func(path string) error {
+		return writeGeomFeatures(ctx, in, nodes, dim, path)
+	}
+	return d.finish(out, "geomgcn", el, dropped)
+}
+
+// geomInputs are a Geom-GCN directory's two files. The features pass
+// seeks to each node's line, which a gzip stream cannot do, so featPath
+// is the node file or, when that is gzipped, a decompressed copy (temp,
+// which cleanup removes).
+type geomInputs struct {
+	nodesPath, edgesPath string
+	featPath, temp       string
+	nodesBytes           int64 // featPath's size
+}
+
+func openGeomInputs(ctx context.Context, srcDir, out string) (*geomInputs, error) {
 	want := fmt.Sprintf("a Geom-GCN directory holding %s and %s, plain or .gz", geomNodesFile, geomEdgesFile)
 	if err := requireDir(srcDir, want); err != nil {
 		return nil, err
 	}
-	nodesPath, edgesPath := findInput(srcDir, geomNodesFile), findInput(srcDir, geomEdgesFile)
-	for _, p := range []string{edgesPath, nodesPath} {
+	in := &geomInputs{nodesPath: findInput(srcDir, geomNodesFile), edgesPath: findInput(srcDir, geomEdgesFile)}
+	for _, p := range []string{in.edgesPath, in.nodesPath} {
 		if _, err := os.Stat(p); err != nil {
 			return nil, &inputerr.Error{Path: srcDir, Field: "--from", Msg: "want " + want, Err: pathless(err)}
 		}
 	}
-	// The second pass seeks to each node's line, which a gzip stream
-	// cannot do: read a decompressed copy instead.
-	featPath := nodesPath
-	if isGzip(nodesPath) {
+	in.featPath = in.nodesPath
+	if isGzip(in.nodesPath) {
 		parent := filepath.Dir(filepath.Clean(out))
 		if err := os.MkdirAll(parent, 0o755); err != nil {
 			return nil, fmt.Errorf("create %s: %w", parent, err)
 		}
-		plain, err := decompressToTemp(ctx, nodesPath, parent)
+		plain, err := decompressToTemp(ctx, in.nodesPath, parent)
 		if err != nil {
 			return nil, err
 		}
-		defer os.Remove(plain)
-		featPath = plain
+		in.featPath, in.temp = plain, plain
 	}
-	st, err := os.Stat(featPath)
+	st, err := os.Stat(in.featPath)
 	if err != nil {
-		return nil, &inputerr.Error{Path: nodesPath, Field: "--from", Msg: "cannot read", Err: pathless(err)}
+		in.cleanup()
+		return nil, &inputerr.Error{Path: in.nodesPath, Field: "--from", Msg: "cannot read", Err: pathless(err)}
 	}
-	nodesBytes := st.Size()
-	// Pass 1: check every line, find the width, and remember where each
-	// node's features are so pass 2 can write rows in id order however
-	// the file orders them.
-	var format geomFormat
-	type nodeAt struct {
-		off  int64 // byte offset of the features field
-		size int32
-		line int32
+	in.nodesBytes = st.Size()
+	return in, nil
+}
+
+func (in *geomInputs) cleanup() {
+	if in.temp != "" {
+		os.Remove(in.temp)
 	}
-	var at []nodeAt
-	var labels []int64
-	seen := []bool{}
-	width, first := 0, true
-	denseLine := 0 // the first dense row's line, whose width all must share
-	numClasses := 0
-	err = scanLines(ctx, nodesPath, "--from", func(s *importLines) error {
-		line := string(s.line)
-		if first {
-			first = false
-			if h, ok := parseGeomHeader(line); ok {
-				format = h
-				return nil
-			}
-		}
-		id, feats, label, err := parseGeomNodeLine(line)
-		if err != nil {
-			return s.bad(err)
-		}
-		// Dense ids need a line each, so an id beyond the file's size is
-		// a typo; refusing it keeps a bad id from sizing the arrays.
-		if id >= nodesBytes || id >= math.MaxInt32 {
-			return s.bad(fmt.Errorf("node_id %d: ids must run densely from 0", id))
-		}
-		w, err := geomFeatureWidth(feats, format.sparse)
-		if err != nil {
-			return s.bad(fmt.Errorf("node %d: %w", id, err))
-		}
-		if !format.sparse {
-			if denseLine == 0 {
-				denseLine, width = s.n, w
-			} else if w != width {
-				return s.bad(fmt.Errorf("node %d has %d feature values, line %d has %d (a sparse index list needs a header naming feature_amount)", id, w, denseLine, width))
-			}
-		}
-		width = max(width, w)
-		for int64(len(seen)) <= id {
-			seen = append(seen, false)
-			labels = append(labels, -1)
-			at = append(at, nodeAt{})
-		}
-		if seen[id] {
-			return s.bad(fmt.Errorf("node %d appears twice (first on line %d)", id, at[id].line))
-		}
-		seen[id] = true
-		labels[id] = label
-		numClasses = max(numClasses, int(label)+1)
-		// The features field starts after the first tab of the line.
-		tab := strings.IndexByte(line, '\t')
-		at[id] = nodeAt{off: s.off + int64(tab) + 1, size: int32(strings.LastIndexByte(line, '\t') - tab - 1), line: int32(s.n)}
-		return nil
-	})
-	if err != nil {
+}
+
+// geomNodeAt is where a node's features field lies in the node file.
+type geomNodeAt struct {
+	off  int64 // byte offset of the features field
+	size int32
+	line int32
+}
+
+// geomNodes is pass 1 over a Geom-GCN node file: it checks every line,
+// finds the width, and remembers where each node's features are so pass
+// 2 can write rows in id order however the file orders them.
+type geomNodes struct {
+	nodesBytes int64 // the file's size, which bounds the ids
+	header     bool  // whether the next line may be the header
+	format     geomFormat
+	at         []geomNodeAt // by node id
+	labels     []int64
+	seen       []bool
+	width      int
+	denseLine  int // the first dense row's line, whose width all must share
+	numClasses int
+}
+
+func readGeomNodes(ctx context.Context, path string, nodesBytes int64) (*geomNodes, error) {
+	gn := &geomNodes{nodesBytes: nodesBytes, header: true, seen: []bool{}}
+	if err := scanLines(ctx, path, "--from", gn.line); err != nil {
 		return nil, err
 	}
-	n := int64(len(seen))
+	n := int64(len(gn.seen))
 	if n == 0 {
-		return nil, &inputerr.Error{Path: nodesPath, Msg: "empty: no nodes"}
+		return nil, &inputerr.Error{Path: path, Msg: "empty: no nodes"}
 	}
-	if i := slices.Index(seen, false); i >= 0 {
-		return nil, &inputerr.Error{Path: nodesPath, Msg: fmt.Sprintf("node ids must run densely from 0 to %d: %d is missing", n-1, i)}
+	if i := slices.Index(gn.seen, false); i >= 0 {
+		return nil, &inputerr.Error{Path: path, Msg: fmt.Sprintf("node ids must run densely from 0 to %d: %d is missing", n-1, i)}
 	}
-	dim := width
+	return gn, nil
+}
+
+func (gn *geomNodes) line(s *importLines) error {
+	line := string(s.line)
+	if gn.header {
+		gn.header = false
+		if h, ok := parseGeomHeader(line); ok {
+			gn.format = h
+			return nil
+		}
+	}
+	id, feats, label, err := parseGeomNodeLine(line)
+	if err != nil {
+		return s.bad(err)
+	}
+	// Dense ids need a line each, so an id beyond the file's size is
+	// a typo; refusing it keeps a bad id from sizing the arrays.
+	if id >= gn.nodesBytes || id >= math.MaxInt32 {
+		return s.bad(fmt.Errorf("node_id %d: ids must run densely from 0", id))
+	}
+	if err := gn.checkWidth(s, id, feats); err != nil {
+		return err
+	}
+	for int64(len(gn.seen)) <= id {
+		gn.seen = append(gn.seen, false)
+		gn.labels = append(gn.labels, -1)
+		gn.at = append(gn.at, geomNodeAt{})
+	}
+	if gn.seen[id] {
+		return s.bad(fmt.Errorf("node %d appears twice (first on line %d)", id, gn.at[id].line))
+	}
+	gn.seen[id] = true
+	gn.labels[id] = label
+	gn.numClasses = max(gn.numClasses, int(label)+1)
+	// The features field starts after the first tab of the line.
+	tab := strings.IndexByte(line, '\t')
+	gn.at[id] = geomNodeAt{off: s.off + int64(tab) + 1, size: int32(strings.LastIndexByte(line, '\t') - tab - 1), line: int32(s.n)}
+	return nil
+}
+
+// checkWidth checks node id's features field and widens gn.width to it;
+// dense rows must all have the first one's width.
+func (gn *geomNodes) checkWidth(s *importLines, id int64, feats string) error {
+	w, err := geomFeatureWidth(feats, gn.format.sparse)
+	if err != nil {
+		return s.bad(fmt.Errorf("node %d: %w", id, err))
+	}
+	if !gn.format.sparse {
+		if gn.denseLine == 0 {
+			gn.denseLine, gn.width = s.n, w
+		} else if w != gn.width {
+			return s.bad(fmt.Errorf("node %d has %d feature values, line %d has %d (a sparse index list needs a header naming feature_amount)", id, w, gn.denseLine, gn.width))
+		}
+	}
+	gn.width = max(gn.width, w)
+	return nil
+}
+
+// featureDim returns feature_dim and notes on how sparse rows gave it.
+func (gn *geomNodes) featureDim() (int, []string) {
+	dim := gn.width
 	var notes []string
-	if format.sparse {
+	if gn.format.sparse {
 		// film's header says 931 while its indices reach 931; Geom-GCN's
 		// loader uses 932 columns, as the widest of the two does here.
-		dim = max(width, format.declared)
-		if width > format.declared && format.declared > 0 {
-			notes = append(notes, fmt.Sprintf("the header declares %d features but indices run from 0 to %d: feature_dim is %d, as in Geom-GCN's loader", format.declared, width-1, dim))
+		dim = max(gn.width, gn.format.declared)
+		if gn.width > gn.format.declared && gn.format.declared > 0 {
+			notes = append(notes, fmt.Sprintf("the header declares %d features but indices run from 0 to %d: feature_dim is %d, as in Geom-GCN's loader", gn.format.declared, gn.width-1, dim))
 		}
 		notes = append(notes, "features were sparse index lists, stored as dense 0/1 rows")
 	}
+	return dim, notes
+}
 
+// readGeomEdges reads the edge file (after an optional header) as
+// undirected edges among n nodes; an edge naming an unknown node is
+// dropped and counted.
+func readGeomEdges(ctx context.Context, path string, n int64) (*importEdges, int64, error) {
 	el := &importEdges{undirected: true}
 	var dropped, lines int64
-	first = true
-	err = scanLines(ctx, edgesPath, "--from", func(s *importLines) error {
+	first := true
+	err := scanLines(ctx, path, "--from", func(s *importLines) error {
 		a, b, _, skip, err := parseSNAPLine(s.line)
 		if first {
 			first = false
@@ -1345,73 +1577,32 @@ func ImportGeomGCN(ctx context.Context, srcDir, out string, opt ImportOptions) (
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if lines == 0 {
-		return nil, &inputerr.Error{Path: edgesPath, Msg: "empty: no edges"}
+		return nil, 0, &inputerr.Error{Path: path, Msg: "empty: no edges"}
 	}
-	g, err := el.build(ctx, n)
+	return el, dropped, nil
+}
+
+// writeGeomFeatures is the node file's second pass: each node's features
+// field read where pass 1 found it, rows in id order.
+func writeGeomFeatures(ctx context.Context, in *geomInputs, nodes *geomNodes, dim int, path string) error {
+	f, err := os.Open(in.featPath)
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("read %s: %w", in.nodesPath, err)
 	}
-	if dropped > 0 {
-		notes = append(notes, fmt.Sprintf("dropped %d edges naming nodes absent from %s", dropped, geomNodesFile))
-	}
-	d := &importDataset{g: g, labels: labels}
-	d.meta = Meta{Name: orDefault(opt.Name, filepath.Base(filepath.Clean(srcDir))), NumNodes: n, Undirected: true,
-		FeatureDim: dim, NumClasses: numClasses, Source: "geomgcn:" + absPath(srcDir)}
-	if opt.SplitFile != "" {
-		lookup := func(id string) (int64, bool) {
-			v, err := parseNonNegInt([]byte(id))
-			return v, err == nil && v < n
+	defer f.Close()
+	var buf []byte
+	return writeFeatureRows(ctx, path, int64(len(nodes.at)), int64(dim), func(v int64, row []float32) error {
+		a := nodes.at[v]
+		buf = slices.Grow(buf[:0], int(a.size))[:a.size]
+		if _, err := f.ReadAt(buf, a.off); err != nil {
+			return fmt.Errorf("read %s: line %d: %w", in.nodesPath, a.line, err)
 		}
-		sp, err := readSplit(ctx, opt.SplitFile, opt.SplitID, lookup, nil)
-		if err != nil {
-			return nil, err
+		if err := fillGeomRow(strings.TrimSpace(string(buf)), nodes.format.sparse, row); err != nil {
+			return &inputerr.Error{Path: in.nodesPath, Line: int(a.line), Msg: fmt.Sprintf("node %d: %v (did the file change during the import?)", v, err)}
 		}
-		d.train, d.val, d.test = sp.train, sp.val, sp.test
-		notes = append(notes, sp.notes...)
-	} else {
-		notes = append(notes, "no split file given: train/val/test are empty")
-	}
-	d.meta.Notes = notes
-	d.writeFeatures = func(path string) error {
-		f, err := os.Open(featPath)
-		if err != nil {
-			return fmt.Errorf("read %s: %w", nodesPath, err)
-		}
-		defer f.Close()
-		aw, err := CreateArray(path, "<f4", n, int64(dim))
-		if err != nil {
-			return err
-		}
-		row := make([]float32, dim)
-		var buf []byte
-		for v, a := range at {
-			if v%importCtxCheckLines == 0 {
-				if err := ctx.Err(); err != nil {
-					aw.Abort()
-					return err
-				}
-			}
-			buf = slices.Grow(buf[:0], int(a.size))[:a.size]
-			if _, err := f.ReadAt(buf, a.off); err != nil {
-				aw.Abort()
-				return fmt.Errorf("read %s: line %d: %w", nodesPath, a.line, err)
-			}
-			if err := fillGeomRow(strings.TrimSpace(string(buf)), format.sparse, row); err != nil {
-				aw.Abort()
-				return &inputerr.Error{Path: nodesPath, Line: int(a.line), Msg: fmt.Sprintf("node %d: %v (did the file change during the import?)", v, err)}
-			}
-			if err := aw.Write(row); err != nil {
-				aw.Abort()
-				return err
-			}
-		}
-		return aw.Close()
-	}
-	if err := d.write(out); err != nil {
-		return nil, err
-	}
-	return d.summary("geomgcn", el, dropped), nil
+		return nil
+	})
 }

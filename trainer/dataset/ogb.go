@@ -44,8 +44,8 @@ const ogbWant = "an OGB node-property directory: raw/ with edge.csv.gz, num-node
 // is split/opt.SplitFile (a name, or a directory path), or the only
 // directory under split/.
 func ImportOGB(ctx context.Context, from, out string, opt ImportOptions) (*ImportSummary, error) {
-	ctx = withImportProgress(ctx, opt.Progress)
-	if err := checkOutFree(out); err != nil {
+	ctx, err := beginImport(ctx, out, opt)
+	if err != nil {
 		return nil, err
 	}
 	if err := requireDir(from, ogbWant); err != nil {
@@ -56,7 +56,6 @@ func ImportOGB(ctx context.Context, from, out string, opt ImportOptions) (*Impor
 		return nil, &inputerr.Error{Path: from, Field: "--from", Msg: "no raw/ directory (want " + ogbWant + ")"}
 	}
 	var src *ogbGraph
-	var err error
 	if npz := filepath.Join(raw, "data.npz"); fileExists(npz) {
 		src, err = readOGBNPZ(ctx, raw)
 	} else {
@@ -91,10 +90,7 @@ func ImportOGB(ctx context.Context, from, out string, opt ImportOptions) (*Impor
 		notes = append(notes, fmt.Sprintf("%d vertices have no label (NaN): label -1", src.unlabelled))
 	}
 	if src.labels == nil {
-		d.labels = make([]int64, n)
-		for i := range d.labels {
-			d.labels[i] = -1
-		}
+		d.labels = noLabels(n)
 		notes = append(notes, "no node-label file: every label is -1")
 	}
 	if src.dim == 0 {
@@ -117,10 +113,7 @@ func ImportOGB(ctx context.Context, from, out string, opt ImportOptions) (*Impor
 	notes = append(notes, splitNote)
 	d.meta.Notes = notes
 	d.writeFeatures = src.writeFeatures
-	if err := d.write(out); err != nil {
-		return nil, err
-	}
-	return d.summary("ogb", el, 0), nil
+	return d.finish(out, "ogb", el, 0)
 }
 
 // ogbGraph is what an OGB raw directory holds, features left on disk.
@@ -178,6 +171,8 @@ func checkVertexCount(path string, n int64) error {
 	return nil
 }
 
+// readOGBCSV reads raw/'s CSV files; the features stay on disk until
+// they are written.
 func readOGBCSV(ctx context.Context, raw string) (*ogbGraph, error) {
 	nodesPath := findInput(raw, "num-node-list.csv")
 	n, err := ogbCount(ctx, nodesPath)
@@ -193,8 +188,36 @@ func readOGBCSV(ctx context.Context, raw string) (*ogbGraph, error) {
 		return nil, err
 	}
 	g := &ogbGraph{format: "csv", n: n}
-	edgePath := findInput(raw, "edge.csv")
-	err = scanLines(ctx, edgePath, "--from", func(s *importLines) error {
+	if err := g.readCSVEdges(ctx, findInput(raw, "edge.csv"), m); err != nil {
+		return nil, err
+	}
+	if labelPath := findInput(raw, "node-label.csv"); fileExists(labelPath) {
+		if err := g.readCSVLabels(ctx, labelPath); err != nil {
+			return nil, err
+		}
+	}
+	featPath := findInput(raw, "node-feat.csv")
+	if !fileExists(featPath) {
+		return g, nil
+	}
+	// The width comes from the first row; every row is checked against it
+	// while the features stream out.
+	first, err := firstLine(ctx, featPath)
+	if err != nil {
+		return nil, err
+	}
+	g.dim = strings.Count(first, ",") + 1
+	g.writeFeatures = func(path string) error {
+		return writeOGBCSVFeatures(ctx, featPath, path, n, g.dim)
+	}
+	return g, nil
+}
+
+// readCSVEdges reads edge.csv.gz's "src,dst" lines, which must number m
+// and name vertices below g.n.
+func (g *ogbGraph) readCSVEdges(ctx context.Context, path string, m int64) error {
+	n := g.n
+	err := scanLines(ctx, path, "--from", func(s *importLines) error {
 		f := strings.Split(string(s.line), ",")
 		if len(f) != 2 {
 			return s.bad(fmt.Errorf("%d comma-separated columns: want src,dst", len(f)))
@@ -214,61 +237,48 @@ func readOGBCSV(ctx context.Context, raw string) (*ogbGraph, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, ogbMissing(edgePath, err)
+		return ogbMissing(path, err)
 	}
 	if int64(len(g.srcs)) != m {
-		return nil, &inputerr.Error{Path: edgePath, Msg: fmt.Sprintf("%d edges, num-edge-list.csv.gz says %d", len(g.srcs), m)}
+		return &inputerr.Error{Path: path, Msg: fmt.Sprintf("%d edges, num-edge-list.csv.gz says %d", len(g.srcs), m)}
 	}
-	if labelPath := findInput(raw, "node-label.csv"); fileExists(labelPath) {
-		if err := g.readCSVLabels(ctx, labelPath); err != nil {
-			return nil, err
-		}
-	}
-	featPath := findInput(raw, "node-feat.csv")
-	if !fileExists(featPath) {
-		return g, nil
-	}
-	// The width comes from the first row; every row is checked against it
-	// while the features stream out.
-	first, err := firstLine(ctx, featPath)
+	return nil
+}
+
+// writeOGBCSVFeatures streams node-feat.csv.gz into features.npy at path,
+// checking that it holds n rows of dim finite numbers.
+func writeOGBCSVFeatures(ctx context.Context, featPath, path string, n int64, dim int) error {
+	aw, err := CreateArray(path, "<f4", n, int64(dim))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	g.dim = strings.Count(first, ",") + 1
-	g.writeFeatures = func(path string) error {
-		aw, err := CreateArray(path, "<f4", n, int64(g.dim))
-		if err != nil {
-			return err
+	row := make([]float32, dim)
+	var rows int64
+	err = scanLines(ctx, featPath, "--from", func(s *importLines) error {
+		f := strings.Split(string(s.line), ",")
+		if len(f) != dim {
+			return s.bad(fmt.Errorf("%d features, want %d as on the first line", len(f), dim))
 		}
-		row := make([]float32, g.dim)
-		var rows int64
-		err = scanLines(ctx, featPath, "--from", func(s *importLines) error {
-			f := strings.Split(string(s.line), ",")
-			if len(f) != g.dim {
-				return s.bad(fmt.Errorf("%d features, want %d as on the first line", len(f), g.dim))
-			}
-			if rows++; rows > n {
-				return s.bad(fmt.Errorf("more than %d rows (num-node-list.csv.gz)", n))
-			}
-			for i, x := range f {
-				v, err := strconv.ParseFloat(strings.TrimSpace(x), 32)
-				if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
-					return s.bad(fmt.Errorf("feature %d: %q is not a finite number", i+1, x))
-				}
-				row[i] = float32(v)
-			}
-			return aw.Write(row)
-		})
-		if err == nil && rows != n {
-			err = &inputerr.Error{Path: featPath, Msg: fmt.Sprintf("%d rows, want one per node (%d)", rows, n)}
+		if rows++; rows > n {
+			return s.bad(fmt.Errorf("more than %d rows (num-node-list.csv.gz)", n))
 		}
-		if err != nil {
-			aw.Abort()
-			return err
+		for i, x := range f {
+			v, err := strconv.ParseFloat(strings.TrimSpace(x), 32)
+			if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
+				return s.bad(fmt.Errorf("feature %d: %q is not a finite number", i+1, x))
+			}
+			row[i] = float32(v)
 		}
-		return aw.Close()
+		return aw.Write(row)
+	})
+	if err == nil && rows != n {
+		err = &inputerr.Error{Path: featPath, Msg: fmt.Sprintf("%d rows, want one per node (%d)", rows, n)}
 	}
-	return g, nil
+	if err != nil {
+		aw.Abort()
+		return err
+	}
+	return aw.Close()
 }
 
 // firstLine returns the first line of path that is not blank.
@@ -524,6 +534,8 @@ func (a *npzArray) readInts() ([]int64, error) {
 	return out, nil
 }
 
+// readOGBNPZ reads raw/data.npz and node-label.npz; the features stay
+// on disk until they are written.
 func readOGBNPZ(ctx context.Context, raw string) (*ogbGraph, error) {
 	dataPath := filepath.Join(raw, "data.npz")
 	zr, err := zip.OpenReader(dataPath)
@@ -531,43 +543,13 @@ func readOGBNPZ(ctx context.Context, raw string) (*ogbGraph, error) {
 		return nil, &inputerr.Error{Path: dataPath, Msg: "not an .npz (zip) archive", Err: pathless(err)}
 	}
 	defer zr.Close()
-	counts := map[string]int64{}
-	for _, name := range []string{"num_nodes_list", "num_edges_list"} {
-		a, err := openNPZArray(&zr.Reader, dataPath, name)
-		if err != nil {
-			return nil, err
-		}
-		v, err := a.readInts()
-		a.close()
-		if err != nil {
-			return nil, err
-		}
-		if len(v) != 1 {
-			return nil, &inputerr.Error{Path: a.path, Msg: fmt.Sprintf("%d counts: want one (a node-property dataset is one graph)", len(v))}
-		}
-		counts[name] = v[0]
-	}
-	n, m := counts["num_nodes_list"], counts["num_edges_list"]
-	if err := checkVertexCount(dataPath+"[num_nodes_list]", n); err != nil {
-		return nil, err
-	}
-	ei, err := openNPZArray(&zr.Reader, dataPath, "edge_index")
+	n, m, err := readNPZCounts(&zr.Reader, dataPath)
 	if err != nil {
 		return nil, err
 	}
-	if len(ei.shape) != 2 || ei.shape[0] != 2 || ei.shape[1] != m {
-		ei.close()
-		return nil, &inputerr.Error{Path: ei.path, Msg: fmt.Sprintf("shape %v: want [2, %d] (num_edges_list)", ei.shape, m)}
-	}
-	flat, err := ei.readInts()
-	ei.close()
+	flat, err := readNPZEdges(&zr.Reader, dataPath, n, m)
 	if err != nil {
 		return nil, err
-	}
-	for i, v := range flat {
-		if v < 0 || v >= n {
-			return nil, &inputerr.Error{Path: ei.path, Msg: fmt.Sprintf("edge %d names vertex %d: num_nodes_list says ids run from 0 to %d", i%int(m), v, n-1)}
-		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -593,45 +575,86 @@ func readOGBNPZ(ctx context.Context, raw string) (*ogbGraph, error) {
 	}
 	g.dim = int(fa.shape[1])
 	g.writeFeatures = func(path string) error {
-		zr, err := zip.OpenReader(dataPath)
-		if err != nil {
-			return fmt.Errorf("read %s: %w", dataPath, err)
-		}
-		defer zr.Close()
-		fa, err := openNPZArray(&zr.Reader, dataPath, "node_feat")
-		if err != nil {
-			return err
-		}
-		defer fa.close()
-		aw, err := CreateArray(path, "<f4", n, int64(g.dim))
-		if err != nil {
-			return err
-		}
-		row := make([]float32, g.dim)
-		buf := make([]byte, int64(g.dim)*fa.elem)
-		for v := range n {
-			if v%importCtxCheckLines == 0 {
-				if err := ctx.Err(); err != nil {
-					aw.Abort()
-					return err
-				}
-			}
-			a, err := fa.next(int64(g.dim), buf)
-			if err != nil {
-				aw.Abort()
-				return err
-			}
-			for i := range row {
-				row[i] = float32(a.float(int64(i)))
-			}
-			if err := aw.Write(row); err != nil {
-				aw.Abort()
-				return err
-			}
-		}
-		return aw.Close()
+		return writeOGBNPZFeatures(ctx, dataPath, path, n, g.dim)
 	}
 	return g, nil
+}
+
+// readNPZCounts reads num_nodes_list and num_edges_list, one count each
+// for the one graph of a node-property dataset.
+func readNPZCounts(zr *zip.Reader, dataPath string) (n, m int64, err error) {
+	counts := map[string]int64{}
+	for _, name := range []string{"num_nodes_list", "num_edges_list"} {
+		a, err := openNPZArray(zr, dataPath, name)
+		if err != nil {
+			return 0, 0, err
+		}
+		v, err := a.readInts()
+		a.close()
+		if err != nil {
+			return 0, 0, err
+		}
+		if len(v) != 1 {
+			return 0, 0, &inputerr.Error{Path: a.path, Msg: fmt.Sprintf("%d counts: want one (a node-property dataset is one graph)", len(v))}
+		}
+		counts[name] = v[0]
+	}
+	n, m = counts["num_nodes_list"], counts["num_edges_list"]
+	if err := checkVertexCount(dataPath+"[num_nodes_list]", n); err != nil {
+		return 0, 0, err
+	}
+	return n, m, nil
+}
+
+// readNPZEdges reads edge_index [2, m]: the m sources, then the m
+// targets, every one a vertex below n.
+func readNPZEdges(zr *zip.Reader, dataPath string, n, m int64) ([]int64, error) {
+	ei, err := openNPZArray(zr, dataPath, "edge_index")
+	if err != nil {
+		return nil, err
+	}
+	if len(ei.shape) != 2 || ei.shape[0] != 2 || ei.shape[1] != m {
+		ei.close()
+		return nil, &inputerr.Error{Path: ei.path, Msg: fmt.Sprintf("shape %v: want [2, %d] (num_edges_list)", ei.shape, m)}
+	}
+	flat, err := ei.readInts()
+	ei.close()
+	if err != nil {
+		return nil, err
+	}
+	for i, v := range flat {
+		if v < 0 || v >= n {
+			return nil, &inputerr.Error{Path: ei.path, Msg: fmt.Sprintf("edge %d names vertex %d: num_nodes_list says ids run from 0 to %d", i%int(m), v, n-1)}
+		}
+	}
+	return flat, nil
+}
+
+// writeOGBNPZFeatures streams data.npz's node_feat [n, dim] into
+// features.npy at path, reopening the archive so nothing is held open
+// between the passes.
+func writeOGBNPZFeatures(ctx context.Context, dataPath, path string, n int64, dim int) error {
+	zr, err := zip.OpenReader(dataPath)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", dataPath, err)
+	}
+	defer zr.Close()
+	fa, err := openNPZArray(&zr.Reader, dataPath, "node_feat")
+	if err != nil {
+		return err
+	}
+	defer fa.close()
+	buf := make([]byte, int64(dim)*fa.elem)
+	return writeFeatureRows(ctx, path, n, int64(dim), func(_ int64, row []float32) error {
+		a, err := fa.next(int64(dim), buf)
+		if err != nil {
+			return err
+		}
+		for i := range row {
+			row[i] = float32(a.float(int64(i)))
+		}
+		return nil
+	})
 }
 
 func (g *ogbGraph) readNPZLabels(path string) error {

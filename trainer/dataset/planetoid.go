@@ -180,8 +180,8 @@ func planetoidLabels(f planetoidFiles, part string, v any) ([]int64, int64, erro
 // deduplicated and without self-loops. The split is the standard one:
 // train = range(len(y)), val = the next 500, test = sorted test.index.
 func ImportPlanetoid(ctx context.Context, from, out string, opt ImportOptions) (*ImportSummary, error) {
-	ctx = withImportProgress(ctx, opt.Progress)
-	if err := checkOutFree(out); err != nil {
+	ctx, err := beginImport(ctx, out, opt)
+	if err != nil {
 		return nil, err
 	}
 	if opt.SplitFile != "" {
@@ -191,51 +191,111 @@ func ImportPlanetoid(ctx context.Context, from, out string, opt ImportOptions) (
 	if err != nil {
 		return nil, err
 	}
-	parts := map[string]any{}
+	p := &planetoidImport{ctx: ctx, f: f}
+	if err := p.load(); err != nil {
+		return nil, err
+	}
+	if err := p.checkShapes(); err != nil {
+		return nil, err
+	}
+	if err := p.readTestIndex(); err != nil {
+		return nil, err
+	}
+	p.placeVertices()
+	el, g, oneEnd, err := p.readGraph()
+	if err != nil {
+		return nil, err
+	}
+	d := p.dataset(g, oneEnd, opt.Name)
+	d.writeFeatures = p.writeFeatures
+	return d.finish(out, "planetoid", el, 0)
+}
+
+// planetoidNoRow marks a vertex that no row of tx describes.
+const planetoidNoRow = -1
+
+// planetoidImport is one Planetoid import's state: the decoded parts and
+// their sizes, then test.index and where each vertex's features and label
+// come from.
+type planetoidImport struct {
+	ctx     context.Context
+	f       planetoidFiles
+	parts   map[string]any
+	mats    map[string]featureMatrix // x, tx, allx
+	labels  map[string][]int64       // y, ty, ally as class indices
+	classes map[string]int64         // their column counts
+
+	xRows, txRows, allRows, dim int64
+
+	testIdx []int64 // tx's row i is vertex testIdx[i]
+	n       int64
+	txRow   []int64 // vertex allRows+i's row of tx, or planetoidNoRow
+	lab     []int64 // by vertex
+}
+
+// load decodes every pickled part and checks each is the kind of matrix
+// its role needs.
+func (p *planetoidImport) load() error {
+	p.parts = map[string]any{}
 	for _, part := range planetoidPickleParts() {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+		if err := p.ctx.Err(); err != nil {
+			return err
 		}
-		if parts[part], err = loadPlanetoidPart(ctx, f, part); err != nil {
-			return nil, err
+		var err error
+		if p.parts[part], err = loadPlanetoidPart(p.ctx, p.f, part); err != nil {
+			return err
 		}
 	}
-	mats := map[string]featureMatrix{}
+	p.mats = map[string]featureMatrix{}
 	for _, part := range []string{"x", "tx", "allx"} {
-		if mats[part], err = planetoidMatrix(f, part, parts[part]); err != nil {
-			return nil, err
+		var err error
+		if p.mats[part], err = planetoidMatrix(p.f, part, p.parts[part]); err != nil {
+			return err
 		}
 	}
-	labels := map[string][]int64{}
-	classes := map[string]int64{}
+	p.labels = map[string][]int64{}
+	p.classes = map[string]int64{}
 	for _, part := range []string{"y", "ty", "ally"} {
-		if labels[part], classes[part], err = planetoidLabels(f, part, parts[part]); err != nil {
-			return nil, err
+		var err error
+		if p.labels[part], p.classes[part], err = planetoidLabels(p.f, part, p.parts[part]); err != nil {
+			return err
 		}
 	}
-	xRows, dim := mats["x"].dims()
-	txRows, txCols := mats["tx"].dims()
-	allRows, allCols := mats["allx"].dims()
+	return nil
+}
+
+// checkShapes checks that the parts agree on the feature width, the class
+// count and their row counts, and leave room for the standard split.
+func (p *planetoidImport) checkShapes() error {
+	f, labels, classes := p.f, p.labels, p.classes
+	xRows, dim := p.mats["x"].dims()
+	txRows, txCols := p.mats["tx"].dims()
+	allRows, allCols := p.mats["allx"].dims()
+	p.xRows, p.dim, p.txRows, p.allRows = xRows, dim, txRows, allRows
 	switch {
 	case txCols != dim || allCols != dim:
-		return nil, &inputerr.Error{Path: f.path("tx"), Msg: fmt.Sprintf("x, tx and allx have %d, %d and %d columns: want one feature width", dim, txCols, allCols)}
+		return &inputerr.Error{Path: f.path("tx"), Msg: fmt.Sprintf("x, tx and allx have %d, %d and %d columns: want one feature width", dim, txCols, allCols)}
 	case classes["ty"] != classes["y"] || classes["ally"] != classes["y"]:
-		return nil, &inputerr.Error{Path: f.path("ty"), Msg: fmt.Sprintf("y, ty and ally have %d, %d and %d columns: want one class count", classes["y"], classes["ty"], classes["ally"])}
+		return &inputerr.Error{Path: f.path("ty"), Msg: fmt.Sprintf("y, ty and ally have %d, %d and %d columns: want one class count", classes["y"], classes["ty"], classes["ally"])}
 	case int64(len(labels["y"])) != xRows:
-		return nil, &inputerr.Error{Path: f.path("y"), Msg: fmt.Sprintf("%d rows for x's %d", len(labels["y"]), xRows)}
+		return &inputerr.Error{Path: f.path("y"), Msg: fmt.Sprintf("%d rows for x's %d", len(labels["y"]), xRows)}
 	case int64(len(labels["ally"])) != allRows:
-		return nil, &inputerr.Error{Path: f.path("ally"), Msg: fmt.Sprintf("%d rows for allx's %d", len(labels["ally"]), allRows)}
+		return &inputerr.Error{Path: f.path("ally"), Msg: fmt.Sprintf("%d rows for allx's %d", len(labels["ally"]), allRows)}
 	case int64(len(labels["ty"])) != txRows:
-		return nil, &inputerr.Error{Path: f.path("ty"), Msg: fmt.Sprintf("%d rows for tx's %d", len(labels["ty"]), txRows)}
+		return &inputerr.Error{Path: f.path("ty"), Msg: fmt.Sprintf("%d rows for tx's %d", len(labels["ty"]), txRows)}
 	case xRows+planetoidValSize > allRows:
-		return nil, &inputerr.Error{Path: f.path("allx"), Msg: fmt.Sprintf("%d rows: the standard split needs y's %d training rows and %d validation rows", allRows, xRows, planetoidValSize)}
+		return &inputerr.Error{Path: f.path("allx"), Msg: fmt.Sprintf("%d rows: the standard split needs y's %d training rows and %d validation rows", allRows, xRows, planetoidValSize)}
 	}
+	return nil
+}
 
-	// test.index: tx's row i is vertex testIdx[i].
-	indexPath := f.path("test.index")
-	var testIdx []int64
+// readTestIndex reads test.index: one vertex id per tx row, each after
+// allx's rows.
+func (p *planetoidImport) readTestIndex() error {
+	indexPath := p.f.path("test.index")
+	allRows := p.allRows
 	testLine := map[int64]int{}
-	err = scanLines(ctx, indexPath, "--from", func(s *importLines) error {
+	err := scanLines(p.ctx, indexPath, "--from", func(s *importLines) error {
 		v, err := parseNonNegInt([]byte(strings.TrimSpace(string(s.line))))
 		if err != nil {
 			return s.bad(fmt.Errorf("want one vertex id per line: %w", err))
@@ -250,58 +310,87 @@ func ImportPlanetoid(ctx context.Context, from, out string, opt ImportOptions) (
 			return s.bad(fmt.Errorf("test vertex %d is already on line %d", v, prev))
 		}
 		testLine[v] = s.n
-		testIdx = append(testIdx, v)
+		p.testIdx = append(p.testIdx, v)
 		return nil
 	})
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, &inputerr.Error{Path: indexPath, Field: "--from", Msg: fmt.Sprintf("missing: a Planetoid dataset needs ind.%s.{%s, test.index}", f.name, planetoidPicklePartsDoc)}
+			return &inputerr.Error{Path: indexPath, Field: "--from", Msg: fmt.Sprintf("missing: a Planetoid dataset needs ind.%s.{%s, test.index}", p.f.name, planetoidPicklePartsDoc)}
 		}
-		return nil, err
+		return err
 	}
-	if int64(len(testIdx)) != txRows {
-		return nil, &inputerr.Error{Path: indexPath, Msg: fmt.Sprintf("%d test ids for tx's %d rows", len(testIdx), txRows)}
+	if int64(len(p.testIdx)) != p.txRows {
+		return &inputerr.Error{Path: indexPath, Msg: fmt.Sprintf("%d test ids for tx's %d rows", len(p.testIdx), p.txRows)}
 	}
-	n := allRows
-	for _, v := range testIdx {
-		n = max(n, v+1)
-	}
-	missing := n - allRows - txRows
+	return nil
+}
 
-	// Per vertex: where its features and label come from.
-	const noRow = -1
-	txRow := make([]int64, n-allRows)
-	for i := range txRow {
-		txRow[i] = noRow
+// placeVertices numbers the vertices (allx's rows, then up to the largest
+// test id) and records each one's tx row and label.
+func (p *planetoidImport) placeVertices() {
+	allRows := p.allRows
+	p.n = allRows
+	for _, v := range p.testIdx {
+		p.n = max(p.n, v+1)
 	}
-	lab := make([]int64, n)
-	copy(lab, labels["ally"])
-	for i := range lab[allRows:] {
-		lab[allRows+int64(i)] = -1
+	p.txRow = make([]int64, p.n-allRows)
+	for i := range p.txRow {
+		p.txRow[i] = planetoidNoRow
 	}
-	for i, v := range testIdx {
-		txRow[v-allRows] = int64(i)
-		lab[v] = labels["ty"][i]
+	p.lab = make([]int64, p.n)
+	copy(p.lab, p.labels["ally"])
+	for i := range p.lab[allRows:] {
+		p.lab[allRows+int64(i)] = -1
 	}
+	for i, v := range p.testIdx {
+		p.txRow[v-allRows] = int64(i)
+		p.lab[v] = p.labels["ty"][i]
+	}
+}
 
-	graph, ok := parts["graph"].(*pyDefaultDict)
+// readGraph builds the CSR from the adjacency dict. The dict lists an
+// edge from both ends, so only a pair listed twice from the same end is a
+// duplicate; oneEnd counts the edges listed from one end only.
+func (p *planetoidImport) readGraph() (el *importEdges, g *importCSR, oneEnd int64, err error) {
+	el, directed, err := p.graphEdges()
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	g, err = el.build(p.ctx, p.n)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	total := int64(len(directed))
+	slices.Sort(directed)
+	distinct := int64(len(slices.Compact(directed)))
+	g.duplicates = total - distinct
+	oneEnd = 2*g.undirectedEdges - distinct
+	return el, g, oneEnd, nil
+}
+
+// graphEdges checks the adjacency dict and gathers its edges, and also
+// its ordered pairs (self-loops aside) to tell listings from both ends
+// from repeats.
+func (p *planetoidImport) graphEdges() (*importEdges, []uint64, error) {
+	n, path := p.n, p.f.path("graph")
+	graph, ok := p.parts["graph"].(*pyDefaultDict)
 	if !ok {
-		return nil, &inputerr.Error{Path: f.path("graph"), Msg: fmt.Sprintf("holds a %T: want a defaultdict(list) adjacency", parts["graph"])}
+		return nil, nil, &inputerr.Error{Path: path, Msg: fmt.Sprintf("holds a %T: want a defaultdict(list) adjacency", p.parts["graph"])}
 	}
 	el := &importEdges{undirected: true}
-	var directed []uint64 // the lists' ordered pairs, to tell listings from both ends from repeats
+	var directed []uint64
 	for _, k := range slices.Sorted(maps.Keys(graph.items)) {
 		if k < 0 || k >= n {
-			return nil, &inputerr.Error{Path: f.path("graph"), Msg: fmt.Sprintf("node %d: features cover vertices 0 to %d", k, n-1)}
+			return nil, nil, &inputerr.Error{Path: path, Msg: fmt.Sprintf("node %d: features cover vertices 0 to %d", k, n-1)}
 		}
 		nbrs, ok := graph.items[k].(*types.List)
 		if !ok {
-			return nil, &inputerr.Error{Path: f.path("graph"), Msg: fmt.Sprintf("node %d: neighbours are a %T, want a list", k, graph.items[k])}
+			return nil, nil, &inputerr.Error{Path: path, Msg: fmt.Sprintf("node %d: neighbours are a %T, want a list", k, graph.items[k])}
 		}
 		for _, x := range *nbrs {
 			nb, ok := x.(int)
 			if !ok || nb < 0 || int64(nb) >= n {
-				return nil, &inputerr.Error{Path: f.path("graph"), Msg: fmt.Sprintf("node %d: neighbour %v is not a vertex id in 0 to %d", k, x, n-1)}
+				return nil, nil, &inputerr.Error{Path: path, Msg: fmt.Sprintf("node %d: neighbour %v is not a vertex id in 0 to %d", k, x, n-1)}
 			}
 			el.add(uint32(k), uint32(nb))
 			if int64(nb) != k {
@@ -309,69 +398,50 @@ func ImportPlanetoid(ctx context.Context, from, out string, opt ImportOptions) (
 			}
 		}
 	}
-	g, err := el.build(ctx, n)
-	if err != nil {
-		return nil, err
-	}
-	// The dict lists an edge from both ends; only a pair listed twice from
-	// the same end is a duplicate.
-	total := int64(len(directed))
-	slices.Sort(directed)
-	distinct := int64(len(slices.Compact(directed)))
-	g.duplicates = total - distinct
-	oneEnd := 2*g.undirectedEdges - distinct
+	return el, directed, nil
+}
 
-	d := &importDataset{g: g, labels: lab}
-	d.meta = Meta{Name: orDefault(opt.Name, f.name), NumNodes: n, Undirected: true, FeatureDim: int(dim),
-		NumClasses: int(classes["y"]), Source: "planetoid:" + absPath(filepath.Join(f.dir, "ind."+f.name))}
+// dataset assembles the import around g: labels, the standard split and
+// the notes.
+func (p *planetoidImport) dataset(g *importCSR, oneEnd int64, name string) *importDataset {
+	f, n, xRows, allRows := p.f, p.n, p.xRows, p.allRows
+	d := &importDataset{g: g, labels: p.lab}
+	d.meta = Meta{Name: orDefault(name, f.name), NumNodes: n, Undirected: true, FeatureDim: int(p.dim),
+		NumClasses: int(p.classes["y"]), Source: "planetoid:" + absPath(filepath.Join(f.dir, "ind."+f.name))}
 	for v := range xRows {
 		d.train = append(d.train, v)
 	}
 	for v := xRows; v < xRows+planetoidValSize; v++ {
 		d.val = append(d.val, v)
 	}
-	d.test = slices.Sorted(slices.Values(testIdx))
+	d.test = slices.Sorted(slices.Values(p.testIdx))
 	notes := []string{
 		"labels are the one-hot columns of ally/ty (Planetoid's class order)",
-		fmt.Sprintf("standard Planetoid split: train = vertices 0 to %d (y's rows), val = %d to %d, test = the %d ids of test.index", xRows-1, xRows, xRows+planetoidValSize-1, len(testIdx)),
+		fmt.Sprintf("standard Planetoid split: train = vertices 0 to %d (y's rows), val = %d to %d, test = the %d ids of test.index", xRows-1, xRows, xRows+planetoidValSize-1, len(p.testIdx)),
 	}
 	if oneEnd > 0 {
 		notes = append(notes, fmt.Sprintf("%d of %d edges are listed from one end only in the graph dict: stored both ways", oneEnd, g.undirectedEdges))
 	}
-	if missing > 0 {
+	if missing := n - allRows - p.txRows; missing > 0 {
 		notes = append(notes, fmt.Sprintf("%d ids between %d and %d are not in test.index (isolated, featureless nodes): zero features, label -1, in no split, as Kipf's and PyG's loaders pad them", missing, allRows, n-1))
 	}
 	d.meta.Notes = notes
-	d.writeFeatures = func(path string) error {
-		aw, err := CreateArray(path, "<f4", n, dim)
-		if err != nil {
-			return err
+	return d
+}
+
+// writeFeatures writes allx's rows, then each test vertex's tx row, and
+// zeros for the ids test.index lacks.
+func (p *planetoidImport) writeFeatures(path string) error {
+	allx, tx, allRows := p.mats["allx"], p.mats["tx"], p.allRows
+	return writeFeatureRows(p.ctx, path, p.n, p.dim, func(v int64, row []float32) error {
+		switch {
+		case v < allRows:
+			allx.row(v, row)
+		case p.txRow[v-allRows] != planetoidNoRow:
+			tx.row(p.txRow[v-allRows], row)
+		default:
+			clear(row)
 		}
-		row := make([]float32, dim)
-		for v := range n {
-			if v%importCtxCheckLines == 0 {
-				if err := ctx.Err(); err != nil {
-					aw.Abort()
-					return err
-				}
-			}
-			switch {
-			case v < allRows:
-				mats["allx"].row(v, row)
-			case txRow[v-allRows] != noRow:
-				mats["tx"].row(txRow[v-allRows], row)
-			default:
-				clear(row)
-			}
-			if err := aw.Write(row); err != nil {
-				aw.Abort()
-				return err
-			}
-		}
-		return aw.Close()
-	}
-	if err := d.write(out); err != nil {
-		return nil, err
-	}
-	return d.summary("planetoid", el, 0), nil
+		return nil
+	})
 }

@@ -1106,16 +1106,12 @@ func (r *synthRun) writeInt64s(name string, xs []int64) error {
 // so on, which gives exact counts and sorted index files without holding
 // any list. It returns the split sizes.
 func (r *synthRun) writeVertices() ([3]int64, error) {
-	n, dim, classes := r.opt.Nodes, r.opt.FeatureDim, int64(r.opt.Classes)
-	var split [3]int64
-	for i, f := range []float64{r.opt.TrainFraction, r.opt.ValFraction, r.opt.TestFraction} {
-		split[i] = min(int64(math.Round(f*float64(n))), n-split[0]-split[1])
+	n, dim := r.opt.Nodes, r.opt.FeatureDim
+	split, cuts := r.splitSizes()
+	writers, err := r.createVertexArrays(split)
+	if err != nil {
+		return split, err
 	}
-	cuts := [3]int64{split[0], split[0] + split[1], split[0] + split[1] + split[2]}
-	centroids := synthCentroids(r.opt)
-
-	names := []string{FeaturesFile, LabelsFile, TrainFile, ValFile, TestFile}
-	writers := make([]*ArrayWriter, len(names))
 	defer func() {
 		for _, a := range writers {
 			if a != nil {
@@ -1123,83 +1119,22 @@ func (r *synthRun) writeVertices() ([3]int64, error) {
 			}
 		}
 	}()
-	shapes := [][]int64{{n, int64(dim)}, {n}, {split[0]}, {split[1]}, {split[2]}}
-	for i, name := range names {
-		dtype := "<i8"
-		if name == FeaturesFile {
-			dtype = "<f4"
-		}
-		a, err := CreateArray(filepath.Join(r.stage, name), dtype, shapes[i]...)
-		if err != nil {
-			return split, err
-		}
-		writers[i] = a
-	}
-
-	ids := newFeistel(uint64(n), r.opt.Seed^keyPermutation)
-	splitPerm := newFeistel(uint64(n), r.opt.Seed^keySplits)
-	featKey := rng.Mix(r.opt.Seed ^ keyFeatures)
+	gen := newSynthVertexGen(r.opt)
 	rows := max(int64(1024), int64((1<<20)/max(dim, 1)))
-	feats := make([]float32, rows*int64(dim))
-	labels := make([]int64, rows)
-	ranks := make([]int64, rows)
+	chunk := &synthVertexChunk{
+		feats:  make([]float32, rows*int64(dim)),
+		labels: make([]int64, rows),
+		ranks:  make([]int64, rows),
+	}
 	tick := r.log.phase("writing features, labels and splits", n)
-	var lists [3][]int64
 	for lo := int64(0); lo < n; lo += rows {
 		if err := r.ctx.Err(); err != nil {
 			return split, fmt.Errorf("synth: writing features: %w", err)
 		}
-		hi := min(lo+rows, n)
-		k := hi - lo
-		// Workers fill disjoint slices of the chunk; writing stays in order.
-		per := (k + int64(r.workers) - 1) / int64(r.workers)
-		var wg sync.WaitGroup
-		for w0 := int64(0); w0 < k; w0 += per {
-			w1 := min(w0+per, k)
-			wg.Go(func() {
-				src := rand.NewPCG(0, 0)
-				rng := rand.New(src)
-				for j := w0; j < w1; j++ {
-					v := lo + j
-					c := int64(ids.inverse(uint64(v))) % classes
-					labels[j] = c
-					ranks[j] = int64(splitPerm.apply(uint64(v)))
-					if dim == 0 {
-						continue
-					}
-					src.Seed(featKey, uint64(v))
-					row := feats[j*int64(dim) : (j+1)*int64(dim)]
-					cen := centroids[c*int64(dim) : (c+1)*int64(dim)]
-					for d := range row {
-						row[d] = float32(cen[d] + r.opt.NoiseSigma*rng.NormFloat64())
-					}
-				}
-			})
-		}
-		wg.Wait()
-		if err := writers[0].Write(feats[:k*int64(dim)]); err != nil {
+		k := min(lo+rows, n) - lo
+		r.fillVertices(gen, chunk, lo, k)
+		if err := chunk.write(writers, lo, k, dim, cuts); err != nil {
 			return split, err
-		}
-		if err := writers[1].Write(labels[:k]); err != nil {
-			return split, err
-		}
-		for i := range lists {
-			lists[i] = lists[i][:0]
-		}
-		for j := range k {
-			for s, cut := range cuts {
-				if ranks[j] < cut {
-					lists[s] = append(lists[s], lo+j)
-					break
-				}
-			}
-		}
-		for s := range lists {
-			if len(lists[s]) > 0 {
-				if err := writers[2+s].Write(lists[s]); err != nil {
-					return split, err
-				}
-			}
 		}
 		if tick(k) {
 			r.sampleHeap()
@@ -1212,6 +1147,141 @@ func (r *synthRun) writeVertices() ([3]int64, error) {
 		}
 	}
 	return split, nil
+}
+
+// splitSizes rounds the fractions to vertex counts that never exceed
+// Nodes, and returns them with their running sums, the split ranks'
+// cut points.
+func (r *synthRun) splitSizes() (split, cuts [3]int64) {
+	n := r.opt.Nodes
+	for i, f := range []float64{r.opt.TrainFraction, r.opt.ValFraction, r.opt.TestFraction} {
+		split[i] = min(int64(math.Round(f*float64(n))), n-split[0]-split[1])
+	}
+	cuts = [3]int64{split[0], split[0] + split[1], split[0] + split[1] + split[2]}
+	return split, cuts
+}
+
+// createVertexArrays creates the features, labels, train, val and test
+// arrays in the staging directory, in that order; on failure none is
+// left.
+func (r *synthRun) createVertexArrays(split [3]int64) ([]*ArrayWriter, error) {
+	n, dim := r.opt.Nodes, r.opt.FeatureDim
+	names := []string{FeaturesFile, LabelsFile, TrainFile, ValFile, TestFile}
+	shapes := [][]int64{{n, int64(dim)}, {n}, {split[0]}, {split[1]}, {split[2]}}
+	writers := make([]*ArrayWriter, len(names))
+	for i, name := range names {
+		dtype := "<i8"
+		if name == FeaturesFile {
+			dtype = "<f4"
+		}
+		a, err := CreateArray(filepath.Join(r.stage, name), dtype, shapes[i]...)
+		if err != nil {
+			for _, w := range writers[:i] {
+				w.Abort()
+			}
+			return nil, err
+		}
+		writers[i] = a
+	}
+	return writers, nil
+}
+
+// synthVertexGen draws a vertex's class, split rank and features as a
+// pure function of its id; it is safe for concurrent use.
+type synthVertexGen struct {
+	ids, splitPerm feistel
+	featKey        uint64
+	centroids      []float64 // [classes, dim], see synthCentroids
+	classes        int64
+	dim            int64
+	noiseSigma     float64
+}
+
+func newSynthVertexGen(opt SynthOptions) *synthVertexGen {
+	n := uint64(opt.Nodes)
+	return &synthVertexGen{
+		ids:        newFeistel(n, opt.Seed^keyPermutation),
+		splitPerm:  newFeistel(n, opt.Seed^keySplits),
+		featKey:    rng.Mix(opt.Seed ^ keyFeatures),
+		centroids:  synthCentroids(opt),
+		classes:    int64(opt.Classes),
+		dim:        int64(opt.FeatureDim),
+		noiseSigma: opt.NoiseSigma,
+	}
+}
+
+// synthVertexChunk holds one chunk of vertices' rows on their way to the
+// arrays.
+type synthVertexChunk struct {
+	feats         []float32 // [rows, dim]
+	labels, ranks []int64
+	lists         [3][]int64 // the chunk's train, val and test vertices
+}
+
+// fillVertices fills the chunk's first k rows, for vertices lo to
+// lo+k-1. Workers fill disjoint slices of the chunk, each vertex seeded
+// by its id, so the bytes do not depend on the worker count.
+func (r *synthRun) fillVertices(gen *synthVertexGen, c *synthVertexChunk, lo, k int64) {
+	per := (k + int64(r.workers) - 1) / int64(r.workers)
+	var wg sync.WaitGroup
+	for w0 := int64(0); w0 < k; w0 += per {
+		w1 := min(w0+per, k)
+		wg.Go(func() { gen.fill(c, lo, w0, w1) })
+	}
+	wg.Wait()
+}
+
+// fill fills the chunk's rows j0 to j1-1, for vertices lo+j0 to lo+j1-1.
+func (gen *synthVertexGen) fill(c *synthVertexChunk, lo, j0, j1 int64) {
+	src := rand.NewPCG(0, 0)
+	gauss := rand.New(src)
+	dim := gen.dim
+	for j := j0; j < j1; j++ {
+		v := lo + j
+		class := int64(gen.ids.inverse(uint64(v))) % gen.classes
+		c.labels[j] = class
+		c.ranks[j] = int64(gen.splitPerm.apply(uint64(v)))
+		if dim == 0 {
+			continue
+		}
+		src.Seed(gen.featKey, uint64(v))
+		row := c.feats[j*dim : (j+1)*dim]
+		cen := gen.centroids[class*dim : (class+1)*dim]
+		for d := range row {
+			row[d] = float32(cen[d] + gen.noiseSigma*gauss.NormFloat64())
+		}
+	}
+}
+
+// write appends the chunk's first k rows, vertices lo to lo+k-1, to the
+// arrays of createVertexArrays: features and labels, then each vertex to
+// the split its rank falls in, so the split files come out sorted.
+func (c *synthVertexChunk) write(writers []*ArrayWriter, lo, k int64, dim int, cuts [3]int64) error {
+	if err := writers[0].Write(c.feats[:k*int64(dim)]); err != nil {
+		return err
+	}
+	if err := writers[1].Write(c.labels[:k]); err != nil {
+		return err
+	}
+	for i := range c.lists {
+		c.lists[i] = c.lists[i][:0]
+	}
+	for j := range k {
+		for s, cut := range cuts {
+			if c.ranks[j] < cut {
+				c.lists[s] = append(c.lists[s], lo+j)
+				break
+			}
+		}
+	}
+	for s := range c.lists {
+		if len(c.lists[s]) > 0 {
+			if err := writers[2+s].Write(c.lists[s]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // synthCentroids returns the class centroids, row-major [Classes,

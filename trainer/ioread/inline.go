@@ -31,6 +31,118 @@ func softEnterError(err error) bool {
 		errors.Is(err, syscall.EBUSY) || errors.Is(err, syscall.ETIME)
 }
 
+// ringLoop is the state the single-goroutine loops on the ring (runInline,
+// stream) share. A read is pending from prepare until the kernel consumes
+// its SQE, then in the kernel until its CQE is reaped; a ring failure with
+// reads pending or in the kernel leaves their buffers owned by the kernel.
+type ringLoop struct {
+	e        *uringEngine
+	ring     *giouring.Ring
+	c        counters
+	firstErr error
+	stopped  bool
+	retries  []retryMsg // reissues; they own their buffers
+	pending  int        // SQEs prepared, not yet consumed by the kernel
+	inKernel int        // SQEs consumed, CQEs not yet reaped
+	soft     int        // soft io_uring_enter failures in a row
+	cqes     []*giouring.CompletionQueueEvent
+	got      []cqeCopy
+	ngot     int // got[:ngot] are reaped, not yet settled
+	ctxDone  <-chan struct{}
+}
+
+// newRingLoop is a loop on e's ring with nothing issued yet.
+func (e *uringEngine) newRingLoop(ctx context.Context) ringLoop {
+	return ringLoop{
+		e:       e,
+		ring:    e.ring,
+		cqes:    make([]*giouring.CompletionQueueEvent, e.qd),
+		got:     make([]cqeCopy, e.qd),
+		ctxDone: ctx.Done(),
+	}
+}
+
+// halt stops issuing and delivering reads, keeping the first error.
+func (l *ringLoop) halt(err error) {
+	if l.firstErr == nil {
+		l.firstErr = err
+	}
+	l.stopped = true
+}
+
+// watch halts the loop once ctx is done (checked once a round).
+func (l *ringLoop) watch(ctx context.Context) {
+	if l.ctxDone != nil {
+		select {
+		case <-l.ctxDone:
+			l.ctxDone = nil
+			l.halt(ctx.Err())
+		default:
+		}
+	}
+}
+
+// fail gives the ring up after err: the jobs lost (nil ones skipped) keep
+// buffers the kernel may still own, and the Reader is marked broken.
+func (l *ringLoop) fail(err error, lost ...*job) (counters, error) {
+	l.c.broken = err
+	for _, j := range lost {
+		if j != nil {
+			l.e.lost = append(l.e.lost, j)
+		}
+	}
+	if l.firstErr == nil {
+		l.firstErr = err
+	}
+	return l.c, l.firstErr
+}
+
+// done ends a loop with nothing in the kernel: the reissues left (the loop
+// stopped) give their buffers back.
+func (l *ringLoop) done() (counters, error) {
+	for _, m := range l.retries {
+		l.e.free = append(l.e.free, m.slot)
+	}
+	return l.c, l.firstErr
+}
+
+// enter submits and waits for a completion in one system call, then reaps
+// what completed into got. The kernel waits only when it consumed every
+// SQE, so a partial submit (the kernel short of memory, the CQ backed up)
+// returns at once. The caller makes sure a read is pending or in the
+// kernel; an error means the ring is lost.
+func (l *ringLoop) enter() error {
+	var err error
+	if l.pending > 0 {
+		var n uint
+		n, err = l.ring.SubmitAndWait(1)
+		l.pending -= int(n)
+		l.inKernel += int(n)
+	} else if l.ring.CQReady() == 0 {
+		_, err = l.ring.WaitCQE()
+	}
+	if err != nil && !softEnterError(err) {
+		return fmt.Errorf("ioread: io_uring_enter (%d reads to submit, %d in flight): %w", l.pending, l.inKernel, err)
+	}
+	n, err := reapCQEs(l.ring, err, l.cqes, l.got, &l.soft, l.pending, l.inKernel)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		l.inKernel -= n
+		l.ngot = n
+	}
+	return nil
+}
+
+// inlineRun is runInline's state: one job's reads.
+type inlineRun struct {
+	ringLoop
+	j      *job
+	states []readState
+	next   int // first read not yet issued
+}
+
 // runInline is the single-goroutine mode for low queue depths, the loop fio
 // runs: fill the queue up to the depth, submit and wait for the first
 // completion in one io_uring_enter, reap what has completed, settle it
@@ -38,153 +150,100 @@ func softEnterError(err error) bool {
 //
 // It reads the device reads listed in again, then those from from on (the
 // raw loop hands it what it left; a whole job is from 0, again nil).
-// Its bookkeeping is the split mode's: a read is pending from prepare until
-// the kernel consumes its SQE, then in the kernel until its CQE is reaped;
-// a ring failure with reads pending or in the kernel leaves their buffers
-// owned by the kernel, and the Reader is marked broken.
+// Its bookkeeping is the split mode's (ringLoop); a ring failure marks the
+// Reader broken.
+//
+// The per-read loops (issue, settle) are each kept whole in one function,
+// called once a round; a round makes at least one system call.
 func (e *uringEngine) runInline(ctx context.Context, j *job, from int, again []int) (counters, error) {
-	var (
-		c        counters
-		firstErr error
-		stopped  bool
-		ring     = e.ring
-		states   = make([]readState, len(j.reads))
-		retries  []retryMsg // reissues; they own their buffers
-		next     = from     // first read not yet issued
-		pending  int        // SQEs prepared, not yet consumed by the kernel
-		inKernel int        // SQEs consumed, CQEs not yet reaped
-		soft     int        // soft io_uring_enter failures in a row
-		cqes     = make([]*giouring.CompletionQueueEvent, e.qd)
-		got      = make([]cqeCopy, e.qd)
-		ngot     int // got[:ngot] are reaped, not yet settled
-		ctxDone  = ctx.Done()
-	)
+	states := make([]readState, len(j.reads))
+	r := inlineRun{ringLoop: e.newRingLoop(ctx), j: j, states: states, next: from}
 	for _, i := range again { // each takes a staging buffer, as a reissue owns one
 		nf := len(e.free)
-		retries = append(retries, retryMsg{idx: i, slot: e.free[nf-1]})
+		r.retries = append(r.retries, retryMsg{idx: i, slot: e.free[nf-1]})
 		e.free = e.free[:nf-1]
 	}
-	halt := func(err error) {
-		if firstErr == nil {
-			firstErr = err
-		}
-		stopped = true
-	}
-	broken := func(err error) (counters, error) {
-		c.broken = err
-		e.lost = append(e.lost, j)
-		if firstErr == nil {
-			firstErr = err
-		}
-		return c, firstErr
-	}
-	// settle copies the rows of finished reads out, queues the rest of
-	// short ones, and frees their buffers.
-	settle := func(got []cqeCopy) {
-		for _, cq := range got {
-			if stopped {
-				// Cancelled or failed: drain, do not deliver or reissue.
-				e.free = append(e.free, cq.slot())
-				continue
-			}
-			m, reissue, err := e.settleCQE(j, states, cq, &c)
-			if reissue {
-				retries = append(retries, m)
-				continue
-			}
-			e.free = append(e.free, m.slot)
-			if err != nil {
-				halt(err)
-			}
-		}
-	}
 	for {
-		if ctxDone != nil {
-			select {
-			case <-ctxDone:
-				ctxDone = nil
-				halt(ctx.Err())
-			default:
-			}
-		}
-		// Fill the queue: reissues first, they hold buffers already.
-		for !stopped && pending+inKernel < e.qd {
-			var m retryMsg
-			nr, nf := len(retries), len(e.free)
-			switch {
-			case nr > 0:
-				m = retries[nr-1]
-			case next < len(j.reads) && nf > 0:
-				m = retryMsg{idx: next, slot: e.free[nf-1]}
-			default:
-				nf = -1
-			}
-			if nf < 0 {
-				break
-			}
-			sqe := ring.GetSQE()
-			if sqe == nil {
-				c.sqFull++
-				break // the submission queue is full: submit what is in it first
-			}
-			if nr > 0 {
-				retries = retries[:nr-1]
-			} else {
-				e.free = e.free[:nf-1]
-				next++
-			}
-			e.prepare(sqe, j, m, &c)
-			pending++
-		}
-		if pending+inKernel == 0 && ngot == 0 {
+		r.watch(ctx)
+		r.issue()
+		if r.pending+r.inKernel == 0 && r.ngot == 0 {
 			// Every read is settled, or the Read stopped and the kernel
 			// holds no buffer any more.
-			for _, m := range retries {
-				e.free = append(e.free, m.slot)
-			}
-			return c, firstErr
+			return r.done()
 		}
-
-		if ngot > 0 {
-			// Completions were reaped last time round, and the loop above
-			// prepared new reads in spare buffers for their credits: hand
-			// those to the kernel before copying rows out, so the disk
-			// works during the copy. That costs a second io_uring_enter per
-			// round (fio makes two as well), but at low depth the copy would
-			// otherwise sit between one read and the next.
-			if err := submitPending(ring, &pending, &inKernel); err != nil {
-				return broken(err)
+		if r.ngot > 0 {
+			// Completions were reaped last time round, and issue prepared
+			// new reads in spare buffers for their credits: hand those to
+			// the kernel before copying rows out, so the disk works during
+			// the copy. That costs a second io_uring_enter per round (fio
+			// makes two as well), but at low depth the copy would otherwise
+			// sit between one read and the next.
+			if err := submitPending(r.ring, &r.pending, &r.inKernel); err != nil {
+				return r.fail(err, j)
 			}
-			settle(got[:ngot])
-			ngot = 0
+			r.settle(r.got[:r.ngot])
+			r.ngot = 0
 			continue
 		}
-
-		// Submit and wait for a completion in one system call. The kernel
-		// waits only when it consumed every SQE, so a partial submit (the
-		// kernel short of memory, the CQ backed up) returns at once.
-		var err error
-		if pending > 0 {
-			var n uint
-			n, err = ring.SubmitAndWait(1)
-			pending -= int(n)
-			inKernel += int(n)
-		} else if ring.CQReady() == 0 {
-			_, err = ring.WaitCQE()
+		if err := r.enter(); err != nil {
+			return r.fail(err, j)
 		}
-		if err != nil && !softEnterError(err) {
-			return broken(fmt.Errorf("ioread: io_uring_enter (%d reads to submit, %d in flight): %w", pending, inKernel, err))
-		}
+	}
+}
 
-		n, err := reapCQEs(ring, err, cqes, got, &soft, pending, inKernel)
+// issue fills the queue up to the depth: reissues first, they hold buffers
+// already.
+func (r *inlineRun) issue() {
+	e, j := r.e, r.j
+	for !r.stopped && r.pending+r.inKernel < e.qd {
+		var m retryMsg
+		nr, nf := len(r.retries), len(e.free)
+		switch {
+		case nr > 0:
+			m = r.retries[nr-1]
+		case r.next < len(j.reads) && nf > 0:
+			m = retryMsg{idx: r.next, slot: e.free[nf-1]}
+		default:
+			nf = -1
+		}
+		if nf < 0 {
+			break
+		}
+		sqe := r.ring.GetSQE()
+		if sqe == nil {
+			r.c.sqFull++
+			break // the submission queue is full: submit what is in it first
+		}
+		if nr > 0 {
+			r.retries = r.retries[:nr-1]
+		} else {
+			e.free = e.free[:nf-1]
+			r.next++
+		}
+		e.prepare(sqe, j, m, &r.c)
+		r.pending++
+	}
+}
+
+// settle copies the rows of finished reads out, queues the rest of short
+// ones, and frees their buffers.
+func (r *inlineRun) settle(got []cqeCopy) {
+	e := r.e
+	for _, cq := range got {
+		if r.stopped {
+			// Cancelled or failed: drain, do not deliver or reissue.
+			e.free = append(e.free, cq.slot())
+			continue
+		}
+		m, reissue, err := e.settleCQE(r.j, r.states, cq, &r.c)
+		if reissue {
+			r.retries = append(r.retries, m)
+			continue
+		}
+		e.free = append(e.free, m.slot)
 		if err != nil {
-			return broken(err)
+			r.halt(err)
 		}
-		if n == 0 {
-			continue
-		}
-		inKernel -= n
-		ngot = n
 	}
 }
 

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-
-	"github.com/pawelgaczynski/giouring"
 )
 
 // preadChunk is how many requests one pread participant takes from a stream
@@ -149,191 +147,152 @@ func (k *uringChunk) live() bool { return k.j != nil && (k.next < len(k.j.reads)
 // chunkBit marks a read of the second chunk in an SQE's read index.
 const chunkBit = 1 << 31
 
+// uringStream is stream's state: the source and the two chunks reads are
+// taken from.
+type uringStream struct {
+	ringLoop // retries' idx carries chunkBit
+	src      *streamSrc
+	chunks   [2]uringChunk
+	cur      int  // the chunk reads are issued from
+	ended    bool // the source returned 0 (or failed)
+}
+
 // stream runs a Stream in one goroutine, the inline loop's way (runInline):
 // fill the queue, submit and wait in one io_uring_enter, reap, resubmit
 // before copying rows out. Reads come from two alternating chunks of about
-// 4 x qd requests.
+// 4 x qd requests. As in runInline, the per-read loops (issue, settle) are
+// each kept whole in one function, called once a round.
 func (e *uringEngine) stream(ctx context.Context, src *streamSrc) (counters, error) {
-	var (
-		c        counters
-		firstErr error
-		stopped  bool
-		ended    bool // the source returned 0 (or failed)
-		ring     = e.ring
-		chunks   [2]uringChunk
-		cur      int        // the chunk reads are issued from
-		retries  []retryMsg // reissues; idx carries chunkBit; they own their buffers
-		pending  int
-		inKernel int
-		soft     int
-		cqes     = make([]*giouring.CompletionQueueEvent, e.qd)
-		got      = make([]cqeCopy, e.qd)
-		ngot     int
-		ctxDone  = ctx.Done()
-	)
-	for i := range chunks {
-		chunks[i].reqs = make([]Request, max(4*e.qd, 64))
-	}
-	halt := func(err error) {
-		if firstErr == nil {
-			firstErr = err
-		}
-		stopped = true
-	}
-	broken := func(err error) (counters, error) {
-		c.broken = err
-		for _, k := range chunks {
-			if k.j != nil {
-				e.lost = append(e.lost, k.j)
-			}
-		}
-		if firstErr == nil {
-			firstErr = err
-		}
-		return c, firstErr
-	}
-	// issuable returns the chunk to take the next new read from, refilling
-	// one from the source when both are used up; -1 when there is none.
-	issuable := func() int {
-		for range 2 {
-			k := &chunks[cur]
-			if k.j != nil && k.next < len(k.j.reads) {
-				return cur
-			}
-			other := &chunks[1-cur]
-			// A chunk of zero-length requests plans no reads: take another.
-			for !other.live() && !ended {
-				j, err := src.fill(other.reqs, &other.sc)
-				switch {
-				case err != nil:
-					ended = true
-					halt(err)
-					return -1
-				case j == nil:
-					ended = true
-					return -1
-				}
-				other.j, other.next, other.open = j, 0, 0
-				other.states = grow(other.states, len(j.reads))
-				clear(other.states)
-			}
-			if other.j == nil || other.next >= len(other.j.reads) {
-				return -1
-			}
-			cur = 1 - cur
-		}
-		return -1
-	}
-	settle := func(got []cqeCopy) {
-		for _, cq := range got {
-			idx := int(cq.ud >> 32)
-			k := &chunks[0]
-			if idx&chunkBit != 0 {
-				k = &chunks[1]
-			}
-			if stopped {
-				e.free = append(e.free, cq.slot())
-				k.open--
-				continue
-			}
-			m, reissue, err := e.settleCQE(k.j, k.states, cqeCopy{ud: userData(idx&^chunkBit, cq.slot()), res: cq.res}, &c)
-			if reissue {
-				m.idx = idx
-				retries = append(retries, m)
-				continue
-			}
-			k.open--
-			e.free = append(e.free, m.slot)
-			if err != nil {
-				halt(err)
-			}
-		}
+	s := uringStream{ringLoop: e.newRingLoop(ctx), src: src}
+	for i := range s.chunks {
+		s.chunks[i].reqs = make([]Request, max(4*e.qd, 64))
 	}
 	for {
-		if ctxDone != nil {
-			select {
-			case <-ctxDone:
-				ctxDone = nil
-				halt(ctx.Err())
-			default:
-			}
+		s.watch(ctx)
+		s.issue()
+		if s.pending+s.inKernel == 0 && s.ngot == 0 && (s.stopped || !s.chunks[0].live() && !s.chunks[1].live() && s.ended) {
+			return s.done()
 		}
-		for !stopped && pending+inKernel < e.qd {
-			var m retryMsg
-			nr, nf := len(retries), len(e.free)
-			ki := -1
-			switch {
-			case nr > 0:
-				m = retries[nr-1]
-			case nf > 0:
-				if ki = issuable(); ki >= 0 {
-					m = retryMsg{idx: chunks[ki].next, slot: e.free[nf-1]}
-				}
+		if s.ngot > 0 {
+			if err := submitPending(s.ring, &s.pending, &s.inKernel); err != nil {
+				return s.fail(err, s.chunks[0].j, s.chunks[1].j)
 			}
-			if nr == 0 && ki < 0 {
-				break
-			}
-			sqe := ring.GetSQE()
-			if sqe == nil {
-				c.sqFull++
-				break
-			}
-			k := &chunks[m.idx>>31&1]
-			if nr > 0 {
-				retries = retries[:nr-1]
-			} else {
-				k = &chunks[ki]
-				e.free = e.free[:nf-1]
-				k.next++
-				k.open++
-				if ki == 1 {
-					m.idx |= chunkBit
-				}
-			}
-			e.prepare(sqe, k.j, retryMsg{idx: m.idx &^ chunkBit, slot: m.slot, done: m.done}, &c)
-			sqe.UserData = userData(m.idx, m.slot)
-			pending++
-		}
-		if pending+inKernel == 0 && ngot == 0 && (stopped || !chunks[0].live() && !chunks[1].live() && ended) {
-			for _, m := range retries {
-				e.free = append(e.free, m.slot)
-			}
-			return c, firstErr
-		}
-		if ngot > 0 {
-			if err := submitPending(ring, &pending, &inKernel); err != nil {
-				return broken(err)
-			}
-			settle(got[:ngot])
-			ngot = 0
+			s.settle(s.got[:s.ngot])
+			s.ngot = 0
 			continue
 		}
-		var err error
-		switch {
-		case pending > 0:
-			var n uint
-			n, err = ring.SubmitAndWait(1)
-			pending -= int(n)
-			inKernel += int(n)
-		case inKernel > 0 && ring.CQReady() == 0:
-			_, err = ring.WaitCQE()
-		case inKernel == 0:
+		if s.pending+s.inKernel == 0 {
 			// Nothing in flight and nothing to issue, yet a chunk is live:
 			// reissues wait for buffers, which cannot happen with none in
 			// flight. Defensive: stop rather than spin.
-			return broken(fmt.Errorf("ioread: stream stalled with %d retries and %d free buffers", len(retries), len(e.free)))
+			return s.fail(fmt.Errorf("ioread: stream stalled with %d retries and %d free buffers", len(s.retries), len(e.free)), s.chunks[0].j, s.chunks[1].j)
 		}
-		if err != nil && !softEnterError(err) {
-			return broken(fmt.Errorf("ioread: io_uring_enter (%d reads to submit, %d in flight): %w", pending, inKernel, err))
+		if err := s.enter(); err != nil {
+			return s.fail(err, s.chunks[0].j, s.chunks[1].j)
 		}
-		n, err := reapCQEs(ring, err, cqes, got, &soft, pending, inKernel)
-		if err != nil {
-			return broken(err)
+	}
+}
+
+// issue fills the queue up to the depth: reissues first, they hold buffers
+// already; then new reads of the current chunk.
+func (s *uringStream) issue() {
+	e := s.e
+	for !s.stopped && s.pending+s.inKernel < e.qd {
+		var m retryMsg
+		nr, nf := len(s.retries), len(e.free)
+		ki := -1
+		switch {
+		case nr > 0:
+			m = s.retries[nr-1]
+		case nf > 0:
+			if ki = s.issuable(); ki >= 0 {
+				m = retryMsg{idx: s.chunks[ki].next, slot: e.free[nf-1]}
+			}
 		}
-		if n == 0 {
+		if nr == 0 && ki < 0 {
+			break
+		}
+		sqe := s.ring.GetSQE()
+		if sqe == nil {
+			s.c.sqFull++
+			break
+		}
+		k := &s.chunks[m.idx>>31&1]
+		if nr > 0 {
+			s.retries = s.retries[:nr-1]
+		} else {
+			k = &s.chunks[ki]
+			e.free = e.free[:nf-1]
+			k.next++
+			k.open++
+			if ki == 1 {
+				m.idx |= chunkBit
+			}
+		}
+		e.prepare(sqe, k.j, retryMsg{idx: m.idx &^ chunkBit, slot: m.slot, done: m.done}, &s.c)
+		sqe.UserData = userData(m.idx, m.slot)
+		s.pending++
+	}
+}
+
+// issuable returns the chunk to take the next new read from, refilling
+// one from the source when both are used up; -1 when there is none.
+func (s *uringStream) issuable() int {
+	for range 2 {
+		k := &s.chunks[s.cur]
+		if k.j != nil && k.next < len(k.j.reads) {
+			return s.cur
+		}
+		other := &s.chunks[1-s.cur]
+		// A chunk of zero-length requests plans no reads: take another.
+		for !other.live() && !s.ended {
+			j, err := s.src.fill(other.reqs, &other.sc)
+			switch {
+			case err != nil:
+				s.ended = true
+				s.halt(err)
+				return -1
+			case j == nil:
+				s.ended = true
+				return -1
+			}
+			other.j, other.next, other.open = j, 0, 0
+			other.states = grow(other.states, len(j.reads))
+			clear(other.states)
+		}
+		if other.j == nil || other.next >= len(other.j.reads) {
+			return -1
+		}
+		s.cur = 1 - s.cur
+	}
+	return -1
+}
+
+// settle copies the rows of finished reads out, queues the rest of short
+// ones, and frees their buffers; each CQE's read index says its chunk.
+func (s *uringStream) settle(got []cqeCopy) {
+	e := s.e
+	for _, cq := range got {
+		idx := int(cq.ud >> 32)
+		k := &s.chunks[0]
+		if idx&chunkBit != 0 {
+			k = &s.chunks[1]
+		}
+		if s.stopped {
+			e.free = append(e.free, cq.slot())
+			k.open--
 			continue
 		}
-		inKernel -= n
-		ngot = n
+		m, reissue, err := e.settleCQE(k.j, k.states, cqeCopy{ud: userData(idx&^chunkBit, cq.slot()), res: cq.res}, &s.c)
+		if reissue {
+			m.idx = idx
+			s.retries = append(s.retries, m)
+			continue
+		}
+		k.open--
+		e.free = append(e.free, m.slot)
+		if err != nil {
+			s.halt(err)
+		}
 	}
 }
