@@ -127,7 +127,7 @@ func TestRenderSection(t *testing.T) {
 		"Not run: `make bench BENCH_FULL=1` runs it (10 GB).",
 		"Carried from the run of 2026-11-20 09:00 UTC on Intel Xeon, 2 CPUs",
 		"Wall time over 3 runs: 0.4 s median [0.3-0.5].",
-		"```text\nline one\n```\n(1 more lines",
+		"```text\nline one\n```\n(1 more line in",
 		"### Recorded: On a GPU\n\nMeasured 2026-11-27 on one H200.",
 		"| gemm | 39.7 TFLOP/s |",
 		"Its runs took 60 s.",
