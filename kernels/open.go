@@ -31,28 +31,24 @@ type OpenOptions struct {
 	BLASThreads int
 }
 
-func flagErrorf(format string, args ...any) error {
-	return &inputerr.Error{Msg: fmt.Sprintf(format, args...)}
-}
-
 // Open opens the backends o asks for: one CPU backend, or one GPU backend
 // per GPU (a training worker each), and notes what the user should know
 // about them. Errors name the flag (--device, --gpus, --blas, --blas-threads).
 func Open(o OpenOptions) (bs []Backend, notes []string, err error) {
 	if o.BLASThreads < 0 {
-		return nil, nil, flagErrorf("--blas-threads: %d (valid: >= 1, or 0 for auto)", o.BLASThreads)
+		return nil, nil, inputerr.Errorf("", "", "--blas-threads: %d (valid: >= 1, or 0 for auto)", o.BLASThreads)
 	}
 	if o.BLASThreads > 0 && o.Device != DeviceCPU {
-		return nil, nil, flagErrorf("--blas-threads %d: only with --device cpu", o.BLASThreads)
+		return nil, nil, inputerr.Errorf("", "", "--blas-threads %d: only with --device cpu", o.BLASThreads)
 	}
 	switch o.Device {
 	case DeviceCPU:
 		if o.GPUs != "" {
-			return nil, nil, flagErrorf("--gpus %s: needs --device cuda", o.GPUs)
+			return nil, nil, inputerr.Errorf("", "", "--gpus %s: needs --device cuda", o.GPUs)
 		}
 		cpu, err := NewCPU(CPUOptions{Threads: o.Threads, BLAS: o.BLAS, BLASThreads: o.BLASThreads})
 		if err != nil {
-			return nil, nil, flagErrorf("--blas: %v", err)
+			return nil, nil, inputerr.Errorf("", "", "--blas: %v", err)
 		}
 		if n := cpu.Note(); n != "" {
 			notes = append(notes, n)
@@ -61,15 +57,15 @@ func Open(o OpenOptions) (bs []Backend, notes []string, err error) {
 	case DeviceCUDA:
 		n, err := CUDACount()
 		if err != nil {
-			return nil, nil, flagErrorf("--device cuda: %v", err)
+			return nil, nil, inputerr.Errorf("", "", "--device cuda: %v", err)
 		}
 		ords, err := GPUOrdinals(o.GPUs, n, o.PlannedGPUs)
 		if err != nil {
-			return nil, nil, flagErrorf("--device cuda: %v", err)
+			return nil, nil, inputerr.Errorf("", "", "--device cuda: %v", err)
 		}
 		gs, err := NewCUDAs(ords)
 		if err != nil {
-			return nil, nil, flagErrorf("--device cuda: %v", err)
+			return nil, nil, inputerr.Errorf("", "", "--device cuda: %v", err)
 		}
 		for _, g := range gs {
 			bs = append(bs, g)
@@ -88,7 +84,7 @@ func Open(o OpenOptions) (bs []Backend, notes []string, err error) {
 		}
 		return bs, []string{"--device cuda-emulated runs the CUDA kernels on the CPU one thread at a time: it checks the GPU code path, slowly; its times say nothing about a GPU"}, nil
 	}
-	return nil, nil, flagErrorf("--device %q: valid: %s, %s, %s", o.Device, DeviceCPU, DeviceCUDA, DeviceCUDAEmulated)
+	return nil, nil, inputerr.Errorf("", "", "--device %q: valid: %s, %s, %s", o.Device, DeviceCPU, DeviceCUDA, DeviceCUDAEmulated)
 }
 
 // GPUOrdinals reads --gpus: "all", a count N (the first N GPUs), or a
@@ -158,14 +154,14 @@ func EmulatedGPUs(gpus string, n int, flag string) ([]*GPU, error) {
 	if gpus != "" {
 		var err error
 		if n, err = strconv.Atoi(gpus); err != nil || n < 1 {
-			return nil, flagErrorf("--gpus %q: with %s %s, a count N >= 1", gpus, flag, DeviceCUDAEmulated)
+			return nil, inputerr.Errorf("", "", "--gpus %q: with %s %s, a count N >= 1", gpus, flag, DeviceCUDAEmulated)
 		}
 	}
 	gs := make([]*GPU, n)
 	for i := range gs {
 		g, err := NewEmulatedGPU(i, 0)
 		if err != nil {
-			return nil, flagErrorf("%s %s: %v", flag, DeviceCUDAEmulated, err)
+			return nil, inputerr.Errorf("", "", "%s %s: %v", flag, DeviceCUDAEmulated, err)
 		}
 		gs[i] = g
 	}

@@ -320,33 +320,26 @@ func unitName(u string) string {
 	return u
 }
 
+// decimalScale is the power of 1000 (1e9, 1e6, 1e3 or 1) v reads best
+// in, and that scale's suffix among suffixes.
+func decimalScale(v float64, suffixes [4]string) (float64, string) {
+	for i, p := range []float64{1e9, 1e6, 1e3} {
+		if math.Abs(v) >= p {
+			return p, suffixes[i]
+		}
+	}
+	return 1, suffixes[3]
+}
+
 // formatStat writes "median [min-max] unit" in the unit the median reads
 // best in; the range is left out when every repetition gave the same value.
 func formatStat(s stat, unit string) string {
 	scale, suffix := 1.0, ""
 	switch unit {
 	case "ns/op":
-		switch a := math.Abs(s.Median); {
-		case a >= 1e9:
-			scale, suffix = 1e9, " s"
-		case a >= 1e6:
-			scale, suffix = 1e6, " ms"
-		case a >= 1e3:
-			scale, suffix = 1e3, " µs"
-		default:
-			suffix = " ns"
-		}
+		scale, suffix = decimalScale(s.Median, [4]string{" s", " ms", " µs", " ns"})
 	case "B/op":
-		switch a := math.Abs(s.Median); {
-		case a >= 1e9:
-			scale, suffix = 1e9, " GB"
-		case a >= 1e6:
-			scale, suffix = 1e6, " MB"
-		case a >= 1e3:
-			scale, suffix = 1e3, " kB"
-		default:
-			suffix = " B"
-		}
+		scale, suffix = decimalScale(s.Median, [4]string{" GB", " MB", " kB", " B"})
 	default:
 		switch a := math.Abs(s.Median); {
 		case a >= 1e9:

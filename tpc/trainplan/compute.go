@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/tpc"
 	"github.com/gnnplan/gnnplan/trainer"
@@ -160,7 +161,7 @@ func measureSampler(ctx context.Context, dir string, c *store.ComputeProfile, pr
 		c.SamplerGraph = fmt.Sprintf("%s (%d vertices)", dir, g.Meta.NumNodes)
 	}
 	if len(g.Train) == 0 {
-		return usagef("--dataset %s: no training split to draw seeds from", dir)
+		return inputerr.Errorf("", "", "--dataset %s: no training split to draw seeds from", dir)
 	}
 	fmt.Fprintf(progress, "profile: sampling on one core ...\n")
 	r, err := sample.MeasureRate(ctx, g, sample.SamplerOptions{Fanouts: []int{25, 10}, BatchSize: 1024, Seed: 1, Shuffle: true}, time.Second)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/trainer/store"
 )
@@ -29,16 +30,16 @@ func MeasureGPUs(ctx context.Context, device, gpus string, seconds float64, prog
 				}
 				return nil, nil, nil
 			}
-			return nil, nil, usagef("--gpu-device cuda: %v", err)
+			return nil, nil, inputerr.Errorf("", "", "--gpu-device cuda: %v", err)
 		}
 		ords, err := kernels.GPUOrdinals(gpus, n, 0)
 		if err != nil {
-			return nil, nil, usagef("--gpu-device cuda: %v", err)
+			return nil, nil, inputerr.Errorf("", "", "--gpu-device cuda: %v", err)
 		}
 		for _, i := range ords {
 			g, err := kernels.NewCUDA(i)
 			if err != nil {
-				return nil, nil, usagef("--gpu-device cuda: %v", err)
+				return nil, nil, inputerr.Errorf("", "", "--gpu-device cuda: %v", err)
 			}
 			gs = append(gs, g)
 		}
@@ -51,7 +52,7 @@ func MeasureGPUs(ctx context.Context, device, gpus string, seconds float64, prog
 		// rates that describe the CPU.
 		copyBytes, shape = 4<<20, [3]int{256, 64, 64}
 	default:
-		return nil, nil, usagef("--gpu-device %q: valid: auto, cuda, cuda-emulated, none", device)
+		return nil, nil, inputerr.Errorf("", "", "--gpu-device %q: valid: auto, cuda, cuda-emulated, none", device)
 	}
 	var out []store.GPUProfile
 	for _, g := range gs {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/tpc"
 	"github.com/gnnplan/gnnplan/trainer"
@@ -219,7 +220,7 @@ func diskRate(ctx context.Context, in PredictInput, c *tpc.BatchCosts, pr traine
 	if prof := in.Measured; prof != nil {
 		row := in.Store.Dim() * 4
 		if prof.FeatureBytes != row {
-			return usagef("--measured %s: profiled at %d-byte reads, the dataset's rows are %d bytes (run gnnplan profile --feature-bytes %d)", in.MeasuredPath, prof.FeatureBytes, row, row)
+			return inputerr.Errorf("", "", "--measured %s: profiled at %d-byte reads, the dataset's rows are %d bytes (run gnnplan profile --feature-bytes %d)", in.MeasuredPath, prof.FeatureBytes, row, row)
 		}
 		c.DiskRowsPerS, c.DiskCPURowS = ProfiledDisks(prof)
 		c.Source += fmt.Sprintf("; disk rows/s from %s at queue depth near %d", in.MeasuredPath, store.DefaultQueueDepth)

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/tpc"
 	"github.com/gnnplan/gnnplan/trainer"
@@ -158,10 +159,10 @@ func (r *Session) setUp(o *RunFlags) error {
 	r.Options.Workers = max(o.Workers, 1)
 	m := r.Graph.Meta
 	if m.NumClasses < 2 || len(r.Graph.Train) == 0 {
-		return usagef("--dataset %s: it has no labels or no training split to train on (num_classes %d, %d training vertices)", r.Dir, m.NumClasses, len(r.Graph.Train))
+		return inputerr.Errorf("", "", "--dataset %s: it has no labels or no training split to train on (num_classes %d, %d training vertices)", r.Dir, m.NumClasses, len(r.Graph.Train))
 	}
 	if len(r.Options.Fanouts) > 0 && m.FeatureDim == 0 {
-		return usagef("--dataset %s: it has no features to train on", r.Dir)
+		return inputerr.Errorf("", "", "--dataset %s: it has no features to train on", r.Dir)
 	}
 	ko := kernels.OpenOptions{Device: o.Device, GPUs: o.GPUs, Threads: o.Threads, BLAS: o.BLAS, BLASThreads: o.BLASThreads}
 	if r.Plan != nil {
@@ -194,7 +195,7 @@ func (r *Session) setUp(o *RunFlags) error {
 	}
 	if len(bs) > 1 { // one worker per GPU
 		if o.Set("workers") && o.Workers != len(bs) {
-			return usagef("--workers %d: --device %s runs one worker per GPU, and --gpus gives %d", o.Workers, o.Device, len(bs))
+			return inputerr.Errorf("", "", "--workers %d: --device %s runs one worker per GPU, and --gpus gives %d", o.Workers, o.Device, len(bs))
 		}
 		r.Options.Workers, r.Options.Backends = len(bs), bs
 	}
@@ -253,13 +254,13 @@ func batchName(b int) string {
 // has no GPU backend, unless --workers runs its layout on CPU workers.
 func checkComputeDevices(o *RunFlags, plan *tpc.Plan) error {
 	if o.Workers < 0 {
-		return usagef("--workers: %d (valid: >= 1)", o.Workers)
+		return inputerr.Errorf("", "", "--workers: %d (valid: >= 1)", o.Workers)
 	}
 	if plan == nil || plan.Hardware.GPUs == 0 || o.Set("workers") || o.Device != kernels.DeviceCPU {
 		return nil
 	}
 	h := plan.Hardware
-	return usagef("--plan %s: the plan trains on %d x %s GPU and this build has no GPU backend (this machine: %d CPU cores, %s); to run its layout on CPU workers instead, add --workers %d",
+	return inputerr.Errorf("", "", "--plan %s: the plan trains on %d x %s GPU and this build has no GPU backend (this machine: %d CPU cores, %s); to run its layout on CPU workers instead, add --workers %d",
 		o.Plan, h.GPUs, h.GPUModel, runtime.NumCPU(), kernels.DescribeLocalGPUs(), h.GPUs)
 }
 

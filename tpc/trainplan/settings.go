@@ -35,10 +35,6 @@ type Flags struct {
 
 func (f *Flags) set(name string) bool { return f.Set != nil && f.Set(name) }
 
-func usagef(format string, args ...any) error {
-	return &inputerr.Error{Msg: fmt.Sprintf(format, args...)}
-}
-
 // Settings merges the model's paper defaults, the plan's workload (nil:
 // none) and the flags, in that order of precedence (flags win).
 func Settings(f Flags, plan *tpc.Plan) (trainer.Options, error) {
@@ -58,7 +54,7 @@ func Settings(f Flags, plan *tpc.Plan) (trainer.Options, error) {
 		to.Fanouts = fo
 	}
 	if f.set("layers") && f.Layers != len(to.Fanouts) {
-		return trainer.Options{}, usagef("--layers %d but %d fanouts (%s): give one fanout per layer, e.g. --fanouts %s",
+		return trainer.Options{}, inputerr.Errorf("", "", "--layers %d but %d fanouts (%s): give one fanout per layer, e.g. --fanouts %s",
 			f.Layers, len(to.Fanouts), FormatFanouts(to.Fanouts), exampleFanouts(f.Layers))
 	}
 	if err := applyCounts(&to, f, kind); err != nil {
@@ -74,7 +70,7 @@ func Settings(f Flags, plan *tpc.Plan) (trainer.Options, error) {
 		to.Seed = f.Seed
 	}
 	if f.Threads < 0 {
-		return trainer.Options{}, usagef("--threads: %d (valid: >= 1, or 0 for one per core)", f.Threads)
+		return trainer.Options{}, inputerr.Errorf("", "", "--threads: %d (valid: >= 1, or 0 for one per core)", f.Threads)
 	}
 	to.Threads = f.Threads
 	to.Checkpoint, to.Resume = f.Checkpoint, f.Resume
@@ -87,14 +83,14 @@ func modelKind(f Flags, plan *tpc.Plan) (nn.Kind, error) {
 	if plan != nil && plan.Workload.Model != "" {
 		k, err := nn.ParseKind(plan.Workload.Model)
 		if err != nil {
-			return kind, usagef("--plan %s: workload.model %q (valid: graphsage, gcn, gat)", f.Plan, plan.Workload.Model)
+			return kind, inputerr.Errorf("", "", "--plan %s: workload.model %q (valid: graphsage, gcn, gat)", f.Plan, plan.Workload.Model)
 		}
 		kind = k
 	}
 	if f.set("model") {
 		k, err := nn.ParseKind(f.Model)
 		if err != nil {
-			return kind, usagef("--model: %q (valid: graphsage, gcn, gat)", f.Model)
+			return kind, inputerr.Errorf("", "", "--model: %q (valid: graphsage, gcn, gat)", f.Model)
 		}
 		kind = k
 	}
@@ -137,12 +133,12 @@ func applyCounts(to *trainer.Options, f Flags, kind nn.Kind) error {
 			continue
 		}
 		if c.val < c.min {
-			return usagef("--%s: %d (valid: >= %d)", c.flag, c.val, c.min)
+			return inputerr.Errorf("", "", "--%s: %d (valid: >= %d)", c.flag, c.val, c.min)
 		}
 		*c.dst = c.val
 	}
 	if f.set("heads") && kind != nn.GAT {
-		return usagef("--heads: only GAT has attention heads (--model gat)")
+		return inputerr.Errorf("", "", "--heads: only GAT has attention heads (--model gat)")
 	}
 	return nil
 }
@@ -166,7 +162,7 @@ func applyRates(to *trainer.Options, f Flags, kind nn.Kind) error {
 			continue
 		}
 		if !(c.val >= c.min && c.val <= c.max) {
-			return usagef("--%s: %v (valid: %s)", c.flag, c.val, c.valid)
+			return inputerr.Errorf("", "", "--%s: %v (valid: %s)", c.flag, c.val, c.valid)
 		}
 		*c.dst = float32(c.val)
 	}
@@ -185,7 +181,7 @@ func ParseFanouts(s string) ([]int, error) {
 	for _, p := range strings.Split(s, ",") {
 		v, err := strconv.Atoi(strings.TrimSpace(p))
 		if err != nil || v == 0 || v < -1 {
-			return nil, usagef("--fanouts: %q (valid: comma-separated counts >= 1, or -1 for every neighbour, e.g. 25,10)", s)
+			return nil, inputerr.Errorf("", "", "--fanouts: %q (valid: comma-separated counts >= 1, or -1 for every neighbour, e.g. 25,10)", s)
 		}
 		out = append(out, v)
 	}
@@ -212,11 +208,11 @@ func CheckMatches(p *tpc.Plan, m dataset.Meta, path string) error {
 	w := p.Workload
 	switch {
 	case w.Vertices != m.NumNodes:
-		return usagef("--plan %s: workload %q has %d vertices, dataset %s has %d (make the plan with recommend --dataset)", path, w.Name, w.Vertices, m.Name, m.NumNodes)
+		return inputerr.Errorf("", "", "--plan %s: workload %q has %d vertices, dataset %s has %d (make the plan with recommend --dataset)", path, w.Name, w.Vertices, m.Name, m.NumNodes)
 	case w.FeatureDim != m.FeatureDim:
-		return usagef("--plan %s: workload %q has %d features per vertex, dataset %s has %d", path, w.Name, w.FeatureDim, m.Name, m.FeatureDim)
+		return inputerr.Errorf("", "", "--plan %s: workload %q has %d features per vertex, dataset %s has %d", path, w.Name, w.FeatureDim, m.Name, m.FeatureDim)
 	case w.Classes > 1 && w.Classes != m.NumClasses:
-		return usagef("--plan %s: workload %q has %d classes, dataset %s has %d", path, w.Name, w.Classes, m.Name, m.NumClasses)
+		return inputerr.Errorf("", "", "--plan %s: workload %q has %d classes, dataset %s has %d", path, w.Name, w.Classes, m.Name, m.NumClasses)
 	}
 	return nil
 }

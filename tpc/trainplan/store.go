@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 	"github.com/gnnplan/gnnplan/trainer/sample"
 	"github.com/gnnplan/gnnplan/trainer/store"
@@ -42,25 +43,25 @@ func OpenStore(dir string, m dataset.Meta, o StoreFlags, copyThreads int) (*stor
 	case "memory":
 	case "store":
 		if !have && o.FromPlan {
-			return nil, usagef("--plan %s trains at cache %.0f%%, reading the other rows from the dataset's feature store, and %s has none: lay the dataset out over this machine's disks first (gnnplan recommend --dataset %s --gpus 1 --save layout.json; gnnplan place --plan layout.json --dataset %s --materialize --ssd-dir DIR), or train in memory with --features memory",
+			return nil, inputerr.Errorf("", "", "--plan %s trains at cache %.0f%%, reading the other rows from the dataset's feature store, and %s has none: lay the dataset out over this machine's disks first (gnnplan recommend --dataset %s --gpus 1 --save layout.json; gnnplan place --plan layout.json --dataset %s --materialize --ssd-dir DIR), or train in memory with --features memory",
 				o.PlanPath, 100*o.CacheFraction, dir, dir, dir)
 		}
 		if !have {
-			return nil, usagef("--features store: %s has no feature store (%s); lay it out and write the SSD bins first: gnnplan place --plan plan.json --dataset %s --materialize --ssd-dir DIR", dir, store.ManifestFile, dir)
+			return nil, inputerr.Errorf("", "", "--features store: %s has no feature store (%s); lay it out and write the SSD bins first: gnnplan place --plan plan.json --dataset %s --materialize --ssd-dir DIR", dir, store.ManifestFile, dir)
 		}
 		use = true
 	default:
-		return nil, usagef("--features %q (valid: auto, memory, store)", o.Features)
+		return nil, inputerr.Errorf("", "", "--features %q (valid: auto, memory, store)", o.Features)
 	}
 	override := o.Set != nil && o.Set("cache-fraction")
 	if o.CacheOrder != "hottest" && o.CacheOrder != "random" {
-		return nil, usagef("--cache-order %q (valid: hottest, random)", o.CacheOrder)
+		return nil, inputerr.Errorf("", "", "--cache-order %q (valid: hottest, random)", o.CacheOrder)
 	}
 	if o.Set != nil && o.Set("cache-order") && !override {
-		return nil, usagef("--cache-order picks the rows of --cache-fraction's cache: give --cache-fraction too")
+		return nil, inputerr.Errorf("", "", "--cache-order picks the rows of --cache-fraction's cache: give --cache-fraction too")
 	}
 	if override && !use {
-		return nil, usagef("--cache-fraction applies to training out of core, and %s has no feature store in use (--features %s); materialize one with gnnplan place --materialize", dir, o.Features)
+		return nil, inputerr.Errorf("", "", "--cache-fraction applies to training out of core, and %s has no feature store in use (--features %s); materialize one with gnnplan place --materialize", dir, o.Features)
 	}
 	if !use {
 		return nil, nil
@@ -69,7 +70,7 @@ func OpenStore(dir string, m dataset.Meta, o StoreFlags, copyThreads int) (*stor
 	if override {
 		f := o.CacheFraction
 		if math.IsNaN(f) || f < 0 || f > 1 {
-			return nil, usagef("--cache-fraction %g (want a share of the rows from 0 to 1)", f)
+			return nil, inputerr.Errorf("", "", "--cache-fraction %g (want a share of the rows from 0 to 1)", f)
 		}
 		hot, err := sample.ReadHotness(filepath.Join(dir, sample.HotnessFile), m.NumNodes)
 		if err != nil {

@@ -305,10 +305,10 @@ func machineProfile(ctx context.Context, in MachineInput, w tpc.Workload, blocks
 	rowBytes := int(w.FeatureRowBytes())
 	if p := in.Measured; p != nil {
 		if p.Compute == nil {
-			return nil, usagef("--measured %s: no compute rates in it (profiled by an older gnnplan): run gnnplan profile --save again", in.MeasuredPath)
+			return nil, inputerr.Errorf("", "", "--measured %s: no compute rates in it (profiled by an older gnnplan): run gnnplan profile --save again", in.MeasuredPath)
 		}
 		if len(p.Disks) > 0 && p.FeatureBytes != rowBytes {
-			return nil, usagef("--measured %s: profiled at %d-byte reads, the dataset's rows are %d bytes (gnnplan profile --feature-bytes %d)", in.MeasuredPath, p.FeatureBytes, rowBytes, rowBytes)
+			return nil, inputerr.Errorf("", "", "--measured %s: profiled at %d-byte reads, the dataset's rows are %d bytes (gnnplan profile --feature-bytes %d)", in.MeasuredPath, p.FeatureBytes, rowBytes, rowBytes)
 		}
 		return p, nil
 	}
