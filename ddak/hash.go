@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/gnnplan/gnnplan/internal/hugepage"
+
 	"github.com/gnnplan/gnnplan/internal/rng"
 
 	"github.com/gnnplan/gnnplan/maxflow/placement"
@@ -55,8 +57,8 @@ func PlaceHashContext(ctx context.Context, hotness []uint32, bins []Bin, seed ui
 		}
 	}
 	l.Bin, l.Row = make([]uint8, n), make([]uint32, n)
-	adviseHuge(l.Bin)
-	adviseHuge(l.Row)
+	hugepage.Advise(l.Bin)
+	hugepage.Advise(l.Row)
 	// One sequential pass: rows are handed out in vertex order and a full
 	// SSD spills to the next, both of which depend on every earlier vertex.
 	rs := *r

@@ -11,6 +11,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gnnplan/gnnplan/internal/hugepage"
+
 	"github.com/gnnplan/gnnplan/ddak/layout"
 
 	"github.com/gnnplan/gnnplan/topology"
@@ -204,8 +206,8 @@ func place(ctx context.Context, hotness []uint32, bins []Bin, opt Options, run p
 	l := &Layout{Policy: PolicyDDAK, Priority: opt.Priority, Pool: opt.Pool, Stats: make([]BinStats, len(bins))}
 	l.Bin, l.Row = make([]uint8, n), make([]uint32, n)
 	if !run.smallPages {
-		adviseHuge(l.Bin)
-		adviseHuge(l.Row)
+		hugepage.Advise(l.Bin)
+		hugepage.Advise(l.Row)
 	}
 	stopFaults := prefault(l.Bin, l.Row)
 	t0 := time.Now()
@@ -268,7 +270,7 @@ func decide(ctx context.Context, o *order, bins []Bin, opt Options, stats []BinS
 	// copied as they grow. At most 2^24 runs (256 MB) are reserved so: a
 	// tiny pool over many vertices grows them as it goes.
 	r := make(runs, 0, min(o.n/int64(opt.Pool)+1024, 1<<24))
-	adviseHuge(r[:cap(r)]) // the output pass reads them at random, once per bucket and run
+	hugepage.Advise(r[:cap(r)]) // the output pass reads them at random, once per bucket and run
 	ac := accessCursor{o: o}
 	pos := int64(0)
 	pool := int64(opt.Pool)

@@ -352,7 +352,7 @@ func (t *Trainer) evaluate(ctx context.Context, s *sample.Sampler) (acc, loss fl
 		b := t.blocks.build(w.backend, mb, inPlace)
 		if t.source != nil {
 			var err error
-			if rows, _, err = w.input.gather(ctx, mb, sb); err != nil {
+			if rows, _, err = w.input.gather(ctx, mb, sb, nil); err != nil {
 				return err
 			}
 		}

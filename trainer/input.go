@@ -47,12 +47,17 @@ func (in *workerInput) buffers(n int) []*stageBuf {
 	return in.pool[:n]
 }
 
+// rowFetcher writes mb's input rows into dst as
+// store.Store.GatherResident does (resident < 0: every row, idx nil) and
+// returns how many rows dst holds.
+type rowFetcher func(ctx context.Context, mb *sample.MiniBatch, dst []float32, resident int, idx []int32) (int, GatherStats, error)
+
 // gather reads the feature rows of mb's outermost sources from the
 // feature source into sb (grown as needed), row-normalised as the
 // in-memory matrix would be; the rows of the resident bin stay on the
-// device. On a GPU it starts copying them there; a failure of the GPU's
+// device; fetch, when not nil, serves them instead of the source. On a GPU it starts copying them there; a failure of the GPU's
 // is returned, since the gather runs on a loader's goroutine.
-func (in *workerInput) gather(ctx context.Context, mb *sample.MiniBatch, sb *stageBuf) (r inputRows, st GatherStats, err error) {
+func (in *workerInput) gather(ctx context.Context, mb *sample.MiniBatch, sb *stageBuf, fetch rowFetcher) (r inputRows, st GatherStats, err error) {
 	r.sb = sb
 	defer recoverDeviceError(&err)
 	where := func(err error) error { return fmt.Errorf("epoch %d, batch %d: %w", mb.Epoch+1, mb.Index+1, err) }
@@ -61,13 +66,20 @@ func (in *workerInput) gather(ctx context.Context, mb *sample.MiniBatch, sb *sta
 		return r, st, where(err)
 	}
 	r = inputRows{buf: sb.host[:len(vertices)*in.dim], n: len(vertices), staging: sb.staging, sb: sb}
+	resident := -1
 	if in.resident != nil {
 		if cap(sb.idx) < len(vertices) {
 			sb.idx = make([]int32, len(vertices))
 		}
 		r.idx = sb.idx[:len(vertices)]
-		r.n, st, err = in.residentSource.GatherResident(ctx, vertices, r.buf, in.residentBin, r.idx)
-	} else {
+		resident = in.residentBin
+	}
+	switch {
+	case fetch != nil:
+		r.n, st, err = fetch(ctx, mb, r.buf, resident, r.idx)
+	case resident >= 0:
+		r.n, st, err = in.residentSource.GatherResident(ctx, vertices, r.buf, resident, r.idx)
+	default:
 		st, err = in.source.Gather(ctx, vertices, r.buf)
 	}
 	if err != nil {

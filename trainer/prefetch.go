@@ -57,6 +57,12 @@ type prefetchLoader struct {
 	// in training: the outermost block is an input block.
 	inPlace bool
 	ahead   int // gathered batches that may wait for the step
+	// epochOf maps an epoch to the one whose batches it trains (nil:
+	// itself): the packed loader reuses its packed epochs past the last.
+	epochOf func(int) int
+	// rows fetches a batch's rows (nil: from input's source; see
+	// workerInput.gather).
+	rows rowFetcher
 }
 
 // loadedBatch is a batch on its way through the loader's queues; err ends
@@ -124,7 +130,13 @@ func (l *prefetchLoader) sampleStage(ctx context.Context, epoch, first int, out 
 	last := time.Now()
 	var waitedOut float64 // the previous batch's wait for room
 	first = min(first, l.sampler.Batches(epoch))
-	err := l.sampler.EpochFrom(ctx, epoch, first, func(mb *sample.MiniBatch) error {
+	sampled := epoch
+	if l.epochOf != nil {
+		sampled = l.epochOf(epoch)
+	}
+	err := l.sampler.EpochFrom(ctx, sampled, first, func(mb *sample.MiniBatch) error {
+		// A reused epoch's batches train as this epoch's (dropout).
+		mb.Epoch = epoch
 		start := time.Now()
 		b, err := l.blocks.buildOnDevice(l.input.backend, mb, l.inPlace)
 		if err != nil {
@@ -176,7 +188,7 @@ func (l *prefetchLoader) gatherStage(ctx context.Context, sampled <-chan loadedB
 			}
 			start := time.Now()
 			cpu0, cpuOK := threadCPUSeconds()
-			b.rows, b.Stats.Rows, b.err = l.input.gather(ctx, b.MiniBatch, buf)
+			b.rows, b.Stats.Rows, b.err = l.input.gather(ctx, b.MiniBatch, buf, l.rows)
 			b.Stats.Gather = StageStats{BusySeconds: time.Since(start).Seconds(), WaitInSeconds: got.Sub(last).Seconds(),
 				WaitOutSeconds: waitedOut + start.Sub(got).Seconds()}
 			if cpu1, ok := threadCPUSeconds(); ok && cpuOK {

@@ -16,6 +16,7 @@ import (
 	"github.com/gnnplan/gnnplan/trainer/internal/fslock"
 	"github.com/gnnplan/gnnplan/trainer/nn"
 	"github.com/gnnplan/gnnplan/trainer/sample"
+	"github.com/gnnplan/gnnplan/trainer/store"
 )
 
 // Options configure a training run.
@@ -81,6 +82,14 @@ type Options struct {
 	// and its parameters back with kernels.Transfer (peer copies between
 	// GPUs). Nil: every worker on New's backend.
 	Backends []kernels.Backend
+	// Loader is how batches reach the step: LoaderOnline (or ""),
+	// LoaderPacked or LoaderMultistage (docs/loaders.md).
+	Loader string
+	// Packed is the packed batches LoaderPacked trains from out of
+	// core, opened by the caller for Sampling(g, o) (see Pack): the rows
+	// Features (a StoreSource) holds in memory come from there, the
+	// others from the batches' pieces. Nil in memory.
+	Packed *store.Packed
 }
 
 // Defaults returns the settings of kind's paper on the citation graphs
@@ -358,6 +367,10 @@ func checkOptions(b kernels.Backend, g *dataset.Graph, features []float32, o Opt
 		return bad("workers", "%d (want 1 to the %d training vertices)", o.Workers, len(g.Train))
 	case o.Backends != nil && len(o.Backends) != max(o.Workers, 1):
 		return bad("backends", "%d backends for %d workers (want one per worker)", len(o.Backends), max(o.Workers, 1))
+	case o.Packed != nil && (o.Loader != LoaderPacked || o.Features == nil):
+		return bad("loader", "packed batches given to the %q loader, features %s (want loader %q, out of core)", o.Loader, map[bool]string{true: "in memory", false: "out of core"}[o.Features == nil], LoaderPacked)
+	case o.Packed != nil && o.Packed.Manifest().Sampling != Sampling(g, o):
+		return bad("loader", "packed batches of another sampling (%s; this run: %s): pack again", o.Packed.Manifest().Sampling, Sampling(g, o))
 	case o.Backends != nil && o.Backends[0] != b:
 		return bad("backends", "worker 0's backend is %s, not the trainer's %s", o.Backends[0].Name(), b.Name())
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/internal/rng"
 	"github.com/gnnplan/gnnplan/kernels"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
 	"github.com/gnnplan/gnnplan/trainer/nn"
 	"github.com/gnnplan/gnnplan/trainer/sample"
 )
@@ -70,12 +71,7 @@ func workerSeed(seed uint64, w int) uint64 {
 // them for one worker), its input the in-memory features on its backend
 // (inMemory, nil out of core) or o.Features, loaded by a prefetchLoader.
 func newWorkers(backends []kernels.Backend, inMemory []*kernels.Mat, blocks blockBuilder, cfg nn.Config, o Options) (workerSet, error) {
-	g := blocks.graph
 	n := max(o.Workers, 1)
-	batch := o.BatchSize
-	if batch == 0 {
-		batch = (len(g.Train) + n - 1) / n
-	}
 	ahead := o.GatherAhead
 	if ahead <= 0 {
 		ahead = DefaultGatherAhead
@@ -92,17 +88,12 @@ func newWorkers(backends []kernels.Backend, inMemory []*kernels.Mat, blocks bloc
 		if inMemory != nil {
 			w.input.inMemory = inMemory[i]
 		}
-		so := sample.SamplerOptions{Fanouts: o.Fanouts, BatchSize: batch, Seed: w.seed, Workers: o.Threads, Shuffle: true}
-		if n > 1 {
-			for j := i; j < len(g.Train); j += n {
-				so.Seeds = append(so.Seeds, g.Train[j])
-			}
-		}
-		if w.sampler, err = sample.NewSampler(g, so); err != nil {
+		if w.sampler, err = sample.NewSampler(blocks.graph, workerSamplerOptions(blocks.graph, o, i)); err != nil {
 			return nil, err
 		}
-		w.loader = &prefetchLoader{sampler: w.sampler, blocks: blocks, input: w.input,
-			inPlace: w.input.inMemory != nil && model.ReadsFeaturesInPlace(true), ahead: ahead}
+		if w.loader, err = newLoader(w, blocks, model.ReadsFeaturesInPlace(true), ahead, o); err != nil {
+			return nil, err
+		}
 		ws[i] = w
 	}
 	return ws, nil
@@ -139,6 +130,24 @@ func (ws workerSet) placeResident(src FeatureSource, rowNormalize bool) error {
 		}
 	}
 	return nil
+}
+
+// workerSamplerOptions is worker i's sampler on g: its share of the
+// training seeds (every Workers-th; all for one worker), BatchSize of
+// them per batch (0: the whole share), shuffled, from its own seed.
+func workerSamplerOptions(g *dataset.Graph, o Options, i int) sample.SamplerOptions {
+	n := max(o.Workers, 1)
+	batch := o.BatchSize
+	if batch == 0 {
+		batch = (len(g.Train) + n - 1) / n
+	}
+	so := sample.SamplerOptions{Fanouts: o.Fanouts, BatchSize: batch, Seed: workerSeed(o.Seed, i), Workers: o.Threads, Shuffle: true}
+	if n > 1 {
+		for j := i; j < len(g.Train); j += n {
+			so.Seeds = append(so.Seeds, g.Train[j])
+		}
+	}
+	return so
 }
 
 // batches is the steps of an epoch: the most any worker has.

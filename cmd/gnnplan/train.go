@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/gnnplan/gnnplan/internal/textout"
 	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/tpc/trainplan"
 	"github.com/gnnplan/gnnplan/trainer"
@@ -148,6 +149,10 @@ func addTrainFlags(f *pflag.FlagSet, o *trainOptions) {
 	f.Float64Var(&o.CacheFraction, "cache-fraction", -1, "out of core: cache the hottest share of the rows (0 to 1) instead of the layout's caches")
 	enumFlag(f, &o.CacheOrder, "cache-order", "hottest", "with --cache-fraction: which rows the cache holds: hottest (by hotness.npy) or random (the baseline, drawn with --seed)", "hottest", "random")
 	f.IntVar(&o.Workers, "workers", 0, "data-parallel CPU workers, gradients averaged every step (default 1)")
+	enumFlag(f, &o.Loader, "loader", trainer.LoaderOnline, "how batches reach the step: online (sampled as they train) or packed (sampled ahead, each batch's disk rows packed into one sequential read; packs first when needed)", trainer.LoaderOnline, trainer.LoaderPacked)
+	f.IntVar(&o.PackEpochs, "pack-epochs", 0, "--loader packed: epochs of batches to pack; later epochs reuse them (0: the run's epochs, as --pack-space-gib allows)")
+	f.Float64Var(&o.PackSpaceGiB, "pack-space-gib", 0, "--loader packed: disk space the packed batches may take, GiB (0: half the free space)")
+	f.BoolVar(&o.Repack, "repack", false, "--loader packed: pack the batches again even when packed ones match the run")
 	f.IntVar(&o.ProbeBatches, "probe-batches", 20, "batches timed before training to predict the epoch and compare each epoch with it (0: none)")
 	f.StringVar(&o.Measured, "measured", "", "out of core: the disks' read rate from this profile (gnnplan profile --save) instead of measuring")
 	f.Float64Var(&o.MeasureSeconds, "measure-seconds", 5, "out of core: seconds to read random rows from the SSD bins for the prediction's disk rate")
@@ -167,6 +172,12 @@ func runTrain(ctx context.Context, o *trainOptions) error {
 		return err
 	}
 	defer r.Close()
+	prog := textout.NewProgress(o.IO.Err)
+	err = r.PrepareLoader(ctx, o.LoaderFlags, prog, storeProgress(prog))
+	prog.Close()
+	if err != nil {
+		return err
+	}
 	tr, err := trainer.New(r.Backends[0], r.Graph, r.Features, r.Options)
 	if err != nil {
 		return err

@@ -20,6 +20,7 @@ import (
 // runs, where its rows come from and how it is predicted.
 type RunFlags struct {
 	Flags
+	LoaderFlags
 	// Dataset is the dataset directory ("": generate SynthNodes vertices).
 	Dataset    string
 	SynthNodes int64
@@ -97,6 +98,9 @@ type Session struct {
 	Backends []kernels.Backend
 	Store    *store.Store // nil: every row in memory (Features)
 	Features []float32
+	// Packing is what packing the batches cost, when this run packed
+	// them (PrepareLoader).
+	Packing *store.PackManifest
 	// Notes are what the user should know about the run.
 	Notes []string
 	// cleanup releases what the run holds (the store, the graph, a

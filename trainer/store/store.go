@@ -112,6 +112,7 @@ const (
 // turns on the one reader, whose queue is what bounds the IO memory.
 type Store struct {
 	m        *Manifest
+	dir      string // the dataset directory
 	dim      int
 	rowBytes int64
 	bin      []uint8  // per vertex: index into bins
@@ -168,7 +169,7 @@ func Open(datasetDir string, opt Options) (*Store, error) {
 	}
 	defer src.f.Close()
 
-	s := &Store{m: m, dim: m.FeatureDim, rowBytes: m.RowBytes, bin: l.Bin, row: l.Row, copyThreads: opt.CopyThreads}
+	s := &Store{m: m, dir: datasetDir, dim: m.FeatureDim, rowBytes: m.RowBytes, bin: l.Bin, row: l.Row, copyThreads: opt.CopyThreads}
 	var inMemory int64
 	for i, b := range m.Bins {
 		bs := binSrc{id: b.ID, name: fmt.Sprintf("bin %d (%s)", i, b.ID), rows: b.Rows, socket: b.Socket, file: -1}
@@ -383,6 +384,9 @@ func nonFinite(row []byte) int {
 	}
 	return -1
 }
+
+// meta is the dataset's meta.json.
+func (s *Store) meta() (dataset.Meta, error) { return dataset.ReadMeta(s.dir) }
 
 // Dim is the feature dimension: Gather writes Dim floats per vertex.
 func (s *Store) Dim() int { return s.dim }

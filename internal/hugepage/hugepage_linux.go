@@ -1,18 +1,16 @@
 //go:build linux
 
-package ddak
+package hugepage
 
 import (
 	"syscall"
 	"unsafe"
 )
 
-// adviseHuge marks the memory under s for transparent huge pages before it
-// is first written. A billion-vertex layout is 5 GB of fresh memory; in 4
-// KiB pages that is 1.2 M page faults, most of Place's time on a small
-// machine (issue 13), in 2 MiB pages 2,400. Best effort: where THP is off
-// or the call fails, the pages are simply small.
-func adviseHuge[T any](s []T) {
+// Advise marks the memory under s for transparent huge pages before it is
+// first written. Best effort: where THP is off or the call fails, the
+// pages are simply small.
+func Advise[T any](s []T) {
 	if len(s) == 0 {
 		return
 	}

@@ -1,5 +1,0 @@
-//go:build !linux
-
-package ddak
-
-func adviseHuge[T any](s []T) {}

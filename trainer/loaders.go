@@ -1,0 +1,116 @@
+package trainer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"strings"
+
+	"github.com/gnnplan/gnnplan/internal/inputerr"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
+	"github.com/gnnplan/gnnplan/trainer/sample"
+	"github.com/gnnplan/gnnplan/trainer/store"
+)
+
+// The loaders Options.Loader names (docs/loaders.md).
+const (
+	// LoaderOnline samples each batch as it trains and reads its rows
+	// where they are: the reference the others are measured against.
+	LoaderOnline = "online"
+	// LoaderPacked trains on batches sampled ahead and packed on disk
+	// (DiskGNN): each batch's disk rows one sequential read.
+	LoaderPacked = "packed"
+	// LoaderMultistage trains HANOI's way: macro-batches of partitions
+	// read sequentially into memory, mini-batches sampled inside them.
+	LoaderMultistage = "multistage"
+)
+
+// Loaders lists the loaders, the default first.
+func Loaders() []string { return []string{LoaderOnline, LoaderPacked, LoaderMultistage} }
+
+// newLoader is worker w's Loader as o asks: the pipeline of prefetchLoader
+// with the rows from the feature source (online) or the packed batches.
+func newLoader(w *worker, blocks blockBuilder, readsInPlace bool, ahead int, o Options) (Loader, error) {
+	l := &prefetchLoader{sampler: w.sampler, blocks: blocks, input: w.input,
+		inPlace: w.input.inMemory != nil && readsInPlace, ahead: ahead}
+	switch o.Loader {
+	case "", LoaderOnline:
+		return l, nil
+	case LoaderPacked:
+		if o.Packed == nil {
+			// In memory every row is: nothing is packed, the
+			// batches load as online.
+			return l, nil
+		}
+		return newPackedLoader(l, o.Packed, w.id), nil
+	}
+	return nil, &inputerr.Error{Field: "loader", Msg: fmt.Sprintf("%q (valid: %s)", o.Loader, strings.Join(Loaders(), ", "))}
+}
+
+// newPackedLoader makes l DiskGNN's packed loader for worker: epoch e
+// trains on the batches packed for epoch e mod the epochs packed, which
+// are the batches online sampling draws for it (the sampler is a pure
+// function of seed, epoch and batch), each batch's disk rows read from its
+// pieces.
+func newPackedLoader(l *prefetchLoader, p *store.Packed, worker int) *prefetchLoader {
+	epochs := p.Manifest().Epochs
+	l.epochOf = func(e int) int { return e % epochs }
+	l.rows = func(ctx context.Context, mb *sample.MiniBatch, dst []float32, resident int, idx []int32) (int, GatherStats, error) {
+		return p.Gather(ctx, worker, mb.Epoch%epochs, mb.Index, mb.Input(), dst, resident, idx)
+	}
+	return l
+}
+
+// Sampling identifies the batches o's workers draw on g: what packed
+// batches must have been packed for (store.PackBatches.Sampling).
+func Sampling(g *dataset.Graph, o Options) string {
+	n := max(o.Workers, 1)
+	so := workerSamplerOptions(g, o, 0)
+	train := make([]byte, 0, 8*len(g.Train))
+	for _, v := range g.Train {
+		train = fmt.Appendf(train, "%d,", v)
+	}
+	return fmt.Sprintf("fanouts %v, batch %d, %d workers, seed %d, %d vertices, %d edges, training split %08x",
+		so.Fanouts, so.BatchSize, n, o.Seed, g.Meta.NumNodes, len(g.Indices), crc32.ChecksumIEEE(train))
+}
+
+// packSource is the workers' samplers as the batches Pack writes.
+type packSource struct {
+	samplers []*sample.Sampler
+	sampling string
+}
+
+func (p packSource) Workers() int           { return len(p.samplers) }
+func (p packSource) Batches(worker int) int { return p.samplers[worker].Batches(0) }
+func (p packSource) Sampling() string       { return p.sampling }
+func (p packSource) Inputs(ctx context.Context, worker, epoch, first int, fn func(int, []int32) bool) error {
+	err := p.samplers[worker].EpochFrom(ctx, epoch, first, func(mb *sample.MiniBatch) error {
+		if !fn(mb.Index, mb.Input()) {
+			return errStopSampling
+		}
+		return nil
+	})
+	if errors.Is(err, errStopSampling) {
+		return nil
+	}
+	return err
+}
+
+// errStopSampling ends a packSource's sampling early.
+var errStopSampling = errors.New("enough batches")
+
+// Pack samples po.Epochs epochs of the batches o's workers will train on g
+// and packs their rows that s does not hold in memory (store.Store.Pack):
+// what LoaderPacked trains from.
+func Pack(ctx context.Context, g *dataset.Graph, s *store.Store, o Options, po store.PackOptions) (*store.PackManifest, error) {
+	src := packSource{sampling: Sampling(g, o)}
+	for i := range max(o.Workers, 1) {
+		smp, err := sample.NewSampler(g, workerSamplerOptions(g, o, i))
+		if err != nil {
+			return nil, err
+		}
+		src.samplers = append(src.samplers, smp)
+	}
+	return s.Pack(ctx, src, po)
+}

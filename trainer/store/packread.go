@@ -1,0 +1,290 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/gnnplan/gnnplan/internal/inputerr"
+	"github.com/gnnplan/gnnplan/trainer/ioread"
+)
+
+// ErrNotPacked says a dataset has no packed batches for this store, cache
+// and sampling: none were packed, or for another.
+var ErrNotPacked = errors.New("no packed batches for this store, cache and sampling")
+
+// Packed serves a batch's rows as DiskGNN's packed loader does: the rows
+// the store holds in memory from there, the others from the batch's
+// packed pieces, one sequential read per directory. It is safe for
+// concurrent use; reads take turns.
+type Packed struct {
+	s      *Store
+	m      *PackManifest
+	index  []byte
+	reader *ioread.Reader
+
+	mu  sync.Mutex // guards reader and buf
+	buf []byte     // the pieces read, aligned for direct IO
+}
+
+// packQueueDepth and packMergeBytes shape the packed reads: large pieces
+// cut into 1 MiB device reads, 16 in flight.
+const (
+	packQueueDepth = 16
+	packMergeBytes = 1 << 20
+)
+
+// ReadPackManifest reads datasetDir's packed.json; a missing one is
+// ErrNotPacked.
+func ReadPackManifest(datasetDir string) (*PackManifest, error) {
+	path := filepath.Join(datasetDir, PackManifestFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", path, ErrNotPacked)
+	}
+	if err != nil {
+		return nil, &inputerr.Error{Path: path, Msg: "cannot read", Err: err}
+	}
+	var m PackManifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, &inputerr.Error{Path: path, Msg: "not a packed-batches manifest", Err: err}
+	}
+	bad := func(msg string) error {
+		return &inputerr.Error{Path: path, Msg: msg + " (pack again: gnnplan train --loader packed --repack)"}
+	}
+	switch {
+	case m.Format != packFormat:
+		return nil, bad(fmt.Sprintf("format %q (want %q)", m.Format, packFormat))
+	case m.Workers < 1 || len(m.Batches) != m.Workers || m.Epochs < 1 || len(m.Dirs) < 1 || len(m.StoreID) < 8:
+		return nil, bad(fmt.Sprintf("%d workers, %d batch counts, %d epochs, %d directories", m.Workers, len(m.Batches), m.Epochs, len(m.Dirs)))
+	}
+	return &m, nil
+}
+
+// OpenPacked opens the dataset's packed batches for sampling (what
+// PackBatches.Sampling says): ErrNotPacked, wrapped with the reason, when
+// there are none or they were packed for another store, cache or
+// sampling; an error naming the file when a file is damaged.
+func (s *Store) OpenPacked(sampling string) (*Packed, error) {
+	m, err := ReadPackManifest(s.dir)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case m.StoreID != s.m.StoreID:
+		return nil, fmt.Errorf("packed for store %s, this one is %s: %w", m.StoreID, s.m.StoreID, ErrNotPacked)
+	case m.CachedCRC32C != s.cachedCRC():
+		return nil, fmt.Errorf("packed with other rows in memory than this store's cache: %w", ErrNotPacked)
+	case m.Sampling != sampling:
+		return nil, fmt.Errorf("packed for sampling %q, this run samples %q: %w", m.Sampling, sampling, ErrNotPacked)
+	case m.FeatureDim != s.dim || m.RowBytes != s.rowBytes:
+		return nil, fmt.Errorf("packed rows of %d features, the store's have %d: %w", m.FeatureDim, s.dim, ErrNotPacked)
+	}
+	ipath := filepath.Join(s.dir, PackIndexFile)
+	index, err := os.ReadFile(ipath)
+	if err != nil {
+		return nil, &inputerr.Error{Path: ipath, Msg: "cannot read the packed batches' index (pack again: gnnplan train --loader packed --repack)", Err: err}
+	}
+	if len(index) != m.entries()*packIndexEntry || crc32.Checksum(index, castagnoli()) != m.IndexCRC32C {
+		return nil, &inputerr.Error{Path: ipath, Msg: fmt.Sprintf("%d bytes, checksum %08x: not the index packed.json describes (pack again: gnnplan train --loader packed --repack)",
+			len(index), crc32.Checksum(index, castagnoli()))}
+	}
+	paths := m.files()
+	p := &Packed{s: s, m: m, index: index}
+	if err := p.checkSizes(paths); err != nil {
+		return nil, err
+	}
+	p.reader, err = ioread.Open(paths, ioread.Options{QueueDepth: packQueueDepth, Direct: true, Engine: ioread.EngineAuto, MaxMergeBytes: packMergeBytes})
+	if err != nil {
+		return nil, fmt.Errorf("packed batches: %w", err)
+	}
+	return p, nil
+}
+
+// checkSizes refuses a packed file shorter than its last piece's end.
+func (p *Packed) checkSizes(paths []string) error {
+	m := p.m
+	for w := range m.Workers {
+		for e := range m.Epochs {
+			for d := range m.Dirs {
+				var end int64
+				for b := range m.Batches[w] {
+					off, rows, _ := p.entryAt(w, e, b, d)
+					end = max(end, off+layoutPiece(rows, m.RowBytes).stored)
+				}
+				path := paths[(w*m.Epochs+e)*len(m.Dirs)+d]
+				fi, err := os.Stat(path)
+				if err != nil {
+					return &inputerr.Error{Path: path, Msg: "packed batches' file missing (pack again: gnnplan train --loader packed --repack)", Err: err}
+				}
+				if fi.Size() < end {
+					return &inputerr.Error{Path: path, Msg: fmt.Sprintf("%d bytes, its pieces end at %d: truncated (pack again: gnnplan train --loader packed --repack)", fi.Size(), end)}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// entryAt is a piece's index record: its offset, rows and first row.
+func (p *Packed) entryAt(w, e, b, d int) (off int64, rows, first int) {
+	rec := p.index[p.m.entry(w, e, b, d):]
+	le := binary.LittleEndian
+	return int64(le.Uint64(rec)), int(le.Uint32(rec[8:])), int(le.Uint32(rec[12:]))
+}
+
+// Manifest is the packed batches' manifest.
+func (p *Packed) Manifest() *PackManifest { return p.m }
+
+// Engine names the reader's engine.
+func (p *Packed) Engine() string { return p.reader.Engine() }
+
+// Close closes the files.
+func (p *Packed) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.reader == nil {
+		return nil
+	}
+	err := p.reader.Close()
+	p.reader = nil
+	return err
+}
+
+// Gather is Store.GatherResident for batch of worker's epoch (epoch below
+// Manifest().Epochs) with vertices its input: the rows in memory copied
+// from the store, the others read from the batch's pieces and checked
+// (each piece's coordinates, every vertex id against the batch's, every
+// row against its checksum), so a piece of another batch or a damaged row
+// is an error naming the file, never a wrong row. resident < 0 gathers
+// every row, as Store.Gather (idx nil).
+func (p *Packed) Gather(ctx context.Context, worker, epoch, batch int, vertices []int32, dst []float32, resident int, idx []int32) (int, GatherStats, error) {
+	s := p.s
+	start := time.Now()
+	st := GatherStats{Rows: len(vertices), Bytes: int64(len(vertices)) * s.rowBytes}
+	m := p.m
+	switch {
+	case worker < 0 || worker >= m.Workers || epoch < 0 || epoch >= m.Epochs || batch < 0 || batch >= m.Batches[worker]:
+		return 0, st, fmt.Errorf("packed batches: worker %d, epoch %d, batch %d not packed (%d workers, %d epochs)", worker, epoch+1, batch+1, m.Workers, m.Epochs)
+	case len(dst) < len(vertices)*s.dim || (resident >= 0 && len(idx) < len(vertices)):
+		return 0, st, fmt.Errorf("gather: dst holds %d floats, idx %d entries for %d rows of %d", len(dst), len(idx), len(vertices), s.dim)
+	case s.caches == nil:
+		return 0, st, errors.New("gather: the store is closed")
+	}
+	n, ssd, slots, err := s.serve(s.caches, vertices, dst, resident, idx, &st)
+	if err != nil {
+		return 0, st, err
+	}
+	st.SSDRows = len(ssd)
+	t := time.Now()
+	err = p.readPieces(ctx, worker, epoch, batch, vertices, ssd, slots, dst, &st)
+	st.ReadSeconds = time.Since(t).Seconds()
+	st.Seconds = time.Since(start).Seconds()
+	return n, st, err
+}
+
+// readPieces reads the batch's pieces and puts their rows in place.
+func (p *Packed) readPieces(ctx context.Context, w, e, b int, vertices []int32, ssd, slots []int, dst []float32, st *GatherStats) error {
+	m := p.m
+	dirs := len(m.Dirs)
+	total := 0
+	for d := range dirs {
+		_, rows, _ := p.entryAt(w, e, b, d)
+		total += rows
+	}
+	if total != len(ssd) {
+		return fmt.Errorf("packed batches: epoch %d, batch %d holds %d rows, the batch reads %d from disk: packed from other batches (pack again: gnnplan train --loader packed --repack)",
+			e+1, b+1, total, len(ssd))
+	}
+	if total == 0 {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.reader == nil {
+		return errors.New("packed batches: closed")
+	}
+	reqs := make([]ioread.Request, 0, dirs)
+	var need int64
+	for d := range dirs {
+		_, rows, _ := p.entryAt(w, e, b, d)
+		need += layoutPiece(rows, m.RowBytes).stored
+	}
+	buf := p.alignedBuf(need)
+	var at int64
+	for d := range dirs {
+		off, rows, _ := p.entryAt(w, e, b, d)
+		stored := layoutPiece(rows, m.RowBytes).stored
+		if stored > 0 {
+			reqs = append(reqs, ioread.Request{File: (w*m.Epochs+e)*dirs + d, Offset: off, Length: int(stored), Dst: buf[at : at+stored], Tag: uint64(d)})
+		}
+		at += stored
+	}
+	rs, err := p.reader.Read(ctx, reqs)
+	st.UsefulBytes, st.DeviceBytes, st.DeviceReads = int64(total)*m.RowBytes, rs.DeviceBytes, rs.DeviceReads
+	if err != nil {
+		return fmt.Errorf("packed batches: epoch %d, batch %d: %w", e+1, b+1, err)
+	}
+	t := time.Now()
+	defer func() { st.CheckSeconds = time.Since(t).Seconds() }()
+	for _, r := range reqs {
+		d := int(r.Tag)
+		if err := p.placePiece(w, e, b, d, r.Dst, vertices, ssd, slots, dst); err != nil {
+			return fmt.Errorf("packed batches: %s at offset %d (epoch %d, batch %d): %w (pack again: gnnplan train --loader packed --repack)",
+				m.PackedFile(w, e, d), r.Offset, e+1, b+1, err)
+		}
+	}
+	return nil
+}
+
+// placePiece checks piece d of batch b (read into piece) and copies its
+// rows to their slots of dst.
+func (p *Packed) placePiece(w, e, b, d int, piece []byte, vertices []int32, ssd, slots []int, dst []float32) error {
+	s := p.s
+	_, rows, first := p.entryAt(w, e, b, d)
+	pl := layoutPiece(rows, s.rowBytes)
+	h, ok := parsePieceHeader(piece)
+	want := pieceHeader{worker: uint32(w), epoch: uint32(e), batch: uint32(b), dir: uint32(d), rows: uint32(rows), first: uint32(first), dim: uint32(s.dim), crc: h.crc}
+	switch {
+	case !ok:
+		return errors.New("no piece header")
+	case h != want:
+		return fmt.Errorf("the piece of worker %d, epoch %d, batch %d, part %d (%d rows of %d from row %d), where the index says worker %d, epoch %d, batch %d, part %d (%d rows of %d from row %d)",
+			h.worker, h.epoch+1, h.batch+1, h.dir, h.rows, h.dim, h.first, w, e+1, b+1, d, rows, s.dim, first)
+	case crc32.Checksum(piece[pl.ids:pl.crcs+4*int64(rows)], castagnoli()) != h.crc:
+		return errors.New("its vertex ids or row checksums are damaged")
+	}
+	le := binary.LittleEndian
+	dim := s.dim
+	for j := range rows {
+		k := first + j
+		v := int32(le.Uint32(piece[pl.ids+4*int64(j):]))
+		if v != vertices[ssd[k]] {
+			return fmt.Errorf("row %d is vertex %d, the batch's row %d is vertex %d", j, v, ssd[k], vertices[ssd[k]])
+		}
+		row := piece[pl.data+int64(j)*s.rowBytes:][:s.rowBytes]
+		if got := rowCRC(row); got != le.Uint32(piece[pl.crcs+4*int64(j):]) {
+			return fmt.Errorf("row %d (vertex %d) is damaged: checksum %08x, packed %08x", j, v, got, le.Uint32(piece[pl.crcs+4*int64(j):]))
+		}
+		out := dst[slots[k]*dim : (slots[k]+1)*dim]
+		copy(out, unsafe.Slice((*float32)(unsafe.Pointer(&row[0])), dim))
+	}
+	return nil
+}
+
+// alignedBuf returns n bytes of p's buffer, grown as needed, starting on
+// a FileAlignBytes boundary so that direct reads land in it.
+func (p *Packed) alignedBuf(n int64) []byte {
+	if int64(len(p.buf)) < n {
+		p.buf = alignedBytes(n + n/4)
+	}
+	return p.buf[:n]
+}
