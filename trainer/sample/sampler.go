@@ -309,6 +309,12 @@ func (s *Sampler) EpochFrom(ctx context.Context, epoch, first int, fn func(*Mini
 	if first < 0 || first > nb {
 		return fmt.Errorf("sample epoch %d: first batch %d out of range [0, %d]", epoch, first, nb)
 	}
+	return s.run(ctx, epoch, first, nb, 0, func(sc *sampleScratch, b int) *MiniBatch { return s.sample(sc, epoch, b) }, fn)
+}
+
+// run samples batches first to nb-1 with draw on Workers goroutines and
+// calls fn on them in order; a batch's Index is base + its number.
+func (s *Sampler) run(ctx context.Context, epoch, first, nb, base int, draw func(sc *sampleScratch, b int) *MiniBatch, fn func(*MiniBatch) error) error {
 	workers := min(s.workers, nb-first)
 	if workers <= 1 {
 		sc := s.scratch.Get().(*sampleScratch)
@@ -317,7 +323,7 @@ func (s *Sampler) EpochFrom(ctx context.Context, epoch, first int, fn func(*Mini
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("sample epoch %d: %w", epoch, err)
 			}
-			if err := fn(s.sample(sc, epoch, b)); err != nil {
+			if err := fn(draw(sc, b)); err != nil {
 				return err
 			}
 		}
@@ -351,7 +357,7 @@ func (s *Sampler) EpochFrom(ctx context.Context, epoch, first int, fn func(*Mini
 			sc := s.scratch.Get().(*sampleScratch)
 			defer s.scratch.Put(sc)
 			for b := range jobs {
-				mb := s.sample(sc, epoch, b)
+				mb := draw(sc, b)
 				select {
 				case results <- mb:
 				case <-ctx.Done():
@@ -380,7 +386,7 @@ func (s *Sampler) EpochFrom(ctx context.Context, epoch, first int, fn func(*Mini
 		}
 		select {
 		case mb := <-results:
-			pending[mb.Index] = mb
+			pending[mb.Index-base] = mb
 		case <-ctx.Done():
 		}
 	}
@@ -396,6 +402,7 @@ type sampleScratch struct {
 	// set by a batch are reset from the batch's own vertex list.
 	local  []int32
 	picked []int64            // chosen neighbor positions
+	cand   []int32            // a vertex's neighbours within a Bitmap
 	drop   []int64            // positions left out, when most are kept
 	set    map[int64]struct{} // membership in Floyd's draw when it is long
 }
@@ -450,19 +457,30 @@ func (s *Sampler) sample(sc *sampleScratch, epoch, batch int) *MiniBatch {
 	order := s.order(epoch)
 	lo := batch * s.batchSize
 	hi := min(lo+s.batchSize, len(order))
-	indptr, indices, local := s.g.Indptr, s.g.Indices, sc.local
-	bkey := rngKey(rngKey(rngKey(s.seed, rngTagSample), uint64(epoch)), uint64(batch))
+	mb := s.sampleSeeds(sc, order[lo:hi], s.batchKey(epoch, batch), nil)
+	mb.Index, mb.Epoch = batch, epoch
+	return mb
+}
 
+// batchKey is the generator key of batch of epoch.
+func (s *Sampler) batchKey(epoch, batch int) uint64 {
+	return rngKey(rngKey(rngKey(s.seed, rngTagSample), uint64(epoch)), uint64(batch))
+}
+
+// sampleSeeds draws the neighbourhood of seeds with key bkey using sc,
+// which it leaves clean; with within, only among the vertices it marks.
+func (s *Sampler) sampleSeeds(sc *sampleScratch, seeds []int32, bkey uint64, within Bitmap) *MiniBatch {
+	indptr, local := s.g.Indptr, sc.local
 	// all is the batch's vertex list in order of first reach; every
 	// block's Dst and Src are prefixes of it.
 	// Room for the seeds' first hop, and never more than every vertex
 	// (a fanout of a hundred million must not ask for 800 GB).
 	room := len(indptr) - 1
-	if per := 2 * (1 + min(max(s.fanouts[0], 0), room)); hi-lo <= room/per {
-		room = (hi - lo) * per
+	if per := 2 * (1 + min(max(s.fanouts[0], 0), room)); len(seeds) <= room/per {
+		room = len(seeds) * per
 	}
 	all := make([]int32, 0, room)
-	for _, v := range order[lo:hi] {
+	for _, v := range seeds {
 		local[v] = int32(len(all))
 		all = append(all, v)
 	}
@@ -474,44 +492,9 @@ func (s *Sampler) sample(sc *sampleScratch, epoch, batch int) *MiniBatch {
 		if fanout == AllNeighbors {
 			k = math.MaxInt64 // no degree exceeds it: every list is taken whole
 		}
-		hkey := rngKey(bkey, uint64(h))
-		nd := len(all)
-		// The sizes are known before drawing, so offsets and SrcIdx are
-		// allocated exactly once.
-		offsets := make([]int32, nd+1)
-		for i, v := range all[:nd] {
-			offsets[i+1] = offsets[i] + int32(min(indptr[v+1]-indptr[v], k))
-		}
-		srcIdx := make([]int32, offsets[nd])
-		for i := range nd {
-			v := all[i]
-			start, end := indptr[v], indptr[v+1]
-			out := srcIdx[offsets[i]:offsets[i+1]]
-			if end-start <= k {
-				for j, u := range indices[start:end] {
-					l := local[u]
-					if l < 0 {
-						l = int32(len(all))
-						local[u] = l
-						all = append(all, u)
-					}
-					out[j] = l
-				}
-				continue
-			}
-			r := rng.SplitMix{State: rngKey(hkey, uint64(v))}
-			for j, p := range sc.choose(&r, end-start, k) {
-				u := indices[start+p]
-				l := local[u]
-				if l < 0 {
-					l = int32(len(all))
-					local[u] = l
-					all = append(all, u)
-				}
-				out[j] = l
-			}
-		}
-		blocks[h] = Block{Offsets: offsets, SrcIdx: srcIdx}
+		var b Block
+		b, all = s.hop(sc, all, k, rngKey(bkey, uint64(h)), within)
+		blocks[h] = b
 		ends[h+1] = len(all)
 	}
 	for _, v := range all {
@@ -521,7 +504,54 @@ func (s *Sampler) sample(sc *sampleScratch, epoch, batch int) *MiniBatch {
 		blocks[h].Dst = all[:ends[h]:ends[h]]
 		blocks[h].Src = all[:ends[h+1]:ends[h+1]]
 	}
-	return &MiniBatch{Index: batch, Epoch: epoch, Seeds: all[:ends[0]:ends[0]], Blocks: blocks}
+	return &MiniBatch{Seeds: all[:ends[0]:ends[0]], Blocks: blocks}
+}
+
+// hop draws up to k neighbours of each vertex of all (those within, when
+// set), appending the vertices first reached to all.
+func (s *Sampler) hop(sc *sampleScratch, all []int32, k int64, hkey uint64, within Bitmap) (Block, []int32) {
+	indptr, indices, local := s.g.Indptr, s.g.Indices, sc.local
+	nd := len(all)
+	// The sizes are known before drawing, so offsets and SrcIdx are
+	// allocated exactly once.
+	offsets := make([]int32, nd+1)
+	for i, v := range all[:nd] {
+		deg := indptr[v+1] - indptr[v]
+		if within != nil {
+			deg = within.count(indices[indptr[v]:indptr[v+1]])
+		}
+		offsets[i+1] = offsets[i] + int32(min(deg, k))
+	}
+	srcIdx := make([]int32, offsets[nd])
+	reach := func(u int32) int32 {
+		l := local[u]
+		if l < 0 {
+			l = int32(len(all))
+			local[u] = l
+			all = append(all, u)
+		}
+		return l
+	}
+	for i := range nd {
+		v := all[i]
+		nbrs := indices[indptr[v]:indptr[v+1]]
+		if within != nil {
+			sc.cand = within.keep(sc.cand[:0], nbrs)
+			nbrs = sc.cand
+		}
+		out := srcIdx[offsets[i]:offsets[i+1]]
+		if int64(len(nbrs)) <= k {
+			for j, u := range nbrs {
+				out[j] = reach(u)
+			}
+			continue
+		}
+		r := rng.SplitMix{State: rngKey(hkey, uint64(v))}
+		for j, p := range sc.choose(&r, int64(len(nbrs)), k) {
+			out[j] = reach(nbrs[p])
+		}
+	}
+	return Block{Offsets: offsets, SrcIdx: srcIdx}, all
 }
 
 // choose returns k distinct positions in [0, deg), deg > k, uniformly

@@ -730,3 +730,69 @@ func BenchmarkSampleEpoch(b *testing.B) {
 		b.ReportMetric(float64(edges)/b.Elapsed().Seconds(), "edges/s")
 	})
 }
+
+// TestEpochWithin checks the second stage's sampler: within every vertex
+// it draws exactly the batches Epoch draws from the same seeds in the
+// same order; within a subset, every vertex a batch reaches past its
+// seeds is in the subset, and a vertex with neighbours in it gets up to
+// its fanout of them.
+func TestEpochWithin(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	g := randomTestGraph(r, 600)
+	s, err := NewSampler(g, SamplerOptions{Fanouts: []int{4, 3}, BatchSize: 50, Seed: 9, Shuffle: true, Workers: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := NewBitmap(600)
+	for v := range 600 {
+		all.Set(int32(v))
+	}
+	var want []*MiniBatch
+	if err := s.Epoch(context.Background(), 2, func(mb *MiniBatch) error { want = append(want, mb); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	i := 0
+	err = s.EpochWithin(context.Background(), 2, s.order(2), all, 0, 0, func(mb *MiniBatch) error {
+		if !reflect.DeepEqual(mb, want[i]) {
+			t.Errorf("batch %d differs from Epoch's", i)
+		}
+		i++
+		return nil
+	})
+	if err != nil || i != len(want) {
+		t.Fatalf("%d batches, want %d: %v", i, len(want), err)
+	}
+	half := NewBitmap(600)
+	for v := range 300 {
+		half.Set(int32(v))
+	}
+	seeds := []int32{1, 2, 3, 500, 501, 7, 8, 9}
+	var got int
+	err = s.EpochWithin(context.Background(), 0, seeds, half, 10, 0, func(mb *MiniBatch) error {
+		if mb.Index != 10+got {
+			t.Errorf("batch index %d, want %d", mb.Index, 10+got)
+		}
+		got++
+		for _, v := range mb.Input()[len(mb.Seeds):] {
+			if !half.Has(v) {
+				t.Errorf("vertex %d reached outside the set", v)
+			}
+		}
+		b := mb.Blocks[0]
+		for i, v := range b.Dst {
+			var in int
+			for _, u := range g.Indices[g.Indptr[v]:g.Indptr[v+1]] {
+				if half.Has(u) {
+					in++
+				}
+			}
+			if n := int(b.Offsets[i+1] - b.Offsets[i]); n != min(in, 4) {
+				t.Errorf("vertex %d: %d neighbours drawn, %d within (fanout 4)", v, n, in)
+			}
+		}
+		return nil
+	})
+	if err != nil || got != 1 {
+		t.Fatalf("%d batches: %v", got, err)
+	}
+}
