@@ -112,7 +112,7 @@ func (t *Trainer) runEpoch(ctx context.Context, rep Reporter) error {
 func (ws workerSet) take(ctx context.Context, loads []Batches, held []Batch, epoch, step int) error {
 	for i, w := range ws {
 		held[i] = Batch{}
-		if step >= w.sampler.Batches(epoch) {
+		if step >= w.loader.Batches(epoch) {
 			continue
 		}
 		b, err := loads[i].Next()

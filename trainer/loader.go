@@ -18,9 +18,20 @@ import (
 // as DiskGNN does, in HANOI's stages) is the Loader's. The default is
 // pipelined prefetching (prefetchLoader).
 type Loader interface {
+	// Batches is how many batches epoch has.
+	Batches(epoch int) int
 	// Epoch starts loading epoch's batches from batch first (a resumed
 	// run trained those before it); ctx's end stops the loading.
 	Epoch(ctx context.Context, epoch, first int) Batches
+}
+
+// batchSource draws a worker's batches: its sampler (online and packed)
+// or HANOI's stages (multistage).
+type batchSource interface {
+	Batches(epoch int) int
+	// EpochFrom calls fn with epoch's batches from batch first, in
+	// order, until fn fails or ctx ends.
+	EpochFrom(ctx context.Context, epoch, first int, fn func(*sample.MiniBatch) error) error
 }
 
 // Batches is one epoch of a Loader's batches, in order, taken by one

@@ -32,7 +32,7 @@ func Loaders() []string { return []string{LoaderOnline, LoaderPacked, LoaderMult
 // newLoader is worker w's Loader as o asks: the pipeline of prefetchLoader
 // with the rows from the feature source (online) or the packed batches.
 func newLoader(w *worker, blocks blockBuilder, readsInPlace bool, ahead int, o Options) (Loader, error) {
-	l := &prefetchLoader{sampler: w.sampler, blocks: blocks, input: w.input,
+	l := &prefetchLoader{source: w.sampler, blocks: blocks, input: w.input,
 		inPlace: w.input.inMemory != nil && readsInPlace, ahead: ahead}
 	switch o.Loader {
 	case "", LoaderOnline:

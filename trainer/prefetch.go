@@ -50,7 +50,7 @@ func (s *StageStats) add(o StageStats) {
 // inputSlots device matrices, so the device holds two batches' rows
 // whatever the depth.
 type prefetchLoader struct {
-	sampler *sample.Sampler
+	source  batchSource
 	blocks  blockBuilder
 	input   *workerInput
 	// inPlace says the first layer reads the in-memory features in place
@@ -80,6 +80,17 @@ type prefetchEpoch struct {
 	free chan *stageBuf // gathered batches' buffers, returned by Release
 	stop func()         // idempotent
 }
+
+// sampledEpoch is the epoch whose batches epoch trains on.
+func (l *prefetchLoader) sampledEpoch(epoch int) int {
+	if l.epochOf != nil {
+		return l.epochOf(epoch)
+	}
+	return epoch
+}
+
+// Batches is how many batches epoch has.
+func (l *prefetchLoader) Batches(epoch int) int { return l.source.Batches(l.sampledEpoch(epoch)) }
 
 // Epoch starts the loader's goroutines for epoch at batch first.
 func (l *prefetchLoader) Epoch(ctx context.Context, epoch, first int) Batches {
@@ -129,12 +140,9 @@ func (l *prefetchLoader) sampleStage(ctx context.Context, epoch, first int, out 
 	defer close(out)
 	last := time.Now()
 	var waitedOut float64 // the previous batch's wait for room
-	first = min(first, l.sampler.Batches(epoch))
-	sampled := epoch
-	if l.epochOf != nil {
-		sampled = l.epochOf(epoch)
-	}
-	err := l.sampler.EpochFrom(ctx, sampled, first, func(mb *sample.MiniBatch) error {
+	sampled := l.sampledEpoch(epoch)
+	first = min(first, l.source.Batches(sampled))
+	err := l.source.EpochFrom(ctx, sampled, first, func(mb *sample.MiniBatch) error {
 		// A reused epoch's batches train as this epoch's (dropout).
 		mb.Epoch = epoch
 		start := time.Now()

@@ -180,6 +180,12 @@ func (t *Trainer) probeSibling() (*Trainer, error) {
 	o := t.opts
 	o.Seed ^= probeSalt
 	o.Checkpoint, o.Resume, o.EvalEvery, o.Epochs = "", false, 0, 1
+	// Packed batches are online's batches read another way: the probe
+	// times their computing, the disk is measured on its own.
+	o.Packed = nil
+	if o.Loader == LoaderPacked {
+		o.Loader = LoaderOnline
+	}
 	if t.source != nil {
 		// Every row from memory: a store's own caches (their footprint,
 		// so their cache misses), else a pool.

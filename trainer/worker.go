@@ -154,7 +154,7 @@ func workerSamplerOptions(g *dataset.Graph, o Options, i int) sample.SamplerOpti
 func (ws workerSet) batches(epoch int) int {
 	nb := 0
 	for _, w := range ws {
-		nb = max(nb, w.sampler.Batches(epoch))
+		nb = max(nb, w.loader.Batches(epoch))
 	}
 	return nb
 }

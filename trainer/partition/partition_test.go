@@ -1,0 +1,113 @@
+package partition
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/gnnplan/gnnplan/trainer/dataset"
+	"github.com/gnnplan/gnnplan/trainer/internal/testcora/coraset"
+)
+
+// communities is a graph of k cliques of size s joined in a ring by one
+// edge each, its vertices numbered across the cliques so that the stream
+// order does not give them away; the first half of each clique is
+// training, labelled by its position.
+func communities(k, s int) *dataset.Graph {
+	n := k * s
+	id := func(c, i int) int64 { return int64(i*k + c) } // interleaved
+	adj := make([][]int64, n)
+	link := func(a, b int64) { adj[a] = append(adj[a], b); adj[b] = append(adj[b], a) }
+	for c := range k {
+		for i := range s {
+			for j := i + 1; j < s; j++ {
+				link(id(c, i), id(c, j))
+			}
+		}
+		link(id(c, 0), id((c+1)%k, 1))
+	}
+	g := &dataset.Graph{Indptr: []int64{0}, Labels: make([]int64, n)}
+	for v := range n {
+		slices.Sort(adj[v])
+		g.Indices = append(g.Indices, make([]int32, len(adj[v]))...)
+		for j, u := range adj[v] {
+			g.Indices[len(g.Indices)-len(adj[v])+j] = int32(u)
+		}
+		g.Indptr = append(g.Indptr, int64(len(g.Indices)))
+	}
+	for c := range k {
+		for i := range s / 2 {
+			v := id(c, i)
+			g.Train = append(g.Train, v)
+			g.Labels[v] = int64(i % 2)
+		}
+	}
+	g.Meta.NumNodes = int64(n)
+	return g
+}
+
+func TestPartitionFindsCommunities(t *testing.T) {
+	g := communities(4, 20)
+	r, err := Partition(context.Background(), g, Options{Parts: 4, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 4 ring edges of 4*190+4 undirected edges cross at best.
+	if r.EdgeCut > 0.02 {
+		t.Errorf("edge cut %.3f, want the 4 ring edges' %.3f (random: %.3f)", r.EdgeCut, 4.0/764, r.RandomEdgeCut)
+	}
+	if r.RandomEdgeCut < 0.6 {
+		t.Errorf("random edge cut %.3f, want about 3/4", r.RandomEdgeCut)
+	}
+	for p, n := range r.Sizes {
+		if n != 20 {
+			t.Errorf("part %d holds %d vertices, want 20", p, n)
+		}
+	}
+}
+
+// TestPartitionCora checks the real graph: a cut well below random, parts
+// within their size bound, every class's training vertices spread evenly,
+// and the same result for the same seed.
+func TestPartitionCora(t *testing.T) {
+	g, err := dataset.LoadGraph(coraset.Dir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	for _, k := range []int{2, 8} {
+		r, err := Partition(context.Background(), g, Options{Parts: k, Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("k=%d: edge cut %.3f (random %.3f), sizes %v, training %v, label imbalance %.2f", k, r.EdgeCut, r.RandomEdgeCut, r.Sizes, r.TrainSizes, r.LabelImbalance)
+		if r.EdgeCut > r.RandomEdgeCut/2 {
+			t.Errorf("k=%d: edge cut %.3f, random %.3f: want under half", k, r.EdgeCut, r.RandomEdgeCut)
+		}
+		bound := int(1.1*float64(g.Meta.NumNodes)/float64(k)) + 1
+		for p, n := range r.Sizes {
+			if n > bound {
+				t.Errorf("k=%d: part %d holds %d vertices, bound %d", k, p, n, bound)
+			}
+		}
+		if r.LabelImbalance > 1.1+float64(k)*7/140+0.01 { // a class's share plus one vertex
+			t.Errorf("k=%d: label imbalance %.2f", k, r.LabelImbalance)
+		}
+		again, _ := Partition(context.Background(), g, Options{Parts: k, Seed: 3})
+		if !slices.Equal(again.Part, r.Part) {
+			t.Errorf("k=%d: a second run differs", k)
+		}
+	}
+}
+
+func TestPartitionRejects(t *testing.T) {
+	g := communities(2, 4)
+	if _, err := Partition(context.Background(), g, Options{Parts: 0}); err == nil {
+		t.Error("0 parts: no error")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Partition(ctx, g, Options{Parts: 2}); err == nil {
+		t.Error("canceled: no error")
+	}
+}
