@@ -50,9 +50,9 @@ func (s *StageStats) add(o StageStats) {
 // inputSlots device matrices, so the device holds two batches' rows
 // whatever the depth.
 type prefetchLoader struct {
-	source  batchSource
-	blocks  blockBuilder
-	input   *workerInput
+	source batchSource
+	blocks blockBuilder
+	input  *workerInput
 	// inPlace says the first layer reads the in-memory features in place
 	// in training: the outermost block is an input block.
 	inPlace bool
