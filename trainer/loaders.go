@@ -44,6 +44,8 @@ func newLoader(w *worker, blocks blockBuilder, readsInPlace bool, ahead int, o O
 			return l, nil
 		}
 		return newPackedLoader(l, o.Packed, w.id), nil
+	case LoaderMultistage:
+		return newMultistageLoader(l, w, blocks.graph, o.Multistage, o), nil
 	}
 	return nil, &inputerr.Error{Field: "loader", Msg: fmt.Sprintf("%q (valid: %s)", o.Loader, strings.Join(Loaders(), ", "))}
 }
@@ -113,4 +115,44 @@ func Pack(ctx context.Context, g *dataset.Graph, s *store.Store, o Options, po s
 		src.samplers = append(src.samplers, smp)
 	}
 	return s.Pack(ctx, src, po)
+}
+
+// PackParts packs, for the multistage loader out of core, each of ms's
+// parts' rows that s does not hold in memory (ms.Hubs must be exactly
+// those it holds) as part p's piece in each SSD directory: the first
+// stage's sequential reads (store.Store.Pack, set store.PartsName).
+func PackParts(ctx context.Context, s *store.Store, ms *Multistage, po store.PackOptions) (*store.PackManifest, error) {
+	src := partsSource{members: make([][]int32, ms.Parts), sampling: partsSampling(ms)}
+	for v, p := range ms.Part {
+		src.members[p] = append(src.members[p], int32(v))
+	}
+	po.Name, po.Epochs = store.PartsName, 1
+	return s.Pack(ctx, src, po)
+}
+
+// partsSource is a partition's parts as the batches Pack writes.
+type partsSource struct {
+	members  [][]int32
+	sampling string
+}
+
+func (p partsSource) Workers() int     { return 1 }
+func (p partsSource) Batches(int) int  { return len(p.members) }
+func (p partsSource) Sampling() string { return p.sampling }
+func (p partsSource) Inputs(ctx context.Context, _, _, first int, fn func(int, []int32) bool) error {
+	for q := first; q < len(p.members); q++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !fn(q, p.members[q]) {
+			break
+		}
+	}
+	return nil
+}
+
+// OpenParts opens ms's packed parts in s (ErrNotPacked, wrapped, when
+// there are none for this partition).
+func OpenParts(s *store.Store, ms *Multistage) (*store.Packed, error) {
+	return s.OpenPacked(store.PartsName, partsSampling(ms))
 }

@@ -20,7 +20,7 @@ func packFor(t *testing.T, d loaded, s *store.Store, o Options, epochs int) *sto
 	if _, err := Pack(context.Background(), d.g, s, o, store.PackOptions{Epochs: epochs}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := s.OpenPacked(Sampling(d.g, o))
+	p, err := s.OpenPacked(store.PackedName, Sampling(d.g, o))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,18 +85,18 @@ func TestPackedRefusesWhatItWasNotPackedFor(t *testing.T) {
 	s := materializeStore(t, dir, n, testMixes[1], 1)
 	o := smallOptions(nn.GraphSAGE)
 	o.Features, o.Loader = StoreSource(s), LoaderPacked
-	if _, err := s.OpenPacked(Sampling(d.g, o)); !errors.Is(err, store.ErrNotPacked) {
+	if _, err := s.OpenPacked(store.PackedName, Sampling(d.g, o)); !errors.Is(err, store.ErrNotPacked) {
 		t.Fatalf("before packing: err = %v, want ErrNotPacked", err)
 	}
 	packFor(t, d, s, o, 1)
 	other := o
 	other.Seed++
-	if _, err := s.OpenPacked(Sampling(d.g, other)); !errors.Is(err, store.ErrNotPacked) || !strings.Contains(err.Error(), "sampling") {
+	if _, err := s.OpenPacked(store.PackedName, Sampling(d.g, other)); !errors.Is(err, store.ErrNotPacked) || !strings.Contains(err.Error(), "sampling") {
 		t.Errorf("another seed: err = %v, want ErrNotPacked naming the sampling", err)
 	}
 	other = o
 	other.Fanouts = []int{4, 3}
-	if _, err := s.OpenPacked(Sampling(d.g, other)); !errors.Is(err, store.ErrNotPacked) {
+	if _, err := s.OpenPacked(store.PackedName, Sampling(d.g, other)); !errors.Is(err, store.ErrNotPacked) {
 		t.Errorf("other fanouts: err = %v, want ErrNotPacked", err)
 	}
 }
@@ -121,7 +121,7 @@ func TestPackedDamageIsAnError(t *testing.T) {
 			}
 		}},
 		{"index", "index", func(t *testing.T, m *store.PackManifest, file string) {
-			flipByte(t, filepath.Join(dir, store.PackIndexFile), 3)
+			flipByte(t, filepath.Join(dir, store.PackedName+".idx"), 3)
 		}},
 	}
 	for i, c := range cases {
@@ -136,7 +136,7 @@ func TestPackedDamageIsAnError(t *testing.T) {
 			}
 			file := m.PackedFile(0, 0, 0)
 			c.damage(t, m, file)
-			p, err := s.OpenPacked(Sampling(d.g, o))
+			p, err := s.OpenPacked(store.PackedName, Sampling(d.g, o))
 			if err == nil {
 				defer p.Close()
 				o.Packed = p
@@ -198,7 +198,7 @@ func TestPackStoppedLeavesNothing(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "pack-space") {
 		t.Errorf("4 KiB of space: err = %v, want one naming pack-space", err)
 	}
-	if _, err := store.ReadPackManifest(dir); !errors.Is(err, store.ErrNotPacked) {
+	if _, err := store.ReadPackManifest(dir, store.PackedName); !errors.Is(err, store.ErrNotPacked) {
 		t.Errorf("a manifest was left: %v", err)
 	}
 	for _, d := range s.Manifest().Bins {

@@ -186,6 +186,12 @@ func (t *Trainer) probeSibling() (*Trainer, error) {
 	if o.Loader == LoaderPacked {
 		o.Loader = LoaderOnline
 	}
+	if o.Multistage != nil {
+		// The second stage's sampling, every row from memory.
+		ms := *o.Multistage
+		ms.Pieces = nil
+		o.Multistage = &ms
+	}
 	if t.source != nil {
 		// Every row from memory: a store's own caches (their footprint,
 		// so their cache misses), else a pool.

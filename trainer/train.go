@@ -90,6 +90,9 @@ type Options struct {
 	// Features (a StoreSource) holds in memory come from there, the
 	// others from the batches' pieces. Nil in memory.
 	Packed *store.Packed
+	// Multistage is LoaderMultistage's partition, macro-batches, hubs
+	// and (out of core) packed parts.
+	Multistage *Multistage
 }
 
 // Defaults returns the settings of kind's paper on the citation graphs
@@ -379,7 +382,7 @@ func checkOptions(b kernels.Backend, g *dataset.Graph, features []float32, o Opt
 			return bad("labels", "training vertex %d has no label", v)
 		}
 	}
-	return nil
+	return checkMultistage(g, o)
 }
 
 // modelConfig is o.Model completed from g and o.Fanouts, refused (bad

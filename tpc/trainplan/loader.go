@@ -44,7 +44,7 @@ func (r *Session) PrepareLoader(ctx context.Context, lf LoaderFlags, log io.Writ
 		return inputerr.Errorf("", "", "--pack-epochs %d, --pack-space-gib %g (valid: >= 0; 0 picks)", lf.PackEpochs, lf.PackSpaceGiB)
 	}
 	sampling := trainer.Sampling(r.Graph, r.Options)
-	p, err := r.Store.OpenPacked(sampling)
+	p, err := r.Store.OpenPacked(store.PackedName, sampling)
 	if err == nil && lf.Repack {
 		p.Close()
 	}
@@ -60,7 +60,7 @@ func (r *Session) PrepareLoader(ctx context.Context, lf LoaderFlags, log io.Writ
 		if r.Packing, err = r.pack(ctx, lf, log, progress); err != nil {
 			return err
 		}
-		if p, err = r.Store.OpenPacked(sampling); err != nil {
+		if p, err = r.Store.OpenPacked(store.PackedName, sampling); err != nil {
 			return err
 		}
 	}

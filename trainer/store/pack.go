@@ -25,10 +25,12 @@ import (
 // the index in the dataset directory, the pieces in the store's SSD
 // directories (docs/loaders.md).
 const (
-	PackManifestFile = "packed.json"
-	PackIndexFile    = "packed.idx"
-	packFormat       = "gnnplan-packed-1"
-	packMagic        = "GNNPACK1"
+	// PackedName names the packed loader's batches (packed.json,
+	// packed.idx); PartsName the multistage loader's parts.
+	PackedName = "packed"
+	PartsName  = "parts"
+	packFormat = "gnnplan-packed-1"
+	packMagic  = "GNNPACK1"
 	// pieceHeaderBytes starts every piece: magic, its coordinates, its
 	// row count and the CRC-32C of its vertex ids and row checksums.
 	pieceHeaderBytes = 64
@@ -59,6 +61,9 @@ type PackBatches interface {
 
 // PackOptions configure Pack.
 type PackOptions struct {
+	// Name names the set ("": PackedName): its manifest is
+	// <name>.json in the dataset directory, its index <name>.idx.
+	Name string
 	// Epochs is how many epochs' batches to pack (at least 1); fewer
 	// are packed when SpaceBytes holds fewer.
 	Epochs int
@@ -79,6 +84,7 @@ type PackOptions struct {
 // store, cache and sampling, where, and what packing them cost.
 type PackManifest struct {
 	Format  string `json:"format"`
+	Name    string `json:"name"`
 	StoreID string `json:"store_id"`
 	// CachedCRC32C identifies the rows held in memory (not packed):
 	// the CRC-32C of the in-memory bitmap over the vertices.
@@ -111,10 +117,20 @@ type PackManifest struct {
 	SpaceLimited bool    `json:"space_limited,omitempty"`
 }
 
+// validPackName says name can name files: letters, digits, dashes.
+func validPackName(name string) bool {
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+			return false
+		}
+	}
+	return name != ""
+}
+
 // PackedFile is the path of worker's epoch's pieces in directory dir
 // (one of m.Dirs, by index).
 func (m *PackManifest) PackedFile(worker, epoch, dir int) string {
-	return filepath.Join(m.Dirs[dir], fmt.Sprintf("packed-%s-w%d-e%d.bin", m.StoreID[:8], worker, epoch))
+	return filepath.Join(m.Dirs[dir], fmt.Sprintf("%s-%s-w%d-e%d.bin", m.Name, m.StoreID[:8], worker, epoch))
 }
 
 // entries is how many index records m has: one per piece.
@@ -196,13 +212,12 @@ func stripe(rows, dirs, dir int) (first, n int) {
 // cachedCRC is the CRC-32C of the bitmap of the vertices s holds in
 // memory: packed batches hold exactly the other rows.
 func (s *Store) cachedCRC() uint32 {
-	bits := make([]byte, (s.m.NumNodes+7)/8)
-	for v := range s.m.NumNodes {
-		if s.InMemory(int32(v)) {
-			bits[v/8] |= 1 << (v % 8)
-		}
+	set := s.InMemorySet()
+	b := make([]byte, 8*len(set))
+	for i, w := range set {
+		binary.LittleEndian.PutUint64(b[8*i:], w)
 	}
-	return crc32.Checksum(bits, castagnoli())
+	return crc32.Checksum(b, castagnoli())
 }
 
 // packDirs are the directories packed pieces go to: those of the store's
@@ -268,7 +283,13 @@ func (s *Store) Pack(ctx context.Context, src PackBatches, opt PackOptions) (*Pa
 		return nil, &inputerr.Error{Path: s.dir, Field: "--dataset", Msg: "cannot lock the dataset directory", Err: err}
 	}
 	defer lk.Unlock()
-	m := &PackManifest{Format: packFormat, StoreID: s.m.StoreID, CachedCRC32C: s.cachedCRC(), Sampling: src.Sampling(),
+	if opt.Name == "" {
+		opt.Name = PackedName
+	}
+	if !validPackName(opt.Name) {
+		return nil, fmt.Errorf("pack: name %q (want letters, digits and dashes)", opt.Name)
+	}
+	m := &PackManifest{Format: packFormat, Name: opt.Name, StoreID: s.m.StoreID, CachedCRC32C: s.cachedCRC(), Sampling: src.Sampling(),
 		FeatureDim: s.dim, RowBytes: s.rowBytes, Workers: src.Workers(), Epochs: opt.Epochs, Dirs: s.packDirs(),
 		FeatureBytes: s.m.NumNodes * s.rowBytes}
 	for w := range m.Workers {
@@ -383,15 +404,15 @@ func (p *packer) commit(ctx context.Context) error {
 			return fmt.Errorf("pack: %w", err)
 		}
 	}
-	if err := fsutil.WriteFileAtomic(filepath.Join(p.s.dir, PackIndexFile), kept); err != nil {
+	if err := fsutil.WriteFileAtomic(filepath.Join(p.s.dir, m.Name+".idx"), kept); err != nil {
 		return fmt.Errorf("pack: %w", err)
 	}
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return fmt.Errorf("pack: %w", err)
 	}
-	prev, _ := ReadPackManifest(p.s.dir)
-	if err := fsutil.WriteFileAtomic(filepath.Join(p.s.dir, PackManifestFile), append(data, '\n')); err != nil {
+	prev, _ := ReadPackManifest(p.s.dir, m.Name)
+	if err := fsutil.WriteFileAtomic(filepath.Join(p.s.dir, m.Name+".json"), append(data, '\n')); err != nil {
 		return fmt.Errorf("pack: %w", err)
 	}
 	if err := syncDir(p.s.dir); err != nil {

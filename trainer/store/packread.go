@@ -42,10 +42,10 @@ const (
 	packMergeBytes = 1 << 20
 )
 
-// ReadPackManifest reads datasetDir's packed.json; a missing one is
-// ErrNotPacked.
-func ReadPackManifest(datasetDir string) (*PackManifest, error) {
-	path := filepath.Join(datasetDir, PackManifestFile)
+// ReadPackManifest reads datasetDir's manifest of the set name
+// (<name>.json); a missing one is ErrNotPacked.
+func ReadPackManifest(datasetDir, name string) (*PackManifest, error) {
+	path := filepath.Join(datasetDir, name+".json")
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", path, ErrNotPacked)
@@ -58,23 +58,32 @@ func ReadPackManifest(datasetDir string) (*PackManifest, error) {
 		return nil, &inputerr.Error{Path: path, Msg: "not a packed-batches manifest", Err: err}
 	}
 	bad := func(msg string) error {
-		return &inputerr.Error{Path: path, Msg: msg + " (pack again: gnnplan train --loader packed --repack)"}
+		return &inputerr.Error{Path: path, Msg: msg + repackHint(name)}
 	}
 	switch {
-	case m.Format != packFormat:
-		return nil, bad(fmt.Sprintf("format %q (want %q)", m.Format, packFormat))
+	case m.Format != packFormat || m.Name != name:
+		return nil, bad(fmt.Sprintf("format %q of set %q (want %q of %q)", m.Format, m.Name, packFormat, name))
 	case m.Workers < 1 || len(m.Batches) != m.Workers || m.Epochs < 1 || len(m.Dirs) < 1 || len(m.StoreID) < 8:
 		return nil, bad(fmt.Sprintf("%d workers, %d batch counts, %d epochs, %d directories", m.Workers, len(m.Batches), m.Epochs, len(m.Dirs)))
 	}
 	return &m, nil
 }
 
-// OpenPacked opens the dataset's packed batches for sampling (what
+// repackHint says how to write set name again.
+func repackHint(name string) string {
+	loader := "packed"
+	if name == PartsName {
+		loader = "multistage"
+	}
+	return fmt.Sprintf(" (pack again: gnnplan train --loader %s --repack)", loader)
+}
+
+// OpenPacked opens the dataset's set name of packed batches for sampling (what
 // PackBatches.Sampling says): ErrNotPacked, wrapped with the reason, when
 // there are none or they were packed for another store, cache or
 // sampling; an error naming the file when a file is damaged.
-func (s *Store) OpenPacked(sampling string) (*Packed, error) {
-	m, err := ReadPackManifest(s.dir)
+func (s *Store) OpenPacked(name, sampling string) (*Packed, error) {
+	m, err := ReadPackManifest(s.dir, name)
 	if err != nil {
 		return nil, err
 	}
@@ -88,14 +97,14 @@ func (s *Store) OpenPacked(sampling string) (*Packed, error) {
 	case m.FeatureDim != s.dim || m.RowBytes != s.rowBytes:
 		return nil, fmt.Errorf("packed rows of %d features, the store's have %d: %w", m.FeatureDim, s.dim, ErrNotPacked)
 	}
-	ipath := filepath.Join(s.dir, PackIndexFile)
+	ipath := filepath.Join(s.dir, name+".idx")
 	index, err := os.ReadFile(ipath)
 	if err != nil {
-		return nil, &inputerr.Error{Path: ipath, Msg: "cannot read the packed batches' index (pack again: gnnplan train --loader packed --repack)", Err: err}
+		return nil, &inputerr.Error{Path: ipath, Msg: "cannot read the packed batches' index" + repackHint(name), Err: err}
 	}
 	if len(index) != m.entries()*packIndexEntry || crc32.Checksum(index, castagnoli()) != m.IndexCRC32C {
-		return nil, &inputerr.Error{Path: ipath, Msg: fmt.Sprintf("%d bytes, checksum %08x: not the index packed.json describes (pack again: gnnplan train --loader packed --repack)",
-			len(index), crc32.Checksum(index, castagnoli()))}
+		return nil, &inputerr.Error{Path: ipath, Msg: fmt.Sprintf("%d bytes, checksum %08x: not the index %s.json describes%s",
+			len(index), crc32.Checksum(index, castagnoli()), name, repackHint(name))}
 	}
 	paths := m.files()
 	p := &Packed{s: s, m: m, index: index}
@@ -123,10 +132,10 @@ func (p *Packed) checkSizes(paths []string) error {
 				path := paths[(w*m.Epochs+e)*len(m.Dirs)+d]
 				fi, err := os.Stat(path)
 				if err != nil {
-					return &inputerr.Error{Path: path, Msg: "packed batches' file missing (pack again: gnnplan train --loader packed --repack)", Err: err}
+					return &inputerr.Error{Path: path, Msg: "packed batches' file missing" + repackHint(m.Name), Err: err}
 				}
 				if fi.Size() < end {
-					return &inputerr.Error{Path: path, Msg: fmt.Sprintf("%d bytes, its pieces end at %d: truncated (pack again: gnnplan train --loader packed --repack)", fi.Size(), end)}
+					return &inputerr.Error{Path: path, Msg: fmt.Sprintf("%d bytes, its pieces end at %d: truncated%s", fi.Size(), end, repackHint(m.Name))}
 				}
 			}
 		}
@@ -201,8 +210,8 @@ func (p *Packed) readPieces(ctx context.Context, w, e, b int, vertices []int32, 
 		total += rows
 	}
 	if total != len(ssd) {
-		return fmt.Errorf("packed batches: epoch %d, batch %d holds %d rows, the batch reads %d from disk: packed from other batches (pack again: gnnplan train --loader packed --repack)",
-			e+1, b+1, total, len(ssd))
+		return fmt.Errorf("packed batches: epoch %d, batch %d holds %d rows, the batch reads %d from disk: packed from other batches%s",
+			e+1, b+1, total, len(ssd), repackHint(m.Name))
 	}
 	if total == 0 {
 		return nil
@@ -238,8 +247,8 @@ func (p *Packed) readPieces(ctx context.Context, w, e, b int, vertices []int32, 
 	for _, r := range reqs {
 		d := int(r.Tag)
 		if err := p.placePiece(w, e, b, d, r.Dst, vertices, ssd, slots, dst); err != nil {
-			return fmt.Errorf("packed batches: %s at offset %d (epoch %d, batch %d): %w (pack again: gnnplan train --loader packed --repack)",
-				m.PackedFile(w, e, d), r.Offset, e+1, b+1, err)
+			return fmt.Errorf("packed batches: %s at offset %d (epoch %d, batch %d): %w%s",
+				m.PackedFile(w, e, d), r.Offset, e+1, b+1, err, repackHint(m.Name))
 		}
 	}
 	return nil

@@ -1,0 +1,432 @@
+package trainer
+
+import (
+	"context"
+	"fmt"
+	"hash/crc32"
+	"sort"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/gnnplan/gnnplan/internal/inputerr"
+	"github.com/gnnplan/gnnplan/internal/rng"
+	"github.com/gnnplan/gnnplan/trainer/dataset"
+	"github.com/gnnplan/gnnplan/trainer/sample"
+	"github.com/gnnplan/gnnplan/trainer/store"
+)
+
+// Multistage configures LoaderMultistage, HANOI's multistage sampling
+// (docs/loaders.md): every epoch the parts are shuffled and taken
+// MacroParts at a time as macro-batches; a macro-batch's rows are read
+// into memory in one sequential pass (first stage) and its training
+// vertices' mini-batches are sampled inside it (second stage): among its
+// parts' vertices and the hubs, which every macro-batch holds.
+type Multistage struct {
+	// Part is each vertex's part, 0 to Parts-1 (package partition).
+	Part  []int32
+	Parts int
+	// MacroParts is how many parts make a macro-batch (0: 1).
+	MacroParts int
+	// Hubs are the vertices every macro-batch holds besides its parts':
+	// out of core exactly the rows the store holds in memory (nil: none).
+	Hubs sample.Bitmap
+	// Pieces are, out of core, each part's rows the store does not hold
+	// in memory, part p as batch p of worker 0, epoch 0 (PackParts); nil
+	// in memory, or to read the rows where the feature source has them
+	// (the probe).
+	Pieces *store.Packed
+}
+
+// partsSampling identifies a partition: what packed parts were packed for.
+func partsSampling(ms *Multistage) string {
+	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(ms.Part))), 4*len(ms.Part))
+	return fmt.Sprintf("%d parts of %d vertices, partition %08x", ms.Parts, len(ms.Part), crc32.ChecksumIEEE(b))
+}
+
+// checkMultistage refuses a Multistage that does not fit g.
+func checkMultistage(g *dataset.Graph, o Options) error {
+	ms := o.Multistage
+	bad := func(format string, args ...any) error {
+		return &inputerr.Error{Path: g.Dir, Field: "loader", Msg: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case o.Loader != LoaderMultistage && ms != nil:
+		return bad("a multistage configuration for the %q loader (want %q)", o.Loader, LoaderMultistage)
+	case o.Loader == LoaderMultistage && ms == nil:
+		return bad("the multistage loader needs its partition (Options.Multistage)")
+	case ms == nil:
+		return nil
+	case ms.Parts < 1 || int64(len(ms.Part)) != g.Meta.NumNodes || ms.MacroParts < 0:
+		return bad("a partition of %d vertices into %d parts, %d per macro-batch, for %d vertices", len(ms.Part), ms.Parts, ms.MacroParts, g.Meta.NumNodes)
+	case ms.Hubs != nil && int64(len(ms.Hubs)) != (g.Meta.NumNodes+63)/64:
+		return bad("a hub set of %d words for %d vertices", len(ms.Hubs), g.Meta.NumNodes)
+	case ms.Pieces != nil && (o.Features == nil || ms.Pieces.Manifest().Sampling != partsSampling(ms)):
+		return bad("packed parts of another partition or without a feature store: pack the parts again")
+	}
+	for v, p := range ms.Part {
+		if p < 0 || int(p) >= ms.Parts {
+			return bad("vertex %d is in part %d (want 0 to %d)", v, p, ms.Parts-1)
+		}
+	}
+	return nil
+}
+
+// stages is one worker's multistage batchSource: its training vertices by
+// part, the macro-batches of the last epoch planned, and out of core the
+// first stage's rows.
+type stages struct {
+	sampler *sample.Sampler
+	ms      *Multistage
+	seed    uint64
+	n       int
+	members [][]int32 // each part's vertices, in vertex order
+	seeds   [][]int32 // each part's training vertices of this worker
+	macro   int       // parts per macro-batch
+
+	mu   sync.Mutex
+	plan *epochPlan // the last epoch planned
+	rows *macroRows // out of core: the first stage's rows
+}
+
+// epochPlan is an epoch's macro-batches.
+type epochPlan struct {
+	epoch  int
+	macros []macroBatch
+	total  int
+}
+
+// macroBatch is some parts, their training vertices shuffled, and where
+// its batches start among the epoch's.
+type macroBatch struct {
+	parts          []int32
+	seeds          []int32
+	first, batches int
+}
+
+func newStages(g *dataset.Graph, smp *sample.Sampler, seeds []int64, ms *Multistage, seed uint64) *stages {
+	st := &stages{sampler: smp, ms: ms, seed: seed, n: int(g.Meta.NumNodes), macro: max(ms.MacroParts, 1),
+		members: make([][]int32, ms.Parts), seeds: make([][]int32, ms.Parts)}
+	for v, p := range ms.Part {
+		st.members[p] = append(st.members[p], int32(v))
+	}
+	for _, v := range seeds {
+		p := ms.Part[v]
+		st.seeds[p] = append(st.seeds[p], int32(v))
+	}
+	return st
+}
+
+// epochPlan plans epoch: the parts in a seeded random order, cut into
+// macro-batches of st.macro parts, each one's training vertices shuffled.
+func (st *stages) epochPlan(epoch int) *epochPlan {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.plan != nil && st.plan.epoch == epoch {
+		return st.plan
+	}
+	key := rng.Mix(st.seed ^ rng.Mix(uint64(epoch)+0x6d616372)) // "macr"
+	order := make([]int32, st.ms.Parts)
+	for i := range order {
+		order[i] = int32(i)
+	}
+	r := rng.SplitMix{State: key}
+	shuffle(&r, order)
+	p := &epochPlan{epoch: epoch}
+	bs := st.sampler.BatchSize()
+	for lo := 0; lo < len(order); lo += st.macro {
+		m := macroBatch{parts: order[lo:min(lo+st.macro, len(order))], first: p.total}
+		for _, q := range m.parts {
+			m.seeds = append(m.seeds, st.seeds[q]...)
+		}
+		if len(m.seeds) == 0 {
+			continue
+		}
+		rs := rng.SplitMix{State: rng.Mix(key ^ uint64(len(p.macros)+1))}
+		shuffle(&rs, m.seeds)
+		m.batches = (len(m.seeds) + bs - 1) / bs
+		p.total += m.batches
+		p.macros = append(p.macros, m)
+	}
+	st.plan = p
+	return p
+}
+
+func shuffle(r *rng.SplitMix, xs []int32) {
+	for i := len(xs) - 1; i > 0; i-- {
+		j := r.Below(uint64(i) + 1)
+		xs[i], xs[j] = xs[j], xs[i]
+	}
+}
+
+// Batches is how many batches epoch's macro-batches make.
+func (st *stages) Batches(epoch int) int { return st.epochPlan(epoch).total }
+
+// within is the vertices macro-batch m holds: its parts' and the hubs.
+func (st *stages) within(m *macroBatch) sample.Bitmap {
+	set := sample.NewBitmap(st.n)
+	copy(set, st.ms.Hubs)
+	for _, p := range m.parts {
+		for _, v := range st.members[p] {
+			set.Set(v)
+		}
+	}
+	return set
+}
+
+// EpochFrom samples epoch's batches from batch first, macro-batch by
+// macro-batch; out of core each macro-batch's rows are read (the first
+// stage) on a goroutine of their own, the next while this one's batches
+// train.
+func (st *stages) EpochFrom(ctx context.Context, epoch, first int, fn func(*sample.MiniBatch) error) error {
+	plan := st.epochPlan(epoch)
+	start := sort.Search(len(plan.macros), func(i int) bool { return plan.macros[i].first+plan.macros[i].batches > first })
+	macros := plan.macros[start:]
+	var loaded <-chan loadedMacro
+	if st.rows != nil {
+		ctx2, cancel := context.WithCancel(ctx)
+		var wait func()
+		loaded, wait = st.rows.loadAll(ctx2, st, macros)
+		defer func() {
+			cancel()
+			wait()
+		}()
+	}
+	for i := range macros {
+		m := &macros[i]
+		if loaded != nil {
+			lm, ok := <-loaded
+			if !ok {
+				return fmt.Errorf("epoch %d: %w", epoch+1, context.Cause(ctx))
+			}
+			if lm.err != nil {
+				return lm.err
+			}
+		}
+		from := max(0, first-m.first)
+		if err := st.sampler.EpochWithin(ctx, epoch, m.seeds, st.within(m), m.first, from, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// macroRows is a worker's first stage out of core: two buffers of
+// macro-batch rows, one being trained from while the next is read, and
+// where each vertex's row is in its macro-batch's buffer.
+type macroRows struct {
+	pieces *store.Packed
+	src    residentSource
+	dim    int
+	pos    []int32 // per vertex: its row in its macro-batch's buffer
+	free   chan *macroBuf
+
+	mu   sync.Mutex
+	held map[int]*macroBuf // by the macro-batch's first batch
+}
+
+// macroBuf is one macro-batch's rows read from disk: row i is vertex
+// ids[i]'s. stats is what reading them cost, reported with the
+// macro-batch's first batch; left counts its batches not yet gathered.
+type macroBuf struct {
+	rows  []float32
+	ids   []int32
+	first int
+	left  int
+	stats GatherStats
+}
+
+// loadedMacro is a macro-batch read, or the error reading it.
+type loadedMacro struct {
+	err error
+}
+
+func newMacroRows(pieces *store.Packed, src residentSource, dim, n int) *macroRows {
+	mr := &macroRows{pieces: pieces, src: src, dim: dim, pos: make([]int32, n), free: make(chan *macroBuf, 2), held: map[int]*macroBuf{}}
+	mr.free <- &macroBuf{}
+	mr.free <- &macroBuf{}
+	return mr
+}
+
+// loadAll reads macros' rows in order into free buffers, sending one item
+// per macro-batch read; it ends (closing the channel) at the last, at an
+// error or when ctx ends. wait waits for it to end.
+func (mr *macroRows) loadAll(ctx context.Context, st *stages, macros []macroBatch) (_ <-chan loadedMacro, wait func()) {
+	out := make(chan loadedMacro)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(out)
+		for i := range macros {
+			var b *macroBuf
+			select {
+			case b = <-mr.free:
+			case <-ctx.Done():
+				return
+			}
+			err := mr.load(ctx, st, &macros[i], b)
+			if err != nil {
+				mr.free <- b
+			}
+			select {
+			case out <- loadedMacro{err: err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return out, func() { <-done }
+}
+
+// load reads m's parts' disk rows into b, part by part (each one
+// sequential read of its piece), and registers b for m's batches.
+func (mr *macroRows) load(ctx context.Context, st *stages, m *macroBatch, b *macroBuf) error {
+	start := time.Now()
+	b.ids, b.stats = b.ids[:0], GatherStats{}
+	for _, p := range m.parts {
+		for _, v := range st.members[p] {
+			if st.ms.Hubs == nil || !st.ms.Hubs.Has(v) {
+				b.ids = append(b.ids, v)
+			}
+		}
+	}
+	if need := len(b.ids) * mr.dim; cap(b.rows) < need {
+		b.rows = make([]float32, need+need/4)
+	}
+	b.rows = b.rows[:len(b.ids)*mr.dim]
+	at := 0
+	for _, p := range m.parts {
+		k := 0
+		for _, v := range st.members[p] {
+			if st.ms.Hubs == nil || !st.ms.Hubs.Has(v) {
+				k++
+			}
+		}
+		_, gs, err := mr.pieces.Gather(ctx, 0, 0, int(p), b.ids[at:at+k], b.rows[at*mr.dim:(at+k)*mr.dim], -1, nil)
+		if err != nil {
+			return fmt.Errorf("multistage: part %d: %w", p, err)
+		}
+		b.stats.Add(gs)
+		at += k
+	}
+	for i, v := range b.ids {
+		mr.pos[v] = int32(i)
+	}
+	b.stats.Rows, b.stats.Bytes, b.stats.SocketCacheHits, b.stats.BinRows = 0, 0, 0, nil
+	b.stats.Seconds = time.Since(start).Seconds()
+	b.first, b.left = m.first, m.batches
+	mr.mu.Lock()
+	mr.held[m.first] = b
+	mr.mu.Unlock()
+	return nil
+}
+
+// fetch gathers mb's rows: the ones in memory from the store, the others
+// from its macro-batch's buffer, each checked to be the vertex asked for.
+func (mr *macroRows) fetch(st *stages) rowFetcher {
+	return func(ctx context.Context, mb *sample.MiniBatch, dst []float32, resident int, idx []int32) (int, GatherStats, error) {
+		plan := st.epochPlan(mb.Epoch)
+		i := sort.Search(len(plan.macros), func(i int) bool { return plan.macros[i].first+plan.macros[i].batches > mb.Index })
+		if i == len(plan.macros) {
+			return 0, GatherStats{}, fmt.Errorf("multistage: epoch %d has no batch %d", mb.Epoch+1, mb.Index+1)
+		}
+		mr.mu.Lock()
+		b := mr.held[plan.macros[i].first]
+		mr.mu.Unlock()
+		if b == nil {
+			return 0, GatherStats{}, fmt.Errorf("multistage: batch %d's macro-batch is not in memory", mb.Index+1)
+		}
+		vertices := mb.Input()
+		n, disk, slots, gs, err := mr.gatherMemory(vertices, dst, resident, idx)
+		if err != nil {
+			return n, gs, err
+		}
+		dim := mr.dim
+		for k, i := range disk {
+			v := vertices[i]
+			r := mr.pos[v]
+			if int(r) >= len(b.ids) || b.ids[r] != v {
+				return n, gs, fmt.Errorf("multistage: batch %d reads vertex %d, which its macro-batch does not hold", mb.Index+1, v)
+			}
+			copy(dst[slots[k]*dim:(slots[k]+1)*dim], b.rows[int(r)*dim:(int(r)+1)*dim])
+		}
+		if mb.Index == b.first {
+			gs.Add(b.stats)
+		}
+		mr.done(b)
+		return n, gs, nil
+	}
+}
+
+// gatherMemory is the store's GatherMemory.
+func (mr *macroRows) gatherMemory(vertices []int32, dst []float32, resident int, idx []int32) (int, []int, []int, GatherStats, error) {
+	s, ok := mr.src.(storeSource)
+	if !ok {
+		return 0, nil, nil, GatherStats{}, fmt.Errorf("multistage: out of core it reads a feature store, not %T", mr.src)
+	}
+	return s.GatherMemory(vertices, dst, resident, idx)
+}
+
+// done counts one of b's batches gathered; after its last, b is free for
+// the next macro-batch.
+func (mr *macroRows) done(b *macroBuf) {
+	mr.mu.Lock()
+	b.left--
+	last := b.left == 0
+	if last {
+		delete(mr.held, b.first)
+	}
+	mr.mu.Unlock()
+	if last {
+		mr.free <- b
+	}
+}
+
+// reset frees every buffer before an epoch (the last one's loading has
+// stopped: a stopped epoch can leave buffers held).
+func (mr *macroRows) reset() {
+	mr.mu.Lock()
+	defer mr.mu.Unlock()
+	for k := range mr.held {
+		delete(mr.held, k)
+	}
+	for len(mr.free) > 0 {
+		<-mr.free
+	}
+	mr.free <- &macroBuf{}
+	mr.free <- &macroBuf{}
+}
+
+// newMultistageLoader makes l HANOI's loader for worker w.
+func newMultistageLoader(l *prefetchLoader, w *worker, g *dataset.Graph, ms *Multistage, o Options) *multistageLoader {
+	so := workerSamplerOptions(g, o, w.id)
+	seeds := so.Seeds
+	if seeds == nil {
+		seeds = g.Train
+	}
+	st := newStages(g, w.sampler, seeds, ms, w.seed)
+	l.source = st
+	if ms.Pieces != nil {
+		rs, _ := o.Features.(residentSource)
+		st.rows = newMacroRows(ms.Pieces, rs, w.input.dim, int(g.Meta.NumNodes))
+		l.rows = st.rows.fetch(st)
+	}
+	return &multistageLoader{prefetchLoader: l, stages: st}
+}
+
+// multistageLoader is the prefetch pipeline over HANOI's stages.
+type multistageLoader struct {
+	*prefetchLoader
+	stages *stages
+}
+
+// Epoch starts epoch's loading from batch first, its buffers all free.
+func (l *multistageLoader) Epoch(ctx context.Context, epoch, first int) Batches {
+	if l.stages.rows != nil {
+		l.stages.rows.reset()
+	}
+	return l.prefetchLoader.Epoch(ctx, epoch, first)
+}

@@ -1,0 +1,132 @@
+package trainer
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/gnnplan/gnnplan/trainer/nn"
+	"github.com/gnnplan/gnnplan/trainer/partition"
+	"github.com/gnnplan/gnnplan/trainer/sample"
+	"github.com/gnnplan/gnnplan/trainer/store"
+)
+
+// multistageFor partitions d's graph into parts, macro of them per
+// macro-batch, with hubs.
+func multistageFor(t *testing.T, d loaded, parts, macro int, hubs sample.Bitmap) *Multistage {
+	t.Helper()
+	r, err := partition.Partition(context.Background(), d.g, partition.Options{Parts: parts, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Multistage{Part: r.Part, Parts: parts, MacroParts: macro, Hubs: hubs}
+}
+
+// TestMultistageOutOfCoreMatchesInMemory trains with HANOI's loader twice:
+// its macro-batches read from packed parts on disk (the store's cache as
+// the hubs) and with every row in memory (the same hubs): the same
+// batches and rows, so bitwise the same loss curve and parameters. Every
+// epoch's batches cover each training vertex once, and each batch's
+// vertices lie in its macro-batch or the hubs.
+func TestMultistageOutOfCoreMatchesInMemory(t *testing.T) {
+	const n = 1500
+	dir := synthDataset(t, n, 64)
+	d := load(t, dir)
+	for i, mix := range testMixes[:2] {
+		for _, kind := range []nn.Kind{nn.GraphSAGE, nn.GCN} {
+			t.Run(fmt.Sprintf("%s/%s", mix.name, kind), func(t *testing.T) {
+				s := materializeStore(t, dir, n, mix, uint64(i))
+				o := smallOptions(kind)
+				o.BatchSize, o.Epochs, o.Loader = 48, 3, LoaderMultistage
+				o.Multistage = multistageFor(t, d, 6, 2, sample.Bitmap(s.InMemorySet()))
+				mem := newTrainer(t, d, o, 2)
+				memRes, err := mem.Run(context.Background(), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := PackParts(context.Background(), s, o.Multistage, store.PackOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				ms := *o.Multistage
+				if ms.Pieces, err = OpenParts(s, &ms); err != nil {
+					t.Fatal(err)
+				}
+				defer ms.Pieces.Close()
+				oo := o
+				oo.Features, oo.Multistage = StoreSource(s), &ms
+				tr := newOutOfCore(t, d.g, oo, 2)
+				res, err := tr.Run(context.Background(), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for e, me := range memRes.Epochs {
+					es := res.Epochs[e]
+					if es.Loss != me.Loss || es.ValLoss != me.ValLoss || es.Batches != me.Batches {
+						t.Errorf("epoch %d: loss %v, val loss %v, %d batches; in memory %v, %v, %d", e+1, es.Loss, es.ValLoss, es.Batches, me.Loss, me.ValLoss, me.Batches)
+					}
+					if mix.ssds > 0 && mix.gpuRows == 0 && (es.Rows.SSDRows == 0 || es.Rows.UsefulBytes == 0) {
+						t.Errorf("epoch %d: %d rows from disk, %d bytes read", e+1, es.Rows.SSDRows, es.Rows.UsefulBytes)
+					}
+				}
+				if !slices.Equal(params(tr), params(mem)) {
+					t.Error("parameters differ from the in-memory run's")
+				}
+			})
+		}
+	}
+}
+
+// TestMultistageBatches checks the second stage's batches: each epoch
+// covers every training vertex once, in batches whose vertices lie in
+// their macro-batch's parts or the hubs, in an order that differs from
+// epoch to epoch.
+func TestMultistageBatches(t *testing.T) {
+	d := load(t, coraDir(t))
+	hubs := sample.NewBitmap(int(d.g.Meta.NumNodes))
+	hubs.Set(0)
+	ms := multistageFor(t, d, 4, 2, hubs)
+	o := smallOptions(nn.GraphSAGE)
+	o.BatchSize, o.Loader, o.Multistage = 16, LoaderMultistage, ms
+	tr := newTrainer(t, d, o, 1)
+	st := tr.workers[0].loader.(*multistageLoader).stages
+	var firsts [][]int32
+	for epoch := range 2 {
+		plan := st.epochPlan(epoch)
+		seen := map[int32]int{}
+		var order []int32
+		err := st.EpochFrom(context.Background(), epoch, 0, func(mb *sample.MiniBatch) error {
+			m := plan.macros[0]
+			for _, x := range plan.macros {
+				if mb.Index >= x.first {
+					m = x
+				}
+			}
+			for _, v := range mb.Seeds {
+				seen[v]++
+				order = append(order, v)
+			}
+			for _, v := range mb.Input()[len(mb.Seeds):] {
+				if !slices.Contains(m.parts, ms.Part[v]) && !hubs.Has(v) {
+					t.Fatalf("epoch %d batch %d: vertex %d of part %d, outside macro-batch parts %v", epoch, mb.Index, v, ms.Part[v], m.parts)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) != len(d.g.Train) {
+			t.Errorf("epoch %d: %d distinct seeds, want %d", epoch, len(seen), len(d.g.Train))
+		}
+		for v, c := range seen {
+			if c != 1 {
+				t.Errorf("epoch %d: seed %d trained %d times", epoch, v, c)
+			}
+		}
+		firsts = append(firsts, order)
+	}
+	if slices.Equal(firsts[0], firsts[1]) {
+		t.Error("two epochs trained their seeds in the same order")
+	}
+}
