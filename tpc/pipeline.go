@@ -134,3 +134,41 @@ func ErrorPct(measured, predicted float64) float64 {
 	}
 	return 100 * (measured - predicted) / predicted
 }
+
+// PredictStages predicts an epoch of HANOI's multistage loader: batches
+// in macros macro-batches, each macro-batch's macroRows disk rows read in
+// one sequential pass at c.DiskRowsPerS while the macro-batch before it
+// trains, its batches then gathering every row from memory. The reads'
+// CPU time (macroRows x DiskCPURowS) is taken from the step's cores
+// unless the step runs on a GPU. The first macro-batch's read is not
+// overlapped: the epoch is the pipeline's fill, that read, then each
+// macro-batch's training or the next one's read, whichever is longer.
+func PredictStages(c BatchCosts, batches float64, macros int, macroRows float64) (PipelinePrediction, error) {
+	switch {
+	case macros < 1 || !(batches >= 0) || math.IsInf(batches, 0) || macroRows < 0:
+		return PipelinePrediction{}, fmt.Errorf("predict: %d macro-batches of %g rows, %g batches", macros, macroRows, batches)
+	case !(c.ComputeS > 0):
+		return PipelinePrediction{}, fmt.Errorf("predict: batch costs %+v (want a compute time > 0)", c)
+	case macroRows > 0 && !(c.DiskRowsPerS > 0):
+		return PipelinePrediction{}, fmt.Errorf("predict: macro-batches read %g rows from disk and no read rate was measured", macroRows)
+	}
+	b := c.batch(1)
+	var load, stolen float64
+	if macroRows > 0 {
+		load = macroRows / c.DiskRowsPerS
+	}
+	if !c.StepOffCores {
+		stolen = macroRows * c.DiskCPURowS
+	}
+	m := float64(macros)
+	train := batches/m*b.batchS + stolen
+	p := PipelinePrediction{HitShare: 1, Batches: batches, Bound: "compute",
+		SampleS: c.SampleS * batches, GatherS: b.copyS*batches + load*m, DiskS: load * m, StepS: c.StepS*batches + stolen*m}
+	if load > train {
+		p.Bound = "disk"
+	}
+	if batches > 0 {
+		p.EpochS = c.FillS + load + (m-1)*math.Max(train, load) + train
+	}
+	return p, nil
+}

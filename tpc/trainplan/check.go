@@ -40,23 +40,39 @@ type EpochCheck struct {
 // Check compares e with the prediction; false when e is not a whole epoch
 // (a resumed one) or p is nil.
 func (p *Prediction) Check(e trainer.EpochStats) (EpochCheck, bool) {
-	if p == nil || e.Batches != p.FullBatches {
+	if p == nil || !p.whole(e) {
 		return EpochCheck{}, false
 	}
-	c := EpochCheck{Epoch: e.Epoch, StageCheck: newStageCheck(e.Seconds, p.Epoch.EpochS),
-		Sample: newStageCheck(e.Stages.Sample.BusySeconds, p.Epoch.SampleS),
-		Gather: newStageCheck(e.Stages.Gather.BusySeconds, p.Epoch.GatherS),
-		Step:   newStageCheck(e.GatherSeconds+e.ComputeSeconds+e.OptimizerSeconds, p.Epoch.StepS)}
-	if rate := EpochDiskRate(e, p.Costs.CopyRowS); rate > 0 && p.Epoch.HitShare < 1 {
+	pe := p.Epoch
+	if e.Batches != p.FullBatches { // a multistage epoch: priced at its batches
+		again, err := p.at(pe.Batches+float64(e.Batches-p.FullBatches), p.Costs.DiskRowsPerS)
+		if err != nil {
+			return EpochCheck{}, false
+		}
+		pe = again
+	}
+	c := EpochCheck{Epoch: e.Epoch, StageCheck: newStageCheck(e.Seconds, pe.EpochS),
+		Sample: newStageCheck(e.Stages.Sample.BusySeconds, pe.SampleS),
+		Gather: newStageCheck(e.Stages.Gather.BusySeconds, pe.GatherS),
+		Step:   newStageCheck(e.GatherSeconds+e.ComputeSeconds+e.OptimizerSeconds, pe.StepS)}
+	if rate := EpochDiskRate(e, p.Costs.CopyRowS); rate > 0 && (pe.HitShare < 1 || p.MacroRows > 0) {
 		c.DiskRowsPerS = rate
-		cc := p.Costs
-		cc.DiskRowsPerS = rate
-		if again, err := tpc.PredictPipeline(cc, p.Epoch.HitShare, p.Epoch.Batches); err == nil {
+		if again, err := p.at(pe.Batches, rate); err == nil {
 			s := newStageCheck(e.Seconds, again.EpochS)
 			c.WithEpochDisk = &s
 		}
 	}
 	return c, true
+}
+
+// whole says e is a whole epoch, not one a run resumed part-way: of the
+// predicted batches, or for the multistage loader, whose macro-batches
+// end in a short batch each, of at least as many.
+func (p *Prediction) whole(e trainer.EpochStats) bool {
+	if p.Loader == trainer.LoaderMultistage {
+		return e.Batches >= p.FullBatches
+	}
+	return e.Batches == p.FullBatches
 }
 
 // EpochDiskRate is the rows per second an epoch read from disk: its disk
@@ -106,7 +122,7 @@ func (c EpochCheck) Line(outOfCore bool) string {
 func MedianEpochSeconds(p *Prediction, epochs []trainer.EpochStats) float64 {
 	var s []float64
 	for _, e := range epochs {
-		if p == nil || e.Batches == p.FullBatches {
+		if p == nil || p.whole(e) {
 			s = append(s, e.Seconds)
 		}
 	}

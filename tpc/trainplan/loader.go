@@ -24,6 +24,12 @@ type LoaderFlags struct {
 	PackEpochs   int
 	PackSpaceGiB float64
 	Repack       bool
+	// Parts is how many parts the multistage loader cuts the graph into,
+	// MacroParts how many make a macro-batch; HubFraction is the share
+	// of the vertices (the most sampled) every macro-batch holds in
+	// memory, out of core the store's cache instead.
+	Parts, MacroParts int
+	HubFraction       float64
 }
 
 // PrepareLoader sets the session's loader up: for the packed loader out
@@ -33,7 +39,11 @@ type LoaderFlags struct {
 // nothing is packed.
 func (r *Session) PrepareLoader(ctx context.Context, lf LoaderFlags, log io.Writer, progress func(store.Progress)) error {
 	r.Options.Loader = lf.Loader
-	if lf.Loader != trainer.LoaderPacked {
+	switch lf.Loader {
+	case trainer.LoaderMultistage:
+		return r.prepareMultistage(ctx, lf, log, progress)
+	case trainer.LoaderPacked:
+	default:
 		return nil
 	}
 	if r.Store == nil {

@@ -39,6 +39,12 @@ type Prediction struct {
 	// BLAS is the products' thread counts the probe tried, when it tried
 	// fewer (see ChooseBLASThreads).
 	BLAS *BLASChoice `json:"blas_threads,omitempty"`
+	// Loader is the loader predicted (trainer.Loaders); for the
+	// multistage one, Macros macro-batches an epoch, each reading
+	// MacroRows rows from disk.
+	Loader    string  `json:"loader"`
+	Macros    int     `json:"macro_batches,omitempty"`
+	MacroRows float64 `json:"macro_rows,omitempty"`
 }
 
 // BLASChoice is the probe's pick of the products' thread count.
@@ -79,6 +85,14 @@ type PredictInput struct {
 	MeasureSeconds float64
 	// Progress receives a line per phase.
 	Progress io.Writer
+	// Loader is the run's loader; Sequential its packed batches or parts
+	// (their sequential read rate is the disk's for them); Macros and
+	// MacroRows the multistage loader's macro-batches an epoch and disk
+	// rows each.
+	Loader     string
+	Sequential *store.Packed
+	Macros     int
+	MacroRows  float64
 }
 
 // Predict probes tr for a few batches, finds the share of rows served
@@ -93,7 +107,10 @@ func Predict(ctx context.Context, tr *trainer.Trainer, in PredictInput) (*Predic
 	if err != nil {
 		return nil, err
 	}
-	p := &Prediction{Probe: pr}
+	p := &Prediction{Probe: pr, Loader: in.Loader}
+	if p.Loader == "" {
+		p.Loader = trainer.LoaderOnline
+	}
 	if in.CPU != nil && in.Store != nil && in.BLASThreads == 0 {
 		probe := func(ctx context.Context) (trainer.Probe, error) { return tr.Probe(ctx, in.ProbeBatches) }
 		if p.Probe, p.BLAS, err = ChooseBLASThreads(ctx, in.Progress, probe, in.CPU, pr, in.Workers); err != nil {
@@ -116,20 +133,34 @@ func Predict(ctx context.Context, tr *trainer.Trainer, in PredictInput) (*Predic
 	p.HitShareSource = "every row in memory"
 	if in.Store != nil {
 		c.CopyRowS = CopyRowSeconds(pr)
-		if hit, p.HitShareSource, err = hitShare(in, pr); err != nil {
+		if in.Loader == trainer.LoaderMultistage {
+			p.HitShareSource = "every batch's rows in memory: its macro-batch's, read before it, and the store's cache"
+			p.Macros, p.MacroRows = in.Macros, in.MacroRows
+		} else if hit, p.HitShareSource, err = hitShare(in, pr); err != nil {
 			return nil, err
 		}
-		if hit < 1 {
+		if hit < 1 || p.MacroRows > 0 {
 			if err := diskRate(ctx, in, &c, pr, p); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if p.Epoch, err = tpc.PredictPipeline(c, hit, float64(share)/float64(batch)); err != nil {
+	p.Costs = c
+	if p.Epoch, err = p.at(float64(share)/float64(batch), c.DiskRowsPerS); err != nil {
 		return nil, err
 	}
-	p.Costs = c
 	return p, nil
+}
+
+// at predicts an epoch of batches (full batches' worth) with p's costs at
+// disk rate rowsPerS, with the loader p predicts.
+func (p *Prediction) at(batches, rowsPerS float64) (tpc.PipelinePrediction, error) {
+	c := p.Costs
+	c.DiskRowsPerS = rowsPerS
+	if p.Loader == trainer.LoaderMultistage {
+		return tpc.PredictStages(c, batches, max(p.Macros, 1), p.MacroRows)
+	}
+	return tpc.PredictPipeline(c, p.Epoch.HitShare, batches)
 }
 
 // hitShare is the share of row reads the store serves from memory, and how
@@ -217,6 +248,19 @@ func ThreadsName(n int) string {
 // profile, or by reading the probed batches' disk-resident rows through
 // the store for MeasureSeconds.
 func diskRate(ctx context.Context, in PredictInput, c *tpc.BatchCosts, pr trainer.Probe, p *Prediction) error {
+	if in.Sequential != nil {
+		// Packed batches and parts are read sequentially: their own rate.
+		secs := in.MeasureSeconds
+		fmt.Fprintf(in.Progress, "predicting: reading the packed %s in order for %.1f s ...\n", in.Sequential.Manifest().Name, secs)
+		rr, err := in.Sequential.MeasureReads(ctx, time.Duration(secs*float64(time.Second)))
+		if err != nil {
+			return fmt.Errorf("measure the packed %s' read rate: %w", in.Sequential.Manifest().Name, err)
+		}
+		p.Disk = &rr
+		c.DiskRowsPerS, c.DiskCPURowS = rr.RowsPerS, rr.CPUSecondsPerRow
+		c.Source += fmt.Sprintf("; disk rows/s from reading the packed %s in order (%d rows) before training", in.Sequential.Manifest().Name, rr.Rows)
+		return nil
+	}
 	if prof := in.Measured; prof != nil {
 		row := in.Store.Dim() * 4
 		if prof.FeatureBytes != row {
@@ -276,9 +320,7 @@ func (p *Prediction) WithEpochDisk(checks []EpochCheck) (epochS, rowsPerS float6
 		return 0, 0
 	}
 	rowsPerS = Median(rates)
-	cc := p.Costs
-	cc.DiskRowsPerS = rowsPerS
-	again, err := tpc.PredictPipeline(cc, p.Epoch.HitShare, p.Epoch.Batches)
+	again, err := p.at(p.Epoch.Batches, rowsPerS)
 	if err != nil {
 		return 0, 0
 	}

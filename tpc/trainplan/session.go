@@ -230,6 +230,15 @@ func (r *Session) Predict(ctx context.Context, o *RunFlags, tr *trainer.Trainer,
 	in := PredictInput{ProbeBatches: o.ProbeBatches, BLASThreads: o.BLASThreads, Store: r.Store, Dir: r.Dir, Nodes: r.Graph.Meta.NumNodes,
 		Seeds: len(r.Graph.Train), Batch: r.Options.BatchSize, Workers: r.Options.Workers, MeasuredPath: o.Measured, MeasureSeconds: o.MeasureSeconds, Progress: progress}
 	in.CPU, _ = r.Backends[0].(*kernels.CPU)
+	in.Loader = r.Options.Loader
+	switch ms := r.Options.Multistage; {
+	case r.Options.Packed != nil:
+		in.Sequential = r.Options.Packed
+	case ms != nil && ms.Pieces != nil:
+		in.Sequential = ms.Pieces
+		in.Macros = (ms.Parts + max(ms.MacroParts, 1) - 1) / max(ms.MacroParts, 1)
+		in.MacroRows = float64(ms.Pieces.Manifest().Rows) / float64(in.Macros)
+	}
 	if o.Measured != "" && r.Store != nil {
 		var err error
 		if in.Measured, err = store.ReadProfile(o.Measured, "--measured"); err != nil {

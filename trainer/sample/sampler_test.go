@@ -751,16 +751,26 @@ func TestEpochWithin(t *testing.T) {
 	if err := s.Epoch(context.Background(), 2, func(mb *MiniBatch) error { want = append(want, mb); return nil }); err != nil {
 		t.Fatal(err)
 	}
+	// Whole batches only: EpochWithin splits seeds into equal batches.
+	full := len(s.order(2)) / 50
 	i := 0
-	err = s.EpochWithin(context.Background(), 2, s.order(2), all, 0, 0, func(mb *MiniBatch) error {
+	err = s.EpochWithin(context.Background(), 2, s.order(2)[:50*full], all, 0, 0, func(mb *MiniBatch) error {
 		if !reflect.DeepEqual(mb, want[i]) {
 			t.Errorf("batch %d differs from Epoch's", i)
 		}
 		i++
 		return nil
 	})
-	if err != nil || i != len(want) {
-		t.Fatalf("%d batches, want %d: %v", i, len(want), err)
+	if err != nil || i != full || full == 0 {
+		t.Fatalf("%d batches, want %d: %v", i, full, err)
+	}
+	sizes := map[int]bool{}
+	err = s.EpochWithin(context.Background(), 2, s.order(2)[:50*full+1], all, 0, 0, func(mb *MiniBatch) error {
+		sizes[len(mb.Seeds)] = true
+		return nil
+	})
+	if err != nil || len(sizes) > 2 {
+		t.Errorf("batches of %v seeds for %d: want sizes a seed apart (%v)", sizes, 50*full+1, err)
 	}
 	half := NewBitmap(600)
 	for v := range 300 {

@@ -48,8 +48,9 @@ func (b Bitmap) keep(dst, vs []int32) []int32 {
 	return dst
 }
 
-// EpochWithin samples seeds in batches of BatchSize, in order, from batch
-// first on, each neighbourhood drawn only among the vertices within holds
+// EpochWithin samples seeds in the fewest batches of at most BatchSize,
+// of equal sizes (a macro-batch's seeds end in no runt batch), in order,
+// from batch first on, each neighbourhood drawn only among the vertices within holds
 // (the seeds need not be in it): HANOI's second stage, mini-batches
 // sampled inside a macro-batch held in memory. A hop draws up to its
 // fanout of a vertex's neighbours that are within, uniformly. Batch b is
@@ -71,8 +72,8 @@ func (s *Sampler) EpochWithin(ctx context.Context, epoch int, seeds []int32, wit
 		}
 	}
 	return s.run(ctx, epoch, first, nb, base, func(sc *sampleScratch, b int) *MiniBatch {
-		lo := b * s.batchSize
-		mb := s.sampleSeeds(sc, seeds[lo:min(lo+s.batchSize, len(seeds))], s.batchKey(epoch, base+b), within)
+		lo, hi := b*len(seeds)/nb, (b+1)*len(seeds)/nb
+		mb := s.sampleSeeds(sc, seeds[lo:hi], s.batchKey(epoch, base+b), within)
 		mb.Index, mb.Epoch = base+b, epoch
 		return mb
 	}, fn)

@@ -1,0 +1,122 @@
+package trainplan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/gnnplan/gnnplan/internal/inputerr"
+	"github.com/gnnplan/gnnplan/tpc"
+	"github.com/gnnplan/gnnplan/trainer"
+	"github.com/gnnplan/gnnplan/trainer/partition"
+	"github.com/gnnplan/gnnplan/trainer/sample"
+	"github.com/gnnplan/gnnplan/trainer/store"
+)
+
+// prepareMultistage partitions the graph, picks the hubs and, out of
+// core, opens the packed parts (packing them first when needed).
+func (r *Session) prepareMultistage(ctx context.Context, lf LoaderFlags, log io.Writer, progress func(store.Progress)) error {
+	switch {
+	case lf.Parts < 1 || lf.MacroParts < 1 || lf.MacroParts > lf.Parts:
+		return inputerr.Errorf("", "", "--parts %d, --macro-parts %d (valid: parts >= 1, 1 <= macro-parts <= parts)", lf.Parts, lf.MacroParts)
+	case lf.HubFraction < 0 || lf.HubFraction > 1:
+		return inputerr.Errorf("", "", "--hub-fraction %g (valid: 0 to 1)", lf.HubFraction)
+	}
+	start := time.Now()
+	part, err := partition.Partition(ctx, r.Graph, partition.Options{Parts: lf.Parts, Seed: r.Options.Seed})
+	if err != nil {
+		return err
+	}
+	ms := &trainer.Multistage{Part: part.Part, Parts: lf.Parts, MacroParts: lf.MacroParts}
+	hubs := "the store's cache"
+	if r.Store != nil {
+		ms.Hubs = sample.Bitmap(r.Store.InMemorySet())
+	} else if ms.Hubs, err = r.hotHubs(ctx, lf.HubFraction); err != nil {
+		return err
+	} else {
+		hubs = fmt.Sprintf("the %.1f%% most sampled vertices", 100*lf.HubFraction)
+	}
+	note := fmt.Sprintf("multistage loader: %d parts (edge cut %.1f%%, random %.1f%%; cut in %s), %d per macro-batch; hubs: %s (%d vertices)",
+		part.Parts, 100*part.EdgeCut, 100*part.RandomEdgeCut, tpc.FormatSeconds(time.Since(start).Seconds()), ms.MacroParts, hubs, ms.Hubs.Len())
+	if r.Store != nil {
+		p, err := r.openParts(ctx, ms, lf, log, progress)
+		if err != nil {
+			return err
+		}
+		r.cleanup = append(r.cleanup, func() { p.Close() })
+		ms.Pieces = p
+		m := p.Manifest()
+		note += fmt.Sprintf("; parts packed in %.2f GiB", float64(m.Bytes)/(1<<30))
+	}
+	r.Options.Multistage = ms
+	r.Notes = append(r.Notes, note)
+	return nil
+}
+
+// openParts opens ms's packed parts, packing them when there are none for
+// this partition or when asked to.
+func (r *Session) openParts(ctx context.Context, ms *trainer.Multistage, lf LoaderFlags, log io.Writer, progress func(store.Progress)) (*store.Packed, error) {
+	p, err := trainer.OpenParts(r.Store, ms)
+	if err == nil && !lf.Repack {
+		return p, nil
+	}
+	if err == nil {
+		p.Close()
+	} else if !errors.Is(err, store.ErrNotPacked) {
+		return nil, err
+	}
+	fmt.Fprintln(log, "packing the parts for the multistage loader")
+	m, err := trainer.PackParts(ctx, r.Store, ms, store.PackOptions{Log: log, Progress: progress})
+	if err != nil {
+		return nil, err
+	}
+	r.Packing = m
+	fmt.Fprintf(log, "packed %d parts in %s: %d rows, %.2f GiB\n", ms.Parts, tpc.FormatSeconds(m.Seconds), m.Rows, float64(m.Bytes)/(1<<30))
+	return trainer.OpenParts(r.Store, ms)
+}
+
+// hotHubs is the share frac of the vertices one epoch of the run's
+// sampling reads most often: HANOI's hubs, the vertices whose rows the
+// most training vertices' neighbourhoods reach.
+func (r *Session) hotHubs(ctx context.Context, frac float64) (sample.Bitmap, error) {
+	n := int(r.Graph.Meta.NumNodes)
+	hubs := sample.NewBitmap(n)
+	k := int(frac * float64(n))
+	if k == 0 {
+		return hubs, nil
+	}
+	so := sample.SamplerOptions{Fanouts: r.Options.Fanouts, BatchSize: r.Options.BatchSize, Seed: r.Options.Seed, Workers: r.Options.Threads, Shuffle: true}
+	if so.BatchSize == 0 {
+		so.BatchSize = len(r.Graph.Train)
+	}
+	counts, err := sample.Hotness(ctx, r.Graph, sample.HotnessOptions{Sampler: so}, io.Discard)
+	if err != nil {
+		return nil, err
+	}
+	// The k-th largest count by a histogram (counts are at most the
+	// batches of an epoch), then the vertices above it, ties in order.
+	var top uint32
+	for _, c := range counts {
+		top = max(top, c)
+	}
+	hist := make([]int, top+1)
+	for _, c := range counts {
+		hist[c]++
+	}
+	cut, above := top, 0
+	for ; cut > 0 && above+hist[cut] < k; cut-- {
+		above += hist[cut]
+	}
+	ties := k - above
+	for v, c := range counts {
+		if c > cut || (c == cut && ties > 0) {
+			if c == cut {
+				ties--
+			}
+			hubs.Set(int32(v))
+		}
+	}
+	return hubs, nil
+}
