@@ -68,6 +68,10 @@ func TestDRAMIsBoughtWhenItPays(t *testing.T) {
 		req.GPUModels, req.SSDModels = []string{"a100-80gb-pcie"}, []string{"p5510-3.84tb"}
 		req.MinGPUs, req.MaxGPUs = 1, 1
 		req.SSDCounts = []int{1}
+		// Online reads keep the one SSD the bound, where memory pays;
+		// packed batches read at the drive's sequential rate and leave
+		// the GPU the bound.
+		req.Loaders = []string{LoaderOnline}
 		for i := range req.Catalog.DIMMs {
 			req.Catalog.DIMMs[i].PriceUSD = price
 		}
@@ -90,6 +94,7 @@ func TestDRAMIsBoughtWhenItPays(t *testing.T) {
 	req.GPUModels, req.SSDModels = []string{"a100-80gb-pcie"}, []string{"p5510-3.84tb"}
 	req.MinGPUs, req.MaxGPUs = 1, 1
 	req.SSDCounts = []int{1}
+	req.Loaders = []string{LoaderOnline}
 	for i := range req.Catalog.DIMMs {
 		req.Catalog.DIMMs[i].PriceUSD = 1
 	}

@@ -28,8 +28,8 @@ func ExampleRecommend() {
 		return
 	}
 	b := rec.Best
-	fmt.Printf("%d x %s + %d x %s, $%.0f, %.0f samples/s, TPC %.0f per $1k, %s-bound\n",
-		b.GPUs, b.GPU.Key, b.SSDs, b.SSD.Key, b.CostUSD, b.SamplesPerSec, 1000*b.TPC, b.Bound)
+	fmt.Printf("%d x %s + %d x %s, $%.0f, %.0f samples/s, TPC %.0f per $1k, %s-bound, %s loader\n",
+		b.GPUs, b.GPU.Key, b.SSDs, b.SSD.Key, b.CostUSD, b.SamplesPerSec, 1000*b.TPC, b.Bound, b.Loader.Name)
 	// Output:
-	// 5 x l40s-48gb-pcie + 10 x 980pro-1tb, $72098, 938296 samples/s, TPC 13014 per $1k, io-bound
+	// 6 x l40s-48gb-pcie + 9 x 980pro-1tb, $79998, 1125956 samples/s, TPC 14075 per $1k, io-bound, packed loader
 }

@@ -355,6 +355,9 @@ type Prediction struct {
 	TrainTimeSource string  `json:"train_time_source"`
 	// BatchTrain is T_train's parts, per batch on one GPU.
 	BatchTrain BatchTrainCosts `json:"batch_train"`
+	// Loader is the loader the epoch was priced with and why, beside the
+	// others (nil: online, not compared).
+	Loader *LoaderChoice `json:"loader,omitempty"`
 }
 
 // Tiers turns shares into the flow model's storage tiers.

@@ -37,6 +37,9 @@ type Plan struct {
 	// TPC is samples per second per USD of 5-year TCO (Hyperion eq. 3).
 	TPC float64 `json:"tpc"`
 
+	// Loader is how the plan's training loads its batches (online,
+	// packed or multistage; prediction.loader says why).
+	Loader    string        `json:"loader,omitempty"`
 	Workload  Workload      `json:"workload"`
 	Hardware  PlanHardware  `json:"hardware"`
 	Placement PlanPlacement `json:"placement"`
@@ -153,6 +156,7 @@ type PlanSearch struct {
 	SSDCounts       []int    `json:"ssd_counts,omitempty"` // empty: 0 to what the slots take
 	MeasuredSSDGBps float64  `json:"measured_ssd_GBps,omitempty"`
 	CPUCacheGiB     float64  `json:"cpu_cache_GiB,omitempty"` // fixed by --cpu-cache-gib; 0: decided
+	Loaders         []string `json:"loaders,omitempty"`       // empty: every loader
 }
 
 // PlanHardware is what the plan buys, or, for a plan of CPU training on
@@ -198,7 +202,7 @@ func summarize(o *Option) PlanSummary {
 // Plan builds the plan of the recommendation's best option.
 func (rec *Recommendation) Plan() *Plan {
 	b := rec.Best
-	p := &Plan{SchemaVersion: PlanSchemaVersion, BudgetUSD: rec.Request.BudgetUSD, CostUSD: b.CostUSD,
+	p := &Plan{SchemaVersion: PlanSchemaVersion, BudgetUSD: rec.Request.BudgetUSD, CostUSD: b.CostUSD, Loader: LoaderOnline,
 		PredictedEpochS: b.EpochSeconds, SamplesPerS: b.SamplesPerSec, TPC: b.TPC,
 		Workload: rec.Request.Workload, Machine: rec.BestMachine, Prediction: b.Prediction,
 		Hardware: PlanHardware{GPUModel: b.GPU.Key, GPUs: b.GPUs, SSDModel: b.SSD.Key, SSDs: b.SSDs, GPUUSD: b.GPU.PriceUSD, SSDUSD: b.SSD.PriceUSD,
@@ -210,7 +214,7 @@ func (rec *Recommendation) Plan() *Plan {
 		Tiers: tiersFor(b.Shares, b.SSDGBps, rec.Request.Assumptions), Assumptions: decided(rec.Request.Assumptions, b.Decisions), Decisions: b.Decisions,
 		Search: PlanSearch{GPUModels: rec.Request.GPUModels, SSDModels: rec.Request.SSDModels, MinGPUs: rec.Request.MinGPUs,
 			MaxGPUs: rec.Request.MaxGPUs, SSDCounts: rec.Request.SSDCounts, MeasuredSSDGBps: rec.Request.MeasuredSSDGBps,
-			CPUCacheGiB: rec.Request.CPUCacheGiB}}
+			CPUCacheGiB: rec.Request.CPUCacheGiB, Loaders: rec.Request.Loaders}}
 	for i, s := range b.Placement.GPUSlots {
 		id := fmt.Sprintf("gpu%d", i)
 		p.Placement.Devices[id], p.Placement.Where[id] = s, placement.SlotLocation(rec.Machine, s)
@@ -221,6 +225,9 @@ func (rec *Recommendation) Plan() *Plan {
 	}
 	for _, g := range rec.BestEval.PerGPU {
 		p.PerGPUGBps[g.ID] = g.GBps
+	}
+	if b.Loader != nil {
+		p.Loader = b.Loader.Name
 	}
 	p.ValidatedError = rec.ValidatedError
 	p.Catalog = rec.Request.Catalog

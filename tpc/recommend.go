@@ -30,6 +30,10 @@ type Request struct {
 	// MinGPUs..MaxGPUs bounds the GPU count (default: 1 to as many as
 	// the machine's slots take).
 	MinGPUs, MaxGPUs int
+	// Loaders are the loaders a plan may train with (LoaderOnline,
+	// LoaderPacked, LoaderMultistage); empty means all three. A
+	// published system's setup is priced with the loader it ran.
+	Loaders []string
 	// MeasuredSSDGBps, when > 0, replaces every SSD model's catalog read
 	// rate for feature rows with a measured one (gnnplan profile).
 	MeasuredSSDGBps float64
@@ -744,6 +748,19 @@ func (r *recommender) placeAndDecide(ctx context.Context, hw Hardware, a Assumpt
 			GPUTopologyShare: a.GPUTopologyShare, GPUWhy: gpuSplitWhy(w, s, a),
 			TopologyOnSSDShare: a.TopologyOnSSDShare, TopologyWhy: topologySplitWhy(w, hw, host, s, a)}}
 	o.Prediction = predict(w, hw, r.req.Catalog.Host, seconds, s, a, ssd)
+	ch, err := chooseLoader(loaderInput{w: w, hw: hw, a: a, s: s, ssd: ssd, online: seconds, train: o.EpochTrainSecs, hostGiB: host, allowed: r.req.Loaders,
+		flow: func(t placement.Tiers) (float64, error) { return r.timePlacement(inv, out.best.Placement, t) }})
+	if err != nil {
+		return nil, err
+	}
+	if ch.Name != LoaderOnline {
+		for _, l := range ch.Options {
+			if l.Name == ch.Name {
+				o.Prediction = predict(w, hw, r.req.Catalog.Host, l.EpochIOSeconds, s, a, ssd)
+			}
+		}
+	}
+	o.Loader = &ch
 	return o, nil
 }
 

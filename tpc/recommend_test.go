@@ -74,6 +74,10 @@ func TestHyperionASaturatesTheGPULink(t *testing.T) {
 	req.GPUModels, req.SSDModels = []string{"a100-80gb-pcie"}, []string{"p5510-3.84tb"}
 	req.MinGPUs, req.MaxGPUs = 1, 1
 	req.SSDCounts = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+	// Hyperion reads each row on its own (online); packed batches read
+	// sequentially saturate the link with fewer SSDs
+	// (TestPackedSaturatesWithFewerSSDs).
+	req.Loaders = []string{LoaderOnline}
 	rec := recommend(t, req)
 	curve := rec.SSDCurve()
 	if len(curve.Points) != 12 {
@@ -119,6 +123,39 @@ func TestHyperionASaturatesTheGPULink(t *testing.T) {
 	}
 	t.Logf("hyperion-a: saturates at %d SSDs; 6 SSDs %.0f, 12 SSDs %.0f samples/s (%.2fx); TPC peaks at %d", sat,
 		at(6).SamplesPerSec, at(12).SamplesPerSec, at(12).SamplesPerSec/at(6).SamplesPerSec, peak.SSDs)
+}
+
+// TestPackedSaturatesWithFewerSSDs: the same machine and workload as
+// TestHyperionASaturatesTheGPULink with every loader allowed: packed
+// batches read at the drives' sequential rate, so fewer SSDs saturate the
+// GPU's link, the plan buys fewer, and its TPC is higher; plan.json names
+// the loader and why.
+func TestPackedSaturatesWithFewerSSDs(t *testing.T) {
+	base := request(t, "hyperion-a", "igb-hom", 1e6)
+	base.CPUCacheGiB = 20e9 / (1 << 30)
+	base.Assumptions.GPUReserveGiB = 80 - 40e9/(1<<30)
+	base.GPUModels, base.SSDModels = []string{"a100-80gb-pcie"}, []string{"p5510-3.84tb"}
+	base.MinGPUs, base.MaxGPUs = 1, 1
+	base.SSDCounts = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+	online := base
+	online.Loaders = []string{LoaderOnline}
+	on, any := recommend(t, online), recommend(t, base)
+	if any.Best.SSDs >= on.Best.SSDs || any.Best.TPC <= on.Best.TPC {
+		t.Errorf("every loader: %d SSDs, TPC %.4g; online only: %d SSDs, TPC %.4g: want fewer SSDs and a higher TPC", any.Best.SSDs, any.Best.TPC, on.Best.SSDs, on.Best.TPC)
+	}
+	l := any.Best.Loader
+	if l == nil || l.Name == LoaderOnline || len(l.Options) != 3 || !strings.Contains(l.Why, "online") {
+		t.Fatalf("loader %+v: want packed or multistage, the three priced, and why against online", l)
+	}
+	for _, o := range l.Options {
+		if o.SSDBytesPerBatch <= 0 || o.RequestBytes <= 0 || o.DiskSpaceGB <= 0 || o.AccuracyRisk == "" {
+			t.Errorf("%s: %+v: want bytes, request size, disk space and accuracy risk", o.Name, o)
+		}
+	}
+	if p := any.Plan(); p.Loader != l.Name {
+		t.Errorf("plan.json loader %q, the option's %q", p.Loader, l.Name)
+	}
+	t.Logf("online: %d SSDs, TPC %.4g; %s: %d SSDs, TPC %.4g (%s)", on.Best.SSDs, on.Best.TPC, l.Name, any.Best.SSDs, any.Best.TPC, l.Why)
 }
 
 // TestBudgetIsRespected: with --budget 80000 on moment-b the plan never

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/gnnplan/gnnplan/internal/fsutil"
+	"github.com/gnnplan/gnnplan/trainer"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -38,6 +40,7 @@ type recommendOptions struct {
 	Dataset   string
 	Model     string
 	GPUModels []string
+	Loaders   []string
 	SSDModels []string
 	GPUs      string
 	SSDs      string
@@ -119,6 +122,7 @@ func (o *recommendOptions) addFlags(f *pflag.FlagSet, workloads []string) {
 	f.StringVar(&o.Model, "model", "", "GNN model: graphsage, gcn or gat (default: the workload's)")
 	f.StringSliceVar(&o.GPUModels, "gpu-model", nil, "only these GPU models (catalog keys, comma-separated)")
 	f.StringSliceVar(&o.SSDModels, "ssd-model", nil, "only these SSD models (catalog keys, comma-separated)")
+	f.StringSliceVar(&o.Loaders, "loaders", nil, "only these loaders: online, packed, multistage (comma-separated; default all: the plan trains with the fastest)")
 	f.StringVar(&o.GPUs, "gpus", "", "GPU count or range, e.g. 2 or 1-4 (default: 1 to as many as the machine's slots take)")
 	f.StringVar(&o.SSDs, "ssds", "", "SSD count or range, e.g. 8 or 0-12 (default: 0 to as many as the free slots take)")
 	f.StringVar(&o.Catalog, "catalog", "", "a catalog file (JSON or YAML) whose entries override the built-in prices and rates")
@@ -149,7 +153,13 @@ func parseRange(flag, s string, least int) (lo, hi int, err error) {
 }
 
 func (o *recommendOptions) request(ctx context.Context) (tpc.Request, error) {
-	req := tpc.Request{BudgetUSD: o.BudgetUSD, GPUModels: o.GPUModels, SSDModels: o.SSDModels, InstalledGPU: o.InstalledGPU, CPUCacheGiB: o.CPUCacheGiB, Assumptions: tpc.DefaultAssumptions()}
+	req := tpc.Request{BudgetUSD: o.BudgetUSD, GPUModels: o.GPUModels, SSDModels: o.SSDModels, InstalledGPU: o.InstalledGPU, CPUCacheGiB: o.CPUCacheGiB,
+		Loaders: o.Loaders, Assumptions: tpc.DefaultAssumptions()}
+	for _, l := range o.Loaders {
+		if !slices.Contains(trainer.Loaders(), l) {
+			return req, usageErrorf("--loaders: %q (valid: %s)", l, strings.Join(trainer.Loaders(), ", "))
+		}
+	}
 	if math.IsNaN(o.CPUCacheGiB) || o.CPUCacheGiB < 0 || math.IsInf(o.CPUCacheGiB, 0) {
 		return req, usageErrorf("--cpu-cache-gib: %v (want a size in GiB >= 0; 0 decides it)", o.CPUCacheGiB)
 	}

@@ -131,7 +131,7 @@ func Build(ctx context.Context, plan *tpc.Plan, opt Options) (*Review, error) {
 	}
 	req := tpc.Request{Machine: m, Catalog: catalog, Workload: plan.Workload, BudgetUSD: plan.BudgetUSD,
 		GPUModels: plan.Search.GPUModels, SSDModels: plan.Search.SSDModels, MinGPUs: plan.Search.MinGPUs,
-		MaxGPUs: plan.Search.MaxGPUs, SSDCounts: plan.Search.SSDCounts, MeasuredSSDGBps: plan.Search.MeasuredSSDGBps,
+		MaxGPUs: plan.Search.MaxGPUs, SSDCounts: plan.Search.SSDCounts, MeasuredSSDGBps: plan.Search.MeasuredSSDGBps, Loaders: plan.Search.Loaders,
 		CPUCacheGiB: plan.Search.CPUCacheGiB, Assumptions: plan.Assumptions}
 	rec, err := tpc.Recommend(ctx, req)
 	if err != nil {

@@ -117,6 +117,14 @@ func WriteRecommendation(out io.Writer, width, top int, rec *tpc.Recommendation)
 	}
 	fmt.Fprintf(out, "  bytes per epoch: %.0f GB, %.0f%% from GPU memory, %.0f%% from CPU memory, %.0f%% from SSDs%s\n",
 		b.Shares.EpochGB, 100*b.Shares.GPUCacheShare, 100*b.Shares.HostShare, 100*b.Shares.SSDShare, ssdRate)
+	if l := b.Loader; l != nil {
+		fmt.Fprintf(out, "  loader: %s\n", l.Why)
+		for _, o := range l.Options {
+			if o.Name == l.Name && len(l.Options) > 1 {
+				fmt.Fprintf(out, "    %.3g MB read per batch, %.3g GB on the SSDs; accuracy: %s\n", o.SSDBytesPerBatch/1e6, o.DiskSpaceGB, o.AccuracyRisk)
+			}
+		}
+	}
 	plan := rec.Plan()
 	fmt.Fprintln(out, "  placement:")
 	for _, id := range append(placement.DeviceIDs("gpu", b.GPUs), placement.DeviceIDs("nvme", b.SSDs)...) {

@@ -25,7 +25,7 @@ func (r *Session) prepareMultistage(ctx context.Context, lf LoaderFlags, log io.
 		return inputerr.Errorf("", "", "--hub-fraction %g (valid: 0 to 1)", lf.HubFraction)
 	}
 	start := time.Now()
-	part, err := partition.Partition(ctx, r.Graph, partition.Options{Parts: lf.Parts, Seed: r.Options.Seed})
+	part, err := r.partition(ctx, lf.Parts)
 	if err != nil {
 		return err
 	}
@@ -38,7 +38,7 @@ func (r *Session) prepareMultistage(ctx context.Context, lf LoaderFlags, log io.
 	} else {
 		hubs = fmt.Sprintf("the %.1f%% most sampled vertices", 100*lf.HubFraction)
 	}
-	note := fmt.Sprintf("multistage loader: %d parts (edge cut %.1f%%, random %.1f%%; cut in %s), %d per macro-batch; hubs: %s (%d vertices)",
+	note := fmt.Sprintf("multistage loader: %d parts (edge cut %.1f%%, random %.1f%%; in %s), %d per macro-batch; hubs: %s (%d vertices)",
 		part.Parts, 100*part.EdgeCut, 100*part.RandomEdgeCut, tpc.FormatSeconds(time.Since(start).Seconds()), ms.MacroParts, hubs, ms.Hubs.Len())
 	if r.Store != nil {
 		p, err := r.openParts(ctx, ms, lf, log, progress)
@@ -53,6 +53,24 @@ func (r *Session) prepareMultistage(ctx context.Context, lf LoaderFlags, log io.
 	r.Options.Multistage = ms
 	r.Notes = append(r.Notes, note)
 	return nil
+}
+
+// partition cuts the graph into parts, or reads the partition an earlier
+// run of the same graph, parts and seed saved in the dataset directory.
+func (r *Session) partition(ctx context.Context, parts int) (*partition.Result, error) {
+	seed := r.Options.Seed
+	if p, ok, err := partition.Load(r.Dir, r.Graph, parts, seed); err != nil || ok {
+		return p, err
+	}
+	p, err := partition.Partition(ctx, r.Graph, partition.Options{Parts: parts, Seed: seed})
+	if err != nil {
+		return nil, err
+	}
+	if err := partition.Save(r.Dir, r.Graph, p, seed); err != nil {
+		// A dataset directory one cannot write to still trains.
+		r.Notes = append(r.Notes, fmt.Sprintf("the partition was not saved for the next run: %v", err))
+	}
+	return p, nil
 }
 
 // openParts opens ms's packed parts, packing them when there are none for

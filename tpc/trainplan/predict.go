@@ -146,6 +146,7 @@ func Predict(ctx context.Context, tr *trainer.Trainer, in PredictInput) (*Predic
 		}
 	}
 	p.Costs = c
+	p.Epoch.HitShare = hit
 	if p.Epoch, err = p.at(float64(share)/float64(batch), c.DiskRowsPerS); err != nil {
 		return nil, err
 	}
@@ -251,14 +252,18 @@ func diskRate(ctx context.Context, in PredictInput, c *tpc.BatchCosts, pr traine
 	if in.Sequential != nil {
 		// Packed batches and parts are read sequentially: their own rate.
 		secs := in.MeasureSeconds
-		fmt.Fprintf(in.Progress, "predicting: reading the packed %s in order for %.1f s ...\n", in.Sequential.Manifest().Name, secs)
+		what := "packed batches"
+		if in.Sequential.Manifest().Name == store.PartsName {
+			what = "packed parts"
+		}
+		fmt.Fprintf(in.Progress, "predicting: reading the %s in order for %.1f s ...\n", what, secs)
 		rr, err := in.Sequential.MeasureReads(ctx, time.Duration(secs*float64(time.Second)))
 		if err != nil {
-			return fmt.Errorf("measure the packed %s' read rate: %w", in.Sequential.Manifest().Name, err)
+			return fmt.Errorf("measure the %s' read rate: %w", what, err)
 		}
 		p.Disk = &rr
 		c.DiskRowsPerS, c.DiskCPURowS = rr.RowsPerS, rr.CPUSecondsPerRow
-		c.Source += fmt.Sprintf("; disk rows/s from reading the packed %s in order (%d rows) before training", in.Sequential.Manifest().Name, rr.Rows)
+		c.Source += fmt.Sprintf("; disk rows/s from reading the %s in order (%d rows) before training", what, rr.Rows)
 		return nil
 	}
 	if prof := in.Measured; prof != nil {

@@ -124,6 +124,10 @@ func (r *Session) load(ctx context.Context, o *RunFlags) error {
 		}
 		r.Plan = p
 		planCache(o, p)
+		if p.Loader != "" && o.Set != nil && !o.Set("loader") {
+			// The loader the plan was priced with.
+			o.Loader = p.Loader
+		}
 	}
 	r.Dir = o.Dataset
 	if r.Dir == "" {

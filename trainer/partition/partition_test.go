@@ -111,3 +111,28 @@ func TestPartitionRejects(t *testing.T) {
 		t.Error("canceled: no error")
 	}
 }
+
+// TestSaveLoad keeps a partition for the next run of the same graph and
+// refuses it for another.
+func TestSaveLoad(t *testing.T) {
+	g := communities(3, 6)
+	r, err := Partition(context.Background(), g, Options{Parts: 3, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := Save(dir, g, r, 2); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := Load(dir, g, 3, 2)
+	if err != nil || !ok || !slices.Equal(got.Part, r.Part) || got.EdgeCut != r.EdgeCut {
+		t.Fatalf("Load: %v, %v, %v", got, ok, err)
+	}
+	if _, ok, _ := Load(dir, g, 2, 2); ok {
+		t.Error("loaded a partition into 3 parts for 2")
+	}
+	other := communities(3, 7)
+	if _, ok, _ := Load(dir, other, 3, 2); ok {
+		t.Error("loaded a partition of another graph")
+	}
+}

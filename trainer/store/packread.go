@@ -14,6 +14,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gnnplan/gnnplan/internal/hugepage"
 	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/trainer/ioread"
 )
@@ -295,6 +296,7 @@ func (p *Packed) placePiece(w, e, b, d int, piece []byte, vertices []int32, ssd,
 func (p *Packed) alignedBuf(n int64) []byte {
 	if int64(len(p.buf)) < n {
 		p.buf = alignedBytes(n + n/4)
+		hugepage.Advise(p.buf)
 	}
 	return p.buf[:n]
 }
@@ -316,15 +318,39 @@ func (p *Packed) MeasureReads(ctx context.Context, d time.Duration) (ReadRate, e
 		defer runtime.UnlockOSThread()
 		who = rusageThread
 	}
+	// The buffers at their largest first: filling fresh pages is not the
+	// disk's time.
+	var most, mostStored int64
+	for b := range m.Batches[0] {
+		var rows, stored int64
+		for dir := range m.Dirs {
+			_, n, _ := p.entryAt(0, 0, b, dir)
+			rows += int64(n)
+			stored += layoutPiece(n, m.RowBytes).stored
+		}
+		most, mostStored = max(most, rows), max(mostStored, stored)
+	}
+	dst := make([]float32, most*int64(p.s.dim))
+	hugepage.Advise(dst)
+	p.mu.Lock()
+	p.alignedBuf(mostStored)
+	p.mu.Unlock()
 	var (
 		vertices []int32
-		dst      []float32
 		ssd      []int
 	)
-	cpu0, cpuOK := rusageSeconds(who)
-	start := time.Now()
-	for i := 0; i == 0 || time.Since(start) < d; i++ {
-		b := i % m.Batches[0]
+	// One batch untimed first: the buffers' first pages are not the
+	// disk's time.
+	var cpu0 float64
+	var cpuOK bool
+	var start time.Time
+	for i := -1; i <= 0 || time.Since(start) < d; i++ {
+		if i == 0 {
+			rr = ReadRate{}
+			cpu0, cpuOK = rusageSeconds(who)
+			start = time.Now()
+		}
+		b := max(i, 0) % m.Batches[0]
 		vertices, ssd = vertices[:0], ssd[:0]
 		for dir := range m.Dirs {
 			off, rows, _ := p.entryAt(0, 0, b, dir)
@@ -339,9 +365,6 @@ func (p *Packed) MeasureReads(ctx context.Context, d time.Duration) (ReadRate, e
 		}
 		for j := range vertices {
 			ssd = append(ssd, j)
-		}
-		if n := len(vertices) * p.s.dim; cap(dst) < n {
-			dst = make([]float32, n)
 		}
 		var st GatherStats
 		if err := p.readPieces(ctx, 0, 0, b, vertices, ssd, ssd, dst[:len(vertices)*p.s.dim], &st); err != nil {
