@@ -42,8 +42,12 @@ func TestReportWritesHTMLAndMarkdown(t *testing.T) {
 	// what it buys (issue 34, finding 6).
 	mdText, _ := os.ReadFile(md)
 	if !strings.Contains(string(mdText), "| As installed | 4 x a100-40gb-pcie + 8 x p5510-3.84tb: epoch") ||
-		!strings.Contains(string(mdText), "the plan replaces the 4 GPUs with 5 x l40s-48gb-pcie") {
+		!strings.Contains(string(mdText), "the plan replaces the 4 GPUs with 6 x l40s-48gb-pcie") {
 		t.Errorf("review lacks the machine as installed against the plan:\n%s", string(mdText)[:min(len(mdText), 2500)])
+	}
+	// The loader the plan trains with, and why (issue 37).
+	if !strings.Contains(string(mdText), "| Loader | packed: epoch") {
+		t.Errorf("review lacks the plan's loader")
 	}
 	left, _ := filepath.Glob(filepath.Join(dir, "*.tmp"))
 	if len(left) > 0 {

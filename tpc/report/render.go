@@ -72,6 +72,9 @@ func (r *Review) view() *view {
 		{"Bytes per epoch", fmt.Sprintf("%.0f GB: %.0f%% from GPU memory, %.0f%% from CPU memory, %.0f%% from SSDs", b.Shares.EpochGB, 100*b.Shares.GPUCacheShare, 100*b.Shares.HostShare, 100*b.Shares.SSDShare)},
 		{"How far to trust it", fmt.Sprintf("the model's predictions of published measurements had %s (gnnplan validate)", r.ModelError)},
 	}
+	if l := b.Loader; l != nil {
+		v.Summary = append(v.Summary, [2]string{"Loader", l.Why})
+	}
 	v.Feasibility = r.Feasibility
 	switch in := r.Installed; {
 	case in != nil:
