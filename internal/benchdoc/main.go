@@ -453,7 +453,10 @@ func thisMachine(ctx context.Context) machine {
 type recorded struct {
 	File                          string
 	Title, Date, Machine, Command string
-	Body                          string
+	// Why says why make bench does not run it again (default: the
+	// machine lacks the hardware).
+	Why  string
+	Body string
 }
 
 func readRecorded(dir string) (map[string]recorded, error) {
@@ -507,8 +510,10 @@ func parseRecorded(name, text string) (recorded, error) {
 			r.Machine = v
 		case "command":
 			r.Command = v
+		case "why":
+			r.Why = v
 		default:
-			return recorded{}, fmt.Errorf("line %d: unknown key %q (valid: title, date, machine, command)", i+1, k)
+			return recorded{}, fmt.Errorf("line %d: unknown key %q (valid: title, date, machine, command, why)", i+1, k)
 		}
 	}
 	if r.Date == "" || r.Machine == "" || r.Command == "" {

@@ -89,8 +89,12 @@ func renderRecorded(w io.Writer, file string, rec map[string]recorded) {
 		title = "Recorded run"
 	}
 	fmt.Fprintf(w, "\n### Recorded: %s\n\n", title)
-	fmt.Fprintf(w, "%s\n\n", wrap(fmt.Sprintf("Measured %s on %s. Not re-run by `make bench` (this machine lacks the "+
-		"hardware): carried verbatim from docs/bench/recorded/%s. Command: `%s`.", r.Date, r.Machine, r.File, r.Command), 100))
+	why := r.Why
+	if why == "" {
+		why = "this machine lacks the hardware"
+	}
+	fmt.Fprintf(w, "%s\n\n", wrap(fmt.Sprintf("Measured %s on %s. Not re-run by `make bench` (%s): carried verbatim "+
+		"from docs/bench/recorded/%s. Command: `%s`.", r.Date, r.Machine, why, r.File, r.Command), 100))
 	fmt.Fprintf(w, "%s\n", r.Body)
 }
 

@@ -268,6 +268,12 @@ var sections = []section{
 		},
 	},
 	{
+		ID: "loaders", Title: "Loaders out of core", Issues: "issue 37",
+		Measures: "`train --loader` on 8 GiB of synthetic features, cache 10%, against in memory (docs/loaders.md).",
+		Target:   "Best loader >= 0.8x in memory; predictions within 15% at the epoch's disk rate.",
+		Recorded: "loaders-2026-11-28.md",
+	},
+	{
 		ID: "cuda", Title: "The CUDA backend on a GPU", Issues: "issue 33",
 		Measures: "cuBLAS and the CUDA kernels, `gnnplan profile` and training in memory and out of core on a GPU " +
 			"machine: `make gpu-bundle` here, then `.ci/gpu-check.sh` there. This machine has no GPU, so the " +
