@@ -373,11 +373,7 @@ func (p *Packed) MeasureReads(ctx context.Context, d time.Duration) (ReadRate, e
 		rr.Rows += len(vertices)
 		rr.Reads += st.DeviceReads
 	}
-	rr.Seconds = time.Since(start).Seconds()
-	rr.RowsPerS = float64(rr.Rows) / rr.Seconds
-	if cpu1, ok := rusageSeconds(who); ok && cpuOK && rr.Rows > 0 {
-		rr.CPUSecondsPerRow = (cpu1 - cpu0) / float64(rr.Rows)
-	}
+	rr.finish(start, who, cpu0, cpuOK)
 	return rr, nil
 }
 

@@ -806,12 +806,18 @@ func (s *Store) MeasureReads(ctx context.Context, d time.Duration, batches [][]i
 		rr.Rows += len(vs)
 		rr.Reads += st.DeviceReads
 	}
+	rr.finish(start, who, cpu0, cpuOK)
+	return rr, nil
+}
+
+// finish sets rr's rate and CPU time per row from a measurement that
+// started at start with who's CPU time at cpu0 (cpuOK: read).
+func (rr *ReadRate) finish(start time.Time, who int, cpu0 float64, cpuOK bool) {
 	rr.Seconds = time.Since(start).Seconds()
 	rr.RowsPerS = float64(rr.Rows) / rr.Seconds
 	if cpu1, ok := rusageSeconds(who); ok && cpuOK && rr.Rows > 0 {
 		rr.CPUSecondsPerRow = (cpu1 - cpu0) / float64(rr.Rows)
 	}
-	return rr, nil
 }
 
 // getrusage's who: the process, or the calling thread (RUSAGE_THREAD).
