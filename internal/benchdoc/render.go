@@ -20,6 +20,7 @@ func render(w io.Writer, res *results, rec map[string]recorded) {
 		}
 	}
 	m := res.Machine
+	carried := carriedRun(res)
 	fmt.Fprint(w, `# Benchmarks
 
 What each of gnnplan's benchmarks measures, the command a reader runs, the target the issues set
@@ -49,6 +50,10 @@ dated re-measurements that led to the current code are in git history
 		"by 10-40%% over minutes, so ratios measured within one run compare better than figures across runs.",
 		m.Date, orUnknown(m.CPU), m.CPUs, m.MemoryGiB, orUnknown(m.Kernel), orUnknown(m.GoVersion), orUnknown(m.Revision),
 		orUnknown(m.LoadAverage), core, duration(latest)), 100))
+	if carried.Date != "" {
+		fmt.Fprintf(w, "%s\n", wrap(fmt.Sprintf("Runs it left out carry the run of %s (%s, %d CPUs) unless they say.",
+			carried.Date, orUnknown(carried.CPU), carried.CPUs), 100))
+	}
 
 	for _, s := range sections {
 		fmt.Fprintf(w, "\n## %s (%s)\n\n", s.Title, s.Issues)
@@ -59,7 +64,7 @@ dated re-measurements that led to the current code are in git history
 		}
 		for _, r := range s.Runs {
 			rr, ok := byID[s.ID+"/"+r.ID]
-			renderRun(w, r, rr, ok, res.Machine)
+			renderRun(w, r, rr, ok, res.Machine, carried)
 		}
 	}
 }
@@ -98,7 +103,32 @@ func renderRecorded(w io.Writer, file string, rec map[string]recorded) {
 	fmt.Fprintf(w, "%s\n", r.Body)
 }
 
-func renderRun(w io.Writer, r run, rr runResult, ok bool, latest machine) {
+// carriedRun is the machine of the run most of the runs the latest left
+// out come from (zero when fewer than minCarriedRuns were): the header
+// names it once, so a partial run does not add a line to every section.
+func carriedRun(res *results) machine {
+	count := map[string]int{}
+	var best machine
+	for _, r := range res.Runs {
+		if d := r.Machine.Date; d != res.Machine.Date {
+			count[d]++
+			if count[d] > count[best.Date] {
+				best = r.Machine
+			}
+		}
+	}
+	// A run or two left out say so themselves.
+	if count[best.Date] < minCarriedRuns {
+		return machine{}
+	}
+	return best
+}
+
+// minCarriedRuns is how many runs of one earlier run the header names
+// instead of each run.
+const minCarriedRuns = 3
+
+func renderRun(w io.Writer, r run, rr runResult, ok bool, latest, carried machine) {
 	fmt.Fprintln(w)
 	if !ok {
 		if r.Full {
@@ -109,7 +139,7 @@ func renderRun(w io.Writer, r run, rr runResult, ok bool, latest machine) {
 		return
 	}
 	fmt.Fprintf(w, "```\n%s\n```\n\n", rr.Command)
-	if rr.Machine.Date != latest.Date {
+	if rr.Machine.Date != latest.Date && (r.Full || rr.Machine.Date != carried.Date) {
 		how := "left out of the latest run"
 		if r.Full {
 			how = "a BENCH_FULL=1 run, left out of the latest"
