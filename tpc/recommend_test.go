@@ -67,13 +67,20 @@ func TestTCOMatchesThePapers(t *testing.T) {
 // once the A100's PCIe 4.0 x16 link saturates (Hyperion: between 6 and 12
 // P5510 the IO throughput is almost the same), and the recommended SSD
 // count is where TPC peaks.
-func TestHyperionASaturatesTheGPULink(t *testing.T) {
+// hyperionCaseStudy is Hyperion's section IV-E setup: one A100 with 40 GB
+// of GPU cache and 20 GB of CPU cache, 1 to 12 P5510s, IGB-HOM.
+func hyperionCaseStudy(t *testing.T) Request {
 	req := request(t, "hyperion-a", "igb-hom", 1e6)
 	req.CPUCacheGiB = 20e9 / (1 << 30)
 	req.Assumptions.GPUReserveGiB = 80 - 40e9/(1<<30)
 	req.GPUModels, req.SSDModels = []string{"a100-80gb-pcie"}, []string{"p5510-3.84tb"}
 	req.MinGPUs, req.MaxGPUs = 1, 1
 	req.SSDCounts = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+	return req
+}
+
+func TestHyperionASaturatesTheGPULink(t *testing.T) {
+	req := hyperionCaseStudy(t)
 	// Hyperion reads each row on its own (online); packed batches read
 	// sequentially saturate the link with fewer SSDs
 	// (TestPackedSaturatesWithFewerSSDs).
@@ -131,12 +138,7 @@ func TestHyperionASaturatesTheGPULink(t *testing.T) {
 // GPU's link, the plan buys fewer, and its TPC is higher; plan.json names
 // the loader and why.
 func TestPackedSaturatesWithFewerSSDs(t *testing.T) {
-	base := request(t, "hyperion-a", "igb-hom", 1e6)
-	base.CPUCacheGiB = 20e9 / (1 << 30)
-	base.Assumptions.GPUReserveGiB = 80 - 40e9/(1<<30)
-	base.GPUModels, base.SSDModels = []string{"a100-80gb-pcie"}, []string{"p5510-3.84tb"}
-	base.MinGPUs, base.MaxGPUs = 1, 1
-	base.SSDCounts = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+	base := hyperionCaseStudy(t)
 	online := base
 	online.Loaders = []string{LoaderOnline}
 	on, any := recommend(t, online), recommend(t, base)
