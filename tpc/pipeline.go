@@ -141,8 +141,9 @@ func ErrorPct(measured, predicted float64) float64 {
 // trains, its batches then gathering every row from memory. The reads'
 // CPU time (macroRows x DiskCPURowS) is taken from the step's cores
 // unless the step runs on a GPU. The first macro-batch's read is not
-// overlapped: the epoch is the pipeline's fill, that read, then each
-// macro-batch's training or the next one's read, whichever is longer.
+// overlapped: the epoch is the pipeline's fill (FillS, or one batch's
+// sampling and gathering from memory), that read, then each macro-batch's
+// training or the next one's read, whichever is longer.
 func PredictStages(c BatchCosts, batches float64, macros int, macroRows float64) (PipelinePrediction, error) {
 	switch {
 	case macros < 1 || !(batches >= 0) || math.IsInf(batches, 0) || macroRows < 0:
@@ -168,7 +169,11 @@ func PredictStages(c BatchCosts, batches float64, macros int, macroRows float64)
 		p.Bound = "disk"
 	}
 	if batches > 0 {
-		p.EpochS = c.FillS + load + (m-1)*math.Max(train, load) + train
+		fill := c.FillS
+		if fill == 0 {
+			fill = c.SampleS + b.copyS
+		}
+		p.EpochS = fill + load + (m-1)*math.Max(train, load) + train
 	}
 	return p, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 	"github.com/gnnplan/gnnplan/trainer/internal/meminfo"
+	"github.com/gnnplan/gnnplan/trainer/internal/rownorm"
 	"github.com/gnnplan/gnnplan/trainer/internal/spans"
 )
 
@@ -81,23 +82,9 @@ func memAvailable() (uint64, bool) { return meminfo.Available() }
 // the non-negative bag-of-words features of the citation graphs this is
 // the row-sum normalisation of Kipf and Welling's and Velickovic et al.'s
 // experiments, and for signed features it never divides by a sum near 0.
-// Rows of zeros stay as they are.
-func RowNormalize(x []float32, dim int) {
-	for r := 0; r+dim <= len(x); r += dim {
-		row := x[r : r+dim]
-		var s float64
-		for _, v := range row {
-			s += math.Abs(float64(v))
-		}
-		if s == 0 {
-			continue
-		}
-		inv := 1 / s
-		for j, v := range row {
-			row[j] = float32(float64(v) * inv)
-		}
-	}
-}
+// Rows of zeros stay as they are. A store opened with RowNormalize
+// serves its rows scaled the same way, bit for bit.
+func RowNormalize(x []float32, dim int) { rownorm.Rows(x, dim) }
 
 // minNormalizeRows is the fewest rows rowNormalizeOn gives a goroutine.
 const minNormalizeRows = 4096

@@ -23,7 +23,8 @@ type workerInput struct {
 	inMemory *kernels.Mat  // the features on backend; nil out of core
 	source   FeatureSource // nil in memory
 	// rowNormalize scales the gathered rows as the in-memory matrix is,
-	// on up to normalizeThreads goroutines (Options.GatherThreads).
+	// on up to normalizeThreads goroutines (Options.GatherThreads);
+	// false where the source serves them scaled.
 	rowNormalize     bool
 	normalizeThreads int
 	// pool is the gather buffers, kept across epochs: a GPU worker's are

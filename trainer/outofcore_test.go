@@ -50,6 +50,12 @@ type storeMix struct {
 // store.
 func materializeStore(t testing.TB, dir string, n int64, mix storeMix, seed uint64) *store.Store {
 	t.Helper()
+	return materializeStoreWith(t, dir, n, mix, seed, store.Options{QueueDepth: 8})
+}
+
+// materializeStoreWith is materializeStore opening the store with opt.
+func materializeStoreWith(t testing.TB, dir string, n int64, mix storeMix, seed uint64, opt store.Options) *store.Store {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 3))
 	hot := make([]uint32, n)
 	for i := range hot {
@@ -81,7 +87,7 @@ func materializeStore(t testing.TB, dir string, n int64, mix storeMix, seed uint
 	if _, err := store.Materialize(context.Background(), dir, dir, ssdDirs, store.MaterializeOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := store.Open(dir, store.Options{QueueDepth: 8})
+	s, err := store.Open(dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

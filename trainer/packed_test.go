@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/trainer/nn"
 	"github.com/gnnplan/gnnplan/trainer/store"
 )
@@ -32,7 +33,9 @@ func packFor(t *testing.T, d loaded, s *store.Store, o Options, epochs int) *sto
 // packed, the loss curve and parameters are bitwise those of online
 // training (the same batches, the same rows); past them the packed
 // epochs are reused in order, reading the same rows again. Each batch's
-// disk rows come in one read per SSD directory.
+// disk rows come in one read per SSD directory. The second store serves
+// its rows scaled (store.Options.RowNormalize): its caches and packed
+// rows train the in-memory matrix's bits.
 func TestPackedMatchesOnline(t *testing.T) {
 	for _, dim := range []int{128, 100} {
 		const n = 1500
@@ -48,7 +51,7 @@ func TestPackedMatchesOnline(t *testing.T) {
 			}
 			for i, mix := range testMixes[:2] {
 				t.Run(fmt.Sprintf("dim=%d/%s/%s", dim, kind, mix.name), func(t *testing.T) {
-					s := materializeStore(t, dir, n, mix, uint64(i))
+					s := materializeStoreWith(t, dir, n, mix, uint64(i), store.Options{QueueDepth: 8, RowNormalize: i == 1})
 					oo := o
 					oo.Features, oo.Loader = StoreSource(s), LoaderPacked
 					oo.Packed = packFor(t, d, s, oo, 2)
@@ -98,6 +101,26 @@ func TestPackedRefusesWhatItWasNotPackedFor(t *testing.T) {
 	other.Fanouts = []int{4, 3}
 	if _, err := s.OpenPacked(store.PackedName, Sampling(d.g, other)); !errors.Is(err, store.ErrNotPacked) {
 		t.Errorf("other fanouts: err = %v, want ErrNotPacked", err)
+	}
+	// The same store serving its rows scaled: the rows packed raw are
+	// not its rows.
+	scaled, err := store.Open(dir, store.Options{RowNormalize: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer scaled.Close()
+	if _, err := scaled.OpenPacked(store.PackedName, Sampling(d.g, o)); !errors.Is(err, store.ErrNotPacked) || !strings.Contains(err.Error(), "scaled") {
+		t.Errorf("a store that scales its rows: err = %v, want ErrNotPacked naming the scaling", err)
+	}
+	// A trainer told not to scale refuses a store that does.
+	raw := o
+	raw.Features, raw.Packed, raw.Loader, raw.RowNormalize = StoreSource(scaled), nil, LoaderOnline, false
+	b, err := kernels.NewCPU(kernels.CPUOptions{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(b, d.g, nil, raw); err == nil || !strings.Contains(err.Error(), "row-normalize") {
+		t.Errorf("RowNormalize off with a scaling store: err = %v, want one naming row-normalize", err)
 	}
 }
 

@@ -40,6 +40,10 @@ type Probe struct {
 	// the pipeline filling (the sampler starting, the first batch sampled,
 	// its blocks built and rows gathered), which no step hides.
 	FirstWaitSeconds float64 `json:"first_wait_s"`
+	// FirstWaitWarm says FirstWaitSeconds is the median over epochs after
+	// the first; false: the first epoch's alone, whose buffers, pools and
+	// sampler start cold, an upper bound on a later epoch's fill.
+	FirstWaitWarm bool `json:"first_wait_warm"`
 	// Kernels is the step's kernel time per batch by class (on the CPU
 	// backend; nil on a device).
 	Kernels *kernels.KernelTimes `json:"kernels,omitempty"`
@@ -77,6 +81,7 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (_ Probe, err error) {
 	if err != nil {
 		return Probe{}, err
 	}
+	defer s.returnBuffers(t)
 	nb := s.workers.batches(0)
 	// An epoch of fewer batches than asked (a small graph) is timed over
 	// several epochs, each without its first batch, as the run's epochs
@@ -130,7 +135,7 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (_ Probe, err error) {
 	// epochs see it, where there are any.
 	p.FirstWaitSeconds = fills[0]
 	if len(fills) > 1 {
-		p.FirstWaitSeconds = median(fills[1:])
+		p.FirstWaitSeconds, p.FirstWaitWarm = median(fills[1:]), true
 	}
 	p.perBatch(sum, inputs, t.tally != nil)
 	return p, nil
@@ -217,7 +222,22 @@ func (t *Trainer) probeSibling() (*Trainer, error) {
 	}
 	s.model = s.workers[0].model
 	s.adam = nn.NewAdam(o.LR, o.WeightDecay)
+	// The sibling gathers into t's buffers: memory touched for the first
+	// time costs a page fault a page (tens of microseconds on a virtual
+	// machine), which the run's later epochs do not pay and the probe
+	// should not time; and the run starts with its buffers warm.
+	for i, w := range s.workers {
+		w.input.pool, w.input.ring = t.workers[i].input.pool, t.workers[i].input.ring
+	}
 	return s, nil
+}
+
+// returnBuffers hands the sibling's gather buffers, grown or added to,
+// back to t's workers.
+func (s *Trainer) returnBuffers(t *Trainer) {
+	for i, w := range s.workers {
+		t.workers[i].input.pool, t.workers[i].input.ring = w.input.pool, w.input.ring
+	}
 }
 
 // maxProbeEpochs bounds the epochs a probe runs to time its batches.

@@ -17,6 +17,14 @@ type FeatureSource interface {
 	Gather(ctx context.Context, vertices []int32, dst []float32) (GatherStats, error)
 }
 
+// scaledBySource says src serves its rows already scaled to unit L1 norm
+// (a store opened with RowNormalize), so the trainer must not scale them
+// again.
+func scaledBySource(src FeatureSource) bool {
+	s, ok := src.(interface{ RowNormalized() bool })
+	return ok && s.RowNormalized()
+}
+
 // GatherStats describe one Gather (or, added up, many): where the rows
 // came from and what reading them cost.
 type GatherStats = gather.Stats

@@ -44,7 +44,10 @@ type Options struct {
 	// many epochs (and after the last); 0 never evaluates.
 	EvalEvery int
 	Seed      uint64
-	// RowNormalize scales each feature row to sum 1 before training.
+	// RowNormalize scales each feature row to unit L1 norm before
+	// training: the in-memory matrix once, a Features source's rows as
+	// they are gathered unless it serves them scaled (a store opened
+	// with store.Options.RowNormalize, which needs this set).
 	RowNormalize bool
 	// Threads bounds the kernels' and sampler's threads; 0: one per core.
 	Threads int
@@ -329,7 +332,7 @@ func New(b kernels.Backend, g *dataset.Graph, features []float32, o Options) (_ 
 	if t.workers, err = newWorkers(backends, inMemory, t.blocks, cfg, o); err != nil {
 		return nil, err
 	}
-	if err := t.workers.placeResident(o.Features, o.RowNormalize); err != nil {
+	if err := t.workers.placeResident(o.Features, o.RowNormalize && !scaledBySource(o.Features)); err != nil {
 		return nil, err
 	}
 	t.model = t.workers[0].model
@@ -376,6 +379,8 @@ func checkOptions(b kernels.Backend, g *dataset.Graph, features []float32, o Opt
 		return bad("loader", "packed batches of another sampling (%s; this run: %s): pack again", o.Packed.Manifest().Sampling, Sampling(g, o))
 	case o.Backends != nil && o.Backends[0] != b:
 		return bad("backends", "worker 0's backend is %s, not the trainer's %s", o.Backends[0].Name(), b.Name())
+	case scaledBySource(o.Features) && !o.RowNormalize:
+		return bad("row-normalize", "off, but the feature source serves its rows scaled (open the store without RowNormalize)")
 	}
 	for _, v := range g.Train {
 		if g.Labels[v] < 0 {
@@ -449,6 +454,11 @@ func (t *Trainer) Model() *nn.Model { return t.model }
 
 // Config returns the model's full configuration.
 func (t *Trainer) Config() nn.Config { return t.config }
+
+// EpochBatches is how many steps epoch (from 0) trains: the multistage
+// loader's epochs end each macro-batch with a short batch, so they have
+// more than the seeds over the batch size.
+func (t *Trainer) EpochBatches(epoch int) int { return t.workers.batches(epoch) }
 
 // ErrInterrupted marks a run stopped by its context after a finished
 // batch; the Result and any checkpoint describe the state at that batch.

@@ -127,8 +127,14 @@ func Predict(ctx context.Context, tr *trainer.Trainer, in PredictInput) (*Predic
 	}
 	p.FullBatches = (share + batch - 1) / batch
 	// On a GPU the reads' CPU time leaves the step alone.
-	c := tpc.BatchCosts{ComputeS: pr.BatchSeconds, SampleS: pr.SampleSeconds, StepS: pr.StepSeconds, InputRows: pr.InputRows, FillS: pr.FirstWaitSeconds,
+	c := tpc.BatchCosts{ComputeS: pr.BatchSeconds, SampleS: pr.SampleSeconds, StepS: pr.StepSeconds, InputRows: pr.InputRows,
 		StepOffCores: in.CPU == nil, Source: fmt.Sprintf("a probe of %d batches with its own seed and every row in memory", pr.Batches)}
+	if pr.FirstWaitWarm {
+		// A cold first epoch's fill (fresh buffers) is no later epoch's:
+		// without a warm one the fill is one batch's sampling and
+		// gathering.
+		c.FillS = pr.FirstWaitSeconds
+	}
 	hit := 1.0
 	p.HitShareSource = "every row in memory"
 	if in.Store != nil {
@@ -147,7 +153,13 @@ func Predict(ctx context.Context, tr *trainer.Trainer, in PredictInput) (*Predic
 	}
 	p.Costs = c
 	p.Epoch.HitShare = hit
-	if p.Epoch, err = p.at(float64(share)/float64(batch), c.DiskRowsPerS); err != nil {
+	batches := float64(share) / float64(batch)
+	if in.Loader == trainer.LoaderMultistage {
+		// Its steps, each macro-batch's last one short: the probe's
+		// rows and times a batch are their mean.
+		batches = float64(tr.EpochBatches(0))
+	}
+	if p.Epoch, err = p.at(batches, c.DiskRowsPerS); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -68,9 +68,9 @@ func Open(ctx context.Context, o *RunFlags) (*Session, error) {
 
 // openFeatureStore opens the dataset's feature store when the run trains
 // out of core; nil when it trains in memory.
-func openFeatureStore(o *RunFlags, dir string, m dataset.Meta, copyThreads int) (*store.Store, error) {
+func openFeatureStore(o *RunFlags, dir string, m dataset.Meta, copyThreads int, rowNormalize bool) (*store.Store, error) {
 	return OpenStore(dir, m, StoreFlags{Features: o.Features, CacheFraction: o.CacheFraction, CacheOrder: o.CacheOrder,
-		FromPlan: o.cacheFromPlan, PlanPath: o.Plan, Dataset: o.Dataset, Seed: o.Seed, Set: o.Set}, copyThreads)
+		FromPlan: o.cacheFromPlan, PlanPath: o.Plan, Dataset: o.Dataset, Seed: o.Seed, Set: o.Set, RowNormalize: rowNormalize}, copyThreads)
 }
 
 // storeCopyThreads is how many goroutines copy and scale each batch's
@@ -184,7 +184,7 @@ func (r *Session) setUp(o *RunFlags) error {
 	// Out of core the gather stage's copies and scaling run on this many
 	// goroutines.
 	r.Options.GatherThreads = storeCopyThreads(o, len(bs))
-	if r.Store, err = openFeatureStore(o, r.Dir, m, r.Options.GatherThreads); err != nil {
+	if r.Store, err = openFeatureStore(o, r.Dir, m, r.Options.GatherThreads, r.Options.RowNormalize); err != nil {
 		return err
 	}
 	if r.Store != nil {

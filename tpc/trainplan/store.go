@@ -28,6 +28,9 @@ type StoreFlags struct {
 	PlanPath string
 	Dataset  string
 	Set      func(name string) bool
+	// RowNormalize has the store serve its rows scaled to unit L1 norm
+	// (store.Options.RowNormalize): the run's trainer.Options.RowNormalize.
+	RowNormalize bool
 }
 
 // OpenStore opens dir's feature store when the run trains out of core
@@ -66,7 +69,7 @@ func OpenStore(dir string, m dataset.Meta, o StoreFlags, copyThreads int) (*stor
 	if !use {
 		return nil, nil
 	}
-	opt := store.Options{CopyThreads: copyThreads}
+	opt := store.Options{CopyThreads: copyThreads, RowNormalize: o.RowNormalize}
 	if override {
 		f := o.CacheFraction
 		if math.IsNaN(f) || f < 0 || f > 1 {

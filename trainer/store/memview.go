@@ -52,6 +52,9 @@ func (s *Store) MemoryView() *MemoryView {
 // Dim is the store's feature dimension.
 func (m *MemoryView) Dim() int { return m.s.dim }
 
+// RowNormalized is the store's: its cached rows are scaled.
+func (m *MemoryView) RowNormalized() bool { return m.s.rowNormalize }
+
 // Gather writes a row from memory for each vertex (see MemoryView).
 func (m *MemoryView) Gather(ctx context.Context, vertices []int32, dst []float32) (GatherStats, error) {
 	start := time.Now()

@@ -92,7 +92,10 @@ type PackManifest struct {
 	Sampling     string `json:"sampling"`
 	FeatureDim   int    `json:"feature_dim"`
 	RowBytes     int64  `json:"row_bytes"`
-	Workers      int    `json:"workers"`
+	// RowNormalized says the rows were packed scaled to unit L1 norm
+	// (Options.RowNormalize): they serve only a store that scales.
+	RowNormalized bool `json:"row_normalized"`
+	Workers       int  `json:"workers"`
 	// Epochs is how many epochs are packed; a run longer than that
 	// trains epoch e on the batches of epoch e mod Epochs.
 	Epochs int `json:"epochs"`
@@ -290,7 +293,7 @@ func (s *Store) Pack(ctx context.Context, src PackBatches, opt PackOptions) (*Pa
 		return nil, fmt.Errorf("pack: name %q (want letters, digits and dashes)", opt.Name)
 	}
 	m := &PackManifest{Format: packFormat, Name: opt.Name, StoreID: s.m.StoreID, CachedCRC32C: s.cachedCRC(), Sampling: src.Sampling(),
-		FeatureDim: s.dim, RowBytes: s.rowBytes, Workers: src.Workers(), Epochs: opt.Epochs, Dirs: s.packDirs(),
+		FeatureDim: s.dim, RowBytes: s.rowBytes, RowNormalized: s.rowNormalize, Workers: src.Workers(), Epochs: opt.Epochs, Dirs: s.packDirs(),
 		FeatureBytes: s.m.NumNodes * s.rowBytes}
 	for w := range m.Workers {
 		m.Batches = append(m.Batches, src.Batches(w))

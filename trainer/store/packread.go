@@ -98,6 +98,8 @@ func (s *Store) OpenPacked(name, sampling string) (*Packed, error) {
 		return nil, fmt.Errorf("packed for sampling %q, this run samples %q: %w", m.Sampling, sampling, ErrNotPacked)
 	case m.FeatureDim != s.dim || m.RowBytes != s.rowBytes:
 		return nil, fmt.Errorf("packed rows of %d features, the store's have %d: %w", m.FeatureDim, s.dim, ErrNotPacked)
+	case m.RowNormalized != s.rowNormalize:
+		return nil, fmt.Errorf("packed with rows scaled %v, this run scales them %v: %w", onOff(m.RowNormalized), onOff(s.rowNormalize), ErrNotPacked)
 	}
 	ipath := filepath.Join(s.dir, name+".idx")
 	index, err := os.ReadFile(ipath)
@@ -118,6 +120,14 @@ func (s *Store) OpenPacked(name, sampling string) (*Packed, error) {
 		return nil, fmt.Errorf("packed batches: %w", err)
 	}
 	return p, nil
+}
+
+// onOff names a row scaling setting in messages.
+func onOff(normalized bool) string {
+	if normalized {
+		return "to unit L1 norm"
+	}
+	return "not at all"
 }
 
 // checkSizes refuses a packed file shorter than its last piece's end.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gnnplan/gnnplan/internal/hugepage"
 	"github.com/gnnplan/gnnplan/internal/inputerr"
+	"github.com/gnnplan/gnnplan/trainer/internal/rownorm"
 )
 
 // packGroup is a run of one worker's consecutive batches packed in one
@@ -239,7 +240,7 @@ func (p *packer) groupBuffers(g *packGroup) [][]byte {
 // copyRows reads the features in vertex order, only the chunks some copy
 // needs, and copies each row to its places, checking it against the
 // store's checksum of it (so a features.npy changed since the store was
-// made is refused).
+// made is refused); a store that scales its rows packs them scaled.
 func (p *packer) copyRows(ctx context.Context, copies []packCopy, bufs [][]byte) error {
 	slices.SortFunc(copies, func(a, b packCopy) int { return int(a.v) - int(b.v) })
 	s, f := p.s, p.feat
@@ -261,7 +262,15 @@ func (p *packer) copyRows(ctx context.Context, copies []packCopy, bufs [][]byte)
 			if want, ok := s.storedCRC(c.v); ok && crc != want {
 				return &inputerr.Error{Path: f.path, Msg: fmt.Sprintf("row %d's checksum %08x is not the store's %08x: the features changed since the store was made (run gnnplan place again)", c.v, crc, want)}
 			}
-			copy(bufs[c.dir][c.pos:], row)
+			out := bufs[c.dir][c.pos:][:s.rowBytes]
+			copy(out, row)
+			if s.rowNormalize {
+				// Packed as the store serves it: scaled, its checksum
+				// the scaled row's.
+				f := unsafe.Slice((*float32)(unsafe.Pointer(&out[0])), s.dim)
+				rownorm.Row(f, f)
+				crc = rowCRC(out)
+			}
 			binary.LittleEndian.PutUint32(bufs[c.dir][c.crcPos:], crc)
 		}
 	}

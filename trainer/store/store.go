@@ -24,6 +24,7 @@ import (
 	"github.com/gnnplan/gnnplan/trainer/dataset"
 	"github.com/gnnplan/gnnplan/trainer/internal/gather"
 	"github.com/gnnplan/gnnplan/trainer/internal/meminfo"
+	"github.com/gnnplan/gnnplan/trainer/internal/rownorm"
 	"github.com/gnnplan/gnnplan/trainer/ioread"
 )
 
@@ -58,6 +59,11 @@ type Options struct {
 	// alone. A GPU's pipeline, whose step leaves the cores idle, wants
 	// several; the CPU trainer's products want the cores themselves.
 	CopyThreads int
+	// RowNormalize serves every row scaled to unit L1 norm (the
+	// trainer's RowNormalize, bit for bit): the cached rows once, as they
+	// are loaded, each row read from disk as it is checked, and packed
+	// rows as they are packed, so no gather scales a row again.
+	RowNormalize bool
 
 	// memAvailable stands in for meminfo.Available in tests.
 	memAvailable func() (uint64, bool)
@@ -123,7 +129,9 @@ type Store struct {
 	// copyThreads is Options.CopyThreads: how many goroutines copy a
 	// batch's cached rows.
 	copyThreads int
-	cached      float64 // share of the rows held in memory
+	// rowNormalize is Options.RowNormalize.
+	rowNormalize bool
+	cached       float64 // share of the rows held in memory
 
 	mu     sync.Mutex // guards reader and the scratch below
 	reader *ioread.Reader
@@ -169,7 +177,8 @@ func Open(datasetDir string, opt Options) (*Store, error) {
 	}
 	defer src.f.Close()
 
-	s := &Store{m: m, dir: datasetDir, dim: m.FeatureDim, rowBytes: m.RowBytes, bin: l.Bin, row: l.Row, copyThreads: opt.CopyThreads}
+	s := &Store{m: m, dir: datasetDir, dim: m.FeatureDim, rowBytes: m.RowBytes, bin: l.Bin, row: l.Row, copyThreads: opt.CopyThreads,
+		rowNormalize: opt.RowNormalize}
 	var inMemory int64
 	for i, b := range m.Bins {
 		bs := binSrc{id: b.ID, name: fmt.Sprintf("bin %d (%s)", i, b.ID), rows: b.Rows, socket: b.Socket, file: -1}
@@ -363,7 +372,12 @@ func (s *Store) loadCaches(src *features) error {
 					x := math.Float32frombits(binary.LittleEndian.Uint32(row[4*col:]))
 					return &inputerr.Error{Path: src.path, Msg: fmt.Sprintf("row %d column %d is %v (features must be finite)", v, col, x)}
 				}
-				copy(c[int64(s.row[v])*rb:], row)
+				at := int64(s.row[v]) * rb
+				copy(c[at:], row)
+				if s.rowNormalize {
+					cached := s.caches[b][at/4 : (at+rb)/4]
+					rownorm.Row(cached, cached)
+				}
 			}
 		}
 		return nil
@@ -390,6 +404,10 @@ func (s *Store) meta() (dataset.Meta, error) { return dataset.ReadMeta(s.dir) }
 
 // Dim is the feature dimension: Gather writes Dim floats per vertex.
 func (s *Store) Dim() int { return s.dim }
+
+// RowNormalized says the store serves its rows scaled to unit L1 norm
+// (Options.RowNormalize).
+func (s *Store) RowNormalized() bool { return s.rowNormalize }
 
 // Manifest is the store's manifest (not to be modified).
 func (s *Store) Manifest() *Manifest { return s.m }
@@ -622,6 +640,10 @@ func (s *Store) readSSD(ctx context.Context, vertices []int32, ssd, slots []int,
 					v := vertices[q.Tag]
 					errs[c] = s.damagedRow(int(s.bin[v]), v, got)
 					break
+				}
+				if s.rowNormalize {
+					row := unsafe.Slice((*float32)(unsafe.Pointer(&q.Dst[0])), dim)
+					rownorm.Row(row, row)
 				}
 			}
 			secs[c] = time.Since(t).Seconds()

@@ -22,6 +22,7 @@ import (
 	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/internal/tier"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
+	"github.com/gnnplan/gnnplan/trainer/internal/rownorm"
 )
 
 // materialized is a fixture placed and materialized, ready to Open.
@@ -89,7 +90,12 @@ func TestGatherMatchesFeaturesReadStraight(t *testing.T) {
 		setup{dim: 700, n: 500, mix: mixMixed, opt: Options{Engine: "pread", Workers: 3}},
 		setup{dim: 128, n: 2000, mix: mixAllSSD, opt: Options{QueueDepth: 1}},
 		setup{dim: 1500, n: 400, mix: mixAllSSD, opt: Options{QueueDepth: 2, Engine: "pread"}},
-		setup{dim: 64, n: 1000, mix: mixMixed, opt: Options{Buffered: true}})
+		setup{dim: 64, n: 1000, mix: mixMixed, opt: Options{Buffered: true}},
+		// Rows served scaled: the cached ones scaled once, the SSD
+		// rows as read, features.npy's (the override) too.
+		setup{dim: 128, n: 1500, mix: mixMixed, opt: Options{RowNormalize: true}},
+		setup{dim: 700, n: 500, mix: mixAllSSD, opt: Options{RowNormalize: true, Engine: "pread", Workers: 2}},
+		setup{dim: 33, n: 900, mix: mixMixed, opt: Options{RowNormalize: true, Cache: &CacheOverride{Fraction: 0.3, Hotness: zipfHotness(900, 1.1, rand.New(rand.NewPCG(5, 5)))}}})
 	for ci, tc := range cases {
 		name := fmt.Sprintf("%s, dim %d, %+v", tc.mix, tc.dim, tc.opt)
 		t.Run(name, func(t *testing.T) {
@@ -130,13 +136,18 @@ func TestGatherMatchesFeaturesReadStraight(t *testing.T) {
 					if err := fr.Row(int64(v), want); err != nil {
 						t.Fatal(err)
 					}
+					if tc.opt.RowNormalize {
+						rownorm.Row(want, want)
+					}
 					got := dst[i*tc.dim : (i+1)*tc.dim]
 					if !slices.EqualFunc(got, want, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
 						t.Fatalf("batch %d row %d (vertex %d, bin %s row %d): gathered %v..., features.npy has %v...",
 							bi, i, v, m.Bins[l.Bin[v]].ID, l.Row[v], got[:min(4, tc.dim)], want[:min(4, tc.dim)])
 					}
 				}
-				checkStats(t, st, batch, l, m)
+				if tc.opt.Cache == nil { // the override's caches are not the layout's
+					checkStats(t, st, batch, l, m)
+				}
 			}
 		})
 	}
