@@ -156,7 +156,7 @@ func addTrainFlags(f *pflag.FlagSet, o *trainOptions) {
 	f.IntVar(&o.PackEpochs, "pack-epochs", 0, "--loader packed: epochs of batches to pack; later epochs reuse them (0: the run's epochs, as --pack-space-gib allows)")
 	f.Float64Var(&o.PackSpaceGiB, "pack-space-gib", 0, "--loader packed: disk space the packed batches may take, GiB (0: half the free space)")
 	f.BoolVar(&o.Repack, "repack", false, "--loader packed or multistage: pack again even when packed batches or parts match the run")
-	f.IntVar(&o.ProbeBatches, "probe-batches", 20, "batches timed before training to predict the epoch and compare each epoch with it (0: none)")
+	f.IntVar(&o.ProbeBatches, "probe-batches", 20, "batches timed before training to predict each epoch (unset: also at least 3 s of them; 0: none)")
 	f.StringVar(&o.Measured, "measured", "", "out of core: the disks' read rate from this profile (gnnplan profile --save) instead of measuring")
 	f.Float64Var(&o.MeasureSeconds, "measure-seconds", 5, "out of core: seconds to read random rows from the SSD bins for the prediction's disk rate")
 }

@@ -22,6 +22,11 @@ import (
 // caches' first touches.
 const ProbeWarmupBatches = 10
 
+// MinProbeSeconds is how long a default probe times batches at least:
+// batches of 40 ms, twenty of them, are a second, shorter than a shared
+// machine's swings (docs/benchmarks.md).
+const MinProbeSeconds = 3
+
 // Prediction is what a run predicted for its epochs and how: a probe of a
 // few batches with every row in memory, the share of row reads the store
 // serves from memory, and the disks' read rate (Hyperion's TPC profiler
@@ -63,8 +68,11 @@ type BLASTry struct {
 
 // PredictInput is what Predict needs besides the trainer.
 type PredictInput struct {
-	// ProbeBatches is how many batches the probe times.
-	ProbeBatches int
+	// ProbeBatches is how many batches the probe times, at least; with
+	// MinProbeSeconds > 0, more where they take less time than that
+	// (judged by the warm-up's), up to ten times as many.
+	ProbeBatches    int
+	MinProbeSeconds float64
 	// BLASThreads is the products' thread count the user fixed (0: the
 	// probe may choose, ChooseBLASThreads).
 	BLASThreads int
@@ -99,10 +107,12 @@ type PredictInput struct {
 // from memory and the disks' read rate, and predicts an epoch. On a CPU
 // backend out of core it also picks the products' thread count.
 func Predict(ctx context.Context, tr *trainer.Trainer, in PredictInput) (*Prediction, error) {
-	fmt.Fprintf(in.Progress, "predicting: timing %d batches with every row in memory, after %d to warm up ...\n", in.ProbeBatches, ProbeWarmupBatches)
-	if _, err := tr.Probe(ctx, ProbeWarmupBatches); err != nil {
+	warm, err := tr.Probe(ctx, ProbeWarmupBatches)
+	if err != nil {
 		return nil, err
 	}
+	in.ProbeBatches = probeBatches(in, warm.BatchSeconds)
+	fmt.Fprintf(in.Progress, "predicting: timing %d batches with every row in memory, after %d to warm up ...\n", in.ProbeBatches, ProbeWarmupBatches)
 	pr, err := tr.Probe(ctx, in.ProbeBatches)
 	if err != nil {
 		return nil, err
@@ -163,6 +173,17 @@ func Predict(ctx context.Context, tr *trainer.Trainer, in PredictInput) (*Predic
 		return nil, err
 	}
 	return p, nil
+}
+
+// probeBatches is how many batches to time when a warm batch takes
+// batchS: in.ProbeBatches, or more to fill in.MinProbeSeconds, at most
+// ten times as many.
+func probeBatches(in PredictInput, batchS float64) int {
+	n := in.ProbeBatches
+	if in.MinProbeSeconds > 0 && batchS > 0 {
+		n = max(n, min(10*n, int(math.Ceil(in.MinProbeSeconds/batchS))))
+	}
+	return n
 }
 
 // at predicts an epoch of batches (full batches' worth) with p's costs at

@@ -102,3 +102,28 @@ func TestDescribePredictionNamesTheProductsThreads(t *testing.T) {
 		t.Errorf("Describe = %q", got)
 	}
 }
+
+// TestProbeBatches: a default probe times at least MinProbeSeconds of
+// batches (at most ten times the batches asked); asked batches alone when
+// the minimum is off or the batches are slow.
+func TestProbeBatches(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		asked  int
+		minS   float64
+		batchS float64
+		want   int
+	}{
+		{"short batches fill 3 s", 20, 3, 0.04, 75},
+		{"slow batches: the asked count", 20, 3, 0.5, 20},
+		{"at most ten times asked", 20, 3, 0.001, 200},
+		{"minimum off", 2, 0, 0.001, 2},
+		{"no warm-up time", 20, 3, 0, 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := probeBatches(PredictInput{ProbeBatches: tc.asked, MinProbeSeconds: tc.minS}, tc.batchS); got != tc.want {
+				t.Errorf("probeBatches(%d asked, %g s min, %g s a batch) = %d, want %d", tc.asked, tc.minS, tc.batchS, got, tc.want)
+			}
+		})
+	}
+}

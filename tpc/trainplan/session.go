@@ -36,7 +36,8 @@ type RunFlags struct {
 	Features      string
 	CacheFraction float64
 	CacheOrder    string
-	// ProbeBatches is how many batches the prediction times (0: none);
+	// ProbeBatches is how many batches the prediction times (0: none;
+	// the default, not set, times at least MinProbeSeconds of them);
 	// Measured a profile whose disk rates it uses instead of reading the
 	// SSD bins for MeasureSeconds.
 	ProbeBatches   int
@@ -231,8 +232,11 @@ func (r *Session) Predict(ctx context.Context, o *RunFlags, tr *trainer.Trainer,
 	if o.ProbeBatches == 0 || o.Resume { // a resumed run was predicted when it started
 		return nil, nil
 	}
-	in := PredictInput{ProbeBatches: o.ProbeBatches, BLASThreads: o.BLASThreads, Store: r.Store, Dir: r.Dir, Nodes: r.Graph.Meta.NumNodes,
+	in := PredictInput{ProbeBatches: o.ProbeBatches, MinProbeSeconds: MinProbeSeconds, BLASThreads: o.BLASThreads, Store: r.Store, Dir: r.Dir, Nodes: r.Graph.Meta.NumNodes,
 		Seeds: len(r.Graph.Train), Batch: r.Options.BatchSize, Workers: r.Options.Workers, MeasuredPath: o.Measured, MeasureSeconds: o.MeasureSeconds, Progress: progress}
+	if o.Set != nil && o.Set("probe-batches") {
+		in.MinProbeSeconds = 0 // exactly as many as asked
+	}
 	in.CPU, _ = r.Backends[0].(*kernels.CPU)
 	in.Loader = r.Options.Loader
 	switch ms := r.Options.Multistage; {
