@@ -26,49 +26,62 @@ func (f *fakeBLAS) SetBLASThreads(n int) error {
 
 // TestChooseBLASThreads: out of core, the products try one thread fewer
 // per worker only where the gather stage kept a core busy for most of a
-// batch, and training keeps the faster count, its probe the one predicted
+// batch, and training keeps the faster count, fewer only when they also
+// beat every thread timed again after them; its probe is the one predicted
 // from.
 func TestChooseBLASThreads(t *testing.T) {
 	probe := func(batchS, gatherS float64) trainer.Probe {
 		return trainer.Probe{Batches: 20, BatchSeconds: batchS, GatherSeconds: gatherS}
 	}
 	failed := errors.New("probe failed")
+	heavy := probe(0.067, 0.055)
 	cases := []struct {
 		name        string
 		threads     int
 		workers     int
 		first       trainer.Probe
-		second      trainer.Probe
-		secondErr   error
-		wantProbes  int   // second probes run
-		wantThreads int   // the count training runs on
-		wantSet     []int // the counts set, in order
+		later       []trainer.Probe // the probes after the first, in order
+		failAt      int             // the later probe that fails, from 1 (0: none)
+		wantThreads int             // the count training runs on
+		wantSet     []int           // the counts set, in order
 		wantBatchS  float64
 		wantErr     bool
 	}{
-		{"gather light: the products keep every core", 2, 1, probe(0.060, 0.020), probe(0.040, 0.020), nil, 0, 2, nil, 0.060, false},
-		{"gather heavy, fewer faster", 2, 1, probe(0.067, 0.055), probe(0.050, 0.040), nil, 1, 1, []int{1}, 0.050, false},
-		{"gather heavy, fewer slower: back to every core", 2, 1, probe(0.067, 0.055), probe(0.090, 0.040), nil, 1, 2, []int{1, 2}, 0.067, false},
-		{"one core: nothing to leave", 1, 1, probe(0.067, 0.055), probe(0.050, 0.040), nil, 0, 1, nil, 0.067, false},
-		{"four workers on 16 cores", 16, 4, probe(0.067, 0.055), probe(0.050, 0.040), nil, 1, 12, []int{12}, 0.050, false},
-		{"two workers on two cores: one thread", 2, 2, probe(0.067, 0.055), probe(0.050, 0.040), nil, 1, 1, []int{1}, 0.050, false},
-		{"the second probe fails: every core again", 2, 1, probe(0.067, 0.055), trainer.Probe{}, failed, 1, 2, []int{1, 2}, 0.067, true},
+		{"gather light: the products keep every core", 2, 1, probe(0.060, 0.020), nil, 0, 2, nil, 0.060, false},
+		{"gather heavy, fewer faster twice", 2, 1, heavy, []trainer.Probe{probe(0.050, 0.040), probe(0.070, 0.055)}, 0, 1, []int{1, 2, 1}, 0.050, false},
+		{"fewer faster than a slow first only: every core", 2, 1, heavy, []trainer.Probe{probe(0.050, 0.040), probe(0.045, 0.040)}, 0, 2, []int{1, 2}, 0.045, false},
+		{"gather heavy, fewer slower: back to every core", 2, 1, heavy, []trainer.Probe{probe(0.090, 0.040)}, 0, 2, []int{1, 2}, 0.067, false},
+		{"one core: nothing to leave", 1, 1, heavy, nil, 0, 1, nil, 0.067, false},
+		{"four workers on 16 cores", 16, 4, heavy, []trainer.Probe{probe(0.050, 0.040), probe(0.070, 0.055)}, 0, 12, []int{12, 16, 12}, 0.050, false},
+		{"two workers on two cores: one thread", 2, 2, heavy, []trainer.Probe{probe(0.050, 0.040), probe(0.070, 0.055)}, 0, 1, []int{1, 2, 1}, 0.050, false},
+		{"the second probe fails: every core again", 2, 1, heavy, nil, 1, 2, []int{1, 2}, 0, true},
+		{"the third probe fails: every core", 2, 1, heavy, []trainer.Probe{probe(0.050, 0.040)}, 2, 2, []int{1, 2}, 0, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cpu := &fakeBLAS{threads: c.threads}
 			probes := 0
-			second := func(context.Context) (trainer.Probe, error) {
+			next := func(context.Context) (trainer.Probe, error) {
 				probes++
-				return c.second, c.secondErr
+				if probes == c.failAt {
+					return trainer.Probe{}, failed
+				}
+				if probes > len(c.later) {
+					t.Fatalf("probe %d: only %d expected", probes, len(c.later))
+				}
+				return c.later[probes-1], nil
 			}
 			var errw strings.Builder
-			got, ch, err := ChooseBLASThreads(context.Background(), &errw, second, cpu, c.first, c.workers)
+			got, ch, err := ChooseBLASThreads(context.Background(), &errw, next, cpu, c.first, c.workers)
 			if (err != nil) != c.wantErr {
 				t.Fatalf("err = %v, want error: %v", err, c.wantErr)
 			}
-			if probes != c.wantProbes || cpu.threads != c.wantThreads || !slices.Equal(cpu.set, c.wantSet) {
-				t.Errorf("%d second probes, products on %d, set %v; want %d, %d, %v", probes, cpu.threads, cpu.set, c.wantProbes, c.wantThreads, c.wantSet)
+			wantProbes := len(c.later)
+			if c.failAt > 0 {
+				wantProbes = c.failAt
+			}
+			if probes != wantProbes || cpu.threads != c.wantThreads || !slices.Equal(cpu.set, c.wantSet) {
+				t.Errorf("%d later probes, products on %d, set %v; want %d, %d, %v", probes, cpu.threads, cpu.set, wantProbes, c.wantThreads, c.wantSet)
 			}
 			if c.wantErr {
 				return
@@ -76,14 +89,19 @@ func TestChooseBLASThreads(t *testing.T) {
 			if got.BatchSeconds != c.wantBatchS {
 				t.Errorf("predicting from a probe of %v s a batch, want %v", got.BatchSeconds, c.wantBatchS)
 			}
-			if c.wantProbes == 0 {
+			if wantProbes == 0 {
 				if ch != nil || errw.Len() > 0 {
 					t.Errorf("nothing tried, yet choice %+v, stderr %q", ch, errw.String())
 				}
 				return
 			}
-			if ch == nil || ch.Threads != c.wantThreads || len(ch.Tried) != 2 || ch.Tried[0].Threads != c.threads || ch.Tried[0].BatchS != c.first.BatchSeconds || ch.Tried[1].BatchS != c.second.BatchSeconds {
-				t.Errorf("choice %+v, want both counts with their probes and %d chosen", ch, c.wantThreads)
+			if ch == nil || ch.Threads != c.wantThreads || len(ch.Tried) != 1+len(c.later) || ch.Tried[0].Threads != c.threads || ch.Tried[0].BatchS != c.first.BatchSeconds {
+				t.Fatalf("choice %+v, want every count with its probe and %d chosen", ch, c.wantThreads)
+			}
+			for i, p := range c.later {
+				if ch.Tried[i+1].BatchS != p.BatchSeconds {
+					t.Errorf("try %d: %v s a batch, the probe took %v", i+2, ch.Tried[i+1].BatchS, p.BatchSeconds)
+				}
 			}
 			if !strings.Contains(errw.String(), "gather stage was busy") {
 				t.Errorf("stderr %q does not say why it probes again", errw.String())
