@@ -25,6 +25,10 @@ func scaledBySource(src FeatureSource) bool {
 	return ok && s.RowNormalized()
 }
 
+// scalesGathered says the trainer scales the rows it gathers from o's
+// Features: o asks for scaled rows and the source does not serve them so.
+func scalesGathered(o Options) bool { return o.RowNormalize && !scaledBySource(o.Features) }
+
 // GatherStats describe one Gather (or, added up, many): where the rows
 // came from and what reading them cost.
 type GatherStats = gather.Stats

@@ -332,7 +332,7 @@ func New(b kernels.Backend, g *dataset.Graph, features []float32, o Options) (_ 
 	if t.workers, err = newWorkers(backends, inMemory, t.blocks, cfg, o); err != nil {
 		return nil, err
 	}
-	if err := t.workers.placeResident(o.Features, o.RowNormalize && !scaledBySource(o.Features)); err != nil {
+	if err := t.workers.placeResident(o.Features, scalesGathered(o)); err != nil {
 		return nil, err
 	}
 	t.model = t.workers[0].model

@@ -84,8 +84,7 @@ func newWorkers(backends []kernels.Backend, inMemory []*kernels.Mat, blocks bloc
 			return nil, &inputerr.Error{Field: "model", Msg: err.Error()}
 		}
 		w := &worker{id: i, backend: be, model: model, gathered: be.NewMat(0, 0), logitGrad: be.NewMat(0, 0), seed: workerSeed(o.Seed, i)}
-		w.input = &workerInput{backend: be, dim: cfg.InDim, source: o.Features,
-			rowNormalize: o.RowNormalize && !scaledBySource(o.Features), normalizeThreads: o.GatherThreads}
+		w.input = &workerInput{backend: be, dim: cfg.InDim, source: o.Features, rowNormalize: scalesGathered(o), normalizeThreads: o.GatherThreads}
 		if inMemory != nil {
 			w.input.inMemory = inMemory[i]
 		}

@@ -246,8 +246,9 @@ type BLASThreader interface {
 // for more than half of each batch, the probe runs again (the same
 // batches) with one thread fewer per worker, and training keeps whichever
 // was faster; fewer only when they also beat the full count timed again
-// after them (noise favours a probe that ran at a quieter moment). It returns the probe to predict from and what was tried
-// (nil when nothing was).
+// after them (noise favours a probe that ran at a quieter moment). It
+// returns the probe to predict from and what was tried (nil when nothing
+// was).
 func ChooseBLASThreads(ctx context.Context, progress io.Writer, probe func(context.Context) (trainer.Probe, error), cpu BLASThreader, first trainer.Probe, workers int) (trainer.Probe, *BLASChoice, error) {
 	full := cpu.BLASThreads()
 	fewer := max(1, full-max(workers, 1))
