@@ -32,6 +32,14 @@ type BatchCosts struct {
 	// (submission, completion, copies): the cores it takes from the
 	// step, which on a CPU machine shares them.
 	DiskCPURowS float64 `json:"disk_cpu_row_s"`
+	// CheckRowS is the time checking a row read from packed pieces and
+	// copying it into place takes, where DiskRowsPerS is the reads' own
+	// rate (packed pieces and parts); 0 where the rate includes it.
+	CheckRowS float64 `json:"check_row_s,omitempty"`
+	// ReadsAhead says the gather reads the next batch's rows while it
+	// copies and checks this one's (the packed loader): its time is the
+	// longer of the two, not their sum.
+	ReadsAhead bool `json:"reads_ahead,omitempty"`
 	// StepOffCores says the step runs on a device of its own (a GPU): the
 	// reads' CPU time takes nothing from it.
 	StepOffCores bool `json:"step_off_cores,omitempty"`
@@ -77,7 +85,7 @@ func PredictPipeline(c BatchCosts, hitShare, batches float64) (PipelinePredictio
 	}
 	p := PipelinePrediction{HitShare: hitShare, Batches: batches}
 	b := c.batch(hitShare)
-	gather, diskS, stolen := b.copyS+b.diskS, b.diskS, b.stolenS
+	gather, diskS, stolen := b.gatherS, b.diskS, b.stolenS
 	batch := b.batchS
 	p.Bound = "compute"
 	if gather > b.computeS {
@@ -88,11 +96,11 @@ func PredictPipeline(c BatchCosts, hitShare, batches float64) (PipelinePredictio
 	p.DiskS = diskS * batches
 	p.StepS = (c.StepS + stolen) * batches
 	if batches > 0 {
-		fill := c.SampleS + gather
+		fill := c.SampleS + b.firstS
 		if c.FillS > 0 {
 			// The measured fill gathered from memory: add the first
-			// batch's disk reads.
-			fill = c.FillS + diskS
+			// batch's disk reads and their checks.
+			fill = c.FillS + diskS + b.checkS
 		}
 		p.EpochS = math.Max(batches-1, 0)*batch + fill + c.StepS + stolen
 	}
@@ -101,28 +109,40 @@ func PredictPipeline(c BatchCosts, hitShare, batches float64) (PipelinePredictio
 
 // pipelineBatch is one batch of the pipeline out of core, in seconds.
 type pipelineBatch struct {
-	copyS, diskS, stolenS float64
-	computeS              float64 // the compute side, the reads' CPU time included
-	batchS                float64
+	copyS, diskS, checkS, stolenS float64
+	gatherS                       float64 // the gather stage's time
+	firstS                        float64 // the same with nothing read ahead: a pipeline's first batch
+	computeS                      float64 // the compute side, the reads' CPU time included
+	batchS                        float64
 }
 
 // batch is one batch when hit of its rows are served from memory: it
 // takes the longer of its compute time, which grows by the reads' CPU
 // time (rows x (1 - hit) x CPU per read: the reader takes it from the
-// step's cores, unless the step runs on a GPU), and its gather time, rows x hit x T_copy + rows x (1 -
-// hit) / disk rows per second. PredictPipeline and PredictCPU price a
-// batch with it.
+// step's cores, unless the step runs on a GPU), and its gather time:
+// rows x hit x T_copy + rows x (1 - hit) x (1 / disk rows per second +
+// T_check), or, where the next batch's reads overlap this one's copies
+// and checks (ReadsAhead), the longer of the reads and the rest.
+// PredictPipeline and PredictCPU price a batch with it.
 func (c BatchCosts) batch(hit float64) pipelineBatch {
 	var b pipelineBatch
 	b.copyS = c.InputRows * hit * c.CopyRowS
 	if hit < 1 && c.DiskRowsPerS > 0 {
 		b.diskS = c.InputRows * (1 - hit) / c.DiskRowsPerS
+		b.checkS = c.InputRows * (1 - hit) * c.CheckRowS
 	}
 	if !c.StepOffCores {
 		b.stolenS = c.InputRows * (1 - hit) * c.DiskCPURowS
 	}
 	b.computeS = c.ComputeS + b.stolenS
-	b.batchS = math.Max(b.computeS, b.copyS+b.diskS)
+	b.gatherS = b.copyS + b.diskS + b.checkS
+	b.firstS = b.gatherS
+	if c.ReadsAhead {
+		// The batch's own read overlaps its copies from memory.
+		b.gatherS = math.Max(b.copyS+b.checkS, b.diskS)
+		b.firstS = math.Max(b.copyS, b.diskS) + b.checkS
+	}
+	b.batchS = math.Max(b.computeS, b.gatherS)
 	return b
 }
 
@@ -137,7 +157,8 @@ func ErrorPct(measured, predicted float64) float64 {
 
 // PredictStages predicts an epoch of HANOI's multistage loader: batches
 // in macros macro-batches, each macro-batch's macroRows disk rows read in
-// one sequential pass at c.DiskRowsPerS while the macro-batch before it
+// one sequential pass at c.DiskRowsPerS, and checked at c.CheckRowS a
+// row, while the macro-batch before it
 // trains, its batches then gathering every row from memory. The reads'
 // CPU time (macroRows x DiskCPURowS) is taken from the step's cores
 // unless the step runs on a GPU. The first macro-batch's read is not
@@ -156,7 +177,7 @@ func PredictStages(c BatchCosts, batches float64, macros int, macroRows float64)
 	b := c.batch(1)
 	var load, stolen float64
 	if macroRows > 0 {
-		load = macroRows / c.DiskRowsPerS
+		load = macroRows * (1/c.DiskRowsPerS + c.CheckRowS)
 	}
 	if !c.StepOffCores {
 		stolen = macroRows * c.DiskCPURowS

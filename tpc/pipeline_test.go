@@ -74,6 +74,27 @@ func TestPredictPipeline(t *testing.T) {
 	if want := 49*0.505 + 0.05 + 0.5 + 0.09; math.Abs(p.EpochS-want) > 1e-9 {
 		t.Errorf("with a measured fill: epoch %v s, want %v", p.EpochS, want)
 	}
+	// Packed pieces: the reads' own rate and a check of 2 us a row. Half
+	// from disk, 50,000 rows a batch: reads 0.5 s, checks 0.1 s, copies
+	// 5 ms. One after the other they add up; read ahead (the packed
+	// loader) the reads hide the copies and checks, and the first batch,
+	// read as its copies are made, still waits for its checks.
+	checked := base
+	checked.CheckRowS = 2e-6
+	for _, c := range []struct {
+		ahead bool
+		batch float64
+		first float64
+	}{{false, 0.605, 0.605}, {true, 0.5, 0.6}} {
+		checked.ReadsAhead = c.ahead
+		p, err := PredictPipeline(checked, 0.5, 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := 49*c.batch + 0.01 + c.first + 0.09; math.Abs(p.EpochS-want) > 1e-9 || p.Bound != "disk" {
+			t.Errorf("checks of %v s a row, reads ahead %v: epoch %v s (%s-bound), want %v s, disk-bound", checked.CheckRowS, c.ahead, p.EpochS, p.Bound, want)
+		}
+	}
 	// More cache never predicts a slower epoch.
 	prev := math.Inf(1)
 	for hit := 0.0; hit <= 1; hit += 0.05 {

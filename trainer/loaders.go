@@ -54,12 +54,20 @@ func newLoader(w *worker, blocks blockBuilder, readsInPlace bool, ahead int, o O
 // trains on the batches packed for epoch e mod the epochs packed, which
 // are the batches online sampling draws for it (the sampler is a pure
 // function of seed, epoch and batch), each batch's disk rows read from its
-// pieces.
+// pieces, the next batch's read ahead.
 func newPackedLoader(l *prefetchLoader, p *store.Packed, worker int) *prefetchLoader {
 	epochs := p.Manifest().Epochs
 	l.epochOf = func(e int) int { return e % epochs }
+	batches := p.Manifest().Batches[worker]
 	l.rows = func(ctx context.Context, mb *sample.MiniBatch, dst []float32, resident int, idx []int32) (int, GatherStats, error) {
-		return p.Gather(ctx, worker, mb.Epoch%epochs, mb.Index, mb.Input(), dst, resident, idx)
+		at := store.PackedBatch{Worker: worker, Epoch: mb.Epoch % epochs, Batch: mb.Index}
+		// The next batch's pieces are read while this one's are checked
+		// and it trains: the next epoch's first after the last.
+		next := at
+		if next.Batch++; next.Batch == batches {
+			next.Epoch, next.Batch = (mb.Epoch+1)%epochs, 0
+		}
+		return p.Gather(ctx, at, &next, mb.Input(), dst, resident, idx)
 	}
 	return l
 }

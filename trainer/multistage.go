@@ -310,7 +310,7 @@ func (mr *macroRows) load(ctx context.Context, st *stages, m *macroBatch, b *mac
 				k++
 			}
 		}
-		_, gs, err := mr.pieces.Gather(ctx, 0, 0, int(p), b.ids[at:at+k], b.rows[at*mr.dim:(at+k)*mr.dim], -1, nil)
+		_, gs, err := mr.pieces.Gather(ctx, store.PackedBatch{Batch: int(p)}, nil, b.ids[at:at+k], b.rows[at*mr.dim:(at+k)*mr.dim], -1, nil)
 		if err != nil {
 			return fmt.Errorf("multistage: part %d: %w", p, err)
 		}
@@ -322,10 +322,10 @@ func (mr *macroRows) load(ctx context.Context, st *stages, m *macroBatch, b *mac
 	}
 	// The first stage's rows count as read once, here; the batches
 	// find them in memory. Its time is the whole stage's: reads, checks
-	// and copies, what the next macro-batch waits for.
+	// and copies, what the next macro-batch waits for; ReadSeconds stays
+	// the reads' own (the disk's rate), CheckSeconds the rest.
 	b.stats.Rows, b.stats.Bytes, b.stats.SocketCacheHits, b.stats.BinRows = 0, 0, 0, nil
 	b.stats.Seconds = time.Since(start).Seconds()
-	b.stats.ReadSeconds = b.stats.Seconds
 	b.first, b.left = m.first, m.batches
 	mr.mu.Lock()
 	mr.held[m.first] = b

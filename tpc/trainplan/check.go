@@ -77,7 +77,8 @@ func (p *Prediction) whole(e trainer.EpochStats) bool {
 
 // EpochDiskRate is the rows per second an epoch read from disk: its disk
 // rows over the time the store spent on them (requests built, read and
-// checked), or, where the store did not time that, over the gather
+// checked; for packed pieces and parts the reads alone, their checks
+// priced apart), or, where the store did not time that, over the gather
 // stage's busy time less the rows it copied from memory (at copyRowS a
 // row); 0 when it read none.
 func EpochDiskRate(e trainer.EpochStats, copyRowS float64) float64 {

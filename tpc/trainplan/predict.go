@@ -311,7 +311,10 @@ func diskRate(ctx context.Context, in PredictInput, c *tpc.BatchCosts, pr traine
 			return fmt.Errorf("measure the %s' read rate: %w", what, err)
 		}
 		p.Disk = &rr
-		c.DiskRowsPerS, c.DiskCPURowS = rr.RowsPerS, rr.CPUSecondsPerRow
+		c.DiskRowsPerS, c.DiskCPURowS, c.CheckRowS = rr.RowsPerS, rr.CPUSecondsPerRow, rr.CheckSecondsPerRow
+		// The packed loader reads the next batch's pieces while it
+		// checks this one's; the parts are read one after the other.
+		c.ReadsAhead = in.Loader == trainer.LoaderPacked
 		c.Source += fmt.Sprintf("; disk rows/s from reading the %s in order (%d rows) before training", what, rr.Rows)
 		return nil
 	}

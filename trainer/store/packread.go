@@ -26,15 +26,36 @@ var ErrNotPacked = errors.New("no packed batches for this store, cache and sampl
 // Packed serves a batch's rows as DiskGNN's packed loader does: the rows
 // the store holds in memory from there, the others from the batch's
 // packed pieces, one sequential read per directory. It is safe for
-// concurrent use; reads take turns.
+// concurrent use by several workers; reads take turns. A worker's Gathers
+// must not overlap one another: its reads alternate between two buffers,
+// one being checked while the next batch's pieces are read into the other.
 type Packed struct {
 	s      *Store
 	m      *PackManifest
 	index  []byte
 	reader *ioread.Reader
 
-	mu  sync.Mutex // guards reader and buf
-	buf []byte     // the pieces read, aligned for direct IO
+	mu    sync.Mutex     // guards reader, bufs, turn and ahead
+	bufs  [][2][]byte    // per worker: the pieces read, aligned for direct IO
+	turn  []int          // per worker: the buffer its next read goes to
+	ahead []*piecesRead  // per worker: the batch read ahead (nil: none)
+	reads sync.WaitGroup // reads in flight, which Close waits for
+}
+
+// PackedBatch names a packed batch: worker Worker's batch Batch of the
+// packed epoch Epoch, each counted from 0.
+type PackedBatch struct{ Worker, Epoch, Batch int }
+
+// piecesRead is a batch's pieces being read into one of its worker's
+// buffers; stats, seconds and err are set when done closes.
+type piecesRead struct {
+	at      PackedBatch
+	reqs    []ioread.Request
+	rows    int // the rows the index says the pieces hold
+	done    chan struct{}
+	stats   ioread.Stats
+	seconds float64 // the read's wall time
+	err     error
 }
 
 // packQueueDepth and packMergeBytes shape the packed reads: large pieces
@@ -111,7 +132,7 @@ func (s *Store) OpenPacked(name, sampling string) (*Packed, error) {
 			len(index), crc32.Checksum(index, castagnoli()), name, repackHint(name))}
 	}
 	paths := m.files()
-	p := &Packed{s: s, m: m, index: index}
+	p := &Packed{s: s, m: m, index: index, bufs: make([][2][]byte, m.Workers), turn: make([]int, m.Workers), ahead: make([]*piecesRead, m.Workers)}
 	if err := p.checkSizes(paths); err != nil {
 		return nil, err
 	}
@@ -168,99 +189,178 @@ func (p *Packed) Manifest() *PackManifest { return p.m }
 // Engine names the reader's engine.
 func (p *Packed) Engine() string { return p.reader.Engine() }
 
-// Close closes the files.
+// Close closes the files, after the reads in flight (a batch read ahead)
+// end.
 func (p *Packed) Close() error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.reader == nil {
+	r := p.reader
+	p.reader = nil
+	clear(p.ahead)
+	p.mu.Unlock()
+	if r == nil {
 		return nil
 	}
-	err := p.reader.Close()
-	p.reader = nil
-	return err
+	p.reads.Wait()
+	return r.Close()
 }
 
-// Gather is Store.GatherResident for batch of worker's epoch (epoch below
+// Gather is Store.GatherResident for batch at (its epoch below
 // Manifest().Epochs) with vertices its input: the rows in memory copied
-// from the store, the others read from the batch's pieces and checked
-// (each piece's coordinates, every vertex id against the batch's, every
-// row against its checksum), so a piece of another batch or a damaged row
-// is an error naming the file, never a wrong row. resident < 0 gathers
-// every row, as Store.Gather (idx nil).
-func (p *Packed) Gather(ctx context.Context, worker, epoch, batch int, vertices []int32, dst []float32, resident int, idx []int32) (int, GatherStats, error) {
+// from the store while the batch's pieces are read, then the others from
+// the pieces, checked (each piece's coordinates, every vertex id against
+// the batch's, every row against its checksum), so a piece of another
+// batch or a damaged row is an error naming the file, never a wrong row.
+// resident < 0 gathers every row, as Store.Gather (idx nil). With next not
+// nil, the pieces of next (the batch the worker gathers after this one)
+// are read while this batch's are checked and the step trains: its Gather
+// finds them read. A Gather of another batch waits for that read and
+// reads its own.
+//
+// In the stats ReadSeconds is the reads' own time (of this batch's
+// pieces, wherever they overlapped) and CheckSeconds the checks' and
+// copies', so SSDRows / ReadSeconds is the disk's rate.
+func (p *Packed) Gather(ctx context.Context, at PackedBatch, next *PackedBatch, vertices []int32, dst []float32, resident int, idx []int32) (int, GatherStats, error) {
 	s := p.s
 	start := time.Now()
 	st := GatherStats{Rows: len(vertices), Bytes: int64(len(vertices)) * s.rowBytes}
-	m := p.m
 	switch {
-	case worker < 0 || worker >= m.Workers || epoch < 0 || epoch >= m.Epochs || batch < 0 || batch >= m.Batches[worker]:
-		return 0, st, fmt.Errorf("packed batches: worker %d, epoch %d, batch %d not packed (%d workers, %d epochs)", worker, epoch+1, batch+1, m.Workers, m.Epochs)
+	case !p.packed(at):
+		return 0, st, fmt.Errorf("packed batches: worker %d, epoch %d, batch %d not packed (%d workers, %d epochs)", at.Worker, at.Epoch+1, at.Batch+1, p.m.Workers, p.m.Epochs)
 	case len(dst) < len(vertices)*s.dim || (resident >= 0 && len(idx) < len(vertices)):
 		return 0, st, fmt.Errorf("gather: dst holds %d floats, idx %d entries for %d rows of %d", len(dst), len(idx), len(vertices), s.dim)
 	case s.caches == nil:
 		return 0, st, errors.New("gather: the store is closed")
 	}
+	pr := p.readFor(ctx, at)
 	n, ssd, slots, err := s.serve(s.caches, vertices, dst, resident, idx, &st)
+	<-pr.done
+	if err == nil && pr.err == nil && next != nil && p.packed(*next) {
+		p.readAhead(ctx, *next)
+	}
 	if err != nil {
 		return 0, st, err
 	}
 	st.SSDRows = len(ssd)
-	t := time.Now()
-	err = p.readPieces(ctx, worker, epoch, batch, vertices, ssd, slots, dst, &st)
-	st.ReadSeconds = time.Since(t).Seconds()
+	st.ReadSeconds = pr.seconds
+	err = p.place(pr, vertices, ssd, slots, dst, &st)
 	st.Seconds = time.Since(start).Seconds()
 	return n, st, err
 }
 
-// readPieces reads the batch's pieces and puts their rows in place.
-func (p *Packed) readPieces(ctx context.Context, w, e, b int, vertices []int32, ssd, slots []int, dst []float32, st *GatherStats) error {
+// packed says b is a batch the set holds.
+func (p *Packed) packed(b PackedBatch) bool {
 	m := p.m
-	dirs := len(m.Dirs)
-	total := 0
-	for d := range dirs {
-		_, rows, _ := p.entryAt(w, e, b, d)
-		total += rows
+	return b.Worker >= 0 && b.Worker < m.Workers && b.Epoch >= 0 && b.Epoch < m.Epochs && b.Batch >= 0 && b.Batch < m.Batches[b.Worker]
+}
+
+// readFor is the read of at's pieces: the one read ahead for at's worker
+// when it is at's, else one started now (after the one ahead ends: its
+// buffer is the next read's).
+func (p *Packed) readFor(ctx context.Context, at PackedBatch) *piecesRead {
+	p.mu.Lock()
+	a := p.ahead[at.Worker]
+	p.ahead[at.Worker] = nil
+	p.mu.Unlock()
+	if a != nil {
+		if a.at == at {
+			return a
+		}
+		<-a.done
 	}
-	if total != len(ssd) {
-		return fmt.Errorf("packed batches: epoch %d, batch %d holds %d rows, the batch reads %d from disk: packed from other batches%s",
-			e+1, b+1, total, len(ssd), repackHint(m.Name))
+	return p.startRead(ctx, at)
+}
+
+// readAhead starts reading at's pieces for its worker's next Gather. The
+// read is not stopped with ctx (an epoch's context ends with its last
+// batch, before the next epoch's first is gathered); Close waits for it.
+func (p *Packed) readAhead(ctx context.Context, at PackedBatch) {
+	pr := p.startRead(context.WithoutCancel(ctx), at)
+	p.mu.Lock()
+	if p.reader != nil {
+		p.ahead[at.Worker] = pr
 	}
-	if total == 0 {
-		return nil
-	}
+	p.mu.Unlock()
+}
+
+// startRead starts reading at's pieces into its worker's next buffer.
+func (p *Packed) startRead(ctx context.Context, at PackedBatch) *piecesRead {
+	pr := &piecesRead{at: at, done: make(chan struct{})}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.reader == nil {
-		return errors.New("packed batches: closed")
+	r := p.reader
+	if r == nil {
+		pr.err = errors.New("closed")
+		close(pr.done)
+		return pr
+	}
+	w := at.Worker
+	slot := p.turn[w]
+	p.turn[w] ^= 1
+	p.bufs[w][slot], pr.reqs, pr.rows = p.requests(at, p.bufs[w][slot])
+	if len(pr.reqs) == 0 {
+		close(pr.done)
+		return pr
+	}
+	p.reads.Add(1)
+	go func() {
+		defer p.reads.Done()
+		defer close(pr.done)
+		t := time.Now()
+		pr.stats, pr.err = r.Read(ctx, pr.reqs)
+		pr.seconds = time.Since(t).Seconds()
+	}()
+	return pr
+}
+
+// requests are the reads of at's pieces into buf (grown as needed,
+// aligned for direct IO, returned), one per directory holding rows of
+// it, tagged with the directory, and the rows they hold.
+func (p *Packed) requests(at PackedBatch, buf []byte) ([]byte, []ioread.Request, int) {
+	m := p.m
+	dirs := len(m.Dirs)
+	var need int64
+	rows := 0
+	for d := range dirs {
+		_, n, _ := p.entryAt(at.Worker, at.Epoch, at.Batch, d)
+		need += layoutPiece(n, m.RowBytes).stored
+		rows += n
+	}
+	if int64(len(buf)) < need {
+		buf = alignedBytes(need + need/4)
+		hugepage.Advise(buf)
 	}
 	reqs := make([]ioread.Request, 0, dirs)
-	var need int64
+	var off int64
 	for d := range dirs {
-		_, rows, _ := p.entryAt(w, e, b, d)
-		need += layoutPiece(rows, m.RowBytes).stored
-	}
-	buf := p.alignedBuf(need)
-	var at int64
-	for d := range dirs {
-		off, rows, _ := p.entryAt(w, e, b, d)
-		stored := layoutPiece(rows, m.RowBytes).stored
+		at0, n, _ := p.entryAt(at.Worker, at.Epoch, at.Batch, d)
+		stored := layoutPiece(n, m.RowBytes).stored
 		if stored > 0 {
-			reqs = append(reqs, ioread.Request{File: (w*m.Epochs+e)*dirs + d, Offset: off, Length: int(stored), Dst: buf[at : at+stored], Tag: uint64(d)})
+			reqs = append(reqs, ioread.Request{File: (at.Worker*m.Epochs+at.Epoch)*dirs + d, Offset: at0, Length: int(stored), Dst: buf[off : off+stored], Tag: uint64(d)})
 		}
-		at += stored
+		off += stored
 	}
-	rs, err := p.reader.Read(ctx, reqs)
-	st.UsefulBytes, st.DeviceBytes, st.DeviceReads = int64(total)*m.RowBytes, rs.DeviceBytes, rs.DeviceReads
-	if err != nil {
-		return fmt.Errorf("packed batches: epoch %d, batch %d: %w", e+1, b+1, err)
+	return buf, reqs, rows
+}
+
+// place checks the pieces pr read and puts their rows in place: the
+// batch's disk rows, vertices[ssd[k]] into slot slots[k] of dst.
+func (p *Packed) place(pr *piecesRead, vertices []int32, ssd, slots []int, dst []float32, st *GatherStats) error {
+	m, at := p.m, pr.at
+	st.UsefulBytes, st.DeviceBytes, st.DeviceReads = int64(pr.rows)*m.RowBytes, pr.stats.DeviceBytes, pr.stats.DeviceReads
+	if pr.err != nil {
+		return fmt.Errorf("packed batches: epoch %d, batch %d: %w", at.Epoch+1, at.Batch+1, pr.err)
+	}
+	if pr.rows != len(ssd) {
+		return fmt.Errorf("packed batches: epoch %d, batch %d holds %d rows, the batch reads %d from disk: packed from other batches%s",
+			at.Epoch+1, at.Batch+1, pr.rows, len(ssd), repackHint(m.Name))
 	}
 	t := time.Now()
 	defer func() { st.CheckSeconds = time.Since(t).Seconds() }()
-	for _, r := range reqs {
+	for _, r := range pr.reqs {
 		d := int(r.Tag)
-		if err := p.placePiece(w, e, b, d, r.Dst, vertices, ssd, slots, dst); err != nil {
+		if err := p.placePiece(at.Worker, at.Epoch, at.Batch, d, r.Dst, vertices, ssd, slots, dst); err != nil {
 			return fmt.Errorf("packed batches: %s at offset %d (epoch %d, batch %d): %w%s",
-				m.PackedFile(w, e, d), r.Offset, e+1, b+1, err, repackHint(m.Name))
+				m.PackedFile(at.Worker, at.Epoch, d), r.Offset, at.Epoch+1, at.Batch+1, err, repackHint(m.Name))
 		}
 	}
 	return nil
@@ -301,21 +401,14 @@ func (p *Packed) placePiece(w, e, b, d int, piece []byte, vertices []int32, ssd,
 	return nil
 }
 
-// alignedBuf returns n bytes of p's buffer, grown as needed, starting on
-// a FileAlignBytes boundary so that direct reads land in it.
-func (p *Packed) alignedBuf(n int64) []byte {
-	if int64(len(p.buf)) < n {
-		p.buf = alignedBytes(n + n/4)
-		hugepage.Advise(p.buf)
-	}
-	return p.buf[:n]
-}
-
 // MeasureReads reads the set's pieces batch by batch (worker 0, epoch 0,
-// from the first batch on, cycling) for about d, as training reads them:
-// each batch's pieces in one read call, checked. It returns the rows per
-// second and the reading thread's CPU time per row, the sequential rate
-// the packed and multistage loaders read at.
+// from the first batch on, cycling) for about d, each batch's pieces in
+// one read call, then checks them as training does, but one after the
+// other. It returns the rows per second the reads alone delivered (the
+// disk's sequential rate, which the packed loader's read ahead keeps
+// busy while it checks), the checks' and copies' wall time per row
+// (CheckSecondsPerRow) and the thread's CPU time per row, reads and
+// checks together.
 func (p *Packed) MeasureReads(ctx context.Context, d time.Duration) (ReadRate, error) {
 	var rr ReadRate
 	m := p.m
@@ -342,32 +435,31 @@ func (p *Packed) MeasureReads(ctx context.Context, d time.Duration) (ReadRate, e
 	}
 	dst := make([]float32, most*int64(p.s.dim))
 	hugepage.Advise(dst)
-	p.mu.Lock()
-	p.alignedBuf(mostStored)
-	p.mu.Unlock()
+	buf := alignedBytes(mostStored)
+	hugepage.Advise(buf)
 	var (
 		vertices []int32
 		ssd      []int
 	)
 	// One batch untimed first: the buffers' first pages are not the
 	// disk's time.
-	var cpu0 float64
+	var cpu0, readS, checkS float64
 	var cpuOK bool
 	var start time.Time
 	for i := -1; i <= 0 || time.Since(start) < d; i++ {
 		if i == 0 {
-			rr = ReadRate{}
+			rr, readS, checkS = ReadRate{}, 0, 0
 			cpu0, cpuOK = rusageSeconds(who)
 			start = time.Now()
 		}
-		b := max(i, 0) % m.Batches[0]
+		at := PackedBatch{Batch: max(i, 0) % m.Batches[0]}
 		vertices, ssd = vertices[:0], ssd[:0]
 		for dir := range m.Dirs {
-			off, rows, _ := p.entryAt(0, 0, b, dir)
+			off, rows, _ := p.entryAt(0, 0, at.Batch, dir)
 			if rows == 0 {
 				continue
 			}
-			ids, err := p.pieceIDs(ctx, b, dir, off, rows)
+			ids, err := p.pieceIDs(ctx, at.Batch, dir, off, rows)
 			if err != nil {
 				return rr, err
 			}
@@ -376,15 +468,41 @@ func (p *Packed) MeasureReads(ctx context.Context, d time.Duration) (ReadRate, e
 		for j := range vertices {
 			ssd = append(ssd, j)
 		}
+		pr := &piecesRead{at: at}
+		buf, pr.reqs, pr.rows = p.requests(at, buf)
+		t := time.Now()
+		pr.stats, pr.err = p.read(ctx, pr.reqs)
+		pr.seconds = time.Since(t).Seconds()
 		var st GatherStats
-		if err := p.readPieces(ctx, 0, 0, b, vertices, ssd, ssd, dst[:len(vertices)*p.s.dim], &st); err != nil {
+		if err := p.place(pr, vertices, ssd, ssd, dst[:len(vertices)*p.s.dim], &st); err != nil {
 			return rr, err
 		}
+		readS += pr.seconds
+		checkS += st.CheckSeconds
 		rr.Rows += len(vertices)
 		rr.Reads += st.DeviceReads
 	}
 	rr.finish(start, who, cpu0, cpuOK)
+	if rr.Rows > 0 && readS > 0 {
+		rr.RowsPerS = float64(rr.Rows) / readS
+		rr.CheckSecondsPerRow = checkS / float64(rr.Rows)
+	}
 	return rr, nil
+}
+
+// read reads reqs with the set's reader, on the calling goroutine.
+func (p *Packed) read(ctx context.Context, reqs []ioread.Request) (ioread.Stats, error) {
+	p.mu.Lock()
+	r := p.reader
+	if r != nil {
+		p.reads.Add(1)
+		defer p.reads.Done()
+	}
+	p.mu.Unlock()
+	if r == nil {
+		return ioread.Stats{}, errors.New("packed batches: closed")
+	}
+	return r.Read(ctx, reqs)
 }
 
 // pieceIDs reads the vertex ids piece dir of batch b (worker 0, epoch 0)
@@ -393,9 +511,7 @@ func (p *Packed) pieceIDs(ctx context.Context, b, dir int, off int64, rows int) 
 	pl := layoutPiece(rows, p.m.RowBytes)
 	head := roundUp(pl.crcs, FileAlignBytes)
 	buf := alignedBytes(head)
-	p.mu.Lock()
-	_, err := p.reader.Read(ctx, []ioread.Request{{File: dir, Offset: off, Length: int(head), Dst: buf}})
-	p.mu.Unlock()
+	_, err := p.read(ctx, []ioread.Request{{File: dir, Offset: off, Length: int(head), Dst: buf}})
 	if err != nil {
 		return nil, fmt.Errorf("packed batches: batch %d: %w", b+1, err)
 	}

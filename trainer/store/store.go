@@ -772,6 +772,11 @@ type ReadRate struct {
 	// with the pread pool): what reading takes from the cores the training
 	// step runs on. 0 where it cannot be read.
 	CPUSecondsPerRow float64 `json:"cpu_s_per_row"`
+	// CheckSecondsPerRow is, for packed pieces (Packed.MeasureReads), the
+	// wall time checking a row and copying it into place took, apart from
+	// its read: RowsPerS is then the reads' own rate. 0 for the SSD bins,
+	// whose rate includes their checks.
+	CheckSecondsPerRow float64 `json:"check_s_per_row,omitempty"`
 }
 
 // MeasureReads reads the disk-resident rows of batches, one call per

@@ -1,0 +1,213 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+)
+
+// randomBatches are PackBatches of fixed random inputs: batch b of
+// worker w's epoch e is inputs[w][e][b], distinct vertices each.
+type randomBatches struct {
+	inputs [][][][]int32
+}
+
+func newRandomBatches(n, workers, epochs, batches, size int, seed uint64) randomBatches {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	rb := randomBatches{inputs: make([][][][]int32, workers)}
+	for w := range workers {
+		rb.inputs[w] = make([][][]int32, epochs)
+		for e := range epochs {
+			for range batches {
+				perm := rng.Perm(n)[:size]
+				in := make([]int32, size)
+				for i, v := range perm {
+					in[i] = int32(v)
+				}
+				rb.inputs[w][e] = append(rb.inputs[w][e], in)
+			}
+		}
+	}
+	return rb
+}
+
+func (rb randomBatches) Workers() int                { return len(rb.inputs) }
+func (rb randomBatches) Batches(w int) int           { return len(rb.inputs[w][0]) }
+func (rb randomBatches) Sampling() string            { return "random batches" }
+func (rb randomBatches) input(b PackedBatch) []int32 { return rb.inputs[b.Worker][b.Epoch][b.Batch] }
+func (rb randomBatches) Inputs(ctx context.Context, w, e, first int, fn func(int, []int32) bool) error {
+	for b := first; b < len(rb.inputs[w][e]); b++ {
+		if !fn(b, rb.inputs[w][e][b]) {
+			break
+		}
+	}
+	return nil
+}
+
+// packedFixture packs rb's batches from a store with about half its rows
+// on two SSD directories.
+func packedFixture(t *testing.T, rb randomBatches, n, dim int) (*fixture, *Store, *Packed) {
+	t.Helper()
+	fx, _, _ := materialized(t, n, dim, mixMixed, 2, 5)
+	s, err := Open(fx.dir, Options{QueueDepth: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.Pack(context.Background(), rb, PackOptions{Epochs: len(rb.inputs[0])}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.OpenPacked(PackedName, rb.Sampling())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fx, s, p
+}
+
+// TestPackedReadAhead gathers packed batches with the next batch named:
+// in order (each read ahead, across the epochs' end too), skipping and
+// going back (the read ahead is another batch's), with a hint for a batch
+// never gathered, and from two workers at once. Every gathered row is the
+// feature row, and each batch's stats count its own reads.
+func TestPackedReadAhead(t *testing.T) {
+	const n, dim, batches, size = 600, 100, 6, 120
+	rb := newRandomBatches(n, 2, 2, batches, size, 9)
+	fx, _, p := packedFixture(t, rb, n, dim)
+	defer p.Close()
+	ctx := context.Background()
+	// gather reports with Errorf: the workers' goroutines call it.
+	gather := func(t *testing.T, at PackedBatch, next *PackedBatch) {
+		t.Helper()
+		in := rb.input(at)
+		dst := make([]float32, len(in)*dim)
+		_, st, err := p.Gather(ctx, at, next, in, dst, -1, nil)
+		if err != nil {
+			t.Errorf("batch %+v: %v", at, err)
+			return
+		}
+		for i, v := range in {
+			for j := range dim {
+				if got, want := dst[i*dim+j], fx.feats[int(v)*dim+j]; got != want {
+					t.Errorf("batch %+v row %d (vertex %d) [%d] = %v, want %v", at, i, v, j, got, want)
+					return
+				}
+			}
+		}
+		if st.SSDRows == 0 || st.UsefulBytes != int64(st.SSDRows)*int64(dim)*4 || st.DeviceBytes < st.UsefulBytes || !(st.ReadSeconds > 0) {
+			t.Errorf("batch %+v: %d disk rows, %d useful and %d device bytes, reads %v s", at, st.SSDRows, st.UsefulBytes, st.DeviceBytes, st.ReadSeconds)
+		}
+	}
+	orders := []struct {
+		name  string
+		order []PackedBatch
+		hint  func(i int, order []PackedBatch) *PackedBatch
+	}{
+		{"in order", nil, func(i int, o []PackedBatch) *PackedBatch {
+			if i+1 < len(o) {
+				return &o[i+1]
+			}
+			return &PackedBatch{Epoch: 0, Batch: 0}
+		}},
+		{"hints wrong", nil, func(i int, o []PackedBatch) *PackedBatch {
+			return &PackedBatch{Epoch: (i + 1) % 2, Batch: (i * 5) % batches}
+		}},
+		{"hint not packed", nil, func(int, []PackedBatch) *PackedBatch { return &PackedBatch{Epoch: 7, Batch: 99} }},
+	}
+	var all []PackedBatch
+	for e := range 2 {
+		for b := range batches {
+			all = append(all, PackedBatch{Epoch: e, Batch: b})
+		}
+	}
+	for _, o := range orders {
+		t.Run(o.name, func(t *testing.T) {
+			order := all
+			if o.name != "in order" {
+				order = []PackedBatch{all[3], all[1], all[8], all[8], all[0], all[11]}
+			}
+			for i, at := range order {
+				gather(t, at, o.hint(i, order))
+			}
+		})
+	}
+	t.Run("two workers", func(t *testing.T) {
+		done := make(chan struct{})
+		for w := range 2 {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				for b := range batches {
+					at := PackedBatch{Worker: w, Epoch: 1, Batch: b}
+					next := PackedBatch{Worker: w, Epoch: 1, Batch: (b + 1) % batches}
+					gather(t, at, &next)
+				}
+			}()
+		}
+		<-done
+		<-done
+	})
+}
+
+// TestPackedReadAheadDamageAndClose: a damaged piece read ahead is an
+// error naming its file when its batch is gathered, the batches before it
+// gathered right; Close with a read ahead in flight returns, and a Gather
+// after it is an error, not a hang.
+func TestPackedReadAheadDamageAndClose(t *testing.T) {
+	const n, dim, batches, size = 500, 64, 3, 150
+	rb := newRandomBatches(n, 1, 1, batches, size, 4)
+	_, _, p := packedFixture(t, rb, n, dim)
+	ctx := context.Background()
+	// The last piece of the first directory's file ends with batch 3's
+	// last row: flip a byte in it.
+	m := p.Manifest()
+	file := m.PackedFile(0, 0, 0)
+	off, rows, _ := p.entryAt(0, 0, batches-1, 0)
+	if rows == 0 {
+		t.Fatal("batch 3 holds no rows on the first directory")
+	}
+	pl := layoutPiece(rows, m.RowBytes)
+	flip(t, file, off+pl.data+int64(rows-1)*m.RowBytes+3)
+	for b := range batches {
+		at := PackedBatch{Batch: b}
+		next := PackedBatch{Batch: b + 1}
+		in := rb.input(at)
+		_, _, err := p.Gather(ctx, at, &next, in, make([]float32, len(in)*dim), -1, nil)
+		switch {
+		case b < batches-1 && err != nil:
+			t.Fatalf("batch %d: %v", b+1, err)
+		case b == batches-1 && (err == nil || !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), "damaged")):
+			t.Fatalf("batch %d: err = %v, want one naming %s and the damaged row", b+1, err, file)
+		}
+	}
+	at := PackedBatch{Batch: 0}
+	in := rb.input(at)
+	if _, _, err := p.Gather(ctx, at, &PackedBatch{Batch: 1}, in, make([]float32, len(in)*dim), -1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatalf("Close with a read ahead: %v", err)
+	}
+	if _, _, err := p.Gather(ctx, PackedBatch{Batch: 1}, nil, rb.input(PackedBatch{Batch: 1}), make([]float32, size*dim), -1, nil); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("Gather after Close: err = %v, want closed", err)
+	}
+}
+
+// flip inverts the byte of path at off.
+func flip(t *testing.T, path string, off int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, off); err != nil {
+		t.Fatal(fmt.Errorf("read %s at %d: %w", path, off, err))
+	}
+	b[0] ^= 0xff
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+}
