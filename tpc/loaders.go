@@ -17,12 +17,14 @@ const (
 )
 
 // Multistage's shape as the planner prices it: the train command's
-// defaults, parts per macro-batch over parts, and two macro-batches held
-// in host memory at once (one training, the next being read).
+// defaults, parts per macro-batch over parts, two macro-batches held in
+// host memory at once (one training, the next being read) and two parts'
+// pieces (one being checked, the next being read).
 const (
 	plannedParts      = 8
 	plannedMacroParts = 2
 	macroBuffers      = 2
+	pieceBuffers      = 2
 	// pieceRowOverhead is what a packed row carries besides its data: its
 	// vertex id and checksum.
 	pieceRowOverhead = 8
@@ -156,7 +158,7 @@ func multistageOption(in loaderInput) (LoaderOption, error) {
 	batches := float64(max(in.w.BatchesPerEpoch(), 1))
 	macro := rows * plannedMacroParts / plannedParts
 	o := LoaderOption{Name: LoaderMultistage, EpochIOSeconds: math.Max(hostSecs, read), SSDBytesPerBatch: rows * 1e9 / batches,
-		RequestBytes: macro * 1e9 / plannedMacroParts / float64(in.hw.SSDs), DiskSpaceGB: 2 * rows, HostGiB: macroBuffers * macro * 1e9 / (1 << 30),
+		RequestBytes: macro * 1e9 / plannedMacroParts / float64(in.hw.SSDs), DiskSpaceGB: 2 * rows, HostGiB: (macroBuffers + float64(pieceBuffers)/plannedMacroParts) * macro * 1e9 / (1 << 30),
 		AccuracyRisk: "neighbours outside a macro-batch and the hubs are not sampled (within 1 point of online on Cora and CiteSeer, docs/loaders.md)"}
 	o.EpochSeconds = math.Max(o.EpochIOSeconds, in.train)
 	room := in.hostGiB*(1-in.a.HostReserveShare) - s.CPUCacheRows*float64(in.w.FeatureRowBytes())/(1<<30)

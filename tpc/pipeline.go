@@ -43,6 +43,10 @@ type BatchCosts struct {
 	// StepOffCores says the step runs on a device of its own (a GPU): the
 	// reads' CPU time takes nothing from it.
 	StepOffCores bool `json:"step_off_cores,omitempty"`
+	// StepThreads is the threads the step's products run on (0: one).
+	// The multistage first stage's CPU time, which comes in bursts a
+	// macro-batch, is spread over them (PredictStages).
+	StepThreads int `json:"step_threads,omitempty"`
 	// Source says where each figure came from.
 	Source string `json:"source"`
 }
@@ -158,10 +162,14 @@ func ErrorPct(measured, predicted float64) float64 {
 // PredictStages predicts an epoch of HANOI's multistage loader: batches
 // in macros macro-batches, each macro-batch's macroRows disk rows read in
 // one sequential pass at c.DiskRowsPerS, and checked at c.CheckRowS a
-// row, while the macro-batch before it
+// row (the longer of the two where the next part is read during a part's
+// checks, ReadsAhead; else both), while the macro-batch before it
 // trains, its batches then gathering every row from memory. The reads'
 // CPU time (macroRows x DiskCPURowS) is taken from the step's cores
-// unless the step runs on a GPU. The first macro-batch's read is not
+// unless the step runs on a GPU, spread over its StepThreads: unlike the
+// pipeline's gather stage, which runs beside every step and holds up the
+// products that wait for their slowest thread, the first stage works in
+// bursts that the step's threads share (docs/epoch-model.md). The first macro-batch's read is not
 // overlapped: the epoch is the pipeline's fill (FillS, or one batch's
 // sampling and gathering from memory), that read, then each macro-batch's
 // training or the next one's read, whichever is longer.
@@ -178,9 +186,12 @@ func PredictStages(c BatchCosts, batches float64, macros int, macroRows float64)
 	var load, stolen float64
 	if macroRows > 0 {
 		load = macroRows * (1/c.DiskRowsPerS + c.CheckRowS)
+		if c.ReadsAhead {
+			load = macroRows * math.Max(1/c.DiskRowsPerS, c.CheckRowS)
+		}
 	}
 	if !c.StepOffCores {
-		stolen = macroRows * c.DiskCPURowS
+		stolen = macroRows * c.DiskCPURowS / float64(max(c.StepThreads, 1))
 	}
 	m := float64(macros)
 	train := batches/m*b.batchS + stolen

@@ -210,3 +210,55 @@ func TestPredictCPU(t *testing.T) {
 		}
 	}
 }
+
+// TestPredictStages prices HANOI's multistage epochs: 40 batches of 0.1 s
+// in 4 macro-batches of 100,000 disk rows each, read at 100,000 rows/s
+// and checked at 5 us a row. The first macro-batch's read is not
+// overlapped, the others overlap the training before them.
+func TestPredictStages(t *testing.T) {
+	c := BatchCosts{ComputeS: 0.1, SampleS: 0.01, StepS: 0.09, CopyRowS: 1e-7, InputRows: 100_000, DiskRowsPerS: 100_000, CheckRowS: 5e-6}
+	const fill = 0.01 + 0.01 // one batch's sampling and copies
+	tests := []struct {
+		name      string
+		ahead     bool
+		macroRows float64
+		wantEpoch float64
+		wantBound string
+	}{
+		// Reads then checks: 1.5 s a macro-batch, over its 1 s of training.
+		{"reads, then checks", false, 100_000, fill + 1.5 + 3*1.5 + 1, "disk"},
+		// The next part read during the checks: 1 s, as long as training.
+		{"read ahead", true, 100_000, fill + 1 + 3*1 + 1, "compute"},
+		{"nothing on disk", true, 0, fill + 4*1, "compute"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cc := c
+			cc.ReadsAhead = tt.ahead
+			p, err := PredictStages(cc, 40, 4, tt.macroRows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(p.EpochS-tt.wantEpoch) > 1e-9 || p.Bound != tt.wantBound {
+				t.Errorf("epoch %v s, %s-bound; want %v s, %s", p.EpochS, p.Bound, tt.wantEpoch, tt.wantBound)
+			}
+		})
+	}
+	// The first stage's CPU time, 2 us a row, is spread over the step's
+	// threads: 0.2 s a macro-batch on one, 0.1 s each on two.
+	for _, threads := range []int{1, 2} {
+		cc := c
+		cc.ReadsAhead, cc.DiskCPURowS, cc.StepThreads = true, 2e-6, threads
+		p, err := PredictStages(cc, 40, 4, 100_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		train := 1 + 0.2/float64(threads)
+		if want := fill + 1 + 3*train + train; math.Abs(p.EpochS-want) > 1e-9 || math.Abs(p.StepS-(40*0.09+4*0.2/float64(threads))) > 1e-9 {
+			t.Errorf("first stage's CPU over %d threads: epoch %v s, step %v s; want %v s", threads, p.EpochS, p.StepS, want)
+		}
+	}
+	if _, err := PredictStages(BatchCosts{ComputeS: 0.1}, 10, 2, 1000); err == nil || !strings.Contains(err.Error(), "no read rate") {
+		t.Errorf("disk rows without a rate: err %v", err)
+	}
+}

@@ -268,7 +268,13 @@ func (mr *macroRows) loadAll(ctx context.Context, st *stages, macros []macroBatc
 			case <-ctx.Done():
 				return
 			}
-			err := mr.load(ctx, st, &macros[i], b)
+			// The next macro-batch's first part is read ahead of
+			// this one's last check.
+			var next *store.PackedBatch
+			if i+1 < len(macros) && len(macros[i+1].parts) > 0 {
+				next = &store.PackedBatch{Batch: int(macros[i+1].parts[0])}
+			}
+			err := mr.load(ctx, st, &macros[i], b, next)
 			if err != nil {
 				mr.free <- b
 			}
@@ -286,8 +292,10 @@ func (mr *macroRows) loadAll(ctx context.Context, st *stages, macros []macroBatc
 }
 
 // load reads m's parts' disk rows into b, part by part (each one
-// sequential read of its piece), and registers b for m's batches.
-func (mr *macroRows) load(ctx context.Context, st *stages, m *macroBatch, b *macroBuf) error {
+// sequential read of its piece, the next part's read while this one's
+// is checked, after the last part then), and registers b for m's
+// batches.
+func (mr *macroRows) load(ctx context.Context, st *stages, m *macroBatch, b *macroBuf, then *store.PackedBatch) error {
 	start := time.Now()
 	b.ids, b.stats = b.ids[:0], GatherStats{}
 	for _, p := range m.parts {
@@ -303,14 +311,18 @@ func (mr *macroRows) load(ctx context.Context, st *stages, m *macroBatch, b *mac
 	}
 	b.rows = b.rows[:len(b.ids)*mr.dim]
 	at := 0
-	for _, p := range m.parts {
+	for j, p := range m.parts {
+		next := then
+		if j+1 < len(m.parts) {
+			next = &store.PackedBatch{Batch: int(m.parts[j+1])}
+		}
 		k := 0
 		for _, v := range st.members[p] {
 			if st.ms.Hubs == nil || !st.ms.Hubs.Has(v) {
 				k++
 			}
 		}
-		_, gs, err := mr.pieces.Gather(ctx, store.PackedBatch{Batch: int(p)}, nil, b.ids[at:at+k], b.rows[at*mr.dim:(at+k)*mr.dim], -1, nil)
+		_, gs, err := mr.pieces.Gather(ctx, store.PackedBatch{Batch: int(p)}, next, b.ids[at:at+k], b.rows[at*mr.dim:(at+k)*mr.dim], -1, nil)
 		if err != nil {
 			return fmt.Errorf("multistage: part %d: %w", p, err)
 		}

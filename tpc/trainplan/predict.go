@@ -139,6 +139,9 @@ func Predict(ctx context.Context, tr *trainer.Trainer, in PredictInput) (*Predic
 	// On a GPU the reads' CPU time leaves the step alone.
 	c := tpc.BatchCosts{ComputeS: pr.BatchSeconds, SampleS: pr.SampleSeconds, StepS: pr.StepSeconds, InputRows: pr.InputRows,
 		StepOffCores: in.CPU == nil, Source: fmt.Sprintf("a probe of %d batches with its own seed and every row in memory", pr.Batches)}
+	if in.CPU != nil {
+		c.StepThreads = in.CPU.BLASThreads()
+	}
 	if pr.FirstWaitWarm {
 		// A cold first epoch's fill (fresh buffers) is no later epoch's:
 		// without a warm one the fill is one batch's sampling and
@@ -312,9 +315,9 @@ func diskRate(ctx context.Context, in PredictInput, c *tpc.BatchCosts, pr traine
 		}
 		p.Disk = &rr
 		c.DiskRowsPerS, c.DiskCPURowS, c.CheckRowS = rr.RowsPerS, rr.CPUSecondsPerRow, rr.CheckSecondsPerRow
-		// The packed loader reads the next batch's pieces while it
-		// checks this one's; the parts are read one after the other.
-		c.ReadsAhead = in.Loader == trainer.LoaderPacked
+		// Both loaders read the next batch's pieces, or the next
+		// part's, while they check this one's.
+		c.ReadsAhead = true
 		c.Source += fmt.Sprintf("; disk rows/s from reading the %s in order (%d rows) before training", what, rr.Rows)
 		return nil
 	}

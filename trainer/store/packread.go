@@ -26,19 +26,19 @@ var ErrNotPacked = errors.New("no packed batches for this store, cache and sampl
 // Packed serves a batch's rows as DiskGNN's packed loader does: the rows
 // the store holds in memory from there, the others from the batch's
 // packed pieces, one sequential read per directory. It is safe for
-// concurrent use by several workers; reads take turns. A worker's Gathers
-// must not overlap one another: its reads alternate between two buffers,
-// one being checked while the next batch's pieces are read into the other.
+// concurrent use; reads take turns, and so do the Gathers of one worker's
+// batches: its reads alternate between two buffers, one being checked
+// while the next batch's pieces are read into the other.
 type Packed struct {
 	s      *Store
 	m      *PackManifest
 	index  []byte
 	reader *ioread.Reader
 
-	mu    sync.Mutex     // guards reader, bufs, turn and ahead
+	mu    sync.Mutex     // guards reader, bufs and ahead
 	bufs  [][2][]byte    // per worker: the pieces read, aligned for direct IO
-	turn  []int          // per worker: the buffer its next read goes to
 	ahead []*piecesRead  // per worker: the batch read ahead (nil: none)
+	turns []sync.Mutex   // per worker: held through a Gather, which uses its buffers
 	reads sync.WaitGroup // reads in flight, which Close waits for
 }
 
@@ -50,6 +50,7 @@ type PackedBatch struct{ Worker, Epoch, Batch int }
 // buffers; stats, seconds and err are set when done closes.
 type piecesRead struct {
 	at      PackedBatch
+	slot    int // the worker's buffer it reads into
 	reqs    []ioread.Request
 	rows    int // the rows the index says the pieces hold
 	done    chan struct{}
@@ -132,7 +133,8 @@ func (s *Store) OpenPacked(name, sampling string) (*Packed, error) {
 			len(index), crc32.Checksum(index, castagnoli()), name, repackHint(name))}
 	}
 	paths := m.files()
-	p := &Packed{s: s, m: m, index: index, bufs: make([][2][]byte, m.Workers), turn: make([]int, m.Workers), ahead: make([]*piecesRead, m.Workers)}
+	p := &Packed{s: s, m: m, index: index, bufs: make([][2][]byte, m.Workers), ahead: make([]*piecesRead, m.Workers),
+		turns: make([]sync.Mutex, m.Workers)}
 	if err := p.checkSizes(paths); err != nil {
 		return nil, err
 	}
@@ -231,11 +233,13 @@ func (p *Packed) Gather(ctx context.Context, at PackedBatch, next *PackedBatch, 
 	case s.caches == nil:
 		return 0, st, errors.New("gather: the store is closed")
 	}
+	p.turns[at.Worker].Lock()
+	defer p.turns[at.Worker].Unlock()
 	pr := p.readFor(ctx, at)
 	n, ssd, slots, err := s.serve(s.caches, vertices, dst, resident, idx, &st)
 	<-pr.done
-	if err == nil && pr.err == nil && next != nil && p.packed(*next) {
-		p.readAhead(ctx, *next)
+	if err == nil && pr.err == nil && next != nil && p.packed(*next) && next.Worker == at.Worker {
+		p.readAhead(ctx, *next, 1-pr.slot)
 	}
 	if err != nil {
 		return 0, st, err
@@ -254,8 +258,9 @@ func (p *Packed) packed(b PackedBatch) bool {
 }
 
 // readFor is the read of at's pieces: the one read ahead for at's worker
-// when it is at's, else one started now (after the one ahead ends: its
-// buffer is the next read's).
+// when it is at's, else one started now into the worker's first buffer
+// (after the one ahead ends: its buffer may be that one). Without reads
+// ahead a worker uses one buffer.
 func (p *Packed) readFor(ctx context.Context, at PackedBatch) *piecesRead {
 	p.mu.Lock()
 	a := p.ahead[at.Worker]
@@ -267,14 +272,16 @@ func (p *Packed) readFor(ctx context.Context, at PackedBatch) *piecesRead {
 		}
 		<-a.done
 	}
-	return p.startRead(ctx, at)
+	return p.startRead(ctx, at, 0)
 }
 
-// readAhead starts reading at's pieces for its worker's next Gather. The
-// read is not stopped with ctx (an epoch's context ends with its last
-// batch, before the next epoch's first is gathered); Close waits for it.
-func (p *Packed) readAhead(ctx context.Context, at PackedBatch) {
-	pr := p.startRead(context.WithoutCancel(ctx), at)
+// readAhead starts reading at's pieces into its worker's buffer slot
+// (the one the Gather now placing rows does not use) for the worker's
+// next Gather. The read is not stopped with ctx (an epoch's context ends
+// with its last batch, before the next epoch's first is gathered); Close
+// waits for it.
+func (p *Packed) readAhead(ctx context.Context, at PackedBatch, slot int) {
+	pr := p.startRead(context.WithoutCancel(ctx), at, slot)
 	p.mu.Lock()
 	if p.reader != nil {
 		p.ahead[at.Worker] = pr
@@ -282,9 +289,9 @@ func (p *Packed) readAhead(ctx context.Context, at PackedBatch) {
 	p.mu.Unlock()
 }
 
-// startRead starts reading at's pieces into its worker's next buffer.
-func (p *Packed) startRead(ctx context.Context, at PackedBatch) *piecesRead {
-	pr := &piecesRead{at: at, done: make(chan struct{})}
+// startRead starts reading at's pieces into its worker's buffer slot.
+func (p *Packed) startRead(ctx context.Context, at PackedBatch, slot int) *piecesRead {
+	pr := &piecesRead{at: at, slot: slot, done: make(chan struct{})}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r := p.reader
@@ -294,8 +301,6 @@ func (p *Packed) startRead(ctx context.Context, at PackedBatch) *piecesRead {
 		return pr
 	}
 	w := at.Worker
-	slot := p.turn[w]
-	p.turn[w] ^= 1
 	p.bufs[w][slot], pr.reqs, pr.rows = p.requests(at, p.bufs[w][slot])
 	if len(pr.reqs) == 0 {
 		close(pr.done)

@@ -133,6 +133,24 @@ func TestPackedReadAhead(t *testing.T) {
 			}
 		})
 	}
+	// Two goroutines gathering one worker's batches (the multistage
+	// loader's workers share the parts, packed as worker 0's) take
+	// turns: each one's hint is the other's undoing, never a wrong row.
+	t.Run("one worker, two callers", func(t *testing.T) {
+		done := make(chan struct{})
+		for g := range 2 {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				for i := range 2 * batches {
+					b := (i + g*3) % batches
+					next := PackedBatch{Epoch: g, Batch: (b + 1) % batches}
+					gather(t, PackedBatch{Epoch: g, Batch: b}, &next)
+				}
+			}()
+		}
+		<-done
+		<-done
+	})
 	t.Run("two workers", func(t *testing.T) {
 		done := make(chan struct{})
 		for w := range 2 {
