@@ -119,7 +119,8 @@ func (c EpochCheck) Line(outOfCore bool) string {
 }
 
 // MedianEpochSeconds is the median of the whole epochs' times (every
-// epoch's when p is nil).
+// epoch's when p is nil), the run's first left out where others follow
+// (WarmEpochs).
 func MedianEpochSeconds(p *Prediction, epochs []trainer.EpochStats) float64 {
 	var s []float64
 	for _, e := range epochs {
@@ -127,7 +128,19 @@ func MedianEpochSeconds(p *Prediction, epochs []trainer.EpochStats) float64 {
 			s = append(s, e.Seconds)
 		}
 	}
-	return Median(s)
+	return Median(WarmEpochs(s))
+}
+
+// WarmEpochs is a run's epochs (or what was measured of each) without its
+// first where others follow: the first pays once for what a prediction's
+// warm-up batches leave out (its buffers' first pages, tens of
+// microseconds a page on a VM: the multistage loader's first epoch took
+// 3 to 12 times its later ones).
+func WarmEpochs[T any](epochs []T) []T {
+	if len(epochs) > 1 {
+		return epochs[1:]
+	}
+	return epochs
 }
 
 // Median is v's median (the mean of the middle two for an even count), 0

@@ -368,10 +368,11 @@ func abs(x int) int {
 }
 
 // WithEpochDisk predicts an epoch again at the median of the disk rates
-// the checked epochs read at: 0, 0 when none read from disk.
+// the checked epochs read at (WarmEpochs: the epochs the measured epoch
+// is the median of): 0, 0 when none read from disk.
 func (p *Prediction) WithEpochDisk(checks []EpochCheck) (epochS, rowsPerS float64) {
 	var rates []float64
-	for _, c := range checks {
+	for _, c := range WarmEpochs(checks) {
 		if c.DiskRowsPerS > 0 {
 			rates = append(rates, c.DiskRowsPerS)
 		}

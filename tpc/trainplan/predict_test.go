@@ -145,3 +145,34 @@ func TestProbeBatches(t *testing.T) {
 		})
 	}
 }
+
+// TestMeasuredEpochLeavesTheFirstOut: the measured epoch is the median of
+// the whole epochs after the run's first (which pays for its buffers'
+// first pages), every whole epoch when there is one, and a resumed,
+// partial epoch counts in neither.
+func TestMeasuredEpochLeavesTheFirstOut(t *testing.T) {
+	p := &Prediction{FullBatches: 10, Loader: trainer.LoaderPacked}
+	whole := func(n int, secs ...float64) []trainer.EpochStats {
+		var es []trainer.EpochStats
+		for i, s := range secs {
+			es = append(es, trainer.EpochStats{Epoch: i + 1, Seconds: s, Batches: n})
+		}
+		return es
+	}
+	tests := []struct {
+		name   string
+		epochs []trainer.EpochStats
+		want   float64
+	}{
+		{"cold first", whole(10, 17.6, 4.9, 5.1, 5.7), 5.1},
+		{"one epoch", whole(10, 17.6), 17.6},
+		{"two epochs", whole(10, 9, 4), 4},
+		{"a partial first", append(whole(4, 30), whole(10, 17.6, 5, 6)[0:]...), 5.5},
+		{"none whole", whole(3, 1, 2), 0},
+	}
+	for _, tt := range tests {
+		if got := MedianEpochSeconds(p, tt.epochs); got != tt.want {
+			t.Errorf("%s: measured %v s, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -39,8 +39,9 @@ type Report struct {
 	Features string       `json:"features"`
 	Store    *StoreReport `json:"store,omitempty"`
 	// PredictedEpochS is the predicted time of a whole epoch and
-	// MeasuredEpochS the median of the whole epochs trained (0 when
-	// none); PredictionErrorPct is how far the measurement was from the
+	// MeasuredEpochS the median of the whole epochs trained, the first
+	// left out where others follow (WarmEpochs; 0 when none);
+	// PredictionErrorPct is how far the measurement was from the
 	// prediction, in percent of it.
 	PredictedEpochS    float64 `json:"predicted_epoch_s"`
 	MeasuredEpochS     float64 `json:"measured_epoch_s"`
@@ -247,13 +248,22 @@ func (r *Report) writePlanSummary(w io.Writer) {
 	}
 }
 
+// firstLeftOut says the first of n checked epochs was left out of the
+// median (WarmEpochs).
+func firstLeftOut(n int) string {
+	if n > 1 {
+		return ", the first left out"
+	}
+	return ""
+}
+
 // writePredictionSummary is the probe's prediction beside the measurement.
 func (r *Report) writePredictionSummary(w io.Writer) {
 	if r.Prediction == nil || r.MeasuredEpochS == 0 {
 		return
 	}
-	fmt.Fprintf(w, "epoch time: measured %s (median of %d), predicted %s: %+.1f%%",
-		tpc.FormatSeconds(r.MeasuredEpochS), len(r.Checks), tpc.FormatSeconds(r.PredictedEpochS), r.PredictionErrorPct)
+	fmt.Fprintf(w, "epoch time: measured %s (median of %d%s), predicted %s: %+.1f%%",
+		tpc.FormatSeconds(r.MeasuredEpochS), len(WarmEpochs(r.Checks)), firstLeftOut(len(r.Checks)), tpc.FormatSeconds(r.PredictedEpochS), r.PredictionErrorPct)
 	if r.WithEpochDiskS > 0 {
 		fmt.Fprintf(w, "; at the disk rate the epochs read at (median %.0f rows/s, against %.0f before training) predicted %s: %+.1f%%",
 			r.EpochDiskRowsPerS, r.Prediction.Costs.DiskRowsPerS, tpc.FormatSeconds(r.WithEpochDiskS), tpc.ErrorPct(r.MeasuredEpochS, r.WithEpochDiskS))
