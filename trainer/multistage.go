@@ -219,9 +219,13 @@ type macroRows struct {
 	pieces *store.Packed
 	src    residentSource
 	dim    int
-	pos    []int32 // per vertex: its row in its macro-batch's buffer
-	free   chan *macroBuf
-	bufs   []*macroBuf // both buffers, kept across epochs (gigabytes: filling fresh pages is slow)
+	// pos is per vertex the load that last placed its row (high 32
+	// bits, from 1) and its row in that load's buffer: a batch's row is
+	// its macro-batch's when the load is the buffer's, one lookup.
+	pos   []uint64
+	loads uint32 // loads so far
+	free  chan *macroBuf
+	bufs  []*macroBuf // both buffers, kept across epochs (gigabytes: filling fresh pages is slow)
 
 	mu   sync.Mutex
 	held map[int]*macroBuf // by the macro-batch's first batch
@@ -233,6 +237,7 @@ type macroRows struct {
 type macroBuf struct {
 	rows  []float32
 	ids   []int32
+	load  uint32 // which of macroRows' loads filled it (from 1)
 	first int
 	left  int
 	stats GatherStats
@@ -244,7 +249,7 @@ type loadedMacro struct {
 }
 
 func newMacroRows(pieces *store.Packed, src residentSource, dim, n int) *macroRows {
-	mr := &macroRows{pieces: pieces, src: src, dim: dim, pos: make([]int32, n), free: make(chan *macroBuf, 2), held: map[int]*macroBuf{},
+	mr := &macroRows{pieces: pieces, src: src, dim: dim, pos: make([]uint64, n), free: make(chan *macroBuf, 2), held: map[int]*macroBuf{},
 		bufs: []*macroBuf{{}, {}}}
 	for _, b := range mr.bufs {
 		mr.free <- b
@@ -297,32 +302,35 @@ func (mr *macroRows) loadAll(ctx context.Context, st *stages, macros []macroBatc
 // batches.
 func (mr *macroRows) load(ctx context.Context, st *stages, m *macroBatch, b *macroBuf, then *store.PackedBatch) error {
 	start := time.Now()
-	b.ids, b.stats = b.ids[:0], GatherStats{}
-	for _, p := range m.parts {
-		for _, v := range st.members[p] {
-			if st.ms.Hubs == nil || !st.ms.Hubs.Has(v) {
-				b.ids = append(b.ids, v)
-			}
-		}
+	b.stats = GatherStats{}
+	if mr.loads++; mr.loads == 0 { // wrapped: 0 is no load's
+		mr.loads++
 	}
-	if need := len(b.ids) * mr.dim; cap(b.rows) < need {
+	b.load = mr.loads
+	// A part's piece holds its rows not in memory (the hubs are), each
+	// with its vertex id, checked: those are the macro-batch's rows.
+	total := 0
+	for _, p := range m.parts {
+		total += mr.pieces.Rows(store.PackedBatch{Batch: int(p)})
+	}
+	if cap(b.ids) < total {
+		b.ids = make([]int32, total+total/4)
+	}
+	b.ids = b.ids[:total]
+	if need := total * mr.dim; cap(b.rows) < need {
 		b.rows = make([]float32, need+need/4)
 		hugepage.Advise(b.rows)
 	}
-	b.rows = b.rows[:len(b.ids)*mr.dim]
+	b.rows = b.rows[:total*mr.dim]
 	at := 0
 	for j, p := range m.parts {
 		next := then
 		if j+1 < len(m.parts) {
 			next = &store.PackedBatch{Batch: int(m.parts[j+1])}
 		}
-		k := 0
-		for _, v := range st.members[p] {
-			if st.ms.Hubs == nil || !st.ms.Hubs.Has(v) {
-				k++
-			}
-		}
-		_, gs, err := mr.pieces.Gather(ctx, store.PackedBatch{Batch: int(p)}, next, b.ids[at:at+k], b.rows[at*mr.dim:(at+k)*mr.dim], -1, nil)
+		part := store.PackedBatch{Batch: int(p)}
+		k := mr.pieces.Rows(part)
+		gs, err := mr.pieces.ReadRows(ctx, part, next, b.ids[at:at+k], b.rows[at*mr.dim:(at+k)*mr.dim])
 		if err != nil {
 			return fmt.Errorf("multistage: part %d: %w", p, err)
 		}
@@ -330,7 +338,10 @@ func (mr *macroRows) load(ctx context.Context, st *stages, m *macroBatch, b *mac
 		at += k
 	}
 	for i, v := range b.ids {
-		mr.pos[v] = int32(i)
+		if v < 0 || int(v) >= len(mr.pos) {
+			return fmt.Errorf("multistage: a part's piece holds vertex %d, the graph %d", v, len(mr.pos))
+		}
+		mr.pos[v] = uint64(b.load)<<32 | uint64(i)
 	}
 	// The first stage's rows count as read once, here; the batches
 	// find them in memory. Its time is the whole stage's: reads, checks
@@ -371,11 +382,12 @@ func (mr *macroRows) fetch(st *stages) rowFetcher {
 		dim := mr.dim
 		for k, i := range disk {
 			v := vertices[i]
-			r := mr.pos[v]
-			if int(r) >= len(b.ids) || b.ids[r] != v {
+			p := mr.pos[v]
+			r := int(uint32(p))
+			if uint32(p>>32) != b.load || r >= len(b.ids) {
 				return n, gs, fmt.Errorf("multistage: batch %d reads vertex %d, which its macro-batch does not hold", mb.Index+1, v)
 			}
-			copy(dst[slots[k]*dim:(slots[k]+1)*dim], b.rows[int(r)*dim:(int(r)+1)*dim])
+			copy(dst[slots[k]*dim:(slots[k]+1)*dim], b.rows[r*dim:(r+1)*dim])
 		}
 		if mb.Index == b.first {
 			gs.Add(b.stats)

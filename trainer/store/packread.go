@@ -251,6 +251,49 @@ func (p *Packed) Gather(ctx context.Context, at PackedBatch, next *PackedBatch, 
 	return n, st, err
 }
 
+// Rows is how many rows batch at's pieces hold (0 for a batch not
+// packed).
+func (p *Packed) Rows(at PackedBatch) int {
+	if !p.packed(at) {
+		return 0
+	}
+	n := 0
+	for d := range p.m.Dirs {
+		_, rows, _ := p.entryAt(at.Worker, at.Epoch, at.Batch, d)
+		n += rows
+	}
+	return n
+}
+
+// ReadRows reads batch at's pieces whole, the rows the multistage
+// loader's first stage needs of a part: it checks them as Gather does and
+// copies row k of the pieces (in their order) to dst's row k, its vertex
+// to ids[k]; dst and ids hold Rows(at) rows. next is read ahead as
+// Gather's is. Without the store's lookups of each vertex, for a set
+// whose rows are all on disk.
+func (p *Packed) ReadRows(ctx context.Context, at PackedBatch, next *PackedBatch, ids []int32, dst []float32) (GatherStats, error) {
+	start := time.Now()
+	n := p.Rows(at)
+	st := GatherStats{Rows: n, SSDRows: n, Bytes: int64(n) * p.s.rowBytes}
+	switch {
+	case !p.packed(at):
+		return st, fmt.Errorf("packed batches: worker %d, epoch %d, batch %d not packed (%d workers, %d epochs)", at.Worker, at.Epoch+1, at.Batch+1, p.m.Workers, p.m.Epochs)
+	case len(ids) < n || len(dst) < n*p.s.dim:
+		return st, fmt.Errorf("read rows: %d ids and %d floats for %d rows of %d", len(ids), len(dst), n, p.s.dim)
+	}
+	p.turns[at.Worker].Lock()
+	defer p.turns[at.Worker].Unlock()
+	pr := p.readFor(ctx, at)
+	<-pr.done
+	if pr.err == nil && next != nil && p.packed(*next) && next.Worker == at.Worker {
+		p.readAhead(ctx, *next, 1-pr.slot)
+	}
+	st.ReadSeconds = pr.seconds
+	err := p.placeAll(pr, nil, nil, nil, dst, ids, &st)
+	st.Seconds = time.Since(start).Seconds()
+	return st, err
+}
+
 // packed says b is a batch the set holds.
 func (p *Packed) packed(b PackedBatch) bool {
 	m := p.m
@@ -350,12 +393,18 @@ func (p *Packed) requests(at PackedBatch, buf []byte) ([]byte, []ioread.Request,
 // place checks the pieces pr read and puts their rows in place: the
 // batch's disk rows, vertices[ssd[k]] into slot slots[k] of dst.
 func (p *Packed) place(pr *piecesRead, vertices []int32, ssd, slots []int, dst []float32, st *GatherStats) error {
+	return p.placeAll(pr, vertices, ssd, slots, dst, nil, st)
+}
+
+// placeAll is place, or with ids not nil ReadRows's placing: every row in
+// the pieces' order, its vertex to ids.
+func (p *Packed) placeAll(pr *piecesRead, vertices []int32, ssd, slots []int, dst []float32, ids []int32, st *GatherStats) error {
 	m, at := p.m, pr.at
 	st.UsefulBytes, st.DeviceBytes, st.DeviceReads = int64(pr.rows)*m.RowBytes, pr.stats.DeviceBytes, pr.stats.DeviceReads
 	if pr.err != nil {
 		return fmt.Errorf("packed batches: epoch %d, batch %d: %w", at.Epoch+1, at.Batch+1, pr.err)
 	}
-	if pr.rows != len(ssd) {
+	if ids == nil && pr.rows != len(ssd) {
 		return fmt.Errorf("packed batches: epoch %d, batch %d holds %d rows, the batch reads %d from disk: packed from other batches%s",
 			at.Epoch+1, at.Batch+1, pr.rows, len(ssd), repackHint(m.Name))
 	}
@@ -363,7 +412,7 @@ func (p *Packed) place(pr *piecesRead, vertices []int32, ssd, slots []int, dst [
 	defer func() { st.CheckSeconds = time.Since(t).Seconds() }()
 	for _, r := range pr.reqs {
 		d := int(r.Tag)
-		if err := p.placePiece(at.Worker, at.Epoch, at.Batch, d, r.Dst, vertices, ssd, slots, dst); err != nil {
+		if err := p.placePiece(at.Worker, at.Epoch, at.Batch, d, r.Dst, vertices, ssd, slots, dst, ids); err != nil {
 			return fmt.Errorf("packed batches: %s at offset %d (epoch %d, batch %d): %w%s",
 				m.PackedFile(at.Worker, at.Epoch, d), r.Offset, at.Epoch+1, at.Batch+1, err, repackHint(m.Name))
 		}
@@ -372,8 +421,10 @@ func (p *Packed) place(pr *piecesRead, vertices []int32, ssd, slots []int, dst [
 }
 
 // placePiece checks piece d of batch b (read into piece) and copies its
-// rows to their slots of dst.
-func (p *Packed) placePiece(w, e, b, d int, piece []byte, vertices []int32, ssd, slots []int, dst []float32) error {
+// rows to their slots of dst: each the batch's row it names (vertices,
+// ssd, slots), or with ids not nil row k to dst's row k, its vertex to
+// ids[k].
+func (p *Packed) placePiece(w, e, b, d int, piece []byte, vertices []int32, ssd, slots []int, dst []float32, ids []int32) error {
 	s := p.s
 	_, rows, first := p.entryAt(w, e, b, d)
 	pl := layoutPiece(rows, s.rowBytes)
@@ -393,14 +444,17 @@ func (p *Packed) placePiece(w, e, b, d int, piece []byte, vertices []int32, ssd,
 	for j := range rows {
 		k := first + j
 		v := int32(le.Uint32(piece[pl.ids+4*int64(j):]))
-		if v != vertices[ssd[k]] {
+		slot := k
+		if ids != nil {
+			ids[k] = v
+		} else if slot = slots[k]; v != vertices[ssd[k]] {
 			return fmt.Errorf("row %d is vertex %d, the batch's row %d is vertex %d", j, v, ssd[k], vertices[ssd[k]])
 		}
 		row := piece[pl.data+int64(j)*s.rowBytes:][:s.rowBytes]
 		if got := rowCRC(row); got != le.Uint32(piece[pl.crcs+4*int64(j):]) {
 			return fmt.Errorf("row %d (vertex %d) is damaged: checksum %08x, packed %08x", j, v, got, le.Uint32(piece[pl.crcs+4*int64(j):]))
 		}
-		out := dst[slots[k]*dim : (slots[k]+1)*dim]
+		out := dst[slot*dim : (slot+1)*dim]
 		copy(out, unsafe.Slice((*float32)(unsafe.Pointer(&row[0])), dim))
 	}
 	return nil
