@@ -187,7 +187,7 @@ func (st *stages) EpochFrom(ctx context.Context, epoch, first int, fn func(*samp
 	if st.rows != nil {
 		ctx2, cancel := context.WithCancel(ctx)
 		var wait func()
-		loaded, wait = st.rows.loadAll(ctx2, st, macros)
+		loaded, wait = st.rows.loadAll(ctx2, macros)
 		defer func() {
 			cancel()
 			wait()
@@ -260,7 +260,7 @@ func newMacroRows(pieces *store.Packed, src residentSource, dim, n int) *macroRo
 // loadAll reads macros' rows in order into free buffers, sending one item
 // per macro-batch read; it ends (closing the channel) at the last, at an
 // error or when ctx ends. wait waits for it to end.
-func (mr *macroRows) loadAll(ctx context.Context, st *stages, macros []macroBatch) (_ <-chan loadedMacro, wait func()) {
+func (mr *macroRows) loadAll(ctx context.Context, macros []macroBatch) (_ <-chan loadedMacro, wait func()) {
 	out := make(chan loadedMacro)
 	done := make(chan struct{})
 	go func() {
@@ -279,7 +279,7 @@ func (mr *macroRows) loadAll(ctx context.Context, st *stages, macros []macroBatc
 			if i+1 < len(macros) && len(macros[i+1].parts) > 0 {
 				next = &store.PackedBatch{Batch: int(macros[i+1].parts[0])}
 			}
-			err := mr.load(ctx, st, &macros[i], b, next)
+			err := mr.load(ctx, &macros[i], b, next)
 			if err != nil {
 				mr.free <- b
 			}
@@ -300,7 +300,7 @@ func (mr *macroRows) loadAll(ctx context.Context, st *stages, macros []macroBatc
 // sequential read of its piece, the next part's read while this one's
 // is checked, after the last part then), and registers b for m's
 // batches.
-func (mr *macroRows) load(ctx context.Context, st *stages, m *macroBatch, b *macroBuf, then *store.PackedBatch) error {
+func (mr *macroRows) load(ctx context.Context, m *macroBatch, b *macroBuf, then *store.PackedBatch) error {
 	start := time.Now()
 	b.stats = GatherStats{}
 	if mr.loads++; mr.loads == 0 { // wrapped: 0 is no load's

@@ -227,20 +227,16 @@ func (p *Packed) Gather(ctx context.Context, at PackedBatch, next *PackedBatch, 
 	st := GatherStats{Rows: len(vertices), Bytes: int64(len(vertices)) * s.rowBytes}
 	switch {
 	case !p.packed(at):
-		return 0, st, fmt.Errorf("packed batches: worker %d, epoch %d, batch %d not packed (%d workers, %d epochs)", at.Worker, at.Epoch+1, at.Batch+1, p.m.Workers, p.m.Epochs)
+		return 0, st, p.notPacked(at)
 	case len(dst) < len(vertices)*s.dim || (resident >= 0 && len(idx) < len(vertices)):
 		return 0, st, fmt.Errorf("gather: dst holds %d floats, idx %d entries for %d rows of %d", len(dst), len(idx), len(vertices), s.dim)
 	case s.caches == nil:
 		return 0, st, errors.New("gather: the store is closed")
 	}
-	p.turns[at.Worker].Lock()
-	defer p.turns[at.Worker].Unlock()
+	defer p.turn(at)()
 	pr := p.readFor(ctx, at)
 	n, ssd, slots, err := s.serve(s.caches, vertices, dst, resident, idx, &st)
-	<-pr.done
-	if err == nil && pr.err == nil && next != nil && p.packed(*next) && next.Worker == at.Worker {
-		p.readAhead(ctx, *next, 1-pr.slot)
-	}
+	p.await(ctx, pr, next)
 	if err != nil {
 		return 0, st, err
 	}
@@ -277,21 +273,38 @@ func (p *Packed) ReadRows(ctx context.Context, at PackedBatch, next *PackedBatch
 	st := GatherStats{Rows: n, SSDRows: n, Bytes: int64(n) * p.s.rowBytes}
 	switch {
 	case !p.packed(at):
-		return st, fmt.Errorf("packed batches: worker %d, epoch %d, batch %d not packed (%d workers, %d epochs)", at.Worker, at.Epoch+1, at.Batch+1, p.m.Workers, p.m.Epochs)
+		return st, p.notPacked(at)
 	case len(ids) < n || len(dst) < n*p.s.dim:
 		return st, fmt.Errorf("read rows: %d ids and %d floats for %d rows of %d", len(ids), len(dst), n, p.s.dim)
 	}
-	p.turns[at.Worker].Lock()
-	defer p.turns[at.Worker].Unlock()
+	defer p.turn(at)()
 	pr := p.readFor(ctx, at)
-	<-pr.done
-	if pr.err == nil && next != nil && p.packed(*next) && next.Worker == at.Worker {
-		p.readAhead(ctx, *next, 1-pr.slot)
-	}
+	p.await(ctx, pr, next)
 	st.ReadSeconds = pr.seconds
 	err := p.placeAll(pr, nil, nil, nil, dst, ids, &st)
 	st.Seconds = time.Since(start).Seconds()
 	return st, err
+}
+
+// notPacked is the error for a batch the set does not hold.
+func (p *Packed) notPacked(at PackedBatch) error {
+	return fmt.Errorf("packed batches: worker %d, epoch %d, batch %d not packed (%d workers, %d epochs)", at.Worker, at.Epoch+1, at.Batch+1, p.m.Workers, p.m.Epochs)
+}
+
+// turn takes at's worker's turn (its buffers are the Gather's until the
+// returned func gives it back).
+func (p *Packed) turn(at PackedBatch) func() {
+	p.turns[at.Worker].Lock()
+	return p.turns[at.Worker].Unlock
+}
+
+// await waits for pr, then, when it read and next is a batch of the same
+// worker, starts reading next ahead into the worker's other buffer.
+func (p *Packed) await(ctx context.Context, pr *piecesRead, next *PackedBatch) {
+	<-pr.done
+	if pr.err == nil && next != nil && p.packed(*next) && next.Worker == pr.at.Worker {
+		p.readAhead(ctx, *next, 1-pr.slot)
+	}
 }
 
 // packed says b is a batch the set holds.
