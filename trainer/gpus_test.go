@@ -20,6 +20,7 @@ import (
 	"github.com/gnnplan/gnnplan/internal/tier"
 	"github.com/gnnplan/gnnplan/kernels"
 	"github.com/gnnplan/gnnplan/trainer/nn"
+	"github.com/gnnplan/gnnplan/trainer/sample"
 	"github.com/gnnplan/gnnplan/trainer/store"
 )
 
@@ -321,6 +322,62 @@ func TestGPUFullWhileGathering(t *testing.T) {
 		var de *kernels.DeviceError
 		if !errors.As(err, &de) || !strings.Contains(err.Error(), "out of memory") {
 			t.Errorf("%d KiB: Run: %v, want the GPU's out-of-memory error", limit>>10, err)
+		}
+	}
+}
+
+// TestLoadersOnAGPU trains out of core with the packed and multistage
+// loaders on an (emulated) GPU holding the GPU cache bin resident, and
+// wants the bits of the reference each must equal: online sampling from
+// the same store (packed) and the multistage loader with every row in
+// memory; the resident rows are counted.
+func TestLoadersOnAGPU(t *testing.T) {
+	const n = 1200
+	dir := synthDataset(t, n, 48)
+	d := load(t, dir)
+	s := materializeStore(t, dir, n, storeMix{name: "mixed", gpuRows: 300, hostRows: 200, ssds: 1, gpuShare: 0.4, ssdShare: 0.3}, 9)
+	base := gpuTestOptions(nn.GraphSAGE)
+	base.Workers, base.BatchSize, base.Epochs, base.EvalEvery = 1, 64, 2, 0
+	gpu := func() []kernels.Backend { return []kernels.Backend{emuGPU(t, 0)} }
+
+	o := base
+	o.Features = StoreSource(s)
+	want, _ := runOn(t, d, o, gpu())
+	o.Loader = LoaderPacked
+	o.Packed = packFor(t, d, s, o, 2)
+	got, res := runOn(t, d, o, gpu())
+	if !slices.Equal(got, want) {
+		t.Error("packed: parameters differ from online sampling's")
+	}
+	checkResident(t, "packed", res)
+
+	ms := multistageFor(t, d, 4, 2, sample.Bitmap(s.InMemorySet()))
+	o = base
+	o.Loader, o.Multistage = LoaderMultistage, ms
+	want, _ = runOn(t, d, o, gpu())
+	if _, err := PackParts(context.Background(), s, ms, store.PackOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	oc := *ms
+	var err error
+	if oc.Pieces, err = OpenParts(s, &oc); err != nil {
+		t.Fatal(err)
+	}
+	defer oc.Pieces.Close()
+	o.Features, o.Multistage = StoreSource(s), &oc
+	got, res = runOn(t, d, o, gpu())
+	if !slices.Equal(got, want) {
+		t.Error("multistage out of core: parameters differ from its run with every row in memory")
+	}
+	checkResident(t, "multistage", res)
+}
+
+// checkResident fails t unless every epoch of res held rows resident.
+func checkResident(t *testing.T, loader string, res *Result) {
+	t.Helper()
+	for e, ep := range res.Epochs {
+		if ep.Rows.ResidentHits == 0 || ep.Rows.ResidentHits > ep.Rows.WorkerCacheHits {
+			t.Errorf("%s, epoch %d: %d resident rows of %d worker-bin rows", loader, e+1, ep.Rows.ResidentHits, ep.Rows.WorkerCacheHits)
 		}
 	}
 }

@@ -62,8 +62,11 @@ func checkMultistage(g *dataset.Graph, o Options) error {
 		return bad("a partition of %d vertices into %d parts, %d per macro-batch, for %d vertices", len(ms.Part), ms.Parts, ms.MacroParts, g.Meta.NumNodes)
 	case ms.Hubs != nil && int64(len(ms.Hubs)) != (g.Meta.NumNodes+63)/64:
 		return bad("a hub set of %d words for %d vertices", len(ms.Hubs), g.Meta.NumNodes)
-	case ms.Pieces != nil && (o.Features == nil || ms.Pieces.Manifest().Sampling != partsSampling(ms)):
-		return bad("packed parts of another partition or without a feature store: pack the parts again")
+	case ms.Pieces != nil && ms.Pieces.Manifest().Sampling != partsSampling(ms):
+		return bad("packed parts of another partition: pack the parts again")
+	}
+	if _, ok := o.Features.(storeSource); ms.Pieces != nil && !ok {
+		return bad("packed parts without the feature store they were packed from (features %T)", o.Features)
 	}
 	for v, p := range ms.Part {
 		if p < 0 || int(p) >= ms.Parts {
@@ -214,18 +217,14 @@ func (st *stages) EpochFrom(ctx context.Context, epoch, first int, fn func(*samp
 
 // macroRows is a worker's first stage out of core: two buffers of
 // macro-batch rows, one being trained from while the next is read, and
-// where each vertex's row is in its macro-batch's buffer.
+// the store's overlay, which finds a batch's row in the store's caches or
+// its macro-batch's buffer with one lookup.
 type macroRows struct {
 	pieces *store.Packed
-	src    residentSource
+	ov     *store.Overlay
 	dim    int
-	// pos is per vertex the load that last placed its row (high 32
-	// bits, from 1) and its row in that load's buffer: a batch's row is
-	// its macro-batch's when the load is the buffer's, one lookup.
-	pos   []uint64
-	loads uint32 // loads so far
-	free  chan *macroBuf
-	bufs  []*macroBuf // both buffers, kept across epochs (gigabytes: filling fresh pages is slow)
+	free   chan *macroBuf
+	bufs   []*macroBuf // both buffers, kept across epochs (gigabytes: filling fresh pages is slow)
 
 	mu   sync.Mutex
 	held map[int]*macroBuf // by the macro-batch's first batch
@@ -237,7 +236,7 @@ type macroRows struct {
 type macroBuf struct {
 	rows  []float32
 	ids   []int32
-	load  uint32 // which of macroRows' loads filled it (from 1)
+	load  uint32 // the overlay's load its rows are
 	first int
 	left  int
 	stats GatherStats
@@ -248,8 +247,8 @@ type loadedMacro struct {
 	err error
 }
 
-func newMacroRows(pieces *store.Packed, src residentSource, dim, n int) *macroRows {
-	mr := &macroRows{pieces: pieces, src: src, dim: dim, pos: make([]uint64, n), free: make(chan *macroBuf, 2), held: map[int]*macroBuf{},
+func newMacroRows(pieces *store.Packed, ov *store.Overlay, dim int) *macroRows {
+	mr := &macroRows{pieces: pieces, ov: ov, dim: dim, free: make(chan *macroBuf, 2), held: map[int]*macroBuf{},
 		bufs: []*macroBuf{{}, {}}}
 	for _, b := range mr.bufs {
 		mr.free <- b
@@ -303,10 +302,6 @@ func (mr *macroRows) loadAll(ctx context.Context, macros []macroBatch) (_ <-chan
 func (mr *macroRows) load(ctx context.Context, m *macroBatch, b *macroBuf, then *store.PackedBatch) error {
 	start := time.Now()
 	b.stats = GatherStats{}
-	if mr.loads++; mr.loads == 0 { // wrapped: 0 is no load's
-		mr.loads++
-	}
-	b.load = mr.loads
 	// A part's piece holds its rows not in memory (the hubs are), each
 	// with its vertex id, checked: those are the macro-batch's rows.
 	total := 0
@@ -337,11 +332,9 @@ func (mr *macroRows) load(ctx context.Context, m *macroBatch, b *macroBuf, then 
 		b.stats.Add(gs)
 		at += k
 	}
-	for i, v := range b.ids {
-		if v < 0 || int(v) >= len(mr.pos) {
-			return fmt.Errorf("multistage: a part's piece holds vertex %d, the graph %d", v, len(mr.pos))
-		}
-		mr.pos[v] = uint64(b.load)<<32 | uint64(i)
+	var err error
+	if b.load, err = mr.ov.Register(b.ids); err != nil {
+		return fmt.Errorf("multistage: parts %v: %w", m.parts, err)
 	}
 	// The first stage's rows count as read once, here; the batches
 	// find them in memory. Its time is the whole stage's: reads, checks
@@ -357,7 +350,7 @@ func (mr *macroRows) load(ctx context.Context, m *macroBatch, b *macroBuf, then 
 }
 
 // fetch gathers mb's rows: the ones in memory from the store, the others
-// from its macro-batch's buffer, each checked to be the vertex asked for.
+// from its macro-batch's buffer, each checked to be its load's.
 func (mr *macroRows) fetch(st *stages) rowFetcher {
 	return func(ctx context.Context, mb *sample.MiniBatch, dst []float32, resident int, idx []int32) (int, GatherStats, error) {
 		plan := st.epochPlan(mb.Epoch)
@@ -371,23 +364,9 @@ func (mr *macroRows) fetch(st *stages) rowFetcher {
 		if b == nil {
 			return 0, GatherStats{}, fmt.Errorf("multistage: batch %d's macro-batch is not in memory", mb.Index+1)
 		}
-		vertices := mb.Input()
-		n, disk, slots, gs, err := mr.gatherMemory(vertices, dst, resident, idx)
+		n, gs, err := mr.ov.Gather(mb.Input(), dst, resident, idx, b.load, b.rows)
 		if err != nil {
-			return n, gs, err
-		}
-		// From the macro-batch, in memory: read from disk once, by load.
-		gs.SocketCacheHits += len(disk)
-		gs.SSDRows = 0
-		dim := mr.dim
-		for k, i := range disk {
-			v := vertices[i]
-			p := mr.pos[v]
-			r := int(uint32(p))
-			if uint32(p>>32) != b.load || r >= len(b.ids) {
-				return n, gs, fmt.Errorf("multistage: batch %d reads vertex %d, which its macro-batch does not hold", mb.Index+1, v)
-			}
-			copy(dst[slots[k]*dim:(slots[k]+1)*dim], b.rows[r*dim:(r+1)*dim])
+			return n, gs, fmt.Errorf("multistage: batch %d of epoch %d: %w", mb.Index+1, mb.Epoch+1, err)
 		}
 		if mb.Index == b.first {
 			gs.Add(b.stats)
@@ -395,15 +374,6 @@ func (mr *macroRows) fetch(st *stages) rowFetcher {
 		mr.done(b)
 		return n, gs, nil
 	}
-}
-
-// gatherMemory is the store's GatherMemory.
-func (mr *macroRows) gatherMemory(vertices []int32, dst []float32, resident int, idx []int32) (int, []int, []int, GatherStats, error) {
-	s, ok := mr.src.(storeSource)
-	if !ok {
-		return 0, nil, nil, GatherStats{}, fmt.Errorf("multistage: out of core it reads a feature store, not %T", mr.src)
-	}
-	return s.GatherMemory(vertices, dst, resident, idx)
 }
 
 // done counts one of b's batches gathered; after its last, b is free for
@@ -447,8 +417,8 @@ func newMultistageLoader(l *prefetchLoader, w *worker, g *dataset.Graph, ms *Mul
 	st := newStages(g, w.sampler, seeds, ms, w.seed)
 	l.source = st
 	if ms.Pieces != nil {
-		rs, _ := o.Features.(residentSource)
-		st.rows = newMacroRows(ms.Pieces, rs, w.input.dim, int(g.Meta.NumNodes))
+		// checkMultistage saw the features are a store's.
+		st.rows = newMacroRows(ms.Pieces, o.Features.(storeSource).Overlay(), w.input.dim)
 		l.rows = st.rows.fetch(st)
 	}
 	return &multistageLoader{prefetchLoader: l, stages: st}

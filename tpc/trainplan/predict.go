@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/gnnplan/gnnplan/internal/inputerr"
@@ -141,6 +142,12 @@ func Predict(ctx context.Context, tr *trainer.Trainer, in PredictInput) (*Predic
 		StepOffCores: in.CPU == nil, Source: fmt.Sprintf("a probe of %d batches with its own seed and every row in memory", pr.Batches)}
 	if in.CPU != nil {
 		c.StepThreads = in.CPU.BLASThreads()
+		c.Cores = max(1, runtime.GOMAXPROCS(0)/workers)
+		c.GatherCPUS = pr.GatherCPUSeconds
+		if c.GatherCPUS == 0 {
+			// Not measured here: its busy time, an upper bound.
+			c.GatherCPUS = pr.GatherSeconds
+		}
 	}
 	if pr.FirstWaitWarm {
 		// A cold first epoch's fill (fresh buffers) is no later epoch's:

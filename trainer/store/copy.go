@@ -66,23 +66,9 @@ func (s *Store) serveSpan(caches [][]float32, vertices []int32, sp spans.Span, b
 // were placed in dst (all but the resident ones).
 func (s *Store) serve(caches [][]float32, vertices []int32, dst []float32, resident int, idx []int32, st *GatherStats) (n int, ssd, slots []int, err error) {
 	cut := spans.Cut(len(vertices), s.copyThreads, minCopyRows)
-	// With a resident bin the rows are packed: each span starts where the
-	// rows before it that are not resident end.
-	base := make([]int, len(cut))
-	if idx != nil && len(cut) > 1 {
-		counts := make([]int, len(cut))
-		_ = spans.Run(cut, func(i int, sp spans.Span) error {
-			for _, v := range vertices[sp.Lo:sp.Hi] {
-				if v < 0 || int64(v) >= s.m.NumNodes || int(s.bin[v]) != resident {
-					counts[i]++
-				}
-			}
-			return nil
-		})
-		for i := 1; i < len(cut); i++ {
-			base[i] = base[i-1] + counts[i-1]
-		}
-	}
+	base := spanBases(cut, idx != nil, func(v int32) bool {
+		return v >= 0 && int64(v) < s.m.NumNodes && int(s.bin[v]) == resident
+	}, vertices)
 	parts := make([]served, len(cut))
 	err = spans.Run(cut, func(i int, sp spans.Span) error {
 		var err error
@@ -92,6 +78,36 @@ func (s *Store) serve(caches [][]float32, vertices []int32, dst []float32, resid
 	if err != nil {
 		return 0, nil, nil, err
 	}
+	n, ssd, slots = join(parts, st)
+	return n, ssd, slots, nil
+}
+
+// spanBases is where each span's rows start in dst: 0 each without a
+// resident bin (packed false: rows keep their batch row); with one (the
+// rows packed), after the rows before it that are not resident.
+func spanBases(cut []spans.Span, packed bool, isResident func(v int32) bool, vertices []int32) []int {
+	base := make([]int, len(cut))
+	if !packed || len(cut) < 2 {
+		return base
+	}
+	counts := make([]int, len(cut))
+	_ = spans.Run(cut, func(i int, sp spans.Span) error {
+		for _, v := range vertices[sp.Lo:sp.Hi] {
+			if !isResident(v) {
+				counts[i]++
+			}
+		}
+		return nil
+	})
+	for i := 1; i < len(cut); i++ {
+		base[i] = base[i-1] + counts[i-1]
+	}
+	return base
+}
+
+// join adds the spans' counts to st and joins their SSD rows in batch
+// order; n is the rows they placed in dst.
+func join(parts []served, st *GatherStats) (n int, ssd, slots []int) {
 	st.BinRows = parts[0].binRows
 	ssd, slots = parts[0].ssdRows, parts[0].slots
 	for i, p := range parts {
@@ -106,5 +122,5 @@ func (s *Store) serve(caches [][]float32, vertices []int32, dst []float32, resid
 		st.SocketCacheHits += p.socket
 		n += p.worker + p.socket + p.ssd
 	}
-	return n, ssd, slots, nil
+	return n, ssd, slots
 }

@@ -454,25 +454,6 @@ func (s *Store) Gather(ctx context.Context, vertices []int32, dst []float32) (Ga
 	return st, err
 }
 
-// GatherMemory is GatherResident (resident < 0, idx nil: Gather) without
-// the disk: it writes the rows held in memory and returns the batch rows
-// (indices into vertices) that are not, with the row of dst each goes to,
-// for the caller to fill from elsewhere (a multistage macro-batch).
-func (s *Store) GatherMemory(vertices []int32, dst []float32, resident int, idx []int32) (n int, disk, slots []int, st GatherStats, err error) {
-	start := time.Now()
-	st = GatherStats{Rows: len(vertices), Bytes: int64(len(vertices)) * s.rowBytes}
-	switch {
-	case len(dst) < len(vertices)*s.dim || (resident >= 0 && len(idx) < len(vertices)):
-		return 0, nil, nil, st, fmt.Errorf("gather: dst holds %d floats, idx %d entries for %d rows of %d", len(dst), len(idx), len(vertices), s.dim)
-	case s.caches == nil:
-		return 0, nil, nil, st, errors.New("gather: the store is closed")
-	}
-	n, disk, slots, err = s.serve(s.caches, vertices, dst, resident, idx, &st)
-	st.SSDRows = len(disk)
-	st.Seconds = time.Since(start).Seconds()
-	return n, disk, slots, st, err
-}
-
 // InMemorySet is the vertices whose rows the store holds in memory, as a
 // bitmap: bit v%64 of word v/64.
 func (s *Store) InMemorySet() []uint64 {

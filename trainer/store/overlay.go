@@ -1,0 +1,161 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gnnplan/gnnplan/trainer/internal/spans"
+)
+
+// Overlay serves a store's rows with one lookup a vertex: the rows the
+// store holds in memory from its caches, the others from a load, rows
+// read from disk and held in memory for a while (the multistage loader's
+// macro-batches), which Register records. A row on disk that the load
+// gathered from does not hold is an error, never another row.
+//
+// Gathers may run on several goroutines, and a Register beside them
+// where its vertices are none a Gather asks for (the next macro-batch
+// loads while this one trains: their parts are disjoint).
+type Overlay struct {
+	s     *Store
+	tiers []servedFrom
+	// loc is per vertex its bin (bits 56-63), the load that holds its
+	// row (bits 32-55, 0: none; always 0 for a row in memory) and its
+	// row in the bin's cache or the load's rows (bits 0-31).
+	loc   []uint64
+	mu    sync.Mutex // guards loads
+	loads uint32
+}
+
+// overlayMaxLoads is how many loads one Overlay can tell apart.
+const overlayMaxLoads = 1<<24 - 1
+
+// Overlay returns an Overlay of the store with no load registered. It
+// holds 8 bytes a vertex.
+func (s *Store) Overlay() *Overlay {
+	o := &Overlay{s: s, loc: make([]uint64, len(s.bin)), tiers: make([]servedFrom, len(s.bins))}
+	for b, bin := range s.bins {
+		o.tiers[b] = bin.tier
+	}
+	for v, b := range s.bin {
+		o.loc[v] = uint64(b)<<56 | uint64(s.row[v])
+	}
+	return o
+}
+
+// Register records a new load, row i of which is vertex ids[i]'s, and
+// returns its number for Gather: each of those vertices is now served
+// from this load (no longer from one registered before). Each must be a
+// vertex whose row the store keeps on disk.
+func (o *Overlay) Register(ids []int32) (uint32, error) {
+	o.mu.Lock()
+	if o.loads == overlayMaxLoads {
+		o.mu.Unlock()
+		return 0, fmt.Errorf("overlay: %d loads registered, the most one overlay tells apart (open another)", o.loads)
+	}
+	o.loads++
+	load := o.loads
+	o.mu.Unlock()
+	if int64(len(ids)) > 1<<32 {
+		return 0, fmt.Errorf("overlay: a load of %d rows (at most 2^32)", len(ids))
+	}
+	for i, v := range ids {
+		if v < 0 || int(v) >= len(o.loc) {
+			return 0, fmt.Errorf("overlay: row %d of the load is vertex %d, the store has %d", i, v, len(o.loc))
+		}
+		b := o.s.bin[v]
+		if o.tiers[b] != tierSSD {
+			return 0, fmt.Errorf("overlay: row %d of the load is vertex %d, which the store holds in memory (bin %d)", i, v, b)
+		}
+		atomic.StoreUint64(&o.loc[v], uint64(b)<<56|uint64(load)<<32|uint64(i))
+	}
+	return load, nil
+}
+
+// Gather is the store's GatherResident (resident < 0 and idx nil: its
+// Gather) with the rows on disk taken from rows, load's (row r at r x
+// Dim). Those count as SocketCacheHits (they are in memory); SSDRows
+// stays 0.
+func (o *Overlay) Gather(vertices []int32, dst []float32, resident int, idx []int32, load uint32, rows []float32) (int, GatherStats, error) {
+	s := o.s
+	start := time.Now()
+	st := GatherStats{Rows: len(vertices), Bytes: int64(len(vertices)) * s.rowBytes}
+	switch {
+	case len(dst) < len(vertices)*s.dim || (resident >= 0 && len(idx) < len(vertices)):
+		return 0, st, fmt.Errorf("gather: dst holds %d floats, idx %d entries for %d rows of %d", len(dst), len(idx), len(vertices), s.dim)
+	case resident >= 0 && (resident >= len(o.tiers) || o.tiers[resident] != tierWorker):
+		return 0, st, fmt.Errorf("gather: bin %d is not a worker cache bin (worker bins: %v)", resident, s.WorkerBins())
+	case load == 0 || load > overlayMaxLoads:
+		return 0, st, fmt.Errorf("gather: load %d is not one Register returns", load)
+	case s.caches == nil:
+		return 0, st, errors.New("gather: the store is closed")
+	}
+	cut := spans.Cut(len(vertices), s.copyThreads, minCopyRows)
+	base := spanBases(cut, idx != nil, func(v int32) bool {
+		return v >= 0 && int(v) < len(o.loc) && int(atomic.LoadUint64(&o.loc[v])>>56) == resident
+	}, vertices)
+	parts := make([]served, len(cut))
+	err := spans.Run(cut, func(i int, sp spans.Span) error {
+		var err error
+		parts[i], err = o.span(vertices, sp, base[i], dst, resident, idx, load, rows)
+		return err
+	})
+	if err != nil {
+		return 0, st, err
+	}
+	n, _, _ := join(parts, &st)
+	for _, p := range parts {
+		st.SocketCacheHits += p.ssd
+	}
+	st.Seconds = time.Since(start).Seconds()
+	return n, st, nil
+}
+
+// span is serveSpan with the rows on disk from load's rows, counted in
+// ssd and not listed.
+func (o *Overlay) span(vertices []int32, sp spans.Span, base int, dst []float32, resident int, idx []int32, load uint32, rows []float32) (served, error) {
+	caches, dim := o.s.caches, o.s.dim
+	out := served{binRows: make([]int, len(o.tiers))}
+	loaded := len(rows) / dim
+	n := base
+	for i := sp.Lo; i < sp.Hi; i++ {
+		v := vertices[i]
+		if v < 0 || int(v) >= len(o.loc) {
+			return out, fmt.Errorf("gather: vertex %d (batch row %d) out of range [0, %d)", v, i, len(o.loc))
+		}
+		l := atomic.LoadUint64(&o.loc[v])
+		b, r := int(l>>56), int(uint32(l))
+		out.binRows[b]++
+		if b == resident {
+			idx[i] = int32(-1 - r)
+			out.resident++
+			continue
+		}
+		slot := i
+		if idx != nil {
+			slot = n
+			idx[i] = int32(n)
+		}
+		n++
+		var src []float32
+		switch o.tiers[b] {
+		case tierWorker:
+			src = caches[b]
+			out.worker++
+		case tierSocket:
+			src = caches[b]
+			out.socket++
+		default:
+			if uint32(l>>32)&overlayMaxLoads != load || r >= loaded {
+				return out, fmt.Errorf("gather: vertex %d (batch row %d) is on disk and not among the %d rows of load %d", v, i, loaded, load)
+			}
+			src = rows
+			out.ssd++
+		}
+		copy(dst[slot*dim:(slot+1)*dim], src[r*dim:(r+1)*dim])
+	}
+	return out, nil
+}
