@@ -403,6 +403,7 @@ type sampleScratch struct {
 	local  []int32
 	picked []int64            // chosen neighbor positions
 	cand   []int32            // a vertex's neighbours within a Bitmap
+	drawn  []int32            // a hop's draws within a Bitmap, vertex by vertex
 	drop   []int64            // positions left out, when most are kept
 	set    map[int64]struct{} // membership in Floyd's draw when it is long
 }
@@ -510,48 +511,132 @@ func (s *Sampler) sampleSeeds(sc *sampleScratch, seeds []int32, bkey uint64, wit
 // hop draws up to k neighbours of each vertex of all (those within, when
 // set), appending the vertices first reached to all.
 func (s *Sampler) hop(sc *sampleScratch, all []int32, k int64, hkey uint64, within Bitmap) (Block, []int32) {
-	indptr, indices, local := s.g.Indptr, s.g.Indices, sc.local
+	if within != nil {
+		return s.hopWithin(sc, all, k, hkey, within)
+	}
+	indptr, indices := s.g.Indptr, s.g.Indices
 	nd := len(all)
 	// The sizes are known before drawing, so offsets and SrcIdx are
 	// allocated exactly once.
 	offsets := make([]int32, nd+1)
 	for i, v := range all[:nd] {
 		deg := indptr[v+1] - indptr[v]
-		if within != nil {
-			deg = within.count(indices[indptr[v]:indptr[v+1]])
-		}
 		offsets[i+1] = offsets[i] + int32(min(deg, k))
 	}
 	srcIdx := make([]int32, offsets[nd])
-	reach := func(u int32) int32 {
-		l := local[u]
-		if l < 0 {
-			l = int32(len(all))
-			local[u] = l
-			all = append(all, u)
-		}
-		return l
-	}
 	for i := range nd {
 		v := all[i]
 		nbrs := indices[indptr[v]:indptr[v+1]]
-		if within != nil {
-			sc.cand = within.keep(sc.cand[:0], nbrs)
-			nbrs = sc.cand
-		}
 		out := srcIdx[offsets[i]:offsets[i+1]]
 		if int64(len(nbrs)) <= k {
 			for j, u := range nbrs {
-				out[j] = reach(u)
+				out[j], all = sc.reach(all, u)
 			}
 			continue
 		}
 		r := rng.SplitMix{State: rngKey(hkey, uint64(v))}
 		for j, p := range sc.choose(&r, int64(len(nbrs)), k) {
-			out[j] = reach(nbrs[p])
+			out[j], all = sc.reach(all, nbrs[p])
 		}
 	}
 	return Block{Offsets: offsets, SrcIdx: srcIdx}, all
+}
+
+// hopWithin is hop among the neighbours within holds: each vertex's draws
+// first (their number is known only once drawn), then the vertices
+// reached, in the same order.
+func (s *Sampler) hopWithin(sc *sampleScratch, all []int32, k int64, hkey uint64, within Bitmap) (Block, []int32) {
+	indptr, indices := s.g.Indptr, s.g.Indices
+	nd := len(all)
+	offsets := make([]int32, nd+1)
+	drawn := sc.drawn[:0]
+	for i, v := range all[:nd] {
+		r := rng.SplitMix{State: rngKey(hkey, uint64(v))}
+		drawn = sc.drawWithin(&r, drawn, indices[indptr[v]:indptr[v+1]], k, within)
+		offsets[i+1] = int32(len(drawn))
+	}
+	sc.drawn = drawn
+	srcIdx := make([]int32, len(drawn))
+	for j, u := range drawn {
+		srcIdx[j], all = sc.reach(all, u)
+	}
+	return Block{Offsets: offsets, SrcIdx: srcIdx}, all
+}
+
+// reach is u's index in the batch's vertex list all, u appended when it
+// is new.
+func (sc *sampleScratch) reach(all []int32, u int32) (int32, []int32) {
+	l := sc.local[u]
+	if l < 0 {
+		l = int32(len(all))
+		sc.local[u] = l
+		all = append(all, u)
+	}
+	return l, all
+}
+
+// rejectAfter is the list length, in multiples of the fanout, from which
+// drawWithin draws at random instead of passing over the whole list, and
+// the draws it makes before it gives up and passes.
+const rejectAfter = 4
+
+// drawWithin appends to dst up to k of nbrs that within holds, uniformly
+// among the k-subsets of them (all of them when they are k or fewer). A
+// list longer than rejectAfter x k is drawn from at random: k positions
+// as hop draws them (Floyd's), then more, each uniform among those not
+// yet drawn, keeping those within until k are. The drawn positions are
+// at every step a uniform subset, so the first k within are a uniform
+// k-subset of them; it takes about k / (the share within) draws instead
+// of two passes over a hub's list, and where every neighbour is within
+// it draws what hop draws. Where rejectAfter x k draws find fewer than
+// k, it passes over the list.
+func (sc *sampleScratch) drawWithin(r *rng.SplitMix, dst, nbrs []int32, k int64, within Bitmap) []int32 {
+	deg := int64(len(nbrs))
+	if deg > rejectAfter*k {
+		start := len(dst)
+		seen := sc.floyd(r, sc.picked[:0], deg, k)
+		for _, p := range seen {
+			if within.Has(nbrs[p]) {
+				dst = append(dst, nbrs[p])
+			}
+		}
+		for draws := k; draws < rejectAfter*k && int64(len(dst)-start) < k; draws++ {
+			p := int64(r.Below(uint64(deg)))
+			if sc.drawnBefore(seen, p, k) {
+				continue
+			}
+			seen = append(seen, p)
+			if within.Has(nbrs[p]) {
+				dst = append(dst, nbrs[p])
+			}
+		}
+		sc.picked = seen
+		if int64(len(dst)-start) == k {
+			return dst
+		}
+		dst = dst[:start]
+	}
+	sc.cand = within.keep(sc.cand[:0], nbrs)
+	if int64(len(sc.cand)) <= k {
+		return append(dst, sc.cand...)
+	}
+	for _, p := range sc.choose(r, int64(len(sc.cand)), k) {
+		dst = append(dst, sc.cand[p])
+	}
+	return dst
+}
+
+// drawnBefore says position p is among seen, the positions drawn after
+// floyd drew k; it records p in floyd's set where floyd kept one.
+func (sc *sampleScratch) drawnBefore(seen []int64, p, k int64) bool {
+	if k <= 64 {
+		return containsPos(seen, p)
+	}
+	if _, ok := sc.set[p]; ok {
+		return true
+	}
+	sc.set[p] = struct{}{}
+	return false
 }
 
 // choose returns k distinct positions in [0, deg), deg > k, uniformly

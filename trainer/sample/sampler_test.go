@@ -806,3 +806,89 @@ func TestEpochWithin(t *testing.T) {
 		t.Fatalf("%d batches: %v", got, err)
 	}
 }
+
+// TestEpochWithinDrawsUniformly: vertex 0's neighbours are 1..deg, those
+// within every step-th; each within must be drawn equally often, none
+// outside, and with few within every k-subset of them equally often.
+// The cases take each path of drawWithin: a short list passed over, a
+// hub's list drawn at random (a small fanout, and one over 64 that keeps
+// its draws in a set), and a hub whose few within the random draws give
+// up on.
+func TestEpochWithinDrawsUniformly(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		deg, step, k int
+		subsets      bool
+	}{
+		{"short list", 12, 2, 2, true},
+		{"hub, half within", 400, 2, 5, false},
+		{"hub, a third within, fanout over 64", 2000, 3, 70, false},
+		{"hub, few within", 400, 80, 2, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			adj := [][]int32{make([]int32, tc.deg)}
+			within := NewBitmap(tc.deg + 1)
+			var in []int32
+			for i := range tc.deg {
+				u := int32(i + 1)
+				adj[0][i] = u
+				adj = append(adj, nil)
+				if i%tc.step == 0 {
+					within.Set(u)
+					in = append(in, u)
+				}
+			}
+			s, err := NewSampler(graphOfAdj(adj, []int64{0}), SamplerOptions{Fanouts: []int{tc.k}, BatchSize: 1, Seed: 42})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const draws = 20000
+			freq := make([]int, tc.deg+1)
+			subsets := map[string]int{}
+			for e := range draws {
+				err := s.EpochWithin(context.Background(), e, []int32{0}, within, 0, 0, func(mb *MiniBatch) error {
+					b := mb.Blocks[0]
+					var got []int32
+					for _, li := range b.SrcIdx {
+						freq[b.Src[li]]++
+						got = append(got, b.Src[li])
+					}
+					if len(got) != min(tc.k, len(in)) {
+						t.Fatalf("epoch %d: %d drawn, want %d", e, len(got), min(tc.k, len(in)))
+					}
+					slices.Sort(got)
+					subsets[fmt.Sprint(got)]++
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := float64(tc.k) / float64(len(in))
+			want := draws * p
+			sd := math.Sqrt(want * (1 - p))
+			for u := 1; u <= tc.deg; u++ {
+				if !within.Has(int32(u)) {
+					if freq[u] != 0 {
+						t.Fatalf("neighbour %d, not within, drawn %d times", u, freq[u])
+					}
+				} else if d := math.Abs(float64(freq[u]) - want); d > 5*sd+1 {
+					t.Errorf("neighbour %d drawn %d times, want %.0f +- %.0f", u, freq[u], want, 5*sd)
+				}
+			}
+			if tc.subsets {
+				n := binomialCoef(len(in), tc.k)
+				if len(subsets) != n {
+					t.Fatalf("%d distinct subsets drawn, want all %d", len(subsets), n)
+				}
+				want := float64(draws) / float64(n)
+				sd := math.Sqrt(want * (1 - 1/float64(n)))
+				for set, c := range subsets {
+					if math.Abs(float64(c)-want) > 5*sd {
+						t.Errorf("subset %s drawn %d times, want %.0f +- %.0f", set, c, want, 5*sd)
+					}
+				}
+			}
+		})
+	}
+}

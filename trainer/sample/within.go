@@ -27,17 +27,6 @@ func (b Bitmap) Len() int {
 	return n
 }
 
-// count is how many of vs the set holds.
-func (b Bitmap) count(vs []int32) int64 {
-	var n int64
-	for _, v := range vs {
-		if b.Has(v) {
-			n++
-		}
-	}
-	return n
-}
-
 // keep appends to dst the vertices of vs the set holds, in order.
 func (b Bitmap) keep(dst, vs []int32) []int32 {
 	for _, v := range vs {
