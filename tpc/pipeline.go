@@ -179,10 +179,13 @@ func ErrorPct(measured, predicted float64) float64 {
 // spread over its StepThreads: unlike the pipeline's gather stage, which
 // runs beside every step and holds up the products that wait for their
 // slowest thread, the first stage works in bursts that the step's
-// threads share (docs/epoch-model.md). The first macro-batch's read is not
-// overlapped: the epoch is the pipeline's fill (FillS, or one batch's
-// sampling and gathering from memory), that read, then each macro-batch's
-// training or the next one's read, whichever is longer.
+// threads share (docs/epoch-model.md). The epoch is the pipeline's fill
+// (FillS, or one batch's sampling and gathering from memory), then each
+// macro-batch's training or the next one's read, whichever is longer:
+// reading ahead (ReadsAhead) the next epoch's first macro-batch is read
+// while this epoch's last trains, and only the run's first epoch waits
+// for its first read (not counted: the epoch predicted is a later one's);
+// otherwise every epoch waits for it.
 func PredictStages(c BatchCosts, batches float64, macros int, macroRows float64) (PipelinePrediction, error) {
 	switch {
 	case macros < 1 || !(batches >= 0) || math.IsInf(batches, 0) || macroRows < 0:
@@ -218,7 +221,10 @@ func PredictStages(c BatchCosts, batches float64, macros int, macroRows float64)
 		if fill == 0 {
 			fill = c.SampleS + b.copyS
 		}
-		p.EpochS = fill + load + (m-1)*math.Max(train, load) + train
+		p.EpochS = fill + m*math.Max(train, load)
+		if !c.ReadsAhead {
+			p.EpochS = fill + load + (m-1)*math.Max(train, load) + train
+		}
 	}
 	return p, nil
 }

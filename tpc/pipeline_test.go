@@ -213,8 +213,9 @@ func TestPredictCPU(t *testing.T) {
 
 // TestPredictStages prices HANOI's multistage epochs: 40 batches of 0.1 s
 // in 4 macro-batches of 100,000 disk rows each, read at 100,000 rows/s
-// and checked at 5 us a row. The first macro-batch's read is not
-// overlapped, the others overlap the training before them.
+// and checked at 5 us a row. Each read overlaps the training before it;
+// the first macro-batch's, where the reads are not ahead, overlaps
+// nothing (where they are, the epoch before's last macro-batch).
 func TestPredictStages(t *testing.T) {
 	c := BatchCosts{ComputeS: 0.1, SampleS: 0.01, StepS: 0.09, CopyRowS: 1e-7, InputRows: 100_000, DiskRowsPerS: 100_000, CheckRowS: 5e-6}
 	const fill = 0.01 + 0.01 // one batch's sampling and copies
@@ -227,8 +228,12 @@ func TestPredictStages(t *testing.T) {
 	}{
 		// Reads then checks: 1.5 s a macro-batch, over its 1 s of training.
 		{"reads, then checks", false, 100_000, fill + 1.5 + 3*1.5 + 1, "disk"},
-		// The next part read during the checks: 1 s, as long as training.
-		{"read ahead", true, 100_000, fill + 1 + 3*1 + 1, "compute"},
+		// The next part read during the checks: 1 s, as long as training,
+		// the next epoch's first read while this one's last trains.
+		{"read ahead", true, 100_000, fill + 4*1, "compute"},
+		// Half a second a macro-batch, hidden by each second of training.
+		{"read ahead, reads shorter than training", true, 50_000, fill + 4*1, "compute"},
+		{"reads then checks, shorter than training", false, 50_000, fill + 0.75 + 3*1 + 1, "compute"},
 		{"nothing on disk", true, 0, fill + 4*1, "compute"},
 	}
 	for _, tt := range tests {
@@ -268,7 +273,7 @@ func TestPredictStages(t *testing.T) {
 			t.Fatal(err)
 		}
 		train := 1 + tc.stolen
-		if want := fill + 1 + 3*train + train; math.Abs(p.EpochS-want) > 1e-9 || math.Abs(p.StepS-(40*0.09+4*tc.stolen)) > 1e-9 {
+		if want := fill + 4*train; math.Abs(p.EpochS-want) > 1e-9 || math.Abs(p.StepS-(40*0.09+4*tc.stolen)) > 1e-9 {
 			t.Errorf("%s: epoch %v s, step %v s; want %v s, %v s", tc.name, p.EpochS, p.StepS, want, 40*0.09+4*tc.stolen)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -87,10 +88,11 @@ type stages struct {
 	members [][]int32 // each part's vertices, in vertex order
 	seeds   [][]int32 // each part's training vertices of this worker
 	macro   int       // parts per macro-batch
+	epochs  int       // the run's epochs: none is read ahead after the last
 
-	mu   sync.Mutex
-	plan *epochPlan // the last epoch planned
-	rows *macroRows // out of core: the first stage's rows
+	mu    sync.Mutex
+	plans [2]*epochPlan // the last epochs planned, by parity
+	rows  *macroRows    // out of core: the first stage's rows
 }
 
 // epochPlan is an epoch's macro-batches.
@@ -108,8 +110,8 @@ type macroBatch struct {
 	first, batches int
 }
 
-func newStages(g *dataset.Graph, smp *sample.Sampler, seeds []int64, ms *Multistage, seed uint64) *stages {
-	st := &stages{sampler: smp, ms: ms, seed: seed, n: int(g.Meta.NumNodes), macro: max(ms.MacroParts, 1),
+func newStages(g *dataset.Graph, smp *sample.Sampler, seeds []int64, ms *Multistage, seed uint64, epochs int) *stages {
+	st := &stages{sampler: smp, ms: ms, seed: seed, n: int(g.Meta.NumNodes), macro: max(ms.MacroParts, 1), epochs: epochs,
 		members: make([][]int32, ms.Parts), seeds: make([][]int32, ms.Parts)}
 	for v, p := range ms.Part {
 		st.members[p] = append(st.members[p], int32(v))
@@ -126,8 +128,8 @@ func newStages(g *dataset.Graph, smp *sample.Sampler, seeds []int64, ms *Multist
 func (st *stages) epochPlan(epoch int) *epochPlan {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.plan != nil && st.plan.epoch == epoch {
-		return st.plan
+	if p := st.plans[epoch&1]; p != nil && p.epoch == epoch {
+		return p
 	}
 	key := rng.Mix(st.seed ^ rng.Mix(uint64(epoch)+0x6d616372)) // "macr"
 	order := make([]int32, st.ms.Parts)
@@ -152,7 +154,7 @@ func (st *stages) epochPlan(epoch int) *epochPlan {
 		p.total += m.batches
 		p.macros = append(p.macros, m)
 	}
-	st.plan = p
+	st.plans[epoch&1] = p
 	return p
 }
 
@@ -181,19 +183,29 @@ func (st *stages) within(m *macroBatch) sample.Bitmap {
 // EpochFrom samples epoch's batches from batch first, macro-batch by
 // macro-batch; out of core each macro-batch's rows are read (the first
 // stage) on a goroutine of their own, the next while this one's batches
-// train.
-func (st *stages) EpochFrom(ctx context.Context, epoch, first int, fn func(*sample.MiniBatch) error) error {
+// train, and after the last the next epoch's first (unless this is the
+// run's last epoch): it returns once that is read.
+func (st *stages) EpochFrom(ctx context.Context, epoch, first int, fn func(*sample.MiniBatch) error) (err error) {
 	plan := st.epochPlan(epoch)
 	start := sort.Search(len(plan.macros), func(i int) bool { return plan.macros[i].first+plan.macros[i].batches > first })
 	macros := plan.macros[start:]
 	var loaded <-chan loadedMacro
 	if st.rows != nil {
+		var then *macroBatch
+		if epoch+1 < st.epochs {
+			if next := st.epochPlan(epoch + 1); len(next.macros) > 0 {
+				then = &next.macros[0]
+			}
+		}
 		ctx2, cancel := context.WithCancel(ctx)
 		var wait func()
-		loaded, wait = st.rows.loadAll(ctx2, macros)
+		loaded, wait = st.rows.loadAll(ctx2, epoch, macros, then)
 		defer func() {
-			cancel()
+			if err != nil {
+				cancel()
+			}
 			wait()
+			cancel()
 		}()
 	}
 	for i := range macros {
@@ -228,6 +240,17 @@ type macroRows struct {
 
 	mu   sync.Mutex
 	held map[int]*macroBuf // by the macro-batch's first batch
+	// ahead is the next epoch's first macro-batch, read while this
+	// epoch's last trained; its rows are registered with the overlay when
+	// that epoch takes it (nil: none).
+	ahead *macroAhead
+}
+
+// macroAhead is a macro-batch read ahead: epoch's first, of parts.
+type macroAhead struct {
+	epoch int
+	parts []int32
+	b     *macroBuf
 }
 
 // macroBuf is one macro-batch's rows read from disk: row i is vertex
@@ -256,32 +279,46 @@ func newMacroRows(pieces *store.Packed, ov *store.Overlay, dim int) *macroRows {
 	return mr
 }
 
-// loadAll reads macros' rows in order into free buffers, sending one item
-// per macro-batch read; it ends (closing the channel) at the last, at an
-// error or when ctx ends. wait waits for it to end.
-func (mr *macroRows) loadAll(ctx context.Context, macros []macroBatch) (_ <-chan loadedMacro, wait func()) {
+// loadAll reads the rows of epoch's macros in order into free buffers
+// (the first may have been read ahead), sending one item per macro-batch
+// read, then, with then not nil, reads then (the next epoch's first) ahead
+// into the buffer the one before the last frees. It ends (closing the
+// channel) after that, at an error or when ctx ends. wait waits for it to
+// end.
+func (mr *macroRows) loadAll(ctx context.Context, epoch int, macros []macroBatch, then *macroBatch) (_ <-chan loadedMacro, wait func()) {
 	out := make(chan loadedMacro)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		defer close(out)
 		for i := range macros {
+			m := &macros[i]
 			var b *macroBuf
-			select {
-			case b = <-mr.free:
-			case <-ctx.Done():
-				return
+			if i == 0 {
+				b = mr.takeAhead(epoch, m)
 			}
-			// The next macro-batch's first part is read ahead of
-			// this one's last check.
-			var next *store.PackedBatch
-			if i+1 < len(macros) && len(macros[i+1].parts) > 0 {
-				next = &store.PackedBatch{Batch: int(macros[i+1].parts[0])}
+			if b == nil {
+				select {
+				case b = <-mr.free:
+				case <-ctx.Done():
+					return
+				}
+				// The next macro-batch's first part is read ahead of
+				// this one's last check.
+				next := firstPart(then)
+				if i+1 < len(macros) {
+					next = firstPart(&macros[i+1])
+				}
+				if err := mr.read(ctx, m, b, next); err != nil {
+					mr.free <- b
+					select {
+					case out <- loadedMacro{err: err}:
+					case <-ctx.Done():
+					}
+					return
+				}
 			}
-			err := mr.load(ctx, &macros[i], b, next)
-			if err != nil {
-				mr.free <- b
-			}
+			err := mr.adopt(m, b)
 			select {
 			case out <- loadedMacro{err: err}:
 			case <-ctx.Done():
@@ -291,15 +328,62 @@ func (mr *macroRows) loadAll(ctx context.Context, macros []macroBatch) (_ <-chan
 				return
 			}
 		}
+		if then != nil {
+			mr.readAhead(ctx, epoch+1, then)
+		}
 	}()
 	return out, func() { <-done }
 }
 
-// load reads m's parts' disk rows into b, part by part (each one
+// firstPart is m's first part as a packed batch (nil for no macro-batch).
+func firstPart(m *macroBatch) *store.PackedBatch {
+	if m == nil || len(m.parts) == 0 {
+		return nil
+	}
+	return &store.PackedBatch{Batch: int(m.parts[0])}
+}
+
+// readAhead reads m, epoch's first macro-batch, into the next buffer
+// freed, for that epoch to take (takeAhead). A read that fails or is
+// stopped leaves nothing: the epoch reads m itself, and reports the error.
+func (mr *macroRows) readAhead(ctx context.Context, epoch int, m *macroBatch) {
+	var b *macroBuf
+	select {
+	case b = <-mr.free:
+	case <-ctx.Done():
+		return
+	}
+	if err := mr.read(ctx, m, b, nil); err != nil {
+		mr.free <- b
+		return
+	}
+	mr.mu.Lock()
+	mr.ahead = &macroAhead{epoch: epoch, parts: m.parts, b: b}
+	mr.mu.Unlock()
+}
+
+// takeAhead is the buffer read ahead for m when m is epoch's first
+// macro-batch as read ahead (nil otherwise: a buffer read ahead for
+// another is freed).
+func (mr *macroRows) takeAhead(epoch int, m *macroBatch) *macroBuf {
+	mr.mu.Lock()
+	a := mr.ahead
+	mr.ahead = nil
+	mr.mu.Unlock()
+	if a == nil {
+		return nil
+	}
+	if a.epoch != epoch || m.first != 0 || !slices.Equal(a.parts, m.parts) {
+		mr.free <- a.b
+		return nil
+	}
+	return a.b
+}
+
+// read reads m's parts' disk rows into b, part by part (each one
 // sequential read of its piece, the next part's read while this one's
-// is checked, after the last part then), and registers b for m's
-// batches.
-func (mr *macroRows) load(ctx context.Context, m *macroBatch, b *macroBuf, then *store.PackedBatch) error {
+// is checked, after the last part then).
+func (mr *macroRows) read(ctx context.Context, m *macroBatch, b *macroBuf, then *store.PackedBatch) error {
 	start := time.Now()
 	b.stats = GatherStats{}
 	// A part's piece holds its rows not in memory (the hubs are), each
@@ -332,16 +416,23 @@ func (mr *macroRows) load(ctx context.Context, m *macroBatch, b *macroBuf, then 
 		b.stats.Add(gs)
 		at += k
 	}
-	var err error
-	if b.load, err = mr.ov.Register(b.ids); err != nil {
-		return fmt.Errorf("multistage: parts %v: %w", m.parts, err)
-	}
 	// The first stage's rows count as read once, here; the batches
 	// find them in memory. Its time is the whole stage's: reads, checks
 	// and copies, what the next macro-batch waits for; ReadSeconds stays
 	// the reads' own (the disk's rate), CheckSeconds the rest.
 	b.stats.Rows, b.stats.Bytes, b.stats.SocketCacheHits, b.stats.BinRows = 0, 0, 0, nil
 	b.stats.Seconds = time.Since(start).Seconds()
+	return nil
+}
+
+// adopt registers b's rows, m's, with the overlay and b for m's batches:
+// once no batch of another macro-batch holding its parts' rows is left.
+func (mr *macroRows) adopt(m *macroBatch, b *macroBuf) error {
+	var err error
+	if b.load, err = mr.ov.Register(b.ids); err != nil {
+		mr.free <- b
+		return fmt.Errorf("multistage: parts %v: %w", m.parts, err)
+	}
 	b.first, b.left = m.first, m.batches
 	mr.mu.Lock()
 	mr.held[m.first] = b
@@ -392,8 +483,9 @@ func (mr *macroRows) done(b *macroBuf) {
 }
 
 // reset frees every buffer before an epoch (the last one's loading has
-// stopped: a stopped epoch can leave buffers held).
-func (mr *macroRows) reset() {
+// stopped: a stopped epoch can leave buffers held) but the one read ahead
+// for epoch from its first batch, which it keeps for that epoch.
+func (mr *macroRows) reset(epoch, first int) {
 	mr.mu.Lock()
 	defer mr.mu.Unlock()
 	for k := range mr.held {
@@ -402,8 +494,13 @@ func (mr *macroRows) reset() {
 	for len(mr.free) > 0 {
 		<-mr.free
 	}
+	if a := mr.ahead; a != nil && (a.epoch != epoch || first != 0) {
+		mr.ahead = nil
+	}
 	for _, b := range mr.bufs {
-		mr.free <- b
+		if mr.ahead == nil || b != mr.ahead.b {
+			mr.free <- b
+		}
 	}
 }
 
@@ -414,7 +511,7 @@ func newMultistageLoader(l *prefetchLoader, w *worker, g *dataset.Graph, ms *Mul
 	if seeds == nil {
 		seeds = g.Train
 	}
-	st := newStages(g, w.sampler, seeds, ms, w.seed)
+	st := newStages(g, w.sampler, seeds, ms, w.seed, o.Epochs)
 	l.source = st
 	if ms.Pieces != nil {
 		// checkMultistage saw the features are a store's.
@@ -433,7 +530,7 @@ type multistageLoader struct {
 // Epoch starts epoch's loading from batch first, its buffers all free.
 func (l *multistageLoader) Epoch(ctx context.Context, epoch, first int) Batches {
 	if l.stages.rows != nil {
-		l.stages.rows.reset()
+		l.stages.rows.reset(l.sampledEpoch(epoch), first)
 	}
 	return l.prefetchLoader.Epoch(ctx, epoch, first)
 }

@@ -2,7 +2,9 @@ package trainer
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"testing"
 
@@ -128,5 +130,68 @@ func TestMultistageBatches(t *testing.T) {
 	}
 	if slices.Equal(firsts[0], firsts[1]) {
 		t.Error("two epochs trained their seeds in the same order")
+	}
+}
+
+// TestMultistageReadsTheNextEpochAhead: out of core, an epoch reads the
+// next epoch's first macro-batch after its last (not after the run's last
+// epoch), and the next epoch trains from it without reading it again; a
+// run resumed inside an epoch does not take it, and reads its own.
+func TestMultistageReadsTheNextEpochAhead(t *testing.T) {
+	const n = 1500
+	dir := synthDataset(t, n, 32)
+	d := load(t, dir)
+	s := materializeStore(t, dir, n, testMixes[0], 3)
+	o := smallOptions(nn.GraphSAGE)
+	o.BatchSize, o.Epochs, o.Loader = 48, 2, LoaderMultistage
+	ms := multistageFor(t, d, 6, 2, sample.Bitmap(s.InMemorySet()))
+	if _, err := PackParts(context.Background(), s, ms, store.PackOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if ms.Pieces, err = OpenParts(s, ms); err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Pieces.Close()
+	o.Features, o.Multistage = StoreSource(s), ms
+	tr := newOutOfCore(t, d.g, o, 2)
+	l := tr.workers[0].loader.(*multistageLoader)
+	mr := l.stages.rows
+	// epoch runs the loader over epoch from batch first and returns the
+	// device bytes its batches report.
+	epoch := func(e, first int) int64 {
+		b := l.Epoch(context.Background(), e, first)
+		defer b.Stop()
+		var read int64
+		for {
+			x, err := b.Next()
+			if errors.Is(err, io.EOF) {
+				return read
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			read += x.Stats.Rows.DeviceBytes
+			b.Release(x)
+		}
+	}
+	full := epoch(0, 0)
+	if mr.ahead == nil || mr.ahead.epoch != 1 || !slices.Equal(mr.ahead.parts, l.stages.epochPlan(1).macros[0].parts) {
+		t.Fatalf("after epoch 1: read ahead %+v, want epoch 2's first macro-batch", mr.ahead)
+	}
+	ahead := mr.ahead.b
+	if got := epoch(1, 0); got != full {
+		t.Errorf("epoch 2 reports %d device bytes, epoch 1 %d: the macro-batch read ahead counts once, in the epoch it trains", got, full)
+	}
+	if mr.ahead != nil {
+		t.Errorf("after the run's last epoch: read ahead %+v", mr.ahead)
+	}
+	// Resumed inside epoch 2: what was read ahead for its start is dropped.
+	mr.ahead = &macroAhead{epoch: 1, parts: l.stages.epochPlan(1).macros[0].parts, b: ahead}
+	if got := epoch(1, 5); got == 0 {
+		t.Error("a resumed epoch read nothing")
+	}
+	if mr.ahead != nil {
+		t.Errorf("after a resumed last epoch: read ahead %+v", mr.ahead)
 	}
 }

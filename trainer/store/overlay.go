@@ -114,6 +114,11 @@ func (o *Overlay) Gather(vertices []int32, dst []float32, resident int, idx []in
 	return n, st, nil
 }
 
+// overlayChunk is how many batch rows span looks up before it copies
+// them: the lookups' cache misses overlap instead of each waiting for the
+// copy before it.
+const overlayChunk = 32
+
 // span is serveSpan with the rows on disk from load's rows, counted in
 // ssd and not listed.
 func (o *Overlay) span(vertices []int32, sp spans.Span, base int, dst []float32, resident int, idx []int32, load uint32, rows []float32) (served, error) {
@@ -121,41 +126,48 @@ func (o *Overlay) span(vertices []int32, sp spans.Span, base int, dst []float32,
 	out := served{binRows: make([]int, len(o.tiers))}
 	loaded := len(rows) / dim
 	n := base
-	for i := sp.Lo; i < sp.Hi; i++ {
-		v := vertices[i]
-		if v < 0 || int(v) >= len(o.loc) {
-			return out, fmt.Errorf("gather: vertex %d (batch row %d) out of range [0, %d)", v, i, len(o.loc))
-		}
-		l := atomic.LoadUint64(&o.loc[v])
-		b, r := int(l>>56), int(uint32(l))
-		out.binRows[b]++
-		if b == resident {
-			idx[i] = int32(-1 - r)
-			out.resident++
-			continue
-		}
-		slot := i
-		if idx != nil {
-			slot = n
-			idx[i] = int32(n)
-		}
-		n++
-		var src []float32
-		switch o.tiers[b] {
-		case tierWorker:
-			src = caches[b]
-			out.worker++
-		case tierSocket:
-			src = caches[b]
-			out.socket++
-		default:
-			if uint32(l>>32)&overlayMaxLoads != load || r >= loaded {
-				return out, fmt.Errorf("gather: vertex %d (batch row %d) is on disk and not among the %d rows of load %d", v, i, loaded, load)
+	var locs [overlayChunk]uint64
+	for lo := sp.Lo; lo < sp.Hi; lo += overlayChunk {
+		hi := min(lo+overlayChunk, sp.Hi)
+		for i := lo; i < hi; i++ {
+			v := vertices[i]
+			if v < 0 || int(v) >= len(o.loc) {
+				return out, fmt.Errorf("gather: vertex %d (batch row %d) out of range [0, %d)", v, i, len(o.loc))
 			}
-			src = rows
-			out.ssd++
+			locs[i-lo] = atomic.LoadUint64(&o.loc[v])
 		}
-		copy(dst[slot*dim:(slot+1)*dim], src[r*dim:(r+1)*dim])
+		for i := lo; i < hi; i++ {
+			l := locs[i-lo]
+			b, r := int(l>>56), int(uint32(l))
+			out.binRows[b]++
+			if b == resident {
+				idx[i] = int32(-1 - r)
+				out.resident++
+				continue
+			}
+			slot := i
+			if idx != nil {
+				slot = n
+				idx[i] = int32(n)
+			}
+			n++
+			var src []float32
+			switch o.tiers[b] {
+			case tierWorker:
+				src = caches[b]
+				out.worker++
+			case tierSocket:
+				src = caches[b]
+				out.socket++
+			default:
+				if uint32(l>>32)&overlayMaxLoads != load || r >= loaded {
+					return out, fmt.Errorf("gather: vertex %d (batch row %d) is on disk and not among the %d rows of load %d", vertices[i], i, loaded, load)
+				}
+				src = rows
+				out.ssd++
+			}
+			copy(dst[slot*dim:(slot+1)*dim], src[r*dim:(r+1)*dim])
+		}
 	}
 	return out, nil
 }
