@@ -343,27 +343,42 @@ func TestSamplerDrawsUniformly(t *testing.T) {
 				slices.Sort(got)
 				subsets[fmt.Sprint(got)]++
 			}
-			want := float64(draws) * float64(tc.k) / float64(tc.deg)
-			sd := math.Sqrt(want * (1 - float64(tc.k)/float64(tc.deg)))
-			for u := 1; u <= tc.deg; u++ {
-				if d := math.Abs(float64(freq[u]) - want); d > 5*sd+1 {
-					t.Errorf("neighbor %d drawn %d times, want %.0f +- %.0f", u, freq[u], want, 5*sd)
-				}
+			all := make([]int32, tc.deg)
+			for i := range all {
+				all[i] = int32(i + 1)
 			}
-			if tc.subsets {
-				n := binomialCoef(tc.deg, tc.k)
-				if len(subsets) != n {
-					t.Fatalf("%d distinct subsets drawn, want all %d", len(subsets), n)
-				}
-				want := float64(draws) / float64(n)
-				sd := math.Sqrt(want * (1 - 1/float64(n)))
-				for set, c := range subsets {
-					if math.Abs(float64(c)-want) > 5*sd {
-						t.Errorf("subset %s drawn %d times, want %.0f +- %.0f", set, c, want, 5*sd)
-					}
-				}
-			}
+			checkUniform(t, draws, tc.k, all, freq, subsets, tc.subsets)
 		})
+	}
+}
+
+// checkUniform fails t unless draws draws of k of from drew each of from
+// equally often (freq, by vertex) and, with bySubset, each k-subset
+// (subsets, by its sorted vertices printed), within 5 standard
+// deviations.
+func checkUniform(t *testing.T, draws, k int, from []int32, freq []int, subsets map[string]int, bySubset bool) {
+	t.Helper()
+	p := float64(k) / float64(len(from))
+	want := float64(draws) * p
+	sd := math.Sqrt(want * (1 - p))
+	for _, u := range from {
+		if d := math.Abs(float64(freq[u]) - want); d > 5*sd+1 {
+			t.Errorf("neighbor %d drawn %d times, want %.0f +- %.0f", u, freq[u], want, 5*sd)
+		}
+	}
+	if !bySubset {
+		return
+	}
+	n := binomialCoef(len(from), k)
+	if len(subsets) != n {
+		t.Fatalf("%d distinct subsets drawn, want all %d", len(subsets), n)
+	}
+	want = float64(draws) / float64(n)
+	sd = math.Sqrt(want * (1 - 1/float64(n)))
+	for set, c := range subsets {
+		if math.Abs(float64(c)-want) > 5*sd {
+			t.Errorf("subset %s drawn %d times, want %.0f +- %.0f", set, c, want, 5*sd)
+		}
 	}
 }
 
@@ -864,31 +879,12 @@ func TestEpochWithinDrawsUniformly(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			p := float64(tc.k) / float64(len(in))
-			want := draws * p
-			sd := math.Sqrt(want * (1 - p))
 			for u := 1; u <= tc.deg; u++ {
-				if !within.Has(int32(u)) {
-					if freq[u] != 0 {
-						t.Fatalf("neighbour %d, not within, drawn %d times", u, freq[u])
-					}
-				} else if d := math.Abs(float64(freq[u]) - want); d > 5*sd+1 {
-					t.Errorf("neighbour %d drawn %d times, want %.0f +- %.0f", u, freq[u], want, 5*sd)
+				if !within.Has(int32(u)) && freq[u] != 0 {
+					t.Fatalf("neighbour %d, not within, drawn %d times", u, freq[u])
 				}
 			}
-			if tc.subsets {
-				n := binomialCoef(len(in), tc.k)
-				if len(subsets) != n {
-					t.Fatalf("%d distinct subsets drawn, want all %d", len(subsets), n)
-				}
-				want := float64(draws) / float64(n)
-				sd := math.Sqrt(want * (1 - 1/float64(n)))
-				for set, c := range subsets {
-					if math.Abs(float64(c)-want) > 5*sd {
-						t.Errorf("subset %s drawn %d times, want %.0f +- %.0f", set, c, want, 5*sd)
-					}
-				}
-			}
+			checkUniform(t, draws, tc.k, in, freq, subsets, tc.subsets)
 		})
 	}
 }
