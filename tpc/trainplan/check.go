@@ -44,8 +44,8 @@ func (p *Prediction) Check(e trainer.EpochStats) (EpochCheck, bool) {
 		return EpochCheck{}, false
 	}
 	pe := p.Epoch
-	if e.Batches != p.FullBatches { // a multistage epoch: priced at its batches
-		again, err := p.at(pe.Batches+float64(e.Batches-p.FullBatches), p.Costs.DiskRowsPerS)
+	if p.Loader == trainer.LoaderMultistage && float64(e.Batches) != pe.Batches { // priced at its own batches
+		again, err := p.at(float64(e.Batches), p.Costs.DiskRowsPerS)
 		if err != nil {
 			return EpochCheck{}, false
 		}

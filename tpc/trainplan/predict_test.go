@@ -3,10 +3,12 @@ package trainplan
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/gnnplan/gnnplan/tpc"
 	"github.com/gnnplan/gnnplan/trainer"
 )
 
@@ -173,6 +175,30 @@ func TestMeasuredEpochLeavesTheFirstOut(t *testing.T) {
 	for _, tt := range tests {
 		if got := MedianEpochSeconds(p, tt.epochs); got != tt.want {
 			t.Errorf("%s: measured %v s, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestCheckPricesAMultistageEpochAtItsBatches: a multistage epoch (its
+// macro-batches end in short batches, so it has more steps than the
+// seeds' whole batches) is compared with the prediction for its own
+// number of steps, the one the prediction made for an epoch of that many,
+// whatever the whole batches were.
+func TestCheckPricesAMultistageEpochAtItsBatches(t *testing.T) {
+	c := tpc.BatchCosts{ComputeS: 0.1, SampleS: 0.01, StepS: 0.09, CopyRowS: 1e-7, InputRows: 1000, DiskRowsPerS: 100_000, CheckRowS: 5e-6, ReadsAhead: true}
+	p := &Prediction{Costs: c, FullBatches: 21, Loader: trainer.LoaderMultistage, Macros: 4, MacroRows: 50_000}
+	var err error
+	if p.Epoch, err = p.at(24, c.DiskRowsPerS); err != nil {
+		t.Fatal(err)
+	}
+	for _, batches := range []int{24, 26} {
+		want, err := tpc.PredictStages(c, float64(batches), 4, 50_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := p.Check(trainer.EpochStats{Epoch: 2, Seconds: 3, Batches: batches})
+		if !ok || math.Abs(got.PredictedS-want.EpochS) > 1e-12 {
+			t.Errorf("an epoch of %d steps: checked against %v s (ok %v), want %v s", batches, got.PredictedS, ok, want.EpochS)
 		}
 	}
 }
