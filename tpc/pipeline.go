@@ -43,17 +43,6 @@ type BatchCosts struct {
 	// StepOffCores says the step runs on a device of its own (a GPU): the
 	// reads' CPU time takes nothing from it.
 	StepOffCores bool `json:"step_off_cores,omitempty"`
-	// StepThreads is the threads the step's products run on (0: one).
-	// The multistage first stage's CPU time, which comes in bursts a
-	// macro-batch, is spread over them (PredictStages).
-	StepThreads int `json:"step_threads,omitempty"`
-	// Cores is the CPUs a worker's stages share (0: as many as the
-	// step's threads), GatherCPUS the gather stage's CPU time a batch
-	// in the probe: the multistage first stage's CPU time goes first to
-	// what the step's threads, the gather stage and the sampler leave
-	// of them (PredictStages).
-	Cores      int     `json:"cores,omitempty"`
-	GatherCPUS float64 `json:"gather_cpu_s,omitempty"`
 	// Source says where each figure came from.
 	Source string `json:"source"`
 }
@@ -171,16 +160,12 @@ func ErrorPct(measured, predicted float64) float64 {
 // one sequential pass at c.DiskRowsPerS, and checked at c.CheckRowS a
 // row (the longer of the two where the next part is read during a part's
 // checks, ReadsAhead; else both), while the macro-batch before it
-// trains, its batches then gathering every row from memory. The reads'
-// CPU time (macroRows x DiskCPURowS) first takes the cores the step's
-// threads leave idle (Cores - StepThreads over the macro-batch's
-// training, less the gather stage's and the sampler's CPU time); the
-// rest is taken from the step's cores unless the step runs on a GPU,
-// spread over its StepThreads: unlike the pipeline's gather stage, which
-// runs beside every step and holds up the products that wait for their
-// slowest thread, the first stage works in bursts that the step's
-// threads share (docs/epoch-model.md). The epoch is the pipeline's fill
-// (FillS, or one batch's sampling and gathering from memory), then each
+// trains, its batches then gathering every row from memory. The first
+// stage's CPU time is not taken from the step: it comes in bursts a
+// macro-batch that the step's pauses absorb (measured: the steps within
+// 10% of the probe's while it took up to two thirds of a batch's time
+// in CPU, docs/epoch-model.md). The epoch is the pipeline's fill (FillS,
+// or one batch's sampling and gathering from memory), then each
 // macro-batch's training or the next one's read, whichever is longer:
 // reading ahead (ReadsAhead) the next epoch's first macro-batch is read
 // while this epoch's last trains, and only the run's first epoch waits
@@ -196,7 +181,7 @@ func PredictStages(c BatchCosts, batches float64, macros int, macroRows float64)
 		return PipelinePrediction{}, fmt.Errorf("predict: macro-batches read %g rows from disk and no read rate was measured", macroRows)
 	}
 	b := c.batch(1)
-	var load, stolen float64
+	var load float64
 	if macroRows > 0 {
 		load = macroRows * (1/c.DiskRowsPerS + c.CheckRowS)
 		if c.ReadsAhead {
@@ -205,14 +190,8 @@ func PredictStages(c BatchCosts, batches float64, macros int, macroRows float64)
 	}
 	m := float64(macros)
 	train := batches / m * b.batchS
-	if !c.StepOffCores {
-		threads := max(c.StepThreads, 1)
-		idle := float64(max(c.Cores-threads, 0))*train - batches/m*(c.GatherCPUS+c.SampleS)
-		stolen = math.Max(0, macroRows*c.DiskCPURowS-math.Max(idle, 0)) / float64(threads)
-	}
-	train += stolen
 	p := PipelinePrediction{HitShare: 1, Batches: batches, Bound: "compute",
-		SampleS: c.SampleS * batches, GatherS: b.copyS*batches + load*m, DiskS: load * m, StepS: c.StepS*batches + stolen*m}
+		SampleS: c.SampleS * batches, GatherS: b.copyS*batches + load*m, DiskS: load * m, StepS: c.StepS * batches}
 	if load > train {
 		p.Bound = "disk"
 	}

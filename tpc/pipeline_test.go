@@ -249,32 +249,17 @@ func TestPredictStages(t *testing.T) {
 			}
 		})
 	}
-	// The first stage's CPU time, 2 us a row (0.2 s a macro-batch), goes
-	// to the cores the step's threads leave idle over the macro-batch's
-	// 1 s of training, less the gather stage's and the sampler's CPU
-	// time (0.01 s a batch); the rest is spread over the step's threads.
-	for _, tc := range []struct {
-		name           string
-		cores, threads int
-		gatherCPU      float64
-		stolen         float64 // a macro-batch's
-	}{
-		{"cores unknown, one thread", 0, 1, 0.01, 0.2},
-		{"cores unknown, two threads", 0, 2, 0.01, 0.1},
-		{"every core the step's", 2, 2, 0.01, 0.1},
-		{"an idle core absorbs it", 2, 1, 0.01, 0},
-		{"an idle core with 0.05 s to spare", 2, 1, 0.085, 0.15},
-		{"the gather stage fills the idle core", 2, 1, 0.2, 0.2},
-	} {
+	// The first stage's CPU time is not the step's: 2 us a row changes
+	// nothing, on the CPU or on a GPU.
+	for _, off := range []bool{false, true} {
 		cc := c
-		cc.ReadsAhead, cc.DiskCPURowS, cc.StepThreads, cc.Cores, cc.GatherCPUS = true, 2e-6, tc.threads, tc.cores, tc.gatherCPU
+		cc.ReadsAhead, cc.DiskCPURowS, cc.StepOffCores = true, 2e-6, off
 		p, err := PredictStages(cc, 40, 4, 100_000)
 		if err != nil {
 			t.Fatal(err)
 		}
-		train := 1 + tc.stolen
-		if want := fill + 4*train; math.Abs(p.EpochS-want) > 1e-9 || math.Abs(p.StepS-(40*0.09+4*tc.stolen)) > 1e-9 {
-			t.Errorf("%s: epoch %v s, step %v s; want %v s, %v s", tc.name, p.EpochS, p.StepS, want, 40*0.09+4*tc.stolen)
+		if want := fill + 4*1.0; math.Abs(p.EpochS-want) > 1e-9 || math.Abs(p.StepS-40*0.09) > 1e-9 {
+			t.Errorf("step off cores %v: epoch %v s, step %v s; want %v s, %v s", off, p.EpochS, p.StepS, want, 40*0.09)
 		}
 	}
 	if _, err := PredictStages(BatchCosts{ComputeS: 0.1}, 10, 2, 1000); err == nil || !strings.Contains(err.Error(), "no read rate") {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"path/filepath"
-	"runtime"
 	"time"
 
 	"github.com/gnnplan/gnnplan/internal/inputerr"
@@ -140,15 +139,6 @@ func Predict(ctx context.Context, tr *trainer.Trainer, in PredictInput) (*Predic
 	// On a GPU the reads' CPU time leaves the step alone.
 	c := tpc.BatchCosts{ComputeS: pr.BatchSeconds, SampleS: pr.SampleSeconds, StepS: pr.StepSeconds, InputRows: pr.InputRows,
 		StepOffCores: in.CPU == nil, Source: fmt.Sprintf("a probe of %d batches with its own seed and every row in memory", pr.Batches)}
-	if in.CPU != nil {
-		c.StepThreads = in.CPU.BLASThreads()
-		c.Cores = max(1, runtime.GOMAXPROCS(0)/workers)
-		c.GatherCPUS = pr.GatherCPUSeconds
-		if c.GatherCPUS == 0 {
-			// Not measured here: its busy time, an upper bound.
-			c.GatherCPUS = pr.GatherSeconds
-		}
-	}
 	if pr.FirstWaitWarm {
 		// A cold first epoch's fill (fresh buffers) is no later epoch's:
 		// without a warm one the fill is one batch's sampling and
