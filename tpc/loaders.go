@@ -28,6 +28,9 @@ const (
 	// pieceRowOverhead is what a packed row carries besides its data: its
 	// vertex id and checksum.
 	pieceRowOverhead = 8
+	// overlayBytesPerVertex is a multistage worker's lookup of where
+	// each vertex's row is (store.Overlay).
+	overlayBytesPerVertex = 8
 )
 
 // LoaderChoice is the loader a plan trains with and why, beside what each
@@ -143,9 +146,11 @@ func packedOption(in loaderInput) (LoaderOption, error) {
 	return o, nil
 }
 
-// multistageOption: each SSD row read once an epoch, sequentially, into
-// host memory, which then serves the batches as a CPU cache does; the
-// SSD reads overlap the host's traffic to the GPUs.
+// multistageOption: each SSD row read once an epoch by each worker (one
+// a GPU), sequentially, into host memory, which then serves the batches
+// as a CPU cache does; the SSD reads overlap the host's traffic to the
+// GPUs. Each worker holds its own macro-batches, pieces and overlay (a
+// word a vertex, store.Overlay).
 func multistageOption(in loaderInput) (LoaderOption, error) {
 	s := in.s
 	s.HostShare, s.SSDShare = s.HostShare+s.SSDShare, 0
@@ -153,12 +158,14 @@ func multistageOption(in loaderInput) (LoaderOption, error) {
 	if err != nil {
 		return LoaderOption{}, err
 	}
+	workers := float64(max(in.hw.GPUs, 1))
 	rows := ssdRowsGB(in)
-	read := rows / (float64(in.hw.SSDs) * in.hw.SSD.ReadGBps)
+	read := workers * rows / (float64(in.hw.SSDs) * in.hw.SSD.ReadGBps)
 	batches := float64(max(in.w.BatchesPerEpoch(), 1))
 	macro := rows * plannedMacroParts / plannedParts
-	o := LoaderOption{Name: LoaderMultistage, EpochIOSeconds: math.Max(hostSecs, read), SSDBytesPerBatch: rows * 1e9 / batches,
-		RequestBytes: macro * 1e9 / plannedMacroParts / float64(in.hw.SSDs), DiskSpaceGB: 2 * rows, HostGiB: (macroBuffers + float64(pieceBuffers)/plannedMacroParts) * macro * 1e9 / (1 << 30),
+	held := (macroBuffers+float64(pieceBuffers)/plannedMacroParts)*macro*1e9 + overlayBytesPerVertex*float64(in.w.Vertices)
+	o := LoaderOption{Name: LoaderMultistage, EpochIOSeconds: math.Max(hostSecs, read), SSDBytesPerBatch: workers * rows * 1e9 / batches,
+		RequestBytes: macro * 1e9 / plannedMacroParts / float64(in.hw.SSDs), DiskSpaceGB: 2 * rows, HostGiB: workers * held / (1 << 30),
 		AccuracyRisk: "neighbours outside a macro-batch and the hubs are not sampled (within 1 point of online on Cora and CiteSeer, docs/loaders.md)"}
 	o.EpochSeconds = math.Max(o.EpochIOSeconds, in.train)
 	room := in.hostGiB*(1-in.a.HostReserveShare) - s.CPUCacheRows*float64(in.w.FeatureRowBytes())/(1<<30)
