@@ -17,7 +17,7 @@ func TestMultistageOptionPerWorker(t *testing.T) {
 	in := loaderInput{w: w, s: Shares{HostShare: 0.3, SSDShare: 0.7, CPUCacheRows: 1_000_000, EpochGB: 50},
 		hw:      Hardware{SSDs: 2, SSD: profiles.SSDModel{ReadGBps: 3, CapacityGB: 4000}},
 		hostGiB: 1024, train: 1,
-		flow:    func(placement.Tiers) (float64, error) { return 0.5, nil }}
+		flow: func(placement.Tiers) (float64, error) { return 0.5, nil }}
 	rowsGB := 9_000_000 * 512 / 1e9
 	macroGB := rowsGB * plannedMacroParts / plannedParts
 	for _, gpus := range []int{0, 1, 4} {
