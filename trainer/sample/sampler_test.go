@@ -321,27 +321,12 @@ func TestSamplerDrawsUniformly(t *testing.T) {
 		{"large left-out draw uses a set", 200, 130, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			adj := [][]int32{make([]int32, tc.deg)}
-			for i := range tc.deg {
-				adj[0][i] = int32(i + 1)
-				adj = append(adj, nil)
-			}
-			s, err := NewSampler(graphOfAdj(adj, []int64{0}), SamplerOptions{Fanouts: []int{tc.k}, BatchSize: 1, Seed: 42})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := starSampler(t, tc.deg, tc.k)
 			const draws = 20000
 			freq := make([]int, tc.deg+1)
 			subsets := map[string]int{}
 			for e := range draws {
-				b := s.Sample(e, 0).Blocks[0]
-				var got []int32
-				for _, li := range b.SrcIdx {
-					freq[b.Src[li]]++
-					got = append(got, b.Src[li])
-				}
-				slices.Sort(got)
-				subsets[fmt.Sprint(got)]++
+				tally(s.Sample(e, 0).Blocks[0], freq, subsets)
 			}
 			all := make([]int32, tc.deg)
 			for i := range all {
@@ -350,6 +335,35 @@ func TestSamplerDrawsUniformly(t *testing.T) {
 			checkUniform(t, draws, tc.k, all, freq, subsets, tc.subsets)
 		})
 	}
+}
+
+// starSampler samples k neighbours of vertex 0, whose neighbours are
+// the leaves 1 to deg, one batch of it an epoch.
+func starSampler(t *testing.T, deg, k int) *Sampler {
+	t.Helper()
+	adj := [][]int32{make([]int32, deg)}
+	for i := range deg {
+		adj[0][i] = int32(i + 1)
+		adj = append(adj, nil)
+	}
+	s, err := NewSampler(graphOfAdj(adj, []int64{0}), SamplerOptions{Fanouts: []int{k}, BatchSize: 1, Seed: 42})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// tally counts the vertices block b drew in freq and the set of them in
+// subsets (by its sorted vertices printed), and returns how many it drew.
+func tally(b Block, freq []int, subsets map[string]int) int {
+	var got []int32
+	for _, li := range b.SrcIdx {
+		freq[b.Src[li]]++
+		got = append(got, b.Src[li])
+	}
+	slices.Sort(got)
+	subsets[fmt.Sprint(got)]++
+	return len(got)
 }
 
 // checkUniform fails t unless draws draws of k of from drew each of from
@@ -841,38 +855,21 @@ func TestEpochWithinDrawsUniformly(t *testing.T) {
 		{"hub, few within", 400, 80, 2, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			adj := [][]int32{make([]int32, tc.deg)}
 			within := NewBitmap(tc.deg + 1)
 			var in []int32
-			for i := range tc.deg {
-				u := int32(i + 1)
-				adj[0][i] = u
-				adj = append(adj, nil)
-				if i%tc.step == 0 {
-					within.Set(u)
-					in = append(in, u)
-				}
+			for u := int32(1); u <= int32(tc.deg); u += int32(tc.step) {
+				within.Set(u)
+				in = append(in, u)
 			}
-			s, err := NewSampler(graphOfAdj(adj, []int64{0}), SamplerOptions{Fanouts: []int{tc.k}, BatchSize: 1, Seed: 42})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := starSampler(t, tc.deg, tc.k)
 			const draws = 20000
 			freq := make([]int, tc.deg+1)
 			subsets := map[string]int{}
 			for e := range draws {
 				err := s.EpochWithin(context.Background(), e, []int32{0}, within, 0, 0, func(mb *MiniBatch) error {
-					b := mb.Blocks[0]
-					var got []int32
-					for _, li := range b.SrcIdx {
-						freq[b.Src[li]]++
-						got = append(got, b.Src[li])
+					if n := tally(mb.Blocks[0], freq, subsets); n != min(tc.k, len(in)) {
+						t.Fatalf("epoch %d: %d drawn, want %d", e, n, min(tc.k, len(in)))
 					}
-					if len(got) != min(tc.k, len(in)) {
-						t.Fatalf("epoch %d: %d drawn, want %d", e, len(got), min(tc.k, len(in)))
-					}
-					slices.Sort(got)
-					subsets[fmt.Sprint(got)]++
 					return nil
 				})
 				if err != nil {
