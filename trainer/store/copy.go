@@ -19,6 +19,25 @@ type served struct {
 	ssdRows, slots                []int
 }
 
+// slot counts batch row i, row r of bin b, in out and says which row of
+// dst it goes to: i, or with idx (the rows packed) the next one, *n,
+// recorded in idx[i]; false for a row of the resident bin, idx[i] = -1-r.
+func (out *served) slot(i, b, r, resident int, idx []int32, n *int) (int, bool) {
+	out.binRows[b]++
+	if b == resident {
+		idx[i] = int32(-1 - r)
+		out.resident++
+		return 0, false
+	}
+	slot := i
+	if idx != nil {
+		slot = *n
+		idx[i] = int32(slot)
+	}
+	*n++
+	return slot, true
+}
+
 // serveSpan copies the cached rows of vertices[sp.Lo:sp.Hi] into dst and
 // lists the SSD rows. Without a resident bin (idx nil) batch row i goes
 // to row i of dst; with one, the rows not resident are packed from row
@@ -33,18 +52,10 @@ func (s *Store) serveSpan(caches [][]float32, vertices []int32, sp spans.Span, b
 			return out, fmt.Errorf("gather: vertex %d (batch row %d) out of range [0, %d)", v, i, s.m.NumNodes)
 		}
 		b, r := s.bin[v], int(s.row[v])
-		out.binRows[b]++
-		if int(b) == resident {
-			idx[i] = int32(-1 - r)
-			out.resident++
+		slot, ok := out.slot(i, int(b), r, resident, idx, &n)
+		if !ok {
 			continue
 		}
-		slot := i
-		if idx != nil {
-			slot = n
-			idx[i] = int32(n)
-		}
-		n++
 		switch s.bins[b].tier {
 		case tierWorker:
 			copy(dst[slot*dim:(slot+1)*dim], caches[b][r*dim:(r+1)*dim])

@@ -142,18 +142,10 @@ func (o *Overlay) span(vertices []int32, sp spans.Span, base int, dst []float32,
 		for i := lo; i < hi; i++ {
 			l := locs[i-lo]
 			b, r := int(l>>56), int(uint32(l))
-			out.binRows[b]++
-			if b == resident {
-				idx[i] = int32(-1 - r)
-				out.resident++
+			slot, ok := out.slot(i, b, r, resident, idx, &n)
+			if !ok {
 				continue
 			}
-			slot := i
-			if idx != nil {
-				slot = n
-				idx[i] = int32(n)
-			}
-			n++
 			var src []float32
 			switch o.tiers[b] {
 			case tierWorker:
