@@ -7,10 +7,8 @@ import (
 	"slices"
 	"sort"
 	"sync"
-	"time"
 	"unsafe"
 
-	"github.com/gnnplan/gnnplan/internal/hugepage"
 	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/internal/rng"
 	"github.com/gnnplan/gnnplan/trainer/dataset"
@@ -253,13 +251,12 @@ type macroAhead struct {
 	b     *macroBuf
 }
 
-// macroBuf is one macro-batch's rows read from disk: row i is vertex
-// ids[i]'s. stats is what reading them cost, reported with the
+// macroBuf is one macro-batch's rows read from disk, its parts' pieces
+// as read. stats is what reading them cost, reported with the
 // macro-batch's first batch; left counts its batches not yet gathered.
 type macroBuf struct {
-	rows  []float32
-	ids   []int32
-	load  uint32 // the overlay's load its rows are
+	read  store.PartsRead
+	load  uint32 // the overlay's first load its pieces are
 	first int
 	left  int
 	stats GatherStats
@@ -303,13 +300,7 @@ func (mr *macroRows) loadAll(ctx context.Context, epoch int, macros []macroBatch
 				case <-ctx.Done():
 					return
 				}
-				// The next macro-batch's first part is read ahead of
-				// this one's last check.
-				next := firstPart(then)
-				if i+1 < len(macros) {
-					next = firstPart(&macros[i+1])
-				}
-				if err := mr.read(ctx, m, b, next); err != nil {
+				if err := mr.read(ctx, m, b); err != nil {
 					mr.free <- b
 					select {
 					case out <- loadedMacro{err: err}:
@@ -335,14 +326,6 @@ func (mr *macroRows) loadAll(ctx context.Context, epoch int, macros []macroBatch
 	return out, func() { <-done }
 }
 
-// firstPart is m's first part as a packed batch (nil for no macro-batch).
-func firstPart(m *macroBatch) *store.PackedBatch {
-	if m == nil || len(m.parts) == 0 {
-		return nil
-	}
-	return &store.PackedBatch{Batch: int(m.parts[0])}
-}
-
 // readAhead reads m, epoch's first macro-batch, into the next buffer
 // freed, for that epoch to take (takeAhead). A read that fails or is
 // stopped leaves nothing: the epoch reads m itself, and reports the error.
@@ -353,7 +336,7 @@ func (mr *macroRows) readAhead(ctx context.Context, epoch int, m *macroBatch) {
 	case <-ctx.Done():
 		return
 	}
-	if err := mr.read(ctx, m, b, nil); err != nil {
+	if err := mr.read(ctx, m, b); err != nil {
 		mr.free <- b
 		return
 	}
@@ -380,48 +363,25 @@ func (mr *macroRows) takeAhead(epoch int, m *macroBatch) *macroBuf {
 	return a.b
 }
 
-// read reads m's parts' disk rows into b, part by part (each one
-// sequential read of its piece, the next part's read while this one's
-// is checked, after the last part then).
-func (mr *macroRows) read(ctx context.Context, m *macroBatch, b *macroBuf, then *store.PackedBatch) error {
-	start := time.Now()
-	b.stats = GatherStats{}
+// read reads m's parts' disk rows into b: each part's pieces whole, one
+// sequential read each, straight into b's buffer, where the batches use
+// them; the next part's read while this one's is checked.
+func (mr *macroRows) read(ctx context.Context, m *macroBatch, b *macroBuf) error {
 	// A part's piece holds its rows not in memory (the hubs are), each
 	// with its vertex id, checked: those are the macro-batch's rows.
-	total := 0
-	for _, p := range m.parts {
-		total += mr.pieces.Rows(store.PackedBatch{Batch: int(p)})
-	}
-	if cap(b.ids) < total {
-		b.ids = make([]int32, total+total/4)
-	}
-	b.ids = b.ids[:total]
-	if need := total * mr.dim; cap(b.rows) < need {
-		b.rows = make([]float32, need+need/4)
-		hugepage.Advise(b.rows)
-	}
-	b.rows = b.rows[:total*mr.dim]
-	at := 0
+	parts := make([]store.PackedBatch, len(m.parts))
 	for j, p := range m.parts {
-		next := then
-		if j+1 < len(m.parts) {
-			next = &store.PackedBatch{Batch: int(m.parts[j+1])}
-		}
-		part := store.PackedBatch{Batch: int(p)}
-		k := mr.pieces.Rows(part)
-		gs, err := mr.pieces.ReadRows(ctx, part, next, b.ids[at:at+k], b.rows[at*mr.dim:(at+k)*mr.dim])
-		if err != nil {
-			return fmt.Errorf("multistage: part %d: %w", p, err)
-		}
-		b.stats.Add(gs)
-		at += k
+		parts[j] = store.PackedBatch{Batch: int(p)}
+	}
+	var err error
+	if b.stats, err = mr.pieces.ReadParts(ctx, parts, &b.read); err != nil {
+		return fmt.Errorf("multistage: parts %v: %w", m.parts, err)
 	}
 	// The first stage's rows count as read once, here; the batches
-	// find them in memory. Its time is the whole stage's: reads, checks
-	// and copies, what the next macro-batch waits for; ReadSeconds stays
-	// the reads' own (the disk's rate), CheckSeconds the rest.
-	b.stats.Rows, b.stats.Bytes, b.stats.SocketCacheHits, b.stats.BinRows = 0, 0, 0, nil
-	b.stats.Seconds = time.Since(start).Seconds()
+	// find them in memory. Its time is the whole stage's: reads and
+	// checks, what the next macro-batch waits for; ReadSeconds stays the
+	// reads' own (the disk's rate), CheckSeconds the rest.
+	b.stats.Rows, b.stats.Bytes = 0, 0
 	return nil
 }
 
@@ -429,7 +389,7 @@ func (mr *macroRows) read(ctx context.Context, m *macroBatch, b *macroBuf, then 
 // once no batch of another macro-batch holding its parts' rows is left.
 func (mr *macroRows) adopt(m *macroBatch, b *macroBuf) error {
 	var err error
-	if b.load, err = mr.ov.Register(b.ids); err != nil {
+	if b.load, err = mr.ov.Register(b.read.IDs...); err != nil {
 		mr.free <- b
 		return fmt.Errorf("multistage: parts %v: %w", m.parts, err)
 	}
@@ -455,7 +415,7 @@ func (mr *macroRows) fetch(st *stages) rowFetcher {
 		if b == nil {
 			return 0, GatherStats{}, fmt.Errorf("multistage: batch %d's macro-batch is not in memory", mb.Index+1)
 		}
-		n, gs, err := mr.ov.Gather(mb.Input(), dst, resident, idx, b.load, b.rows)
+		n, gs, err := mr.ov.Gather(mb.Input(), dst, resident, idx, store.Loaded{First: b.load, Rows: b.read.Rows})
 		if err != nil {
 			return n, gs, fmt.Errorf("multistage: batch %d of epoch %d: %w", mb.Index+1, mb.Epoch+1, err)
 		}

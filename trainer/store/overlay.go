@@ -49,40 +49,52 @@ func (s *Store) Overlay() *Overlay {
 	return o
 }
 
-// Register records a new load, row i of which is vertex ids[i]'s, and
-// returns its number for Gather: each of those vertices is now served
-// from this load (no longer from one registered before). Each must be a
-// vertex whose row the store keeps on disk.
-func (o *Overlay) Register(ids []int32) (uint32, error) {
+// Loaded is where the rows of consecutive loads are held: load First+k's
+// row r at Rows[k][r x Dim:], as Register numbered them.
+type Loaded struct {
+	First uint32
+	Rows  [][]float32
+}
+
+// Register records new loads, one per ids slice, numbered consecutively
+// from the number it returns: row i of the k-th is vertex ids[k][i]'s, and
+// each of those vertices is now served from it (no longer from a load
+// registered before). Each must be a vertex whose row the store keeps on
+// disk.
+func (o *Overlay) Register(ids ...[]int32) (uint32, error) {
+	if len(ids) == 0 {
+		return 0, errors.New("overlay: no load to register")
+	}
 	o.mu.Lock()
-	if o.loads == overlayMaxLoads {
+	if o.loads+uint32(min(len(ids), overlayMaxLoads)) > overlayMaxLoads || len(ids) > overlayMaxLoads {
 		o.mu.Unlock()
-		return 0, fmt.Errorf("overlay: %d loads registered, the most one overlay tells apart (open another)", o.loads)
+		return 0, fmt.Errorf("overlay: %d loads registered and %d more, past the most one overlay tells apart, %d (open another)", o.loads, len(ids), overlayMaxLoads)
 	}
-	o.loads++
-	load := o.loads
+	first := o.loads + 1
+	o.loads += uint32(len(ids))
 	o.mu.Unlock()
-	if int64(len(ids)) > 1<<32 {
-		return 0, fmt.Errorf("overlay: a load of %d rows (at most 2^32)", len(ids))
-	}
-	for i, v := range ids {
-		if v < 0 || int(v) >= len(o.loc) {
-			return 0, fmt.Errorf("overlay: row %d of the load is vertex %d, the store has %d", i, v, len(o.loc))
+	for k, load := range ids {
+		if int64(len(load)) > 1<<32 {
+			return 0, fmt.Errorf("overlay: a load of %d rows (at most 2^32)", len(load))
 		}
-		b := o.s.bin[v]
-		if o.tiers[b] != tierSSD {
-			return 0, fmt.Errorf("overlay: row %d of the load is vertex %d, which the store holds in memory (bin %d)", i, v, b)
+		for i, v := range load {
+			if v < 0 || int(v) >= len(o.loc) {
+				return 0, fmt.Errorf("overlay: row %d of load %d is vertex %d, the store has %d", i, k+1, v, len(o.loc))
+			}
+			b := o.s.bin[v]
+			if o.tiers[b] != tierSSD {
+				return 0, fmt.Errorf("overlay: row %d of load %d is vertex %d, which the store holds in memory (bin %d)", i, k+1, v, b)
+			}
+			atomic.StoreUint64(&o.loc[v], uint64(b)<<56|uint64(first+uint32(k))<<32|uint64(i))
 		}
-		atomic.StoreUint64(&o.loc[v], uint64(b)<<56|uint64(load)<<32|uint64(i))
 	}
-	return load, nil
+	return first, nil
 }
 
 // Gather is the store's GatherResident (resident < 0 and idx nil: its
-// Gather) with the rows on disk taken from rows, load's (row r at r x
-// Dim). Those count as SocketCacheHits (they are in memory); SSDRows
-// stays 0.
-func (o *Overlay) Gather(vertices []int32, dst []float32, resident int, idx []int32, load uint32, rows []float32) (int, GatherStats, error) {
+// Gather) with the rows on disk taken from the loads of from. Those count
+// as SocketCacheHits (they are in memory); SSDRows stays 0.
+func (o *Overlay) Gather(vertices []int32, dst []float32, resident int, idx []int32, from Loaded) (int, GatherStats, error) {
 	s := o.s
 	start := time.Now()
 	st := GatherStats{Rows: len(vertices), Bytes: int64(len(vertices)) * s.rowBytes}
@@ -91,8 +103,8 @@ func (o *Overlay) Gather(vertices []int32, dst []float32, resident int, idx []in
 		return 0, st, fmt.Errorf("gather: dst holds %d floats, idx %d entries for %d rows of %d", len(dst), len(idx), len(vertices), s.dim)
 	case resident >= 0 && (resident >= len(o.tiers) || o.tiers[resident] != tierWorker):
 		return 0, st, fmt.Errorf("gather: bin %d is not a worker cache bin (worker bins: %v)", resident, s.WorkerBins())
-	case load == 0 || load > overlayMaxLoads:
-		return 0, st, fmt.Errorf("gather: load %d is not one Register returns", load)
+	case from.First == 0 || len(from.Rows) == 0 || uint64(from.First)+uint64(len(from.Rows))-1 > overlayMaxLoads:
+		return 0, st, fmt.Errorf("gather: loads %d to %d are not ones Register returns", from.First, uint64(from.First)+uint64(len(from.Rows))-1)
 	case s.caches == nil:
 		return 0, st, errors.New("gather: the store is closed")
 	}
@@ -103,7 +115,7 @@ func (o *Overlay) Gather(vertices []int32, dst []float32, resident int, idx []in
 	parts := make([]served, len(cut))
 	err := spans.Run(cut, func(i int, sp spans.Span) error {
 		var err error
-		parts[i], err = o.span(vertices, sp, base[i], dst, resident, idx, load, rows)
+		parts[i], err = o.span(vertices, sp, base[i], dst, resident, idx, from)
 		return err
 	})
 	if err != nil {
@@ -122,12 +134,15 @@ func (o *Overlay) Gather(vertices []int32, dst []float32, resident int, idx []in
 // copy before it.
 const overlayChunk = 32
 
-// span is serveSpan with the rows on disk from load's rows, counted in
-// ssd and not listed.
-func (o *Overlay) span(vertices []int32, sp spans.Span, base int, dst []float32, resident int, idx []int32, load uint32, rows []float32) (served, error) {
+// span is serveSpan with the rows on disk from the loads of from, counted
+// in ssd and not listed.
+func (o *Overlay) span(vertices []int32, sp spans.Span, base int, dst []float32, resident int, idx []int32, from Loaded) (served, error) {
 	caches, dim := o.s.caches, o.s.dim
 	out := served{binRows: make([]int, len(o.tiers))}
-	loaded := len(rows) / dim
+	loaded := make([]int, len(from.Rows))
+	for k, rows := range from.Rows {
+		loaded[k] = len(rows) / dim
+	}
 	n := base
 	var locs [overlayChunk]uint64
 	for lo := sp.Lo; lo < sp.Hi; lo += overlayChunk {
@@ -155,10 +170,11 @@ func (o *Overlay) span(vertices []int32, sp spans.Span, base int, dst []float32,
 				src = caches[b]
 				out.socket++
 			default:
-				if uint32(l>>32)&overlayMaxLoads != load || r >= loaded {
-					return out, fmt.Errorf("gather: vertex %d (batch row %d) is on disk and not among the %d rows of load %d", vertices[i], i, loaded, load)
+				k := uint32(l>>32)&overlayMaxLoads - from.First // wraps for a load before First
+				if k >= uint32(len(loaded)) || r >= loaded[k] {
+					return out, fmt.Errorf("gather: vertex %d (batch row %d) is on disk and not in loads %d to %d", vertices[i], i, from.First, from.First+uint32(len(loaded))-1)
 				}
-				src = rows
+				src = from.Rows[k]
 				out.ssd++
 			}
 			copy(dst[slot*dim:(slot+1)*dim], src[r*dim:(r+1)*dim])

@@ -24,7 +24,7 @@ func BenchmarkOverlayGather(b *testing.B) {
 		b.Run(fmt.Sprintf("dim=%d/overlay", dim), func(b *testing.B) {
 			b.SetBytes(int64(len(batch) * dim * 4))
 			for range b.N {
-				if _, _, err := o.Gather(batch, dst, -1, nil, load, rows); err != nil {
+				if _, _, err := o.Gather(batch, dst, -1, nil, Loaded{First: load, Rows: [][]float32{rows}}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -10,7 +10,8 @@ import (
 )
 
 // TestOverlayServesTheStoresRows: with every row on disk registered in
-// one of two loads, a batch of rows in memory and rows of one load is
+// one of two registrations (the first two loads at once, as a macro-batch
+// of two parts), a batch of rows in memory and rows of the first is
 // served as the store's Gather and GatherResident serve it, on one copy
 // goroutine or several; a row of the other load, of a load registered
 // again since, or of no load, is an error naming the vertex.
@@ -38,8 +39,8 @@ func TestOverlayServesTheStoresRows(t *testing.T) {
 		rng.Shuffle(len(disk), func(i, j int) { disk[i], disk[j] = disk[j], disk[i] })
 		a, b := disk[:len(disk)/2], disk[len(disk)/2:]
 		o := s.Overlay()
-		loadA, rowsA := register(t, s, o, a)
-		loadB, _ := register(t, s, o, b)
+		loadA := register(t, s, o, a[:len(a)/3], a[len(a)/3:])
+		loadB := register(t, s, o, b)
 
 		// Batches larger than a copy goroutine's least share, with repeats.
 		pool := append(slices.Clone(mem), a...)
@@ -55,7 +56,7 @@ func TestOverlayServesTheStoresRows(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := make([]float32, len(batch)*dim)
-			k, st, err := o.Gather(batch, got, -1, nil, loadA, rowsA)
+			k, st, err := o.Gather(batch, got, -1, nil, loadA)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,7 +73,7 @@ func TestOverlayServesTheStoresRows(t *testing.T) {
 				t.Fatal(err)
 			}
 			packed, idx := make([]float32, len(batch)*dim), make([]int32, len(batch))
-			k, st, err = o.Gather(batch, packed, wb, idx, loadA, rowsA)
+			k, st, err = o.Gather(batch, packed, wb, idx, loadA)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -84,15 +85,16 @@ func TestOverlayServesTheStoresRows(t *testing.T) {
 		for _, tc := range []struct {
 			name  string
 			v     int32
-			load  uint32
+			from  Loaded
 			error string
 		}{
-			{"the other load's row", b[0], loadA, "not among"},
-			{"a row of no load", a[0], 0, "not one Register returns"},
+			{"the other registration's row", b[0], loadA, "not in loads"},
+			{"a row of no load", a[0], Loaded{Rows: loadA.Rows}, "not ones Register returns"},
+			{"a row of the registration's second load, given its first", a[len(a)-1], Loaded{First: loadA.First, Rows: loadA.Rows[:1]}, "not in loads"},
 			{"a vertex out of range", n, loadA, "out of range"},
-			{"a row registered with the other load", a[0], loadB, "not among"},
+			{"a row registered with the other load", a[0], loadB, "not in loads"},
 		} {
-			_, _, err := o.Gather([]int32{mem[0], tc.v}, make([]float32, 2*dim), -1, nil, tc.load, rowsA)
+			_, _, err := o.Gather([]int32{mem[0], tc.v}, make([]float32, 2*dim), -1, nil, tc.from)
 			if err == nil || !strings.Contains(err.Error(), tc.error) {
 				t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.error)
 			}
@@ -101,7 +103,7 @@ func TestOverlayServesTheStoresRows(t *testing.T) {
 		if _, err := o.Register(a[:1]); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := o.Gather(a[:1], make([]float32, dim), -1, nil, loadA, rowsA); err == nil || !strings.Contains(err.Error(), "not among") {
+		if _, _, err := o.Gather(a[:1], make([]float32, dim), -1, nil, loadA); err == nil || !strings.Contains(err.Error(), "not in loads") {
 			t.Errorf("a row registered again, gathered from its first load: %v", err)
 		}
 		for _, ids := range [][]int32{{mem[0]}, {-1}, {n}} {
@@ -109,7 +111,10 @@ func TestOverlayServesTheStoresRows(t *testing.T) {
 				t.Errorf("Register(%v): no error", ids)
 			}
 		}
-		if _, _, err := o.Gather(mem[:1], make([]float32, dim), slices.Index(s.BinIDs(), "socket0"), make([]int32, 1), loadA, rowsA); err == nil || !strings.Contains(err.Error(), "not a worker cache bin") {
+		if _, err := o.Register(); err == nil {
+			t.Error("Register(): no error")
+		}
+		if _, _, err := o.Gather(mem[:1], make([]float32, dim), slices.Index(s.BinIDs(), "socket0"), make([]int32, 1), loadA); err == nil || !strings.Contains(err.Error(), "not a worker cache bin") {
 			t.Errorf("a socket bin as resident: %v", err)
 		}
 	}
@@ -134,7 +139,7 @@ func TestOverlayRegistersBesideGathers(t *testing.T) {
 	}
 	a, b := disk[:len(disk)/2], disk[len(disk)/2:]
 	o := s.Overlay()
-	loadA, rowsA := register(t, s, o, a)
+	loadA := register(t, s, o, a)
 	want := make([]float32, len(a)*dim)
 	if _, err := s.Gather(context.Background(), a, want); err != nil {
 		t.Fatal(err)
@@ -145,7 +150,7 @@ func TestOverlayRegistersBesideGathers(t *testing.T) {
 		wg.Go(func() {
 			got := make([]float32, len(a)*dim)
 			for range 50 {
-				if _, _, err := o.Gather(a, got, -1, nil, loadA, rowsA); err != nil {
+				if _, _, err := o.Gather(a, got, -1, nil, loadA); err != nil {
 					errs[g] = err
 					return
 				}
@@ -173,16 +178,19 @@ type errString string
 
 func (e errString) Error() string { return string(e) }
 
-// register registers ids as a load of o, its rows the store's.
-func register(t *testing.T, s *Store, o *Overlay, ids []int32) (uint32, []float32) {
+// register registers the pieces as loads of o, their rows the store's.
+func register(t *testing.T, s *Store, o *Overlay, pieces ...[]int32) Loaded {
 	t.Helper()
-	rows := make([]float32, len(ids)*s.Dim())
-	if _, err := s.Gather(context.Background(), ids, rows); err != nil {
+	l := Loaded{Rows: make([][]float32, len(pieces))}
+	for k, ids := range pieces {
+		l.Rows[k] = make([]float32, len(ids)*s.Dim())
+		if _, err := s.Gather(context.Background(), ids, l.Rows[k]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var err error
+	if l.First, err = o.Register(pieces...); err != nil {
 		t.Fatal(err)
 	}
-	load, err := o.Register(ids)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return load, rows
+	return l
 }

@@ -261,29 +261,128 @@ func (p *Packed) Rows(at PackedBatch) int {
 	return n
 }
 
-// ReadRows reads batch at's pieces whole, the rows the multistage
-// loader's first stage needs of a part: it checks them as Gather does and
-// copies row k of the pieces (in their order) to dst's row k, its vertex
-// to ids[k]; dst and ids hold Rows(at) rows. next is read ahead as
-// Gather's is. Without the store's lookups of each vertex, for a set
-// whose rows are all on disk.
-func (p *Packed) ReadRows(ctx context.Context, at PackedBatch, next *PackedBatch, ids []int32, dst []float32) (GatherStats, error) {
+// PartsRead is what ReadParts read: per piece, in the parts' order and a
+// piece per directory, its vertices (IDs) and their rows (Rows, row k
+// vertex IDs[k]'s), both in place in its buffer, which the next ReadParts
+// into it reuses.
+type PartsRead struct {
+	IDs  [][]int32
+	Rows [][]float32
+	buf  []byte
+}
+
+// ReadParts reads the pieces of the batches parts whole, straight into
+// into's buffer, a part's pieces while the part before is checked as
+// Gather checks it (header, vertex ids, every row's checksum): the
+// multistage loader's first stage, for a set whose rows are all on disk
+// and are used where they were read, with no lookup of each vertex and no
+// copy. The stats count the rows as read from disk.
+func (p *Packed) ReadParts(ctx context.Context, parts []PackedBatch, into *PartsRead) (GatherStats, error) {
 	start := time.Now()
-	n := p.Rows(at)
-	st := GatherStats{Rows: n, SSDRows: n, Bytes: int64(n) * p.s.rowBytes}
-	switch {
-	case !p.packed(at):
-		return st, p.notPacked(at)
-	case len(ids) < n || len(dst) < n*p.s.dim:
-		return st, fmt.Errorf("read rows: %d ids and %d floats for %d rows of %d", len(ids), len(dst), n, p.s.dim)
+	m := p.m
+	dirs := len(m.Dirs)
+	var st GatherStats
+	var need int64
+	for _, at := range parts {
+		if !p.packed(at) {
+			return st, p.notPacked(at)
+		}
+		for d := range dirs {
+			_, rows, _ := p.entryAt(at.Worker, at.Epoch, at.Batch, d)
+			need += layoutPiece(rows, m.RowBytes).stored
+			st.Rows += rows
+		}
 	}
-	defer p.turn(at)()
-	pr := p.readFor(ctx, at)
-	p.await(ctx, pr, next)
-	st.ReadSeconds = pr.seconds
-	err := p.placeAll(pr, nil, nil, nil, dst, ids, &st)
+	st.SSDRows, st.Bytes, st.UsefulBytes = st.Rows, int64(st.Rows)*m.RowBytes, int64(st.Rows)*m.RowBytes
+	if int64(len(into.buf)) < need {
+		into.buf = alignedBytes(need + need/4)
+		hugepage.Advise(into.buf)
+	}
+	into.IDs, into.Rows = into.IDs[:0], into.Rows[:0]
+	// reqs[j] reads part j's pieces; the read of part j+1 runs while
+	// part j is checked.
+	reqs := make([][]ioread.Request, len(parts))
+	var off int64
+	for j, at := range parts {
+		for d := range dirs {
+			at0, rows, _ := p.entryAt(at.Worker, at.Epoch, at.Batch, d)
+			if stored := layoutPiece(rows, m.RowBytes).stored; stored > 0 {
+				reqs[j] = append(reqs[j], ioread.Request{File: (at.Worker*m.Epochs+at.Epoch)*dirs + d, Offset: at0, Length: int(stored), Dst: into.buf[off : off+stored], Tag: uint64(d)})
+				off += stored
+			}
+		}
+	}
+	type result struct {
+		stats   ioread.Stats
+		seconds float64
+		err     error
+	}
+	read := func(j int) <-chan result {
+		c := make(chan result, 1)
+		go func() {
+			t := time.Now()
+			rs, err := p.read(ctx, reqs[j])
+			c <- result{rs, time.Since(t).Seconds(), err}
+		}()
+		return c
+	}
+	var pending <-chan result
+	if len(parts) > 0 {
+		pending = read(0)
+	}
+	var err error
+	for j, at := range parts {
+		r := <-pending
+		pending = nil
+		if r.err == nil && j+1 < len(parts) {
+			pending = read(j + 1)
+		}
+		st.DeviceBytes += r.stats.DeviceBytes
+		st.DeviceReads += r.stats.DeviceReads
+		st.ReadSeconds += r.seconds
+		if err = r.err; err != nil {
+			err = fmt.Errorf("packed batches: batch %d: %w", at.Batch+1, err)
+			break
+		}
+		t := time.Now()
+		for _, q := range reqs[j] {
+			ids, rows, cerr := p.checkPiece(at, int(q.Tag), q.Dst)
+			if cerr != nil {
+				err = fmt.Errorf("packed batches: %s at offset %d (batch %d): %w%s", m.PackedFile(at.Worker, at.Epoch, int(q.Tag)), q.Offset, at.Batch+1, cerr, repackHint(m.Name))
+				break
+			}
+			into.IDs, into.Rows = append(into.IDs, ids), append(into.Rows, rows)
+		}
+		st.CheckSeconds += time.Since(t).Seconds()
+		if err != nil {
+			break
+		}
+	}
+	if pending != nil {
+		<-pending // into's buffer is the read's until it ends
+	}
 	st.Seconds = time.Since(start).Seconds()
 	return st, err
+}
+
+// checkPiece checks piece d of batch at, read into piece, and returns its
+// vertices and rows in place.
+func (p *Packed) checkPiece(at PackedBatch, d int, piece []byte) ([]int32, []float32, error) {
+	s := p.s
+	_, rows, _ := p.entryAt(at.Worker, at.Epoch, at.Batch, d)
+	pl, err := p.checkHeader(at.Worker, at.Epoch, at.Batch, d, piece)
+	if err != nil {
+		return nil, nil, err
+	}
+	le := binary.LittleEndian
+	ids := unsafe.Slice((*int32)(unsafe.Pointer(&piece[pl.ids])), rows)
+	for j := range rows {
+		row := piece[pl.data+int64(j)*s.rowBytes:][:s.rowBytes]
+		if got := rowCRC(row); got != le.Uint32(piece[pl.crcs+4*int64(j):]) {
+			return nil, nil, fmt.Errorf("row %d (vertex %d) is damaged: checksum %08x, packed %08x", j, ids[j], got, le.Uint32(piece[pl.crcs+4*int64(j):]))
+		}
+	}
+	return ids, unsafe.Slice((*float32)(unsafe.Pointer(&piece[pl.data])), rows*s.dim), nil
 }
 
 // notPacked is the error for a batch the set does not hold.
@@ -406,18 +505,12 @@ func (p *Packed) requests(at PackedBatch, buf []byte) ([]byte, []ioread.Request,
 // place checks the pieces pr read and puts their rows in place: the
 // batch's disk rows, vertices[ssd[k]] into slot slots[k] of dst.
 func (p *Packed) place(pr *piecesRead, vertices []int32, ssd, slots []int, dst []float32, st *GatherStats) error {
-	return p.placeAll(pr, vertices, ssd, slots, dst, nil, st)
-}
-
-// placeAll is place, or with ids not nil ReadRows's placing: every row in
-// the pieces' order, its vertex to ids.
-func (p *Packed) placeAll(pr *piecesRead, vertices []int32, ssd, slots []int, dst []float32, ids []int32, st *GatherStats) error {
 	m, at := p.m, pr.at
 	st.UsefulBytes, st.DeviceBytes, st.DeviceReads = int64(pr.rows)*m.RowBytes, pr.stats.DeviceBytes, pr.stats.DeviceReads
 	if pr.err != nil {
 		return fmt.Errorf("packed batches: epoch %d, batch %d: %w", at.Epoch+1, at.Batch+1, pr.err)
 	}
-	if ids == nil && pr.rows != len(ssd) {
+	if pr.rows != len(ssd) {
 		return fmt.Errorf("packed batches: epoch %d, batch %d holds %d rows, the batch reads %d from disk: packed from other batches%s",
 			at.Epoch+1, at.Batch+1, pr.rows, len(ssd), repackHint(m.Name))
 	}
@@ -425,7 +518,7 @@ func (p *Packed) placeAll(pr *piecesRead, vertices []int32, ssd, slots []int, ds
 	defer func() { st.CheckSeconds = time.Since(t).Seconds() }()
 	for _, r := range pr.reqs {
 		d := int(r.Tag)
-		if err := p.placePiece(at.Worker, at.Epoch, at.Batch, d, r.Dst, vertices, ssd, slots, dst, ids); err != nil {
+		if err := p.placePiece(at.Worker, at.Epoch, at.Batch, d, r.Dst, vertices, ssd, slots, dst); err != nil {
 			return fmt.Errorf("packed batches: %s at offset %d (epoch %d, batch %d): %w%s",
 				m.PackedFile(at.Worker, at.Epoch, d), r.Offset, at.Epoch+1, at.Batch+1, err, repackHint(m.Name))
 		}
@@ -433,11 +526,10 @@ func (p *Packed) placeAll(pr *piecesRead, vertices []int32, ssd, slots []int, ds
 	return nil
 }
 
-// placePiece checks piece d of batch b (read into piece) and copies its
-// rows to their slots of dst: each the batch's row it names (vertices,
-// ssd, slots), or with ids not nil row k to dst's row k, its vertex to
-// ids[k].
-func (p *Packed) placePiece(w, e, b, d int, piece []byte, vertices []int32, ssd, slots []int, dst []float32, ids []int32) error {
+// checkHeader checks that piece is piece d of worker w's batch b of
+// epoch e, as the index says, with its vertex ids and row checksums
+// intact, and returns its layout.
+func (p *Packed) checkHeader(w, e, b, d int, piece []byte) (pieceLayout, error) {
 	s := p.s
 	_, rows, first := p.entryAt(w, e, b, d)
 	pl := layoutPiece(rows, s.rowBytes)
@@ -445,22 +537,33 @@ func (p *Packed) placePiece(w, e, b, d int, piece []byte, vertices []int32, ssd,
 	want := pieceHeader{worker: uint32(w), epoch: uint32(e), batch: uint32(b), dir: uint32(d), rows: uint32(rows), first: uint32(first), dim: uint32(s.dim), crc: h.crc}
 	switch {
 	case !ok:
-		return errors.New("no piece header")
+		return pl, errors.New("no piece header")
 	case h != want:
-		return fmt.Errorf("the piece of worker %d, epoch %d, batch %d, part %d (%d rows of %d from row %d), where the index says worker %d, epoch %d, batch %d, part %d (%d rows of %d from row %d)",
+		return pl, fmt.Errorf("the piece of worker %d, epoch %d, batch %d, part %d (%d rows of %d from row %d), where the index says worker %d, epoch %d, batch %d, part %d (%d rows of %d from row %d)",
 			h.worker, h.epoch+1, h.batch+1, h.dir, h.rows, h.dim, h.first, w, e+1, b+1, d, rows, s.dim, first)
 	case crc32.Checksum(piece[pl.ids:pl.crcs+4*int64(rows)], castagnoli()) != h.crc:
-		return errors.New("its vertex ids or row checksums are damaged")
+		return pl, errors.New("its vertex ids or row checksums are damaged")
+	}
+	return pl, nil
+}
+
+// placePiece checks piece d of batch b (read into piece) and copies its
+// rows to their slots of dst: each the batch's row it names (vertices,
+// ssd, slots).
+func (p *Packed) placePiece(w, e, b, d int, piece []byte, vertices []int32, ssd, slots []int, dst []float32) error {
+	s := p.s
+	_, rows, first := p.entryAt(w, e, b, d)
+	pl, err := p.checkHeader(w, e, b, d, piece)
+	if err != nil {
+		return err
 	}
 	le := binary.LittleEndian
 	dim := s.dim
 	for j := range rows {
 		k := first + j
 		v := int32(le.Uint32(piece[pl.ids+4*int64(j):]))
-		slot := k
-		if ids != nil {
-			ids[k] = v
-		} else if slot = slots[k]; v != vertices[ssd[k]] {
+		slot := slots[k]
+		if v != vertices[ssd[k]] {
 			return fmt.Errorf("row %d is vertex %d, the batch's row %d is vertex %d", j, v, ssd[k], vertices[ssd[k]])
 		}
 		row := piece[pl.data+int64(j)*s.rowBytes:][:s.rowBytes]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -222,5 +223,77 @@ func flip(t *testing.T, path string, off int64) {
 	data[off] ^= 0xff
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReadParts reads batches' pieces whole as the multistage loader's
+// first stage does: each piece's rows, where they were read, are its
+// vertices' feature rows, and the pieces hold exactly the batches' rows on
+// disk; a damaged row is an error naming the file, and the buffer serves
+// the next read.
+func TestReadParts(t *testing.T) {
+	const n, dim, batches, size = 700, 40, 4, 160
+	rb := newRandomBatches(n, 1, 1, batches, size, 8)
+	_, s, p := packedFixture(t, rb, n, dim)
+	ctx := context.Background()
+	var into PartsRead
+	check := func(parts ...int) error {
+		t.Helper()
+		var at []PackedBatch
+		want, wantRows := map[int32]bool{}, 0
+		for _, b := range parts {
+			at = append(at, PackedBatch{Batch: b})
+			for _, v := range rb.input(PackedBatch{Batch: b}) {
+				if !s.InMemory(v) {
+					want[v] = true
+					wantRows++
+				}
+			}
+		}
+		st, err := p.ReadParts(ctx, at, &into)
+		if err != nil {
+			return err
+		}
+		got := 0
+		for k, ids := range into.IDs {
+			rows := make([]float32, len(ids)*dim)
+			if _, err := s.Gather(ctx, ids, rows); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(into.Rows[k], rows) {
+				t.Fatalf("parts %v, piece %d: its rows are not its vertices' features", parts, k)
+			}
+			for _, v := range ids {
+				if !want[v] {
+					t.Fatalf("parts %v: vertex %d read, not one of the batches' rows on disk", parts, v)
+				}
+			}
+			got += len(ids)
+		}
+		if got != wantRows || st.SSDRows != got || st.DeviceBytes < int64(got)*int64(dim)*4 {
+			t.Fatalf("parts %v: %d rows read (stats %d, %d device bytes), the batches have %d on disk", parts, got, st.SSDRows, st.DeviceBytes, wantRows)
+		}
+		return nil
+	}
+	for _, parts := range [][]int{{2, 0}, {1}, {0, 1, 2, 3}} {
+		if err := check(parts...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := p.Manifest()
+	file := m.PackedFile(0, 0, 1)
+	off, rows, _ := p.entryAt(0, 0, 3, 1)
+	if rows == 0 {
+		t.Fatal("batch 4 holds no rows on the second directory")
+	}
+	flip(t, file, off+layoutPiece(rows, m.RowBytes).data+int64(rows/2)*m.RowBytes)
+	if err := check(0, 3); err == nil || !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("a damaged row: err = %v, want one naming %s and the damaged row", err, file)
+	}
+	if err := check(1, 2); err != nil {
+		t.Fatalf("after a damaged piece: %v", err)
+	}
+	if _, err := p.ReadParts(ctx, []PackedBatch{{Batch: batches}}, &into); err == nil || !strings.Contains(err.Error(), "not packed") {
+		t.Errorf("a part not packed: %v", err)
 	}
 }
