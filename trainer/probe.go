@@ -52,6 +52,11 @@ type Probe struct {
 	InputRows float64 `json:"input_rows"`
 	// Seeds is the mean number of training seeds per batch.
 	Seeds float64 `json:"seeds"`
+	// SlowBatches is how many timed batches BatchSeconds and StepSeconds
+	// leave out: those over slowBatch times the median, a stall no
+	// batch of the run repeats (another process's burst, a page fault
+	// storm); the other times are the means of every timed batch.
+	SlowBatches int `json:"slow_batches,omitempty"`
 	// Vertices lists the input rows of the timed batches, one list per
 	// worker and step, for a caller that wants to know how many of them a
 	// store holds in memory.
@@ -99,6 +104,7 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (_ Probe, err error) {
 	var (
 		p      Probe
 		sum    partialEpoch // the timed batches' totals
+		each   []batchTimes // and each one's times
 		inputs [][]int32
 		fills  []float64 // each epoch's wait for its first batch
 	)
@@ -121,9 +127,10 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (_ Probe, err error) {
 			if e == 0 && epochs > 1 {
 				continue // the warm-up
 			}
-			rec.skip, rec.skipLists = partialEpoch{}, 0
+			rec.skip, rec.skipLists, rec.skipTimes = partialEpoch{}, 0, 0
 		}
 		sum.addBetween(rec.skip, end)
+		each = append(each, rec.times[rec.skipTimes:]...)
 		inputs = append(inputs, rec.inputs[rec.skipLists:]...)
 		p.Batches = sum.Batches
 		if p.Batches >= batches || (rec.skip.Batches == 0 && nb > 1) {
@@ -138,6 +145,7 @@ func (t *Trainer) Probe(ctx context.Context, batches int) (_ Probe, err error) {
 		p.FirstWaitSeconds, p.FirstWaitWarm = median(fills[1:]), true
 	}
 	p.perBatch(sum, inputs, t.tally != nil)
+	p.withoutStalls(each)
 	return p, nil
 }
 
@@ -176,6 +184,45 @@ func (p *Probe) perBatch(sum partialEpoch, inputs [][]int32, tallied bool) {
 		rows += len(in)
 	}
 	p.InputRows = float64(rows) / n
+}
+
+// batchTimes is one probed batch's wall time and step time.
+type batchTimes struct{ wall, step float64 }
+
+// slowBatch is how many times the median batch's time a probed batch
+// takes to count as stalled; minRobustBatches the fewest timed batches
+// for a median to tell.
+const (
+	slowBatch        = 1.5
+	minRobustBatches = 8
+)
+
+// withoutStalls sets BatchSeconds and StepSeconds to the means of the
+// batches in each whose wall time is at most slowBatch times the median
+// (with at least minRobustBatches timed), counting the others in
+// SlowBatches.
+func (p *Probe) withoutStalls(each []batchTimes) {
+	if len(each) < minRobustBatches {
+		return
+	}
+	walls := make([]float64, len(each))
+	for i, b := range each {
+		walls[i] = b.wall
+	}
+	limit := slowBatch * median(walls)
+	var wall, step float64
+	kept := 0
+	for _, b := range each {
+		if b.wall <= limit {
+			wall, step = wall+b.wall, step+b.step
+			kept++
+		}
+	}
+	if kept == 0 || kept == len(each) {
+		return
+	}
+	p.BatchSeconds, p.StepSeconds = wall/float64(kept), step/float64(kept)
+	p.SlowBatches = len(each) - kept
 }
 
 // probeSibling is t's sibling for Probe: the same graph, model shape,
@@ -250,16 +297,24 @@ type probeRecorder struct {
 	stopAt     int
 	cancel     func()
 	skip, last partialEpoch
-	inputs     [][]int32 // every worker's input rows, step by step
-	skipLists  int       // the first step's lists in inputs
+	inputs     [][]int32    // every worker's input rows, step by step
+	skipLists  int          // the first step's lists in inputs
+	times      []batchTimes // each batch's, from the snapshots
+	skipTimes  int          // the first batch's in times
 	done       bool
 }
 
 func (r *probeRecorder) Batch(p BatchProgress) {
+	prev := r.last
 	r.last = r.t.run.Partial
+	if p.Batch == 1 {
+		prev = partialEpoch{}
+	}
+	r.times = append(r.times, batchTimes{wall: r.last.Seconds - prev.Seconds,
+		step: (r.last.Gather + r.last.Compute + r.last.Optim) - (prev.Gather + prev.Compute + prev.Optim)})
 	r.inputs = append(r.inputs, r.t.lastInputs...)
 	if p.Batch == 1 {
-		r.skip, r.skipLists = r.t.run.Partial, len(r.inputs)
+		r.skip, r.skipLists, r.skipTimes = r.t.run.Partial, len(r.inputs), len(r.times)
 	}
 	if p.Batch >= r.stopAt {
 		r.done = true

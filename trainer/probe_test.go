@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"context"
+	"math"
 	"slices"
 	"testing"
 
@@ -104,4 +105,36 @@ func TestProbeLeavesTheRunAlone(t *testing.T) {
 			t.Errorf("probe of a one-batch epoch: %d batches, %d input lists, %v s; want 8 after a warm-up", p.Batches, len(p.Vertices), p.BatchSeconds)
 		}
 	})
+}
+
+// TestProbeLeavesStallsOut: a probe's batch and step times are the means
+// of its batches but those stalled past 1.5 times the median batch (a
+// burst of another process), with enough batches to tell; a uniformly
+// slow probe stays slow.
+func TestProbeLeavesStallsOut(t *testing.T) {
+	steady := func(n int, wall float64) []batchTimes {
+		b := make([]batchTimes, n)
+		for i := range b {
+			b[i] = batchTimes{wall: wall, step: 0.9 * wall}
+		}
+		return b
+	}
+	stalled := append(steady(18, 0.1), batchTimes{wall: 0.5, step: 0.45}, batchTimes{wall: 0.4, step: 0.35})
+	for _, tc := range []struct {
+		name       string
+		each       []batchTimes
+		wall, step float64
+		slow       int
+	}{
+		{"steady", steady(20, 0.1), 1, 1, 0},
+		{"two stalls", stalled, 0.1, 0.09, 2},
+		{"all slow", steady(20, 0.3), 1, 1, 0},
+		{"too few to tell", stalled[16:], 1, 1, 0},
+	} {
+		p := Probe{BatchSeconds: 1, StepSeconds: 1}
+		p.withoutStalls(tc.each)
+		if math.Abs(p.BatchSeconds-tc.wall) > 1e-12 || math.Abs(p.StepSeconds-tc.step) > 1e-12 || p.SlowBatches != tc.slow {
+			t.Errorf("%s: batch %g s, step %g s, %d slow; want %g, %g, %d", tc.name, p.BatchSeconds, p.StepSeconds, p.SlowBatches, tc.wall, tc.step, tc.slow)
+		}
+	}
 }

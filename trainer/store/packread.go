@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -40,6 +42,9 @@ type Packed struct {
 	ahead []*piecesRead  // per worker: the batch read ahead (nil: none)
 	turns []sync.Mutex   // per worker: held through a Gather, which uses its buffers
 	reads sync.WaitGroup // reads in flight, which Close waits for
+	// chunkBytes is the size of ReadParts's read calls: readChunkBytes
+	// (a test cuts them smaller).
+	chunkBytes int64
 }
 
 // PackedBatch names a packed batch: worker Worker's batch Batch of the
@@ -133,7 +138,7 @@ func (s *Store) OpenPacked(name, sampling string) (*Packed, error) {
 			len(index), crc32.Checksum(index, castagnoli()), name, repackHint(name))}
 	}
 	paths := m.files()
-	p := &Packed{s: s, m: m, index: index, bufs: make([][2][]byte, m.Workers), ahead: make([]*piecesRead, m.Workers),
+	p := &Packed{s: s, m: m, index: index, chunkBytes: readChunkBytes, bufs: make([][2][]byte, m.Workers), ahead: make([]*piecesRead, m.Workers),
 		turns: make([]sync.Mutex, m.Workers)}
 	if err := p.checkSizes(paths); err != nil {
 		return nil, err
@@ -272,24 +277,30 @@ type PartsRead struct {
 }
 
 // ReadParts reads the pieces of the batches parts whole, straight into
-// into's buffer, a part's pieces while the part before is checked as
-// Gather checks it (header, vertex ids, every row's checksum): the
-// multistage loader's first stage, for a set whose rows are all on disk
-// and are used where they were read, with no lookup of each vertex and no
-// copy. The stats count the rows as read from disk.
+// into's buffer, and checks them as Gather checks a piece (header, vertex
+// ids, every row's checksum): the multistage loader's first stage, for a
+// set whose rows are all on disk and are used where they were read, with
+// no lookup of each vertex and no copy. The pieces are read in order, a
+// readChunkBytes run at a time, each run's rows checked while the next is
+// read. The stats count the rows as read from disk.
 func (p *Packed) ReadParts(ctx context.Context, parts []PackedBatch, into *PartsRead) (GatherStats, error) {
 	start := time.Now()
 	m := p.m
 	dirs := len(m.Dirs)
 	var st GatherStats
+	var pieces []partPiece
 	var need int64
 	for _, at := range parts {
 		if !p.packed(at) {
 			return st, p.notPacked(at)
 		}
 		for d := range dirs {
-			_, rows, _ := p.entryAt(at.Worker, at.Epoch, at.Batch, d)
-			need += layoutPiece(rows, m.RowBytes).stored
+			off, rows, _ := p.entryAt(at.Worker, at.Epoch, at.Batch, d)
+			pl := layoutPiece(rows, m.RowBytes)
+			if pl.stored > 0 {
+				pieces = append(pieces, partPiece{at: at, dir: d, fileOff: off, at0: need, pl: pl})
+			}
+			need += pl.stored
 			st.Rows += rows
 		}
 	}
@@ -299,60 +310,42 @@ func (p *Packed) ReadParts(ctx context.Context, parts []PackedBatch, into *Parts
 		hugepage.Advise(into.buf)
 	}
 	into.IDs, into.Rows = into.IDs[:0], into.Rows[:0]
-	// reqs[j] reads part j's pieces; the read of part j+1 runs while
-	// part j is checked.
-	reqs := make([][]ioread.Request, len(parts))
-	var off int64
-	for j, at := range parts {
-		for d := range dirs {
-			at0, rows, _ := p.entryAt(at.Worker, at.Epoch, at.Batch, d)
-			if stored := layoutPiece(rows, m.RowBytes).stored; stored > 0 {
-				reqs[j] = append(reqs[j], ioread.Request{File: (at.Worker*m.Epochs+at.Epoch)*dirs + d, Offset: at0, Length: int(stored), Dst: into.buf[off : off+stored], Tag: uint64(d)})
-				off += stored
-			}
-		}
-	}
+	chunks := readChunks(pieces, m, into.buf, need, p.chunkBytes)
 	type result struct {
 		stats   ioread.Stats
 		seconds float64
 		err     error
 	}
-	read := func(j int) <-chan result {
+	read := func(reqs []ioread.Request) <-chan result {
 		c := make(chan result, 1)
 		go func() {
 			t := time.Now()
-			rs, err := p.read(ctx, reqs[j])
+			rs, err := p.read(ctx, reqs)
 			c <- result{rs, time.Since(t).Seconds(), err}
 		}()
 		return c
 	}
 	var pending <-chan result
-	if len(parts) > 0 {
-		pending = read(0)
+	if len(chunks) > 0 {
+		pending = read(chunks[0].reqs)
 	}
+	ck := partsChecker{p: p, pieces: pieces, buf: into.buf}
 	var err error
-	for j, at := range parts {
+	for k, c := range chunks {
 		r := <-pending
 		pending = nil
-		if r.err == nil && j+1 < len(parts) {
-			pending = read(j + 1)
+		if r.err == nil && k+1 < len(chunks) {
+			pending = read(chunks[k+1].reqs)
 		}
 		st.DeviceBytes += r.stats.DeviceBytes
 		st.DeviceReads += r.stats.DeviceReads
 		st.ReadSeconds += r.seconds
 		if err = r.err; err != nil {
-			err = fmt.Errorf("packed batches: batch %d: %w", at.Batch+1, err)
+			err = fmt.Errorf("packed batches: %w", err)
 			break
 		}
 		t := time.Now()
-		for _, q := range reqs[j] {
-			ids, rows, cerr := p.checkPiece(at, int(q.Tag), q.Dst)
-			if cerr != nil {
-				err = fmt.Errorf("packed batches: %s at offset %d (batch %d): %w%s", m.PackedFile(at.Worker, at.Epoch, int(q.Tag)), q.Offset, at.Batch+1, cerr, repackHint(m.Name))
-				break
-			}
-			into.IDs, into.Rows = append(into.IDs, ids), append(into.Rows, rows)
-		}
+		err = ck.upTo(c.end)
 		st.CheckSeconds += time.Since(t).Seconds()
 		if err != nil {
 			break
@@ -361,28 +354,106 @@ func (p *Packed) ReadParts(ctx context.Context, parts []PackedBatch, into *Parts
 	if pending != nil {
 		<-pending // into's buffer is the read's until it ends
 	}
+	if err == nil {
+		for _, pc := range pieces {
+			into.IDs = append(into.IDs, pc.ids)
+			into.Rows = append(into.Rows, unsafe.Slice((*float32)(unsafe.Pointer(&into.buf[pc.at0+pc.pl.data])), pc.pl.rows*p.s.dim))
+		}
+	}
 	st.Seconds = time.Since(start).Seconds()
 	return st, err
 }
 
-// checkPiece checks piece d of batch at, read into piece, and returns its
-// vertices and rows in place.
-func (p *Packed) checkPiece(at PackedBatch, d int, piece []byte) ([]int32, []float32, error) {
-	s := p.s
-	_, rows, _ := p.entryAt(at.Worker, at.Epoch, at.Batch, d)
-	pl, err := p.checkHeader(at.Worker, at.Epoch, at.Batch, d, piece)
-	if err != nil {
-		return nil, nil, err
+// readChunkBytes is how much of a macro-batch's pieces one read call of
+// ReadParts takes: its rows are checked while the next run is read, so
+// only the last run's checks wait after the reads.
+const readChunkBytes = 32 << 20
+
+// partPiece is one piece ReadParts reads: batch at's piece on directory
+// dir, at fileOff in its file and at0 in the buffer; ids and checked are
+// its vertex ids and rows checked so far.
+type partPiece struct {
+	at           PackedBatch
+	dir          int
+	fileOff, at0 int64
+	pl           pieceLayout
+	ids          []int32
+	headerOK     bool
+	checked      int
+}
+
+// readChunk is one read call of ReadParts: its requests, which fill the
+// buffer up to end.
+type readChunk struct {
+	reqs []ioread.Request
+	end  int64
+}
+
+// readChunks cuts the reads of pieces, which lie one after the other in
+// buf's first need bytes, into runs of size bytes (a multiple of
+// FileAlignBytes, as the pieces are).
+func readChunks(pieces []partPiece, m *PackManifest, buf []byte, need, size int64) []readChunk {
+	var chunks []readChunk
+	i := 0
+	for lo := int64(0); lo < need; lo += size {
+		c := readChunk{end: min(lo+size, need)}
+		for ; i < len(pieces); i++ {
+			pc := pieces[i]
+			a, b := max(lo, pc.at0), min(c.end, pc.at0+pc.pl.stored)
+			if a < b {
+				file := (pc.at.Worker*m.Epochs+pc.at.Epoch)*len(m.Dirs) + pc.dir
+				c.reqs = append(c.reqs, ioread.Request{File: file, Offset: pc.fileOff + a - pc.at0, Length: int(b - a), Dst: buf[a:b], Tag: uint64(pc.dir)})
+			}
+			if pc.at0+pc.pl.stored > c.end {
+				break // it goes on in the next run
+			}
+		}
+		chunks = append(chunks, c)
 	}
+	return chunks
+}
+
+// partsChecker checks ReadParts's pieces as their bytes arrive.
+type partsChecker struct {
+	p      *Packed
+	pieces []partPiece
+	buf    []byte
+	next   int // the first piece not checked whole
+}
+
+// upTo checks what the buffer's first end bytes hold: each piece's
+// header once its ids and checksums are in, then its rows that are.
+func (ck *partsChecker) upTo(end int64) error {
+	p, rb := ck.p, ck.p.s.rowBytes
 	le := binary.LittleEndian
-	ids := unsafe.Slice((*int32)(unsafe.Pointer(&piece[pl.ids])), rows)
-	for j := range rows {
-		row := piece[pl.data+int64(j)*s.rowBytes:][:s.rowBytes]
-		if got := rowCRC(row); got != le.Uint32(piece[pl.crcs+4*int64(j):]) {
-			return nil, nil, fmt.Errorf("row %d (vertex %d) is damaged: checksum %08x, packed %08x", j, ids[j], got, le.Uint32(piece[pl.crcs+4*int64(j):]))
+	for ; ck.next < len(ck.pieces); ck.next++ {
+		pc := &ck.pieces[ck.next]
+		piece := ck.buf[pc.at0 : pc.at0+pc.pl.stored]
+		fail := func(err error) error {
+			return fmt.Errorf("packed batches: %s at offset %d (batch %d): %w%s", p.m.PackedFile(pc.at.Worker, pc.at.Epoch, pc.dir), pc.fileOff, pc.at.Batch+1, err, repackHint(p.m.Name))
+		}
+		if !pc.headerOK {
+			if pc.at0+pc.pl.data > end {
+				return nil
+			}
+			if _, err := p.checkHeader(pc.at.Worker, pc.at.Epoch, pc.at.Batch, pc.dir, piece); err != nil {
+				return fail(err)
+			}
+			pc.ids = unsafe.Slice((*int32)(unsafe.Pointer(&piece[pc.pl.ids])), pc.pl.rows)
+			pc.headerOK = true
+		}
+		for ; pc.checked < pc.pl.rows; pc.checked++ {
+			j := pc.checked
+			lo := pc.pl.data + int64(j)*rb
+			if pc.at0+lo+rb > end {
+				return nil
+			}
+			if got, want := rowCRC(piece[lo:lo+rb]), le.Uint32(piece[pc.pl.crcs+4*int64(j):]); got != want {
+				return fail(fmt.Errorf("row %d (vertex %d) is damaged: checksum %08x, packed %08x", j, pc.ids[j], got, want))
+			}
 		}
 	}
-	return ids, unsafe.Slice((*float32)(unsafe.Pointer(&piece[pl.data])), rows*s.dim), nil
+	return nil
 }
 
 // notPacked is the error for a batch the set does not hold.
@@ -618,15 +689,17 @@ func (p *Packed) MeasureReads(ctx context.Context, d time.Duration) (ReadRate, e
 	)
 	// One batch untimed first: the buffers' first pages are not the
 	// disk's time.
-	var cpu0, readS, checkS float64
+	var cpu0, readS float64
 	var cpuOK bool
 	var start time.Time
+	var each []batchCost // the timed batches'
 	for i := -1; i <= 0 || time.Since(start) < d; i++ {
 		if i == 0 {
-			rr, readS, checkS = ReadRate{}, 0, 0
+			rr, readS, each = ReadRate{}, 0, nil
 			cpu0, cpuOK = rusageSeconds(who)
 			start = time.Now()
 		}
+		bcpu0, bOK := rusageSeconds(who)
 		at := PackedBatch{Batch: max(i, 0) % m.Batches[0]}
 		vertices, ssd = vertices[:0], ssd[:0]
 		for dir := range m.Dirs {
@@ -652,17 +725,68 @@ func (p *Packed) MeasureReads(ctx context.Context, d time.Duration) (ReadRate, e
 		if err := p.place(pr, vertices, ssd, ssd, dst[:len(vertices)*p.s.dim], &st); err != nil {
 			return rr, err
 		}
+		bcpu1, bOK1 := rusageSeconds(who)
 		readS += pr.seconds
-		checkS += st.CheckSeconds
 		rr.Rows += len(vertices)
 		rr.Reads += st.DeviceReads
+		each = append(each, batchCost{rows: len(vertices), check: st.CheckSeconds, cpu: bcpu1 - bcpu0, cpuOK: bOK && bOK1})
 	}
 	rr.finish(start, who, cpu0, cpuOK)
 	if rr.Rows > 0 && readS > 0 {
 		rr.RowsPerS = float64(rr.Rows) / readS
-		rr.CheckSecondsPerRow = checkS / float64(rr.Rows)
+		rr.CheckSecondsPerRow = perRowWithoutStalls(each, func(b batchCost) (float64, bool) { return b.check, true })
+		if cpu := perRowWithoutStalls(each, func(b batchCost) (float64, bool) { return b.cpu, b.cpuOK }); cpu > 0 {
+			rr.CPUSecondsPerRow = cpu
+		}
 	}
 	return rr, nil
+}
+
+// batchCost is one batch of a measurement: its rows, the seconds its
+// checks took and the CPU seconds its read and checks took.
+type batchCost struct {
+	rows       int
+	check, cpu float64
+	cpuOK      bool
+}
+
+// slowRow is how many times the median batch's time a row a batch takes
+// to count as stalled (another process's burst, a page fault storm: not
+// the rate training sees); minRobustBatches the fewest batches for a
+// median to tell.
+const (
+	slowRow          = 1.5
+	minRobustBatches = 8
+)
+
+// perRowWithoutStalls is the seconds a row that cost gives each batch,
+// over the batches whose rate is at most slowRow times the median batch's
+// (every batch where fewer than minRobustBatches have rows); 0 where cost
+// is known for none.
+func perRowWithoutStalls(each []batchCost, cost func(batchCost) (float64, bool)) float64 {
+	var rates []float64
+	for _, b := range each {
+		if c, ok := cost(b); ok && b.rows > 0 {
+			rates = append(rates, c/float64(b.rows))
+		}
+	}
+	limit := math.Inf(1)
+	if len(rates) >= minRobustBatches {
+		slices.Sort(rates)
+		limit = slowRow * rates[len(rates)/2]
+	}
+	var sum float64
+	rows := 0
+	for _, b := range each {
+		if c, ok := cost(b); ok && b.rows > 0 && c/float64(b.rows) <= limit {
+			sum += c
+			rows += b.rows
+		}
+	}
+	if rows == 0 {
+		return 0
+	}
+	return sum / float64(rows)
 }
 
 // read reads reqs with the set's reader, on the calling goroutine.

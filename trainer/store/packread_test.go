@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -232,9 +233,17 @@ func flip(t *testing.T, path string, off int64) {
 // disk; a damaged row is an error naming the file, and the buffer serves
 // the next read.
 func TestReadParts(t *testing.T) {
+	for _, chunk := range []int64{readChunkBytes, FileAlignBytes, 3 * FileAlignBytes} {
+		readParts(t, chunk)
+	}
+}
+
+// readParts is TestReadParts with ReadParts's reads cut into chunk bytes.
+func readParts(t *testing.T, chunk int64) {
 	const n, dim, batches, size = 700, 40, 4, 160
 	rb := newRandomBatches(n, 1, 1, batches, size, 8)
 	_, s, p := packedFixture(t, rb, n, dim)
+	p.chunkBytes = chunk
 	ctx := context.Background()
 	var into PartsRead
 	check := func(parts ...int) error {
@@ -261,7 +270,7 @@ func TestReadParts(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !slices.Equal(into.Rows[k], rows) {
-				t.Fatalf("parts %v, piece %d: its rows are not its vertices' features", parts, k)
+				t.Fatalf("%d-byte reads, parts %v, piece %d: its rows are not its vertices' features", chunk, parts, k)
 			}
 			for _, v := range ids {
 				if !want[v] {
@@ -288,12 +297,48 @@ func TestReadParts(t *testing.T) {
 	}
 	flip(t, file, off+layoutPiece(rows, m.RowBytes).data+int64(rows/2)*m.RowBytes)
 	if err := check(0, 3); err == nil || !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), "damaged") {
-		t.Fatalf("a damaged row: err = %v, want one naming %s and the damaged row", err, file)
+		t.Fatalf("%d-byte reads, a damaged row: err = %v, want one naming %s and the damaged row", chunk, err, file)
 	}
 	if err := check(1, 2); err != nil {
 		t.Fatalf("after a damaged piece: %v", err)
 	}
 	if _, err := p.ReadParts(ctx, []PackedBatch{{Batch: batches}}, &into); err == nil || !strings.Contains(err.Error(), "not packed") {
 		t.Errorf("a part not packed: %v", err)
+	}
+}
+
+// TestPerRowWithoutStalls: the disk measurement's check and CPU time a
+// row leaves out batches stalled past 1.5 times the median batch's rate,
+// weighs batches by their rows, and skips batches without a figure.
+func TestPerRowWithoutStalls(t *testing.T) {
+	batches := func(n, rows int, perRow float64) []batchCost {
+		b := make([]batchCost, n)
+		for i := range b {
+			b[i] = batchCost{rows: rows, check: perRow * float64(rows), cpu: 2 * perRow * float64(rows), cpuOK: i%2 == 0}
+		}
+		return b
+	}
+	stall := batchCost{rows: 100, check: 4e-4, cpu: 8e-4, cpuOK: true}
+	stalled := append(batches(20, 100, 1e-6), stall)
+	mixed := append(batches(8, 100, 1e-6), batches(8, 300, 1.2e-6)...)
+	check := func(b batchCost) (float64, bool) { return b.check, true }
+	cpu := func(b batchCost) (float64, bool) { return b.cpu, b.cpuOK }
+	for _, tc := range []struct {
+		name string
+		each []batchCost
+		cost func(batchCost) (float64, bool)
+		want float64
+	}{
+		{"steady", batches(10, 100, 1e-6), check, 1e-6},
+		{"a stall left out", stalled, check, 1e-6},
+		{"weighed by rows", mixed, check, (800*1e-6 + 2400*1.2e-6) / 3200},
+		{"cpu where measured", stalled, cpu, 2e-6},
+		{"too few to tell", append(batches(2, 100, 1e-6), stall), check, (2e-4 + 4e-4) / 300},
+		{"none measured", batches(4, 100, 1e-6)[1:2], cpu, 0},
+		{"no rows", []batchCost{{check: 1}}, check, 0},
+	} {
+		if got := perRowWithoutStalls(tc.each, tc.cost); math.Abs(got-tc.want) > 1e-15 {
+			t.Errorf("%s: %g s a row, want %g", tc.name, got, tc.want)
+		}
 	}
 }
