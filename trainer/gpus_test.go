@@ -351,7 +351,7 @@ func TestLoadersOnAGPU(t *testing.T) {
 	}
 	checkResident(t, "packed", res)
 
-	ms := multistageFor(t, d, 4, 2, sample.Bitmap(s.InMemorySet()))
+	ms := multistageFor(t, d, 4, 2, sample.Bitmap(s.InMemorySet()), 0.5)
 	o = base
 	o.Loader, o.Multistage = LoaderMultistage, ms
 	want, _ = runOn(t, d, o, gpu())

@@ -126,13 +126,16 @@ func Pack(ctx context.Context, g *dataset.Graph, s *store.Store, o Options, po s
 }
 
 // PackParts packs, for the multistage loader out of core, each of ms's
-// parts' rows that s does not hold in memory (ms.Hubs must be exactly
+// parts' rows and its halo's that s does not hold in memory (ms.Hubs must be exactly
 // those it holds) as part p's piece in each SSD directory: the first
 // stage's sequential reads (store.Store.Pack, set store.PartsName).
 func PackParts(ctx context.Context, s *store.Store, ms *Multistage, po store.PackOptions) (*store.PackManifest, error) {
 	src := partsSource{members: make([][]int32, ms.Parts), sampling: partsSampling(ms)}
 	for v, p := range ms.Part {
 		src.members[p] = append(src.members[p], int32(v))
+	}
+	for p, vs := range ms.Halos {
+		src.members[p] = append(src.members[p], vs...)
 	}
 	po.Name, po.Epochs = store.PartsName, 1
 	return s.Pack(ctx, src, po)

@@ -31,6 +31,11 @@ type Multistage struct {
 	// Hubs are the vertices every macro-batch holds besides its parts':
 	// out of core exactly the rows the store holds in memory (nil: none).
 	Hubs sample.Bitmap
+	// Halos are, per part, vertices outside it that a macro-batch of it
+	// also holds (partition.Halos: the neighbours of its training
+	// vertices the partition cut); out of core their rows not in memory
+	// are packed with the part's. nil: none.
+	Halos [][]int32
 	// Pieces are, out of core, each part's rows the store does not hold
 	// in memory, part p as batch p of worker 0, epoch 0 (PackParts); nil
 	// in memory, or to read the rows where the feature source has them
@@ -38,10 +43,29 @@ type Multistage struct {
 	Pieces *store.Packed
 }
 
-// partsSampling identifies a partition: what packed parts were packed for.
+// partsSampling identifies a partition and its halos: what packed parts
+// were packed for.
 func partsSampling(ms *Multistage) string {
 	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(ms.Part))), 4*len(ms.Part))
-	return fmt.Sprintf("%d parts of %d vertices, partition %08x", ms.Parts, len(ms.Part), crc32.ChecksumIEEE(b))
+	id := fmt.Sprintf("%d parts of %d vertices, partition %08x", ms.Parts, len(ms.Part), crc32.ChecksumIEEE(b))
+	if halo := haloRows(ms); halo > 0 {
+		h := crc32.NewIEEE()
+		for _, vs := range ms.Halos {
+			h.Write(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(vs))), 4*len(vs)))
+			h.Write([]byte{0})
+		}
+		id += fmt.Sprintf(", halos of %d vertices %08x", halo, h.Sum32())
+	}
+	return id
+}
+
+// haloRows counts ms's halos' vertices (a vertex in several, each time).
+func haloRows(ms *Multistage) int {
+	n := 0
+	for _, vs := range ms.Halos {
+		n += len(vs)
+	}
+	return n
 }
 
 // checkMultistage refuses a Multistage that does not fit g.
@@ -61,6 +85,8 @@ func checkMultistage(g *dataset.Graph, o Options) error {
 		return bad("a partition of %d vertices into %d parts, %d per macro-batch, for %d vertices", len(ms.Part), ms.Parts, ms.MacroParts, g.Meta.NumNodes)
 	case ms.Hubs != nil && int64(len(ms.Hubs)) != (g.Meta.NumNodes+63)/64:
 		return bad("a hub set of %d words for %d vertices", len(ms.Hubs), g.Meta.NumNodes)
+	case ms.Halos != nil && len(ms.Halos) != ms.Parts:
+		return bad("halos for %d parts, the partition has %d", len(ms.Halos), ms.Parts)
 	case ms.Pieces != nil && ms.Pieces.Manifest().Sampling != partsSampling(ms):
 		return bad("packed parts of another partition: pack the parts again")
 	}
@@ -70,6 +96,13 @@ func checkMultistage(g *dataset.Graph, o Options) error {
 	for v, p := range ms.Part {
 		if p < 0 || int(p) >= ms.Parts {
 			return bad("vertex %d is in part %d (want 0 to %d)", v, p, ms.Parts-1)
+		}
+	}
+	for p, vs := range ms.Halos {
+		for _, v := range vs {
+			if v < 0 || int64(v) >= g.Meta.NumNodes {
+				return bad("part %d's halo holds vertex %d (want 0 to %d)", p, v, g.Meta.NumNodes-1)
+			}
 		}
 	}
 	return nil
@@ -166,13 +199,19 @@ func shuffle(r *rng.SplitMix, xs []int32) {
 // Batches is how many batches epoch's macro-batches make.
 func (st *stages) Batches(epoch int) int { return st.epochPlan(epoch).total }
 
-// within is the vertices macro-batch m holds: its parts' and the hubs.
+// within is the vertices macro-batch m holds: its parts' and their
+// halos', and the hubs.
 func (st *stages) within(m *macroBatch) sample.Bitmap {
 	set := sample.NewBitmap(st.n)
 	copy(set, st.ms.Hubs)
 	for _, p := range m.parts {
 		for _, v := range st.members[p] {
 			set.Set(v)
+		}
+		if st.ms.Halos != nil {
+			for _, v := range st.ms.Halos[p] {
+				set.Set(v)
+			}
 		}
 	}
 	return set
@@ -389,7 +428,11 @@ func (mr *macroRows) read(ctx context.Context, m *macroBatch, b *macroBuf) error
 // once no batch of another macro-batch holding its parts' rows is left.
 func (mr *macroRows) adopt(m *macroBatch, b *macroBuf) error {
 	var err error
-	if b.load, err = mr.ov.Register(b.read.IDs...); err != nil {
+	loads := make([]store.Load, len(b.read.IDs))
+	for k := range loads {
+		loads[k] = store.Load{IDs: b.read.IDs[k], Rows: b.read.Rows[k]}
+	}
+	if b.load, err = mr.ov.Register(loads...); err != nil {
 		mr.free <- b
 		return fmt.Errorf("multistage: parts %v: %w", m.parts, err)
 	}
@@ -415,7 +458,9 @@ func (mr *macroRows) fetch(st *stages) rowFetcher {
 		if b == nil {
 			return 0, GatherStats{}, fmt.Errorf("multistage: batch %d's macro-batch is not in memory", mb.Index+1)
 		}
-		n, gs, err := mr.ov.Gather(mb.Input(), dst, resident, idx, store.Loaded{First: b.load, Rows: b.read.Rows})
+		// A row is this macro-batch's, or, for a vertex the next one
+		// holds too (a halo's), the next one's once that is registered.
+		n, gs, err := mr.ov.Gather(mb.Input(), dst, resident, idx)
 		if err != nil {
 			return n, gs, fmt.Errorf("multistage: batch %d of epoch %d: %w", mb.Index+1, mb.Epoch+1, err)
 		}
@@ -438,6 +483,9 @@ func (mr *macroRows) done(b *macroBuf) {
 	}
 	mr.mu.Unlock()
 	if last {
+		// No batch of a later macro-batch asks for a vertex still its:
+		// each on disk is in that macro-batch's loads, registered since.
+		mr.ov.Release(b.load)
 		mr.free <- b
 	}
 }
@@ -448,7 +496,8 @@ func (mr *macroRows) done(b *macroBuf) {
 func (mr *macroRows) reset(epoch, first int) {
 	mr.mu.Lock()
 	defer mr.mu.Unlock()
-	for k := range mr.held {
+	for k, b := range mr.held {
+		mr.ov.Release(b.load)
 		delete(mr.held, k)
 	}
 	for len(mr.free) > 0 {

@@ -15,33 +15,40 @@ import (
 )
 
 // multistageFor partitions d's graph into parts, macro of them per
-// macro-batch, with hubs.
-func multistageFor(t *testing.T, d loaded, parts, macro int, hubs sample.Bitmap) *Multistage {
+// macro-batch, with hubs, and halos of up to halo times a part's size.
+func multistageFor(t *testing.T, d loaded, parts, macro int, hubs sample.Bitmap, halo float64) *Multistage {
 	t.Helper()
 	r, err := partition.Partition(context.Background(), d.g, partition.Options{Parts: parts, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Multistage{Part: r.Part, Parts: parts, MacroParts: macro, Hubs: hubs}
+	ms := &Multistage{Part: r.Part, Parts: parts, MacroParts: macro, Hubs: hubs}
+	if halo > 0 {
+		if ms.Halos, err = partition.Halos(context.Background(), d.g, r.Part, parts, halo, func(v int32) bool { return hubs.Has(v) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ms
 }
 
 // TestMultistageOutOfCoreMatchesInMemory trains with HANOI's loader twice:
 // its macro-batches read from packed parts on disk (the store's cache as
 // the hubs) and with every row in memory (the same hubs): the same
-// batches and rows, so bitwise the same loss curve and parameters. Every
-// epoch's batches cover each training vertex once, and each batch's
-// vertices lie in its macro-batch or the hubs.
+// batches and rows, so bitwise the same loss curve and parameters; with
+// halos too, which consecutive macro-batches share (a row the next one
+// registers while this one trains is served from either).
 func TestMultistageOutOfCoreMatchesInMemory(t *testing.T) {
 	const n = 1500
 	dir := synthDataset(t, n, 64)
 	d := load(t, dir)
 	for i, mix := range testMixes[:2] {
-		for _, kind := range []nn.Kind{nn.GraphSAGE, nn.GCN} {
-			t.Run(fmt.Sprintf("%s/%s", mix.name, kind), func(t *testing.T) {
+		for j, kind := range []nn.Kind{nn.GraphSAGE, nn.GCN} {
+			halo := float64(j) // GCN with halos as large as the parts
+			t.Run(fmt.Sprintf("%s/%s/halo-%g", mix.name, kind, halo), func(t *testing.T) {
 				s := materializeStore(t, dir, n, mix, uint64(i))
 				o := smallOptions(kind)
 				o.BatchSize, o.Epochs, o.Loader = 48, 3, LoaderMultistage
-				o.Multistage = multistageFor(t, d, 6, 2, sample.Bitmap(s.InMemorySet()))
+				o.Multistage = multistageFor(t, d, 6, 2, sample.Bitmap(s.InMemorySet()), halo)
 				mem := newTrainer(t, d, o, 2)
 				memRes, err := mem.Run(context.Background(), nil)
 				if err != nil {
@@ -81,13 +88,13 @@ func TestMultistageOutOfCoreMatchesInMemory(t *testing.T) {
 
 // TestMultistageBatches checks the second stage's batches: each epoch
 // covers every training vertex once, in batches whose vertices lie in
-// their macro-batch's parts or the hubs, in an order that differs from
-// epoch to epoch.
+// their macro-batch's parts, their halos (some do) or the hubs, in an
+// order that differs from epoch to epoch.
 func TestMultistageBatches(t *testing.T) {
 	d := load(t, coraDir(t))
 	hubs := sample.NewBitmap(int(d.g.Meta.NumNodes))
 	hubs.Set(0)
-	ms := multistageFor(t, d, 4, 2, hubs)
+	ms := multistageFor(t, d, 4, 2, hubs, 0.5)
 	o := smallOptions(nn.GraphSAGE)
 	o.BatchSize, o.Loader, o.Multistage = 16, LoaderMultistage, ms
 	tr := newTrainer(t, d, o, 1)
@@ -97,6 +104,7 @@ func TestMultistageBatches(t *testing.T) {
 		plan := st.epochPlan(epoch)
 		seen := map[int32]int{}
 		var order []int32
+		fromHalos := 0
 		err := st.EpochFrom(context.Background(), epoch, 0, func(mb *sample.MiniBatch) error {
 			m := plan.macros[0]
 			for _, x := range plan.macros {
@@ -109,8 +117,12 @@ func TestMultistageBatches(t *testing.T) {
 				order = append(order, v)
 			}
 			for _, v := range mb.Input()[len(mb.Seeds):] {
-				if !slices.Contains(m.parts, ms.Part[v]) && !hubs.Has(v) {
-					t.Fatalf("epoch %d batch %d: vertex %d of part %d, outside macro-batch parts %v", epoch, mb.Index, v, ms.Part[v], m.parts)
+				switch {
+				case slices.Contains(m.parts, ms.Part[v]) || hubs.Has(v):
+				case slices.ContainsFunc(m.parts, func(p int32) bool { _, ok := slices.BinarySearch(ms.Halos[p], v); return ok }):
+					fromHalos++
+				default:
+					t.Fatalf("epoch %d batch %d: vertex %d of part %d, outside macro-batch parts %v, their halos and the hubs", epoch, mb.Index, v, ms.Part[v], m.parts)
 				}
 			}
 			return nil
@@ -120,6 +132,9 @@ func TestMultistageBatches(t *testing.T) {
 		}
 		if len(seen) != len(d.g.Train) {
 			t.Errorf("epoch %d: %d distinct seeds, want %d", epoch, len(seen), len(d.g.Train))
+		}
+		if fromHalos == 0 {
+			t.Errorf("epoch %d: no batch sampled a vertex of its parts' halos", epoch)
 		}
 		for v, c := range seen {
 			if c != 1 {
@@ -144,7 +159,7 @@ func TestMultistageReadsTheNextEpochAhead(t *testing.T) {
 	s := materializeStore(t, dir, n, testMixes[0], 3)
 	o := smallOptions(nn.GraphSAGE)
 	o.BatchSize, o.Epochs, o.Loader = 48, 2, LoaderMultistage
-	ms := multistageFor(t, d, 6, 2, sample.Bitmap(s.InMemorySet()))
+	ms := multistageFor(t, d, 6, 2, sample.Bitmap(s.InMemorySet()), 0)
 	if _, err := PackParts(context.Background(), s, ms, store.PackOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -153,6 +153,7 @@ func addTrainFlags(f *pflag.FlagSet, o *trainOptions) {
 	f.IntVar(&o.Parts, "parts", 8, "--loader multistage: parts the graph is cut into")
 	f.IntVar(&o.MacroParts, "macro-parts", 2, "--loader multistage: parts per macro-batch (read into memory together)")
 	f.Float64Var(&o.HubFraction, "hub-fraction", 0.05, "--loader multistage in memory: share of vertices (the most sampled) in every macro-batch; out of core: the cache")
+	f.Float64Var(&o.HaloFraction, "halo-fraction", 0, "--loader multistage: a part also holds up to this share of its size of its training vertices' cut neighbours (0: none)")
 	f.IntVar(&o.PackEpochs, "pack-epochs", 0, "--loader packed: epochs of batches to pack; later epochs reuse them (0: the run's epochs, as --pack-space-gib allows)")
 	f.Float64Var(&o.PackSpaceGiB, "pack-space-gib", 0, "--loader packed: disk space the packed batches may take, GiB (0: half the free space)")
 	f.BoolVar(&o.Repack, "repack", false, "--loader packed or multistage: pack again even when packed batches or parts match the run")

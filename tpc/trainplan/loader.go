@@ -27,9 +27,12 @@ type LoaderFlags struct {
 	// Parts is how many parts the multistage loader cuts the graph into,
 	// MacroParts how many make a macro-batch; HubFraction is the share
 	// of the vertices (the most sampled) every macro-batch holds in
-	// memory, out of core the store's cache instead.
-	Parts, MacroParts int
-	HubFraction       float64
+	// memory, out of core the store's cache instead; HaloFraction bounds
+	// each part's halo (the neighbours of its training vertices the
+	// partition cut, held with it) at that share of the part's vertices
+	// (0: none).
+	Parts, MacroParts         int
+	HubFraction, HaloFraction float64
 }
 
 // PrepareLoader sets the session's loader up: for the packed loader out

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/gnnplan/gnnplan/internal/inputerr"
@@ -31,6 +32,8 @@ func (r *Session) prepareMultistage(ctx context.Context, lf LoaderFlags, log io.
 		return inputerr.Errorf("", "", "--parts %d, --macro-parts %d (valid: parts >= 1, 1 <= macro-parts <= parts)", lf.Parts, lf.MacroParts)
 	case lf.HubFraction < 0 || lf.HubFraction > 1:
 		return inputerr.Errorf("", "", "--hub-fraction %g (valid: 0 to 1)", lf.HubFraction)
+	case !(lf.HaloFraction >= 0) || math.IsInf(lf.HaloFraction, 0):
+		return inputerr.Errorf("", "", "--halo-fraction %g (valid: 0 or more)", lf.HaloFraction)
 	}
 	start := time.Now()
 	part, err := r.partition(ctx, lf.Parts)
@@ -46,12 +49,23 @@ func (r *Session) prepareMultistage(ctx context.Context, lf LoaderFlags, log io.
 	} else {
 		hubs = fmt.Sprintf("the %.1f%% most sampled vertices", 100*lf.HubFraction)
 	}
-	note := fmt.Sprintf("multistage loader: %d parts (edge cut %.1f%%, random %.1f%%; in %s), %d per macro-batch; hubs: %s (%d vertices)",
-		part.Parts, 100*part.EdgeCut, 100*part.RandomEdgeCut, tpc.FormatSeconds(time.Since(start).Seconds()), ms.MacroParts, hubs, ms.Hubs.Len())
-	if part.EdgeCut > highEdgeCut {
+	halos := "none"
+	if lf.HaloFraction > 0 {
+		if ms.Halos, err = partition.Halos(ctx, r.Graph, part.Part, part.Parts, lf.HaloFraction, func(v int32) bool { return ms.Hubs.Has(v) }); err != nil {
+			return err
+		}
+		n := 0
+		for _, h := range ms.Halos {
+			n += len(h)
+		}
+		halos = fmt.Sprintf("%d vertices (%.0f%% of the graph's)", n, 100*float64(n)/float64(len(part.Part)))
+	}
+	note := fmt.Sprintf("multistage loader: %d parts (edge cut %.1f%%, random %.1f%%; in %s), %d per macro-batch; hubs: %s (%d vertices); halos: %s",
+		part.Parts, 100*part.EdgeCut, 100*part.RandomEdgeCut, tpc.FormatSeconds(time.Since(start).Seconds()), ms.MacroParts, hubs, ms.Hubs.Len(), halos)
+	if part.EdgeCut > highEdgeCut && lf.HaloFraction == 0 {
 		note += fmt.Sprintf("; warning: the partition cuts %.0f%% of the edges, and a batch samples only its macro-batch's "+
 			"and the hubs' (a synthetic graph cut 48%% trained 15 points under online sampling, docs/loaders.md): "+
-			"more --macro-parts, or --loader packed, keep the neighbourhoods", 100*part.EdgeCut)
+			"--halo-fraction, more --macro-parts, or --loader packed keep the neighbourhoods", 100*part.EdgeCut)
 	}
 	if r.Store != nil {
 		p, err := r.openParts(ctx, ms, lf, log, progress)

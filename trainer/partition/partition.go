@@ -22,6 +22,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/gnnplan/gnnplan/internal/inputerr"
 	"github.com/gnnplan/gnnplan/internal/rng"
@@ -301,4 +302,70 @@ func Random(n, k int, seed uint64) []int32 {
 		part[i] = int32(r.Below(uint64(k)))
 	}
 	return part
+}
+
+// Halos lists, for each of the k parts of part, the vertices outside it
+// that its training vertices' neighbourhoods reach most: the vertices
+// adjacent to the most of its training vertices (ties to the lower id),
+// at most fraction times the part's size of them, none for which skip is
+// true (skip may be nil), each list in vertex order. A macro-batch that
+// holds a part's halo keeps those neighbours of its training vertices
+// that the partition cut (JOESTAR's halo nodes, docs/loaders.md). It is
+// O(|E_train| + h log h) for the h candidates of a part.
+func Halos(ctx context.Context, g *dataset.Graph, part []int32, k int, fraction float64, skip func(v int32) bool) ([][]int32, error) {
+	n := len(g.Indptr) - 1
+	switch {
+	case len(part) != n || k < 1:
+		return nil, fmt.Errorf("halos: a partition of %d vertices into %d parts for %d vertices", len(part), k, n)
+	case !(fraction >= 0) || math.IsInf(fraction, 0):
+		return nil, &inputerr.Error{Field: "halo-fraction", Msg: fmt.Sprintf("%g (want 0 or more)", fraction)}
+	}
+	sizes := make([]int, k)
+	train := make([][]int32, k)
+	for v, p := range part {
+		if p < 0 || int(p) >= k {
+			return nil, fmt.Errorf("halos: vertex %d is in part %d of %d", v, p, k)
+		}
+		sizes[p]++
+	}
+	for _, v := range g.Train {
+		train[part[v]] = append(train[part[v]], int32(v))
+	}
+	halos := make([][]int32, k)
+	count := make([]int32, n)
+	var touched []int32
+	for p := range k {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("halos: %w", err)
+		}
+		limit := int(math.Ceil(fraction * float64(sizes[p])))
+		if limit == 0 {
+			continue
+		}
+		touched = touched[:0]
+		for _, v := range train[p] {
+			for _, u := range g.Indices[g.Indptr[v]:g.Indptr[v+1]] {
+				if part[u] == int32(p) || (skip != nil && skip(u)) {
+					continue
+				}
+				if count[u] == 0 {
+					touched = append(touched, u)
+				}
+				count[u]++
+			}
+		}
+		slices.SortFunc(touched, func(a, b int32) int {
+			if count[a] != count[b] {
+				return int(count[b] - count[a])
+			}
+			return int(a - b)
+		})
+		h := slices.Clone(touched[:min(limit, len(touched))])
+		slices.Sort(h)
+		halos[p] = h
+		for _, u := range touched {
+			count[u] = 0
+		}
+	}
+	return halos, nil
 }

@@ -2,7 +2,9 @@ package partition
 
 import (
 	"context"
+	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gnnplan/gnnplan/trainer/dataset"
@@ -134,5 +136,75 @@ func TestSaveLoad(t *testing.T) {
 	other := communities(3, 7)
 	if _, ok, _ := Load(dir, other, 3, 2); ok {
 		t.Error("loaded a partition of another graph")
+	}
+}
+
+// TestHalos checks a part's halo on Cora cut into 8 parts: vertices
+// outside the part, each adjacent to some of its training vertices, the
+// most adjacent ones kept (ties to the lower id), at most the fraction of
+// the part's size, none skipped; a fraction of 0 keeps none, and a
+// negative one is refused naming the flag.
+func TestHalos(t *testing.T) {
+	g, err := dataset.LoadGraph(coraset.Dir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(g.Indptr) - 1
+	r, err := Partition(context.Background(), g, Options{Parts: 8, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	skip := func(v int32) bool { return v%10 == 0 }
+	for _, tc := range []struct {
+		fraction float64
+		skip     func(int32) bool
+	}{{0, nil}, {0.01, nil}, {0.05, skip}, {10, nil}} {
+		halos, err := Halos(context.Background(), g, r.Part, 8, tc.fraction, tc.skip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p, h := range halos {
+			// count[v]: p's training vertices adjacent to v, outside p.
+			count := make([]int, n)
+			for _, v := range g.Train {
+				if r.Part[v] != int32(p) {
+					continue
+				}
+				for _, u := range g.Neighbors(v) {
+					if r.Part[u] != int32(p) && (tc.skip == nil || !tc.skip(u)) {
+						count[u]++
+					}
+				}
+			}
+			candidates := 0
+			for _, c := range count {
+				if c > 0 {
+					candidates++
+				}
+			}
+			limit := int(math.Ceil(tc.fraction * float64(r.Sizes[p])))
+			if len(h) != min(limit, candidates) || !slices.IsSorted(h) {
+				t.Fatalf("fraction %g, part %d: %d halo vertices (sorted %v), want min(%d, %d candidates)", tc.fraction, p, len(h), slices.IsSorted(h), limit, candidates)
+			}
+			kept := make([]bool, n)
+			least := math.MaxInt
+			for _, v := range h {
+				if count[v] == 0 {
+					t.Fatalf("fraction %g, part %d: halo vertex %d (part %d) is no neighbour of its training vertices outside it, or skipped", tc.fraction, p, v, r.Part[v])
+				}
+				kept[v] = true
+				least = min(least, count[v])
+			}
+			for v, c := range count {
+				if !kept[v] && c > least {
+					t.Fatalf("fraction %g, part %d: vertex %d adjacent to %d training vertices left out, one adjacent to %d kept", tc.fraction, p, v, c, least)
+				}
+			}
+		}
+	}
+	for _, f := range []float64{-0.5, math.NaN(), math.Inf(1)} {
+		if _, err := Halos(context.Background(), g, r.Part, 8, f, nil); err == nil || !strings.Contains(err.Error(), "halo-fraction") {
+			t.Errorf("fraction %g: %v, want an error naming halo-fraction", f, err)
+		}
 	}
 }

@@ -19,12 +19,12 @@ func BenchmarkOverlayGather(b *testing.B) {
 		if dim == 1024 {
 			n = 1 << 20
 		}
-		s, o, load, rows, batch := benchOverlay(n, dim)
+		s, o, rows, batch := benchOverlay(n, dim)
 		dst := make([]float32, len(batch)*dim)
 		b.Run(fmt.Sprintf("dim=%d/overlay", dim), func(b *testing.B) {
 			b.SetBytes(int64(len(batch) * dim * 4))
 			for range b.N {
-				if _, _, err := o.Gather(batch, dst, -1, nil, Loaded{First: load, Rows: [][]float32{rows}}); err != nil {
+				if _, _, err := o.Gather(batch, dst, -1, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -54,7 +54,7 @@ func BenchmarkOverlayGather(b *testing.B) {
 // benchOverlay is an Overlay of n vertices of dim features built in
 // memory (no files): bin 0 a socket cache of n/10 rows, bin 1 the disk,
 // a load of the first quarter of the disk's vertices, and a batch.
-func benchOverlay(n, dim int) (*Store, *Overlay, uint32, []float32, []int32) {
+func benchOverlay(n, dim int) (*Store, *Overlay, []float32, []int32) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	s := &Store{m: &Manifest{NumNodes: int64(n)}, dim: dim, rowBytes: int64(dim) * 4, copyThreads: 1,
 		bin: make([]uint8, n), row: make([]uint32, n),
@@ -73,13 +73,12 @@ func benchOverlay(n, dim int) (*Store, *Overlay, uint32, []float32, []int32) {
 	s.caches = [][]float32{make([]float32, n/10*dim), nil}
 	o := s.Overlay()
 	ids := disk[:len(disk)/4]
-	load, err := o.Register(ids)
-	if err != nil {
-		panic(err)
-	}
 	rows := make([]float32, len(ids)*dim)
 	for i := range rows {
 		rows[i] = float32(i % 7)
+	}
+	if _, err := o.Register(Load{IDs: ids, Rows: rows}); err != nil {
+		panic(err)
 	}
 	batch := make([]int32, 50_000)
 	for i := range batch {
@@ -89,5 +88,5 @@ func benchOverlay(n, dim int) (*Store, *Overlay, uint32, []float32, []int32) {
 			batch[i] = ids[rng.IntN(len(ids))]
 		}
 	}
-	return s, o, load, rows, batch
+	return s, o, rows, batch
 }

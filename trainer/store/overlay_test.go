@@ -39,7 +39,7 @@ func TestOverlayServesTheStoresRows(t *testing.T) {
 		rng.Shuffle(len(disk), func(i, j int) { disk[i], disk[j] = disk[j], disk[i] })
 		a, b := disk[:len(disk)/2], disk[len(disk)/2:]
 		o := s.Overlay()
-		loadA := register(t, s, o, a[:len(a)/3], a[len(a)/3:])
+		register(t, s, o, a[:len(a)/3], a[len(a)/3:])
 		loadB := register(t, s, o, b)
 
 		// Batches larger than a copy goroutine's least share, with repeats.
@@ -56,7 +56,7 @@ func TestOverlayServesTheStoresRows(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := make([]float32, len(batch)*dim)
-			k, st, err := o.Gather(batch, got, -1, nil, loadA)
+			k, st, err := o.Gather(batch, got, -1, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +73,7 @@ func TestOverlayServesTheStoresRows(t *testing.T) {
 				t.Fatal(err)
 			}
 			packed, idx := make([]float32, len(batch)*dim), make([]int32, len(batch))
-			k, st, err = o.Gather(batch, packed, wb, idx, loadA)
+			k, st, err = o.Gather(batch, packed, wb, idx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,47 +82,55 @@ func TestOverlayServesTheStoresRows(t *testing.T) {
 			}
 		}
 
+		// A row registered again is the new load's, served as the
+		// store's; once that load is released, an error, though the
+		// first load holding it is live.
+		again := register(t, s, o, a[:1])
+		got, want := make([]float32, dim), make([]float32, dim)
+		if _, err := s.Gather(context.Background(), a[:1], want); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := o.Gather(a[:1], got, -1, nil); err != nil || !slices.Equal(got, want) {
+			t.Errorf("a row registered again: %v, %v (want %v)", err, got, want)
+		}
+		o.Release(again)
+		o.Release(loadB)
 		for _, tc := range []struct {
 			name  string
 			v     int32
-			from  Loaded
 			error string
 		}{
-			{"the other registration's row", b[0], loadA, "not in loads"},
-			{"a row of no load", a[0], Loaded{Rows: loadA.Rows}, "not ones Register returns"},
-			{"a row of the registration's second load, given its first", a[len(a)-1], Loaded{First: loadA.First, Rows: loadA.Rows[:1]}, "not in loads"},
-			{"a vertex out of range", n, loadA, "out of range"},
-			{"a row registered with the other load", a[0], loadB, "not in loads"},
+			{"a row of a released load", b[0], "in no live load"},
+			{"a row registered again, that load released", a[0], "in no live load"},
+			{"a vertex out of range", n, "out of range"},
 		} {
-			_, _, err := o.Gather([]int32{mem[0], tc.v}, make([]float32, 2*dim), -1, nil, tc.from)
+			_, _, err := o.Gather([]int32{mem[0], a[1], tc.v}, make([]float32, 3*dim), -1, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.error) {
 				t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.error)
 			}
 		}
-		// Registered again, a row is no longer its first load's.
-		if _, err := o.Register(a[:1]); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := o.Gather(a[:1], make([]float32, dim), -1, nil, loadA); err == nil || !strings.Contains(err.Error(), "not in loads") {
-			t.Errorf("a row registered again, gathered from its first load: %v", err)
-		}
 		for _, ids := range [][]int32{{mem[0]}, {-1}, {n}} {
-			if _, err := o.Register(ids); err == nil {
+			if _, err := o.Register(Load{IDs: ids, Rows: make([]float32, dim)}); err == nil {
 				t.Errorf("Register(%v): no error", ids)
 			}
+		}
+		if _, err := o.Register(Load{IDs: b[:2], Rows: make([]float32, dim)}); err == nil {
+			t.Error("Register of 2 vertices and 1 row: no error")
 		}
 		if _, err := o.Register(); err == nil {
 			t.Error("Register(): no error")
 		}
-		if _, _, err := o.Gather(mem[:1], make([]float32, dim), slices.Index(s.BinIDs(), "socket0"), make([]int32, 1), loadA); err == nil || !strings.Contains(err.Error(), "not a worker cache bin") {
+		if _, _, err := o.Gather(mem[:1], make([]float32, dim), slices.Index(s.BinIDs(), "socket0"), make([]int32, 1)); err == nil || !strings.Contains(err.Error(), "not a worker cache bin") {
 			t.Errorf("a socket bin as resident: %v", err)
 		}
 	}
 }
 
-// TestOverlayRegistersBesideGathers: a load registered while another
-// load's batches are gathered (the next macro-batch read while this one
-// trains) leaves those batches' rows alone; run with -race.
+// TestOverlayRegistersBesideGathers: loads registered and released while
+// another load's rows are gathered (the next macro-batch read while this
+// one trains, holding some of its rows, the one before released) leave
+// those rows right: a row a Register moves is served from either load.
+// Run with -race.
 func TestOverlayRegistersBesideGathers(t *testing.T) {
 	const n, dim = 900, 16
 	fx, _, _ := materialized(t, n, dim, mixMixed, 1, 47)
@@ -139,7 +147,7 @@ func TestOverlayRegistersBesideGathers(t *testing.T) {
 	}
 	a, b := disk[:len(disk)/2], disk[len(disk)/2:]
 	o := s.Overlay()
-	loadA := register(t, s, o, a)
+	register(t, s, o, a)
 	want := make([]float32, len(a)*dim)
 	if _, err := s.Gather(context.Background(), a, want); err != nil {
 		t.Fatal(err)
@@ -150,7 +158,7 @@ func TestOverlayRegistersBesideGathers(t *testing.T) {
 		wg.Go(func() {
 			got := make([]float32, len(a)*dim)
 			for range 50 {
-				if _, _, err := o.Gather(a, got, -1, nil, loadA); err != nil {
+				if _, _, err := o.Gather(a, got, -1, nil); err != nil {
 					errs[g] = err
 					return
 				}
@@ -161,10 +169,14 @@ func TestOverlayRegistersBesideGathers(t *testing.T) {
 			}
 		})
 	}
+	next := append(slices.Clone(a[len(a)/2:]), b...)
+	var last uint32
 	for range 50 {
-		if _, err := o.Register(b); err != nil {
-			t.Fatal(err)
+		l := register(t, s, o, next)
+		if last != 0 {
+			o.Release(last)
 		}
+		last = l
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -179,18 +191,18 @@ type errString string
 func (e errString) Error() string { return string(e) }
 
 // register registers the pieces as loads of o, their rows the store's.
-func register(t *testing.T, s *Store, o *Overlay, pieces ...[]int32) Loaded {
+func register(t *testing.T, s *Store, o *Overlay, pieces ...[]int32) uint32 {
 	t.Helper()
-	l := Loaded{Rows: make([][]float32, len(pieces))}
+	loads := make([]Load, len(pieces))
 	for k, ids := range pieces {
-		l.Rows[k] = make([]float32, len(ids)*s.Dim())
-		if _, err := s.Gather(context.Background(), ids, l.Rows[k]); err != nil {
+		loads[k] = Load{IDs: ids, Rows: make([]float32, len(ids)*s.Dim())}
+		if _, err := s.Gather(context.Background(), ids, loads[k].Rows); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var err error
-	if l.First, err = o.Register(pieces...); err != nil {
+	first, err := o.Register(loads...)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return l
+	return first
 }
