@@ -17,14 +17,13 @@ const (
 )
 
 // Multistage's shape as the planner prices it: the train command's
-// defaults, parts per macro-batch over parts, two macro-batches held in
-// host memory at once (one training, the next being read) and two parts'
-// pieces (one being checked, the next being read).
+// defaults, parts per macro-batch over parts (no halos), and two
+// macro-batches held in host memory at once (one training, the next being
+// read into, its pieces where they are read).
 const (
 	plannedParts      = 8
 	plannedMacroParts = 2
 	macroBuffers      = 2
-	pieceBuffers      = 2
 	// pieceRowOverhead is what a packed row carries besides its data: its
 	// vertex id and checksum.
 	pieceRowOverhead = 8
@@ -163,7 +162,7 @@ func multistageOption(in loaderInput) (LoaderOption, error) {
 	read := workers * rows / (float64(in.hw.SSDs) * in.hw.SSD.ReadGBps)
 	batches := float64(max(in.w.BatchesPerEpoch(), 1))
 	macro := rows * plannedMacroParts / plannedParts
-	held := (macroBuffers+float64(pieceBuffers)/plannedMacroParts)*macro*1e9 + overlayBytesPerVertex*float64(in.w.Vertices)
+	held := macroBuffers*macro*1e9 + overlayBytesPerVertex*float64(in.w.Vertices)
 	o := LoaderOption{Name: LoaderMultistage, EpochIOSeconds: math.Max(hostSecs, read), SSDBytesPerBatch: workers * rows * 1e9 / batches,
 		RequestBytes: macro * 1e9 / plannedMacroParts / float64(in.hw.SSDs), DiskSpaceGB: 2 * rows, HostGiB: workers * held / (1 << 30),
 		AccuracyRisk: "neighbours outside a macro-batch and the hubs are not sampled: within 1 point of online on Cora and CiteSeer, " +

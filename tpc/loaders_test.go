@@ -28,7 +28,7 @@ func TestMultistageOptionPerWorker(t *testing.T) {
 		}
 		workers := float64(max(gpus, 1))
 		wantRead := workers * rowsGB / (2 * 3)
-		wantHost := workers * ((macroBuffers+float64(pieceBuffers)/plannedMacroParts)*macroGB*1e9 + 8*10_000_000) / (1 << 30)
+		wantHost := workers * (macroBuffers*macroGB*1e9 + 8*10_000_000) / (1 << 30)
 		if math.Abs(o.EpochIOSeconds-wantRead) > 1e-9 || math.Abs(o.HostGiB-wantHost) > 1e-9 {
 			t.Errorf("%d GPUs: reads %v s, holds %v GiB; want %v s, %v GiB", gpus, o.EpochIOSeconds, o.HostGiB, wantRead, wantHost)
 		}

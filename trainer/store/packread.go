@@ -367,7 +367,7 @@ func (p *Packed) ReadParts(ctx context.Context, parts []PackedBatch, into *Parts
 // readChunkBytes is how much of a macro-batch's pieces one read call of
 // ReadParts takes: its rows are checked while the next run is read, so
 // only the last run's checks wait after the reads.
-const readChunkBytes = 32 << 20
+const readChunkBytes = 128 << 20
 
 // partPiece is one piece ReadParts reads: batch at's piece on directory
 // dir, at fileOff in its file and at0 in the buffer; ids and checked are
