@@ -334,17 +334,14 @@ func (mr *macroRows) loadAll(ctx context.Context, epoch int, macros []macroBatch
 				b = mr.takeAhead(epoch, m)
 			}
 			if b == nil {
-				select {
-				case b = <-mr.free:
-				case <-ctx.Done():
-					return
-				}
-				if err := mr.read(ctx, m, b); err != nil {
-					mr.free <- b
+				var err error
+				if b, err = mr.readFree(ctx, m); err != nil {
 					select {
 					case out <- loadedMacro{err: err}:
 					case <-ctx.Done():
 					}
+					return
+				} else if b == nil {
 					return
 				}
 			}
@@ -365,18 +362,28 @@ func (mr *macroRows) loadAll(ctx context.Context, epoch int, macros []macroBatch
 	return out, func() { <-done }
 }
 
-// readAhead reads m, epoch's first macro-batch, into the next buffer
-// freed, for that epoch to take (takeAhead). A read that fails or is
-// stopped leaves nothing: the epoch reads m itself, and reports the error.
-func (mr *macroRows) readAhead(ctx context.Context, epoch int, m *macroBatch) {
+// readFree reads m into the next buffer freed: nil when ctx ends first,
+// and after an error, which frees the buffer again.
+func (mr *macroRows) readFree(ctx context.Context, m *macroBatch) (*macroBuf, error) {
 	var b *macroBuf
 	select {
 	case b = <-mr.free:
 	case <-ctx.Done():
-		return
+		return nil, nil
 	}
 	if err := mr.read(ctx, m, b); err != nil {
 		mr.free <- b
+		return nil, err
+	}
+	return b, nil
+}
+
+// readAhead reads m, epoch's first macro-batch, into the next buffer
+// freed, for that epoch to take (takeAhead). A read that fails or is
+// stopped leaves nothing: the epoch reads m itself, and reports the error.
+func (mr *macroRows) readAhead(ctx context.Context, epoch int, m *macroBatch) {
+	b, err := mr.readFree(ctx, m)
+	if b == nil || err != nil {
 		return
 	}
 	mr.mu.Lock()

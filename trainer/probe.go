@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gnnplan/gnnplan/kernels"
+	"github.com/gnnplan/gnnplan/trainer/internal/stall"
 	"github.com/gnnplan/gnnplan/trainer/nn"
 )
 
@@ -53,9 +54,9 @@ type Probe struct {
 	// Seeds is the mean number of training seeds per batch.
 	Seeds float64 `json:"seeds"`
 	// SlowBatches is how many timed batches BatchSeconds and StepSeconds
-	// leave out: those over slowBatch times the median, a stall no
-	// batch of the run repeats (another process's burst, a page fault
-	// storm); the other times are the means of every timed batch.
+	// leave out: stalls no batch of the run repeats (package stall:
+	// over 1.5 times the median); the other times are the means of every
+	// timed batch.
 	SlowBatches int `json:"slow_batches,omitempty"`
 	// Vertices lists the input rows of the timed batches, one list per
 	// worker and step, for a caller that wants to know how many of them a
@@ -189,27 +190,15 @@ func (p *Probe) perBatch(sum partialEpoch, inputs [][]int32, tallied bool) {
 // batchTimes is one probed batch's wall time and step time.
 type batchTimes struct{ wall, step float64 }
 
-// slowBatch is how many times the median batch's time a probed batch
-// takes to count as stalled; minRobustBatches the fewest timed batches
-// for a median to tell.
-const (
-	slowBatch        = 1.5
-	minRobustBatches = 8
-)
-
 // withoutStalls sets BatchSeconds and StepSeconds to the means of the
-// batches in each whose wall time is at most slowBatch times the median
-// (with at least minRobustBatches timed), counting the others in
-// SlowBatches.
+// batches in each whose wall time is not a stall (package stall), counting
+// the others in SlowBatches.
 func (p *Probe) withoutStalls(each []batchTimes) {
-	if len(each) < minRobustBatches {
-		return
-	}
 	walls := make([]float64, len(each))
 	for i, b := range each {
 		walls[i] = b.wall
 	}
-	limit := slowBatch * median(walls)
+	limit := stall.Limit(walls)
 	var wall, step float64
 	kept := 0
 	for _, b := range each {

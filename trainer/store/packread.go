@@ -7,17 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"sync"
 	"time"
 	"unsafe"
 
 	"github.com/gnnplan/gnnplan/internal/hugepage"
 	"github.com/gnnplan/gnnplan/internal/inputerr"
+	"github.com/gnnplan/gnnplan/trainer/internal/stall"
 	"github.com/gnnplan/gnnplan/trainer/ioread"
 )
 
@@ -425,7 +424,6 @@ type partsChecker struct {
 // header once its ids and checksums are in, then its rows that are.
 func (ck *partsChecker) upTo(end int64) error {
 	p, rb := ck.p, ck.p.s.rowBytes
-	le := binary.LittleEndian
 	for ; ck.next < len(ck.pieces); ck.next++ {
 		pc := &ck.pieces[ck.next]
 		piece := ck.buf[pc.at0 : pc.at0+pc.pl.stored]
@@ -448,8 +446,8 @@ func (ck *partsChecker) upTo(end int64) error {
 			if pc.at0+lo+rb > end {
 				return nil
 			}
-			if got, want := rowCRC(piece[lo:lo+rb]), le.Uint32(piece[pc.pl.crcs+4*int64(j):]); got != want {
-				return fail(fmt.Errorf("row %d (vertex %d) is damaged: checksum %08x, packed %08x", j, pc.ids[j], got, want))
+			if err := checkRow(piece, pc.pl, j, pc.ids[j], rb); err != nil {
+				return fail(err)
 			}
 		}
 	}
@@ -618,6 +616,16 @@ func (p *Packed) checkHeader(w, e, b, d int, piece []byte) (pieceLayout, error) 
 	return pl, nil
 }
 
+// checkRow checks row j of piece (laid out as pl, rows of rb bytes),
+// vertex v's, against its packed checksum.
+func checkRow(piece []byte, pl pieceLayout, j int, v int32, rb int64) error {
+	lo := pl.data + int64(j)*rb
+	if got, want := rowCRC(piece[lo:lo+rb]), binary.LittleEndian.Uint32(piece[pl.crcs+4*int64(j):]); got != want {
+		return fmt.Errorf("row %d (vertex %d) is damaged: checksum %08x, packed %08x", j, v, got, want)
+	}
+	return nil
+}
+
 // placePiece checks piece d of batch b (read into piece) and copies its
 // rows to their slots of dst: each the batch's row it names (vertices,
 // ssd, slots).
@@ -637,10 +645,10 @@ func (p *Packed) placePiece(w, e, b, d int, piece []byte, vertices []int32, ssd,
 		if v != vertices[ssd[k]] {
 			return fmt.Errorf("row %d is vertex %d, the batch's row %d is vertex %d", j, v, ssd[k], vertices[ssd[k]])
 		}
-		row := piece[pl.data+int64(j)*s.rowBytes:][:s.rowBytes]
-		if got := rowCRC(row); got != le.Uint32(piece[pl.crcs+4*int64(j):]) {
-			return fmt.Errorf("row %d (vertex %d) is damaged: checksum %08x, packed %08x", j, v, got, le.Uint32(piece[pl.crcs+4*int64(j):]))
+		if err := checkRow(piece, pl, j, v, s.rowBytes); err != nil {
+			return err
 		}
+		row := piece[pl.data+int64(j)*s.rowBytes:][:s.rowBytes]
 		out := dst[slot*dim : (slot+1)*dim]
 		copy(out, unsafe.Slice((*float32)(unsafe.Pointer(&row[0])), dim))
 	}
@@ -750,19 +758,9 @@ type batchCost struct {
 	cpuOK      bool
 }
 
-// slowRow is how many times the median batch's time a row a batch takes
-// to count as stalled (another process's burst, a page fault storm: not
-// the rate training sees); minRobustBatches the fewest batches for a
-// median to tell.
-const (
-	slowRow          = 1.5
-	minRobustBatches = 8
-)
-
 // perRowWithoutStalls is the seconds a row that cost gives each batch,
-// over the batches whose rate is at most slowRow times the median batch's
-// (every batch where fewer than minRobustBatches have rows); 0 where cost
-// is known for none.
+// over the batches whose rate a row is not a stall (package stall); 0
+// where cost is known for none.
 func perRowWithoutStalls(each []batchCost, cost func(batchCost) (float64, bool)) float64 {
 	var rates []float64
 	for _, b := range each {
@@ -770,11 +768,7 @@ func perRowWithoutStalls(each []batchCost, cost func(batchCost) (float64, bool))
 			rates = append(rates, c/float64(b.rows))
 		}
 	}
-	limit := math.Inf(1)
-	if len(rates) >= minRobustBatches {
-		slices.Sort(rates)
-		limit = slowRow * rates[len(rates)/2]
-	}
+	limit := stall.Limit(rates)
 	var sum float64
 	rows := 0
 	for _, b := range each {
