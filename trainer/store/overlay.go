@@ -41,6 +41,7 @@ type Overlay struct {
 type liveLoads struct {
 	first uint32
 	rows  [][]float32
+	n     []int // rows[k]'s row count
 }
 
 // overlayMaxLoads is how many loads one Overlay can tell apart.
@@ -78,7 +79,7 @@ func (o *Overlay) Register(loads ...Load) (uint32, error) {
 	if len(loads) == 0 {
 		return 0, errors.New("overlay: no load to register")
 	}
-	rows := make([][]float32, len(loads))
+	rows, counts := make([][]float32, len(loads)), make([]int, len(loads))
 	for k, l := range loads {
 		switch {
 		case int64(len(l.IDs)) > 1<<32:
@@ -94,7 +95,7 @@ func (o *Overlay) Register(loads ...Load) (uint32, error) {
 				return 0, fmt.Errorf("overlay: row %d of load %d is vertex %d, which the store holds in memory (bin %d)", i, k+1, v, b)
 			}
 		}
-		rows[k] = l.Rows
+		rows[k], counts[k] = l.Rows, len(l.IDs)
 	}
 	o.mu.Lock()
 	if len(loads) > overlayMaxLoads-int(o.loads) {
@@ -104,7 +105,7 @@ func (o *Overlay) Register(loads ...Load) (uint32, error) {
 	first := o.loads + 1
 	o.loads += uint32(len(loads))
 	// Live before any vertex moves to them.
-	live := append(slices.Clone(*o.live.Load()), liveLoads{first: first, rows: rows})
+	live := append(slices.Clone(*o.live.Load()), liveLoads{first: first, rows: rows, n: counts})
 	o.live.Store(&live)
 	o.mu.Unlock()
 	for k, l := range loads {
@@ -166,8 +167,8 @@ func (o *Overlay) Gather(vertices []int32, dst []float32, resident int, idx []in
 func loadedRow(live []liveLoads, load uint32, r, dim int) []float32 {
 	for _, l := range live {
 		if k := load - l.first; k < uint32(len(l.rows)) { // wraps for a load before first
-			if rows := l.rows[k]; r < len(rows)/dim {
-				return rows[r*dim : (r+1)*dim]
+			if r < l.n[k] {
+				return l.rows[k][r*dim : (r+1)*dim]
 			}
 			return nil
 		}
