@@ -29,8 +29,9 @@ type BatchCosts struct {
 	// them.
 	DiskRowsPerS float64 `json:"disk_rows_per_s"`
 	// DiskCPURowS is the CPU time reading one row from disk takes
-	// (submission, completion, copies): the cores it takes from the
-	// step, which on a CPU machine shares them.
+	// (submission, completion, checks) beyond the copy a probe's gather
+	// stage made of it from memory: the cores it takes from the step,
+	// which on a CPU machine shares them.
 	DiskCPURowS float64 `json:"disk_cpu_row_s"`
 	// CheckRowS is the time checking a row read from packed pieces and
 	// copying it into place takes, where DiskRowsPerS is the reads' own
@@ -40,6 +41,13 @@ type BatchCosts struct {
 	// copies and checks this one's (the packed loader): its time is the
 	// longer of the two, not their sum.
 	ReadsAhead bool `json:"reads_ahead,omitempty"`
+	// StageOverlap is, for the multistage loader's first stage, the share
+	// of the shorter of a macro-batch's reads and checks that the longer
+	// hid, as measured (0: none, their sum; 1: the longer alone).
+	StageOverlap float64 `json:"stage_overlap,omitempty"`
+	// BesideS is, for the multistage loader, a batch's compute time while
+	// the first stage runs beside it, as measured (0: ComputeS).
+	BesideS float64 `json:"beside_s,omitempty"`
 	// StepOffCores says the step runs on a device of its own (a GPU): the
 	// reads' CPU time takes nothing from it.
 	StepOffCores bool `json:"step_off_cores,omitempty"`
@@ -157,17 +165,16 @@ func ErrorPct(measured, predicted float64) float64 {
 
 // PredictStages predicts an epoch of HANOI's multistage loader: batches
 // in macros macro-batches, each macro-batch's macroRows disk rows read in
-// one sequential pass at c.DiskRowsPerS, and checked at c.CheckRowS a
-// row (the longer of the two where the next part is read during a part's
-// checks, ReadsAhead; else both), while the macro-batch before it
-// trains, its batches then gathering every row from memory. The first
-// stage's CPU time is not taken from the step: it comes in bursts a
-// macro-batch that the step's pauses absorb (measured: the steps within
-// 10% of the probe's while it took up to two thirds of a batch's time
-// in CPU, docs/epoch-model.md). The epoch is the pipeline's fill (FillS,
-// or one batch's sampling and gathering from memory), then each
-// macro-batch's training or the next one's read, whichever is longer:
-// reading ahead (ReadsAhead) the next epoch's first macro-batch is read
+// one sequential pass at c.DiskRowsPerS and checked at c.CheckRowS a row,
+// the checks overlapping the reads as measured (StageOverlap: the reads
+// plus the checks less that share of the shorter), while the macro-batch
+// before it trains, its batches gathering every row from memory. While
+// the first stage runs the step shares the cores with its checks: its
+// batches take BesideS (measured beside it; docs/epoch-model.md), then
+// their own time once it ends. A macro-batch takes its first stage or, if
+// longer, its batches; the epoch is the pipeline's fill (FillS, or one
+// batch's sampling and gathering from memory) and every macro-batch.
+// Reading ahead (ReadsAhead) the next epoch's first macro-batch is read
 // while this epoch's last trains, and only the run's first epoch waits
 // for its first read (not counted: the epoch predicted is a later one's);
 // otherwise every epoch waits for it.
@@ -183,26 +190,32 @@ func PredictStages(c BatchCosts, batches float64, macros int, macroRows float64)
 	b := c.batch(1)
 	var load float64
 	if macroRows > 0 {
-		load = macroRows * (1/c.DiskRowsPerS + c.CheckRowS)
-		if c.ReadsAhead {
-			load = macroRows * math.Max(1/c.DiskRowsPerS, c.CheckRowS)
-		}
+		read, check := macroRows/c.DiskRowsPerS, macroRows*c.CheckRowS
+		load = read + check - min(max(c.StageOverlap, 0), 1)*min(read, check)
 	}
 	m := float64(macros)
-	train := batches / m * b.batchS
+	n := batches / m // a macro-batch's batches
+	train := n * b.batchS
 	p := PipelinePrediction{HitShare: 1, Batches: batches, Bound: "compute",
 		SampleS: c.SampleS * batches, GatherS: b.copyS*batches + load*m, DiskS: load * m, StepS: c.StepS * batches}
-	if load > train {
+	// A macro-batch trains while the next one's first stage runs, its
+	// batches at BesideS (no faster than alone) until that ends, then at
+	// their own pace; a first stage longer than all of them sets the pace.
+	beside := math.Max(c.BesideS, b.batchS)
+	macro := load
+	if load > n*beside {
 		p.Bound = "disk"
+	} else {
+		macro = load + (n-load/beside)*b.batchS
 	}
 	if batches > 0 {
 		fill := c.FillS
 		if fill == 0 {
 			fill = c.SampleS + b.copyS
 		}
-		p.EpochS = fill + m*math.Max(train, load)
+		p.EpochS = fill + m*macro
 		if !c.ReadsAhead {
-			p.EpochS = fill + load + (m-1)*math.Max(train, load) + train
+			p.EpochS = fill + load + (m-1)*macro + train
 		}
 	}
 	return p, nil

@@ -213,8 +213,9 @@ func TestPredictCPU(t *testing.T) {
 
 // TestPredictStages prices HANOI's multistage epochs: 40 batches of 0.1 s
 // in 4 macro-batches of 100,000 disk rows each, read at 100,000 rows/s
-// and checked at 5 us a row. Each read overlaps the training before it;
-// the first macro-batch's, where the reads are not ahead, overlaps
+// and checked at 5 us a row, the checks overlapping the reads as much as
+// measured. Each macro-batch's first stage overlaps the training before
+// it; the first macro-batch's, where the reads are not ahead, overlaps
 // nothing (where they are, the epoch before's last macro-batch).
 func TestPredictStages(t *testing.T) {
 	c := BatchCosts{ComputeS: 0.1, SampleS: 0.01, StepS: 0.09, CopyRowS: 1e-7, InputRows: 100_000, DiskRowsPerS: 100_000, CheckRowS: 5e-6}
@@ -222,24 +223,41 @@ func TestPredictStages(t *testing.T) {
 	tests := []struct {
 		name      string
 		ahead     bool
+		overlap   float64
+		beside    float64 // a batch's time beside the first stage
 		macroRows float64
 		wantEpoch float64
 		wantBound string
 	}{
 		// Reads then checks: 1.5 s a macro-batch, over its 1 s of training.
-		{"reads, then checks", false, 100_000, fill + 1.5 + 3*1.5 + 1, "disk"},
-		// The next part read during the checks: 1 s, as long as training,
+		{"reads, then checks", false, 0, 0, 100_000, fill + 1.5 + 3*1.5 + 1, "disk"},
+		{"read ahead, checks after the reads", true, 0, 0, 100_000, fill + 4*1.5, "disk"},
+		// The checks wholly under the reads: 1 s, as long as training,
 		// the next epoch's first read while this one's last trains.
-		{"read ahead", true, 100_000, fill + 4*1, "compute"},
+		{"read ahead, checks under the reads", true, 1, 0, 100_000, fill + 4*1, "compute"},
+		// Three fifths of the checks hidden: 1.2 s.
+		{"read ahead, checks partly under the reads", true, 0.6, 0, 100_000, fill + 4*1.2, "disk"},
+		// An overlap share out of range counts as its nearest bound.
+		{"overlap over 1", true, 1.7, 0, 100_000, fill + 4*1, "compute"},
+		{"overlap under 0", true, -0.5, 0, 100_000, fill + 4*1.5, "disk"},
 		// Half a second a macro-batch, hidden by each second of training.
-		{"read ahead, reads shorter than training", true, 50_000, fill + 4*1, "compute"},
-		{"reads then checks, shorter than training", false, 50_000, fill + 0.75 + 3*1 + 1, "compute"},
-		{"nothing on disk", true, 0, fill + 4*1, "compute"},
+		{"read ahead, reads shorter than training", true, 1, 0, 50_000, fill + 4*1, "compute"},
+		{"reads then checks, shorter than training", false, 0, 0, 50_000, fill + 0.75 + 3*1 + 1, "compute"},
+		{"nothing on disk", true, 1, 0, 0, fill + 4*1, "compute"},
+		// Batches of 0.2 s while the first stage runs beside them: its
+		// half second holds 2.5 of them, the other 7.5 take 0.1 s.
+		{"slower beside a short first stage", true, 1, 0.2, 50_000, fill + 4*(0.5+0.75), "compute"},
+		// 1.5 s holds 7.5 of them, the other 2.5 take 0.1 s.
+		{"slower beside a long first stage", true, 0, 0.2, 100_000, fill + 4*(1.5+0.25), "compute"},
+		// 0.12 s each: all ten end before the 1.5 s first stage.
+		{"first stage longer than the batches beside it", true, 0, 0.12, 100_000, fill + 4*1.5, "disk"},
+		// Faster beside than alone (noise): their own time.
+		{"faster beside", true, 1, 0.05, 50_000, fill + 4*1, "compute"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cc := c
-			cc.ReadsAhead = tt.ahead
+			cc.ReadsAhead, cc.StageOverlap, cc.BesideS = tt.ahead, tt.overlap, tt.beside
 			p, err := PredictStages(cc, 40, 4, tt.macroRows)
 			if err != nil {
 				t.Fatal(err)
@@ -253,7 +271,7 @@ func TestPredictStages(t *testing.T) {
 	// nothing, on the CPU or on a GPU.
 	for _, off := range []bool{false, true} {
 		cc := c
-		cc.ReadsAhead, cc.DiskCPURowS, cc.StepOffCores = true, 2e-6, off
+		cc.ReadsAhead, cc.StageOverlap, cc.DiskCPURowS, cc.StepOffCores = true, 1, 2e-6, off
 		p, err := PredictStages(cc, 40, 4, 100_000)
 		if err != nil {
 			t.Fatal(err)

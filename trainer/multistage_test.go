@@ -36,7 +36,8 @@ func multistageFor(t *testing.T, d loaded, parts, macro int, hubs sample.Bitmap,
 // the hubs) and with every row in memory (the same hubs): the same
 // batches and rows, so bitwise the same loss curve and parameters; with
 // halos too, which consecutive macro-batches share (a row the next one
-// registers while this one trains is served from either).
+// registers while this one trains is served from either); and after the
+// first stage was measured in the run's buffer (MeasureFirstStage).
 func TestMultistageOutOfCoreMatchesInMemory(t *testing.T) {
 	const n = 1500
 	dir := synthDataset(t, n, 64)
@@ -65,6 +66,15 @@ func TestMultistageOutOfCoreMatchesInMemory(t *testing.T) {
 				oo := o
 				oo.Features, oo.Multistage = StoreSource(s), &ms
 				tr := newOutOfCore(t, d.g, oo, 2)
+				// Measuring the first stage in the run's own buffer
+				// leaves the run as it was.
+				rr, err := tr.MeasureFirstStage(context.Background(), 0)
+				if err != nil || (mix.ssds > 0 && mix.gpuRows == 0 && !(rr.Rows > 0 && rr.StageSecondsPerRow > 0)) {
+					t.Fatalf("measuring the first stage: %+v, %v", rr, err)
+				}
+				if _, err := mem.MeasureFirstStage(context.Background(), 0); err == nil {
+					t.Error("measuring the first stage of a run with every row in memory: no error")
+				}
 				res, err := tr.Run(context.Background(), nil)
 				if err != nil {
 					t.Fatal(err)

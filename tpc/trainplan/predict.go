@@ -50,6 +50,9 @@ type Prediction struct {
 	Loader    string  `json:"loader"`
 	Macros    int     `json:"macro_batches,omitempty"`
 	MacroRows float64 `json:"macro_rows,omitempty"`
+	// Beside is, for the multistage loader out of core, the probe that
+	// trained while the first stage was measured (firstStage).
+	Beside *trainer.Probe `json:"probe_beside_first_stage,omitempty"`
 }
 
 // BLASChoice is the probe's pick of the products' thread count.
@@ -155,10 +158,16 @@ func Predict(ctx context.Context, tr *trainer.Trainer, in PredictInput) (*Predic
 		} else if hit, p.HitShareSource, err = hitShare(in, pr); err != nil {
 			return nil, err
 		}
-		if hit < 1 || p.MacroRows > 0 {
+		switch {
+		case p.MacroRows > 0 && in.Sequential != nil && in.Measured == nil:
+			if err := firstStage(ctx, tr, in, &c, pr, p); err != nil {
+				return nil, err
+			}
+		case hit < 1 || p.MacroRows > 0:
 			if err := diskRate(ctx, in, &c, pr, p); err != nil {
 				return nil, err
 			}
+			c.DiskCPURowS = beyondCopy(c.DiskCPURowS, pr)
 		}
 	}
 	p.Costs = c
@@ -312,8 +321,8 @@ func diskRate(ctx context.Context, in PredictInput, c *tpc.BatchCosts, pr traine
 		}
 		p.Disk = &rr
 		c.DiskRowsPerS, c.DiskCPURowS, c.CheckRowS = rr.RowsPerS, rr.CPUSecondsPerRow, rr.CheckSecondsPerRow
-		// Both loaders read the next batch's pieces, or the next
-		// part's, while they check this one's.
+		// The packed loader reads the next batch's pieces while it
+		// checks this one's.
 		c.ReadsAhead = true
 		c.Source += fmt.Sprintf("; disk rows/s from reading the %s in order (%d rows) before training", what, rr.Rows)
 		return nil
@@ -338,6 +347,75 @@ func diskRate(ctx context.Context, in PredictInput, c *tpc.BatchCosts, pr traine
 	c.DiskCPURowS = rr.CPUSecondsPerRow
 	c.Source += fmt.Sprintf("; disk rows/s from reading the probed batches' disk rows (%d) before training", rr.Rows)
 	return nil
+}
+
+// firstStage measures the multistage loader's first stage as training
+// runs it: macro-batches of the packed parts read whole and checked
+// (Packed.MeasureParts) while a probe trains beside them, for about
+// MeasureSeconds each. On a machine whose step keeps the cores busy the
+// checks then wait for a core and hide less of the reads than they do
+// alone, and the step slows down while they run (docs/epoch-model.md):
+// the rates, the overlap and the step's batch time beside the first
+// stage (BatchCosts.BesideS) are those measured together.
+func firstStage(ctx context.Context, tr *trainer.Trainer, in PredictInput, c *tpc.BatchCosts, pr trainer.Probe, p *Prediction) error {
+	secs := in.MeasureSeconds
+	batches := max(in.ProbeBatches, 1)
+	if pr.BatchSeconds > 0 {
+		batches = max(batches, min(50*batches, int(math.Ceil(secs/pr.BatchSeconds))))
+	}
+	fmt.Fprintf(in.Progress, "predicting: reading the packed parts a macro-batch at a time for %.1f s, timing %d batches beside them ...\n", secs, batches)
+	var (
+		rr   store.ReadRate
+		rerr error
+		done = make(chan struct{})
+	)
+	ctx2, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		defer close(done)
+		rr, rerr = tr.MeasureFirstStage(ctx2, time.Duration(secs*float64(time.Second)))
+	}()
+	beside, perr := tr.Probe(ctx2, batches)
+	if perr != nil {
+		cancel()
+	}
+	<-done
+	switch {
+	case perr != nil:
+		return perr
+	case rerr != nil:
+		return fmt.Errorf("measure the packed parts' read rate: %w", rerr)
+	}
+	p.Disk, p.Beside = &rr, &beside
+	c.DiskRowsPerS, c.DiskCPURowS, c.CheckRowS = rr.RowsPerS, rr.CPUSecondsPerRow, rr.CheckSecondsPerRow
+	c.ReadsAhead = true // the next epoch's first macro-batch is read while this one's last trains
+	c.StageOverlap = StageOverlap(rr)
+	c.BesideS = beside.BatchSeconds
+	c.Source += fmt.Sprintf("; the first stage from reading the packed parts a macro-batch at a time (%d rows) beside a probe of %d batches"+
+		" (%.0f%% of the shorter of the reads and checks hidden under the longer, %.3f s a batch beside them)", rr.Rows, beside.Batches, 100*c.StageOverlap, c.BesideS)
+	return nil
+}
+
+// beyondCopy is the CPU time reading a row from disk takes from the step
+// beyond its copy: cpuPerRow (reads, checks and the copy into place) less
+// the CPU time the probe's gather stage took to copy a row from memory,
+// which the probe's batches already paid beside their steps.
+func beyondCopy(cpuPerRow float64, pr trainer.Probe) float64 {
+	if !(pr.InputRows > 0) || !(pr.GatherCPUSeconds > 0) {
+		return cpuPerRow
+	}
+	return max(0, cpuPerRow-pr.GatherCPUSeconds/pr.InputRows)
+}
+
+// StageOverlap is the share of the shorter of the multistage first
+// stage's reads and checks that the longer hid, from its measurement:
+// (reads + checks - wall) / the shorter, a row's worth, within 0 to 1.
+func StageOverlap(rr store.ReadRate) float64 {
+	if !(rr.RowsPerS > 0) || !(rr.CheckSecondsPerRow > 0) {
+		return 0
+	}
+	read, check := 1/rr.RowsPerS, rr.CheckSecondsPerRow
+	return min(max((read+check-rr.StageSecondsPerRow)/min(read, check), 0), 1)
 }
 
 // ProfiledDisks is a profile's disks together at the store's queue depth

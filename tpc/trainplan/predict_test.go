@@ -10,6 +10,7 @@ import (
 
 	"github.com/gnnplan/gnnplan/tpc"
 	"github.com/gnnplan/gnnplan/trainer"
+	"github.com/gnnplan/gnnplan/trainer/store"
 )
 
 // fakeBLAS records the thread counts ChooseBLASThreads sets.
@@ -199,6 +200,54 @@ func TestCheckPricesAMultistageEpochAtItsBatches(t *testing.T) {
 		got, ok := p.Check(trainer.EpochStats{Epoch: 2, Seconds: 3, Batches: batches})
 		if !ok || math.Abs(got.PredictedS-want.EpochS) > 1e-12 {
 			t.Errorf("an epoch of %d steps: checked against %v s (ok %v), want %v s", batches, got.PredictedS, ok, want.EpochS)
+		}
+	}
+}
+
+// TestStageOverlap: the share of the shorter of the first stage's reads
+// and checks hidden under the longer, from the measured rates: a row read
+// in 10 us and checked in 4 us whose stage took 10 us hid all its check,
+// 14 us none, 12 us half; out-of-range walls clamp; without a check or a
+// rate there is nothing to overlap.
+func TestStageOverlap(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		rowsPerS, check, at float64
+		want                float64
+	}{
+		{"all hidden", 100_000, 4e-6, 10e-6, 1},
+		{"none hidden", 100_000, 4e-6, 14e-6, 0},
+		{"half hidden", 100_000, 4e-6, 12e-6, 0.5},
+		{"checks longer than reads", 100_000, 20e-6, 25e-6, 0.5},
+		{"faster than the longer (noise)", 100_000, 4e-6, 8e-6, 1},
+		{"slower than both", 100_000, 4e-6, 30e-6, 0},
+		{"no checks", 100_000, 0, 10e-6, 0},
+		{"no rate", 0, 4e-6, 10e-6, 0},
+	} {
+		rr := store.ReadRate{RowsPerS: tc.rowsPerS, CheckSecondsPerRow: tc.check, StageSecondsPerRow: tc.at}
+		if got := StageOverlap(rr); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("%s: overlap %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestBeyondCopy: a disk row takes from the step only the CPU time beyond
+// the copy the probe's gather stage already made of it; never less than
+// nothing, and all of it where the probe's copies were not measured.
+func TestBeyondCopy(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		cpu, gather, rows float64
+		want              float64
+	}{
+		{"reads cost more than the copy", 3e-6, 0.1, 100_000, 2e-6},
+		{"reads cost less than the copy", 0.5e-6, 0.1, 100_000, 0},
+		{"copies not measured", 3e-6, 0, 100_000, 3e-6},
+		{"no rows", 3e-6, 0.1, 0, 3e-6},
+	} {
+		pr := trainer.Probe{GatherCPUSeconds: tc.gather, InputRows: tc.rows}
+		if got := beyondCopy(tc.cpu, pr); math.Abs(got-tc.want) > 1e-15 {
+			t.Errorf("%s: %v s a row, want %v", tc.name, got, tc.want)
 		}
 	}
 }

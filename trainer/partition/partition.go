@@ -369,3 +369,69 @@ func Halos(ctx context.Context, g *dataset.Graph, part []int32, k int, fraction 
 	}
 	return halos, nil
 }
+
+// Kept is the mean share of a training vertex's neighbours that the
+// second stage can sample when its part's macro-batch trains it: those in
+// its part, in its part's halo (halos may be nil) or hubs (hub may be
+// nil), and any other vertex with the chance that its part shares the
+// macro-batch, (macroParts - 1) / (k - 1) when the k parts are shuffled
+// into macro-batches of macroParts each epoch. Online sampling keeps 1;
+// training vertices without neighbours are left out. It is what the
+// edge cut says about accuracy, for the training vertices and with the
+// macro-batch's other parts, hubs and halos counted (docs/loaders.md).
+// O(|E_train| + k |V| / 64).
+func Kept(g *dataset.Graph, part []int32, k, macroParts int, hub func(v int32) bool, halos [][]int32) (float64, error) {
+	n := len(g.Indptr) - 1
+	switch {
+	case len(part) != n || k < 1 || macroParts < 1 || macroParts > k:
+		return 0, fmt.Errorf("kept: a partition of %d vertices into %d parts, %d a macro-batch, for %d vertices", len(part), k, macroParts, n)
+	case halos != nil && len(halos) != k:
+		return 0, fmt.Errorf("kept: halos for %d parts, the partition has %d", len(halos), k)
+	}
+	other := 1.0
+	if k > 1 {
+		other = float64(macroParts-1) / float64(k-1)
+	}
+	train := make([][]int32, k)
+	for _, v := range g.Train {
+		if p := part[v]; p >= 0 && int(p) < k {
+			train[p] = append(train[p], int32(v))
+		}
+	}
+	halo := make([]uint64, (n+63)/64)
+	var sum float64
+	counted := 0
+	for p := range k {
+		if halos != nil {
+			for _, u := range halos[p] {
+				halo[u/64] |= 1 << (u % 64)
+			}
+		}
+		for _, v := range train[p] {
+			nb := g.Indices[g.Indptr[v]:g.Indptr[v+1]]
+			if len(nb) == 0 {
+				continue
+			}
+			var kept float64
+			for _, u := range nb {
+				switch {
+				case part[u] == int32(p) || halo[u/64]&(1<<(u%64)) != 0 || (hub != nil && hub(u)):
+					kept++
+				default:
+					kept += other
+				}
+			}
+			sum += kept / float64(len(nb))
+			counted++
+		}
+		if halos != nil {
+			for _, u := range halos[p] {
+				halo[u/64] = 0
+			}
+		}
+	}
+	if counted == 0 {
+		return 1, nil
+	}
+	return sum / float64(counted), nil
+}

@@ -208,3 +208,37 @@ func TestHalos(t *testing.T) {
 		}
 	}
 }
+
+// TestKept: the share of a training vertex's neighbours its macro-batch
+// holds. Six vertices in three parts of two; training vertices 0 (part 0,
+// neighbours 1, 2, 4) and 2 (part 1, neighbours 0, 3, 5): each has one
+// neighbour in its part and one in each other part.
+func TestKept(t *testing.T) {
+	g := &dataset.Graph{Indptr: []int64{0, 3, 4, 7, 8, 9, 10}, Indices: []int32{1, 2, 4, 0, 0, 3, 5, 2, 0, 2}, Train: []int64{0, 2}}
+	g.Meta.NumNodes = 6
+	part := []int32{0, 0, 1, 1, 2, 2}
+	for _, tc := range []struct {
+		name  string
+		macro int
+		hub   func(int32) bool
+		halos [][]int32
+		want  float64
+	}{
+		{"a part a macro-batch", 1, nil, nil, 1.0 / 3},
+		{"every part in the macro-batch", 3, nil, nil, 1},
+		{"two of three parts: another part's neighbour half the time", 2, nil, nil, 2.0 / 3},
+		{"vertex 4 a hub", 1, func(v int32) bool { return v == 4 }, nil, (2.0/3 + 1.0/3) / 2},
+		{"halos 2 and 5", 1, nil, [][]int32{{2}, {5}, nil}, 2.0 / 3},
+	} {
+		got, err := Kept(g, part, 3, tc.macro, tc.hub, tc.halos)
+		if err != nil || math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%s: kept %v (err %v), want %v", tc.name, got, err, tc.want)
+		}
+	}
+	if _, err := Kept(g, part, 3, 4, nil, nil); err == nil {
+		t.Error("4 parts a macro-batch of 3: no error")
+	}
+	if _, err := Kept(g, part, 3, 1, nil, [][]int32{{2}}); err == nil {
+		t.Error("halos for 1 part of 3: no error")
+	}
+}

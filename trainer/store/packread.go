@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -280,8 +281,9 @@ type PartsRead struct {
 // ids, every row's checksum): the multistage loader's first stage, for a
 // set whose rows are all on disk and are used where they were read, with
 // no lookup of each vertex and no copy. The pieces are read in order, a
-// readChunkBytes run at a time, each run's rows checked while the next is
-// read. The stats count the rows as read from disk.
+// readChunkBytes run at a time, back to back, each run's rows checked once
+// it is read while the later runs are. The stats count the rows as read
+// from disk.
 func (p *Packed) ReadParts(ctx context.Context, parts []PackedBatch, into *PartsRead) (GatherStats, error) {
 	start := time.Now()
 	m := p.m
@@ -304,38 +306,35 @@ func (p *Packed) ReadParts(ctx context.Context, parts []PackedBatch, into *Parts
 		}
 	}
 	st.SSDRows, st.Bytes, st.UsefulBytes = st.Rows, int64(st.Rows)*m.RowBytes, int64(st.Rows)*m.RowBytes
-	if int64(len(into.buf)) < need {
-		into.buf = alignedBytes(need + need/4)
-		hugepage.Advise(into.buf)
-	}
+	into.grow(need)
 	into.IDs, into.Rows = into.IDs[:0], into.Rows[:0]
 	chunks := readChunks(pieces, m, into.buf, need, p.chunkBytes)
+	// The reads run back to back on a goroutine of their own, the checks
+	// following them run by run: a check that waits for a core (the step
+	// holds them) never leaves the disk idle.
 	type result struct {
 		stats   ioread.Stats
 		seconds float64
 		err     error
 	}
-	read := func(reqs []ioread.Request) <-chan result {
-		c := make(chan result, 1)
-		go func() {
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make(chan result, len(chunks))
+	go func() {
+		defer close(results)
+		for _, c := range chunks {
 			t := time.Now()
-			rs, err := p.read(ctx, reqs)
-			c <- result{rs, time.Since(t).Seconds(), err}
-		}()
-		return c
-	}
-	var pending <-chan result
-	if len(chunks) > 0 {
-		pending = read(chunks[0].reqs)
-	}
+			rs, err := p.read(rctx, c.reqs)
+			results <- result{rs, time.Since(t).Seconds(), err}
+			if err != nil {
+				return
+			}
+		}
+	}()
 	ck := partsChecker{p: p, pieces: pieces, buf: into.buf}
 	var err error
-	for k, c := range chunks {
-		r := <-pending
-		pending = nil
-		if r.err == nil && k+1 < len(chunks) {
-			pending = read(chunks[k+1].reqs)
-		}
+	for _, c := range chunks {
+		r := <-results
 		st.DeviceBytes += r.stats.DeviceBytes
 		st.DeviceReads += r.stats.DeviceReads
 		st.ReadSeconds += r.seconds
@@ -350,8 +349,8 @@ func (p *Packed) ReadParts(ctx context.Context, parts []PackedBatch, into *Parts
 			break
 		}
 	}
-	if pending != nil {
-		<-pending // into's buffer is the read's until it ends
+	cancel()
+	for range results { // into's buffer is the reads' until they end
 	}
 	if err == nil {
 		for _, pc := range pieces {
@@ -363,9 +362,18 @@ func (p *Packed) ReadParts(ctx context.Context, parts []PackedBatch, into *Parts
 	return st, err
 }
 
+// grow makes into's buffer hold at least need bytes: a new one, with a
+// quarter to spare, when it is smaller.
+func (into *PartsRead) grow(need int64) {
+	if int64(len(into.buf)) < need {
+		into.buf = alignedBytes(need + need/4)
+		hugepage.Advise(into.buf)
+	}
+}
+
 // readChunkBytes is how much of a macro-batch's pieces one read call of
-// ReadParts takes: its rows are checked while the next run is read, so
-// only the last run's checks wait after the reads.
+// ReadParts takes: its rows are checked while the later runs are read, so
+// only the last run's checks need wait after the reads.
 const readChunkBytes = 128 << 20
 
 // partPiece is one piece ReadParts reads: batch at's piece on directory
@@ -750,12 +758,90 @@ func (p *Packed) MeasureReads(ctx context.Context, d time.Duration) (ReadRate, e
 	return rr, nil
 }
 
+// MeasureParts times the multistage loader's first stage as it runs:
+// ReadParts over macro-batches of group consecutive parts (worker 0, epoch
+// 0, cycling; one a buffer untimed first, whose fresh pages are not the
+// disk's time) until about d has passed. RowsPerS is the reads' own rate,
+// CheckSecondsPerRow the checks', StageSecondsPerRow the macro-batches'
+// wall time a row: the reads and the checks as much as they overlapped
+// (each run's rows are checked while the later ones are read), a macro-batch
+// stalled past the rule of package stall left out. CPUSecondsPerRow is
+// the process's, reads and checks together. It reads into the buffers
+// into in turn (none: one of its own), each first made to hold any group
+// parts and filled once untimed: a caller then trains from them without
+// allocating or touching fresh pages.
+func (p *Packed) MeasureParts(ctx context.Context, d time.Duration, group int, into ...*PartsRead) (ReadRate, error) {
+	var rr ReadRate
+	m := p.m
+	parts := m.Batches[0]
+	if m.Rows == 0 || parts == 0 {
+		return rr, nil
+	}
+	group = min(max(group, 1), parts)
+	if len(into) == 0 {
+		into = []*PartsRead{{}}
+	}
+	// The largest macro-batch: the group largest parts.
+	sizes := make([]int64, parts)
+	for b := range parts {
+		for dir := range m.Dirs {
+			_, n, _ := p.entryAt(0, 0, b, dir)
+			sizes[b] += layoutPiece(n, m.RowBytes).stored
+		}
+	}
+	slices.Sort(sizes)
+	var most int64
+	for _, n := range sizes[parts-group:] {
+		most += n
+	}
+	for _, b := range into {
+		b.grow(most)
+	}
+	var (
+		cpu0, readS float64
+		cpuOK       bool
+		start       time.Time
+		each        []batchCost
+		next        int
+		macro       = make([]PackedBatch, group)
+	)
+	for i := -len(into); i <= 0 || time.Since(start) < d; i++ {
+		if i == 0 {
+			cpu0, cpuOK = rusageSeconds(rusageProcess)
+			start = time.Now()
+		}
+		for j := range macro {
+			macro[j] = PackedBatch{Batch: (next + j) % parts}
+		}
+		next = (next + group) % parts
+		st, err := p.ReadParts(ctx, macro, into[(i+len(into))%len(into)])
+		if err != nil {
+			return ReadRate{}, err
+		}
+		if i < 0 {
+			continue
+		}
+		readS += st.ReadSeconds
+		rr.Rows += st.Rows
+		rr.Reads += st.DeviceReads
+		each = append(each, batchCost{rows: st.Rows, check: st.CheckSeconds, wall: st.Seconds})
+	}
+	rr.finish(start, rusageProcess, cpu0, cpuOK)
+	if rr.Rows > 0 && readS > 0 {
+		rr.RowsPerS = float64(rr.Rows) / readS
+		rr.CheckSecondsPerRow = perRowWithoutStalls(each, func(b batchCost) (float64, bool) { return b.check, true })
+		rr.StageSecondsPerRow = perRowWithoutStalls(each, func(b batchCost) (float64, bool) { return b.wall, true })
+	}
+	return rr, nil
+}
+
 // batchCost is one batch of a measurement: its rows, the seconds its
-// checks took and the CPU seconds its read and checks took.
+// checks took, the CPU seconds its read and checks took and its wall
+// time.
 type batchCost struct {
-	rows       int
-	check, cpu float64
-	cpuOK      bool
+	rows             int
+	check, cpu, wall float64
+	cpuOK            bool
 }
 
 // perRowWithoutStalls is the seconds a row that cost gives each batch,

@@ -307,6 +307,52 @@ func readParts(t *testing.T, chunk int64) {
 	}
 }
 
+// TestMeasureParts times macro-batches of parts as the multistage loader
+// reads them: after one untimed macro-batch, each timed one counts its
+// parts' disk rows; the reads' rate, the checks' and the stage's wall time
+// a row are all measured; a group larger than the set reads every part; a
+// damaged row fails the measurement, naming its file.
+func TestMeasureParts(t *testing.T) {
+	const n, dim, batches, size = 700, 40, 4, 160
+	rb := newRandomBatches(n, 1, 1, batches, size, 8)
+	_, s, p := packedFixture(t, rb, n, dim)
+	onDisk := func(parts ...int) int {
+		rows := 0
+		for _, b := range parts {
+			for _, v := range rb.input(PackedBatch{Batch: b}) {
+				if !s.InMemory(v) {
+					rows++
+				}
+			}
+		}
+		return rows
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		group, want int
+	}{
+		{2, onDisk(2, 3)},       // parts 0 and 1 untimed
+		{3, onDisk(3, 0, 1)},    // cycling past the last part
+		{9, onDisk(0, 1, 2, 3)}, // the whole set a macro-batch
+		{0, onDisk(1)},          // at least one part
+	} {
+		rr, err := p.MeasureParts(ctx, 0, tc.group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rr.Rows != tc.want || !(rr.RowsPerS > 0) || !(rr.CheckSecondsPerRow > 0) || !(rr.StageSecondsPerRow > 0) {
+			t.Errorf("groups of %d parts: %+v, want %d rows and every rate measured", tc.group, rr, tc.want)
+		}
+	}
+	m := p.Manifest()
+	file := m.PackedFile(0, 0, 0)
+	off, rows, _ := p.entryAt(0, 0, 2, 0)
+	flip(t, file, off+layoutPiece(rows, m.RowBytes).data)
+	if _, err := p.MeasureParts(ctx, 0, 2, &PartsRead{}, &PartsRead{}); err == nil || !strings.Contains(err.Error(), file) {
+		t.Errorf("a damaged row: err = %v, want one naming %s", err, file)
+	}
+}
+
 // TestPerRowWithoutStalls: the disk measurement's check and CPU time a
 // row leaves out batches stalled past 1.5 times the median batch's rate,
 // weighs batches by their rows, and skips batches without a figure.

@@ -758,6 +758,10 @@ type ReadRate struct {
 	// its read: RowsPerS is then the reads' own rate. 0 for the SSD bins,
 	// whose rate includes their checks.
 	CheckSecondsPerRow float64 `json:"check_s_per_row,omitempty"`
+	// StageSecondsPerRow is, for packed parts (Packed.MeasureParts), a
+	// macro-batch's wall time a row: its reads and checks as they
+	// overlapped.
+	StageSecondsPerRow float64 `json:"stage_s_per_row,omitempty"`
 }
 
 // MeasureReads reads the disk-resident rows of batches, one call per
