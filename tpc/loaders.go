@@ -166,7 +166,8 @@ func multistageOption(in loaderInput) (LoaderOption, error) {
 	o := LoaderOption{Name: LoaderMultistage, EpochIOSeconds: math.Max(hostSecs, read), SSDBytesPerBatch: workers * rows * 1e9 / batches,
 		RequestBytes: macro * 1e9 / plannedMacroParts / float64(in.hw.SSDs), DiskSpaceGB: 2 * rows, HostGiB: workers * held / (1 << 30),
 		AccuracyRisk: "neighbours outside a macro-batch and the hubs are not sampled: within 1 point of online on Cora and CiteSeer, " +
-			"15 points under it on a synthetic graph whose partition cut 48% of the edges (10 after 100 epochs, 4 with --halo-fraction 1; docs/loaders.md)"}
+			"15 points under it on a synthetic graph whose macro-batches held 36% of a training vertex's sampled neighbourhood (10 after 100 epochs, 4 with --halo-fraction 1); " +
+			"train reports the share (docs/loaders.md)"}
 	o.EpochSeconds = math.Max(o.EpochIOSeconds, in.train)
 	room := in.hostGiB*(1-in.a.HostReserveShare) - s.CPUCacheRows*float64(in.w.FeatureRowBytes())/(1<<30)
 	o.Fits = o.DiskSpaceGB <= float64(in.hw.SSDs)*in.hw.SSD.CapacityGB && o.HostGiB <= room

@@ -628,3 +628,38 @@ func TestFIFOsAreRefusedAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestTrainMultistageSaysWhatItsMacroBatchesHold: the multistage loader's
+// note gives the share of a training vertex's sampled neighbourhood its
+// macro-batch holds, and warns when that is low: a macro-batch of one part
+// of eight holds little of a synthetic graph's neighbourhoods, one of all
+// eight holds all of them and does not warn.
+func TestTrainMultistageSaysWhatItsMacroBatchesHold(t *testing.T) {
+	for _, tc := range []struct {
+		macroParts string
+		wantAll    bool
+	}{{"1", false}, {"8", true}} {
+		code, out, errOut := runCLI(t, "train", "--synthetic-nodes", "3000", "--epochs", "1", "--eval-every", "0", "--probe-batches", "0",
+			"--loader", "multistage", "--parts", "8", "--macro-parts", tc.macroParts, "-o", "json")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		var r struct {
+			Notes []string `json:"notes"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		var note string
+		for _, n := range r.Notes {
+			if strings.HasPrefix(n, "multistage loader:") {
+				note = n
+			}
+		}
+		all := strings.Contains(note, "holds 100% of its sampled neighbourhood")
+		warned := strings.Contains(note, "warning:")
+		if !strings.Contains(note, "macro-batch holds") || all != tc.wantAll || warned == tc.wantAll {
+			t.Errorf("%s parts a macro-batch: note %q (want all held %v, a warning %v)", tc.macroParts, note, tc.wantAll, !tc.wantAll)
+		}
+	}
+}

@@ -370,21 +370,23 @@ func Halos(ctx context.Context, g *dataset.Graph, part []int32, k int, fraction 
 	return halos, nil
 }
 
-// Kept is the mean share of a training vertex's neighbours that the
-// second stage can sample when its part's macro-batch trains it: those in
-// its part, in its part's halo (halos may be nil) or hubs (hub may be
-// nil), and any other vertex with the chance that its part shares the
-// macro-batch, (macroParts - 1) / (k - 1) when the k parts are shuffled
-// into macro-batches of macroParts each epoch. Online sampling keeps 1;
-// training vertices without neighbours are left out. It is what the
-// edge cut says about accuracy, for the training vertices and with the
-// macro-batch's other parts, hubs and halos counted (docs/loaders.md).
-// O(|E_train| + k |V| / 64).
-func Kept(g *dataset.Graph, part []int32, k, macroParts int, hub func(v int32) bool, halos [][]int32) (float64, error) {
+// Kept is the mean share of a training vertex's sampled neighbourhood,
+// hops deep, that the second stage can still sample when its part's
+// macro-batch trains it: the paths of uniform neighbour draws (online
+// sampling's, hop by hop) whose every vertex the macro-batch holds. A
+// vertex is held when it is in the training vertex's part, in that part's
+// halo (halos may be nil) or a hub (hub may be nil), and any other vertex
+// with the chance that its part shares the macro-batch, (macroParts - 1) /
+// (k - 1), when the k parts are shuffled into macro-batches of macroParts
+// each epoch. Online sampling keeps 1; training vertices without
+// neighbours are left out. With hops 1 it is the share of the neighbours;
+// deeper hops count what halos leave out, the halo's own neighbours
+// (docs/loaders.md). O(k hops |E|) at most.
+func Kept(g *dataset.Graph, part []int32, k, macroParts, hops int, hub func(v int32) bool, halos [][]int32) (float64, error) {
 	n := len(g.Indptr) - 1
 	switch {
-	case len(part) != n || k < 1 || macroParts < 1 || macroParts > k:
-		return 0, fmt.Errorf("kept: a partition of %d vertices into %d parts, %d a macro-batch, for %d vertices", len(part), k, macroParts, n)
+	case len(part) != n || k < 1 || macroParts < 1 || macroParts > k || hops < 1:
+		return 0, fmt.Errorf("kept: a partition of %d vertices into %d parts, %d a macro-batch, %d hops, for %d vertices", len(part), k, macroParts, hops, n)
 	case halos != nil && len(halos) != k:
 		return 0, fmt.Errorf("kept: halos for %d parts, the partition has %d", len(halos), k)
 	}
@@ -399,6 +401,16 @@ func Kept(g *dataset.Graph, part []int32, k, macroParts int, hub func(v int32) b
 		}
 	}
 	halo := make([]uint64, (n+63)/64)
+	// level[h][x] is the share of x's h-hop paths held (NaN: not needed),
+	// frontier[h] the vertices it is needed for.
+	level := make([][]float32, hops)
+	for h := 1; h < hops; h++ {
+		level[h] = make([]float32, n)
+		for i := range level[h] {
+			level[h][i] = float32(math.NaN())
+		}
+	}
+	frontier := make([][]int32, hops+1)
 	var sum float64
 	counted := 0
 	for p := range k {
@@ -407,22 +419,56 @@ func Kept(g *dataset.Graph, part []int32, k, macroParts int, hub func(v int32) b
 				halo[u/64] |= 1 << (u % 64)
 			}
 		}
-		for _, v := range train[p] {
-			nb := g.Indices[g.Indptr[v]:g.Indptr[v+1]]
-			if len(nb) == 0 {
-				continue
+		held := func(u int32) float64 {
+			if part[u] == int32(p) || halo[u/64]&(1<<(u%64)) != 0 || (hub != nil && hub(u)) {
+				return 1
 			}
-			var kept float64
+			return other
+		}
+		// share is x's h-hop paths held, given level[h-1] on its neighbours.
+		share := func(x int32, h int) float64 {
+			nb := g.Indices[g.Indptr[x]:g.Indptr[x+1]]
+			if len(nb) == 0 {
+				return 1
+			}
+			var s float64
 			for _, u := range nb {
-				switch {
-				case part[u] == int32(p) || halo[u/64]&(1<<(u%64)) != 0 || (hub != nil && hub(u)):
-					kept++
-				default:
-					kept += other
+				w := held(u)
+				if h > 1 {
+					w *= float64(level[h-1][u])
+				}
+				s += w
+			}
+			return s / float64(len(nb))
+		}
+		// The vertices each hop's shares are needed for, outermost last.
+		frontier[hops] = train[p]
+		for h := hops - 1; h >= 1; h-- {
+			frontier[h] = frontier[h][:0]
+			for _, x := range frontier[h+1] {
+				for _, u := range g.Indices[g.Indptr[x]:g.Indptr[x+1]] {
+					if math.IsNaN(float64(level[h][u])) {
+						level[h][u] = 0
+						frontier[h] = append(frontier[h], u)
+					}
 				}
 			}
-			sum += kept / float64(len(nb))
-			counted++
+		}
+		for h := 1; h < hops; h++ {
+			for _, x := range frontier[h] {
+				level[h][x] = float32(share(x, h))
+			}
+		}
+		for _, v := range train[p] {
+			if g.Indptr[v+1] > g.Indptr[v] {
+				sum += share(v, hops)
+				counted++
+			}
+		}
+		for h := 1; h < hops; h++ {
+			for _, x := range frontier[h] {
+				level[h][x] = float32(math.NaN())
+			}
 		}
 		if halos != nil {
 			for _, u := range halos[p] {

@@ -209,36 +209,46 @@ func TestHalos(t *testing.T) {
 	}
 }
 
-// TestKept: the share of a training vertex's neighbours its macro-batch
-// holds. Six vertices in three parts of two; training vertices 0 (part 0,
-// neighbours 1, 2, 4) and 2 (part 1, neighbours 0, 3, 5): each has one
-// neighbour in its part and one in each other part.
+// TestKept: the share of a training vertex's sampled neighbourhood its
+// macro-batch holds. Six vertices in three parts of two; training vertices
+// 0 (part 0, neighbours 1, 2, 4) and 2 (part 1, neighbours 0, 3, 5): each
+// has one neighbour in its part and one in each other part; 1 and 4 have
+// the one neighbour 0, 3 and 5 the one neighbour 2.
 func TestKept(t *testing.T) {
 	g := &dataset.Graph{Indptr: []int64{0, 3, 4, 7, 8, 9, 10}, Indices: []int32{1, 2, 4, 0, 0, 3, 5, 2, 0, 2}, Train: []int64{0, 2}}
 	g.Meta.NumNodes = 6
 	part := []int32{0, 0, 1, 1, 2, 2}
 	for _, tc := range []struct {
-		name  string
-		macro int
-		hub   func(int32) bool
-		halos [][]int32
-		want  float64
+		name        string
+		macro, hops int
+		hub         func(int32) bool
+		halos       [][]int32
+		want        float64
 	}{
-		{"a part a macro-batch", 1, nil, nil, 1.0 / 3},
-		{"every part in the macro-batch", 3, nil, nil, 1},
-		{"two of three parts: another part's neighbour half the time", 2, nil, nil, 2.0 / 3},
-		{"vertex 4 a hub", 1, func(v int32) bool { return v == 4 }, nil, (2.0/3 + 1.0/3) / 2},
-		{"halos 2 and 5", 1, nil, [][]int32{{2}, {5}, nil}, 2.0 / 3},
+		{"a part a macro-batch", 1, 1, nil, nil, 1.0 / 3},
+		{"every part in the macro-batch", 3, 1, nil, nil, 1},
+		{"every part, two hops", 3, 2, nil, nil, 1},
+		{"two of three parts: another part's neighbour half the time", 2, 1, nil, nil, 2.0 / 3},
+		{"vertex 4 a hub", 1, 1, func(v int32) bool { return v == 4 }, nil, (2.0/3 + 1.0/3) / 2},
+		{"halos 2 and 5", 1, 1, nil, [][]int32{{2}, {5}, nil}, 2.0 / 3},
+		// Two hops: through 1 and 4 every path of vertex 0 is in part
+		// 0, through 2 a third; 2's paths through 3 and 5 stay.
+		{"a part a macro-batch, two hops", 1, 2, nil, nil, 1.0 / 3},
+		// Vertex 0's halo 2 holds its own neighbour 0 only: 4/9 of 0's
+		// paths; vertex 2's halo 5 leads back to 2: 2/3.
+		{"halos 2 and 5, two hops", 1, 2, nil, [][]int32{{2}, {5}, nil}, (4.0/9 + 2.0/3) / 2},
 	} {
-		got, err := Kept(g, part, 3, tc.macro, tc.hub, tc.halos)
-		if err != nil || math.Abs(got-tc.want) > 1e-12 {
+		got, err := Kept(g, part, 3, tc.macro, tc.hops, tc.hub, tc.halos)
+		if err != nil || math.Abs(got-tc.want) > 1e-6 {
 			t.Errorf("%s: kept %v (err %v), want %v", tc.name, got, err, tc.want)
 		}
 	}
-	if _, err := Kept(g, part, 3, 4, nil, nil); err == nil {
-		t.Error("4 parts a macro-batch of 3: no error")
-	}
-	if _, err := Kept(g, part, 3, 1, nil, [][]int32{{2}}); err == nil {
-		t.Error("halos for 1 part of 3: no error")
+	for _, bad := range []struct {
+		macro, hops int
+		halos       [][]int32
+	}{{4, 1, nil}, {1, 0, nil}, {1, 1, [][]int32{{2}}}} {
+		if _, err := Kept(g, part, 3, bad.macro, bad.hops, nil, bad.halos); err == nil {
+			t.Errorf("%d parts a macro-batch of 3, %d hops, halos for %d parts: no error", bad.macro, bad.hops, len(bad.halos))
+		}
 	}
 }
