@@ -159,7 +159,9 @@ func Predict(ctx context.Context, tr *trainer.Trainer, in PredictInput) (*Predic
 			return nil, err
 		}
 		switch {
-		case p.MacroRows > 0 && in.Sequential != nil && in.Measured == nil:
+		case p.MacroRows > 0 && in.Sequential != nil:
+			// The packed parts have their own rate, whatever a profile
+			// says of random reads.
 			if err := firstStage(ctx, tr, in, &c, pr, p); err != nil {
 				return nil, err
 			}
