@@ -542,25 +542,38 @@ func newMultistageLoader(l *prefetchLoader, w *worker, g *dataset.Graph, ms *Mul
 // MeasureFirstStage times the multistage loader's first stage out of core
 // for about d (store.Packed.MeasureParts: macro-batches of the run's size
 // read whole and checked), reading into worker 0's own macro-batch
-// buffers, which the run then finds large enough and warm. An error when the run does not read
-// macro-batches from disk.
+// buffers, which the run then finds large enough and warm, and then reads
+// the first epoch's first macro-batch ahead. An error when the run does
+// not read macro-batches from disk.
 func (t *Trainer) MeasureFirstStage(ctx context.Context, d time.Duration) (store.ReadRate, error) {
 	ml, ok := t.workers[0].loader.(*multistageLoader)
 	if !ok || ml.stages.rows == nil {
 		return store.ReadRate{}, errors.New("measure the first stage: the run reads no macro-batches from disk")
 	}
 	mr := ml.stages.rows
-	var into []*store.PartsRead
-	for range mr.bufs {
-		select {
-		case b := <-mr.free:
-			defer func() { mr.free <- b }()
-			into = append(into, &b.read)
-		case <-ctx.Done():
-			return store.ReadRate{}, fmt.Errorf("measure the first stage: %w", context.Cause(ctx))
+	rr, err := func() (store.ReadRate, error) {
+		var into []*store.PartsRead
+		for range mr.bufs {
+			select {
+			case b := <-mr.free:
+				defer func() { mr.free <- b }()
+				into = append(into, &b.read)
+			case <-ctx.Done():
+				return store.ReadRate{}, fmt.Errorf("measure the first stage: %w", context.Cause(ctx))
+			}
 		}
+		return mr.pieces.MeasureParts(ctx, d, ml.stages.macro, into...)
+	}()
+	if err != nil {
+		return rr, err
 	}
-	return mr.pieces.MeasureParts(ctx, d, ml.stages.macro, into...)
+	// The first epoch's first macro-batch read now, as every later
+	// epoch's is read while the epoch before trains (a run that starts
+	// elsewhere frees it).
+	if plan := ml.stages.epochPlan(0); len(plan.macros) > 0 {
+		mr.readAhead(ctx, 0, &plan.macros[0])
+	}
+	return rr, nil
 }
 
 // multistageLoader is the prefetch pipeline over HANOI's stages.

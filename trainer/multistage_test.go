@@ -37,7 +37,8 @@ func multistageFor(t *testing.T, d loaded, parts, macro int, hubs sample.Bitmap,
 // batches and rows, so bitwise the same loss curve and parameters; with
 // halos too, which consecutive macro-batches share (a row the next one
 // registers while this one trains is served from either); and after the
-// first stage was measured in the run's buffer (MeasureFirstStage).
+// first stage was measured in the run's buffers (MeasureFirstStage), which
+// reads the first epoch's first macro-batch ahead.
 func TestMultistageOutOfCoreMatchesInMemory(t *testing.T) {
 	const n = 1500
 	dir := synthDataset(t, n, 64)
@@ -71,6 +72,9 @@ func TestMultistageOutOfCoreMatchesInMemory(t *testing.T) {
 				rr, err := tr.MeasureFirstStage(context.Background(), 0)
 				if err != nil || (mix.ssds > 0 && mix.gpuRows == 0 && !(rr.Rows > 0 && rr.StageSecondsPerRow > 0)) {
 					t.Fatalf("measuring the first stage: %+v, %v", rr, err)
+				}
+				if a := tr.workers[0].loader.(*multistageLoader).stages.rows.ahead; a == nil || a.epoch != 0 {
+					t.Fatalf("after measuring the first stage: read ahead %+v, want the first epoch's first macro-batch", a)
 				}
 				if _, err := mem.MeasureFirstStage(context.Background(), 0); err == nil {
 					t.Error("measuring the first stage of a run with every row in memory: no error")

@@ -310,7 +310,15 @@ func TestTrainOutOfCore(t *testing.T) {
 			} `json:"epoch"`
 			Costs struct {
 				DiskRowsPerS float64 `json:"disk_rows_per_s"`
+				StageOverlap float64 `json:"stage_overlap"`
+				BesideS      float64 `json:"beside_s"`
 			} `json:"batch_costs"`
+			Disk *struct {
+				StageSPerRow float64 `json:"stage_s_per_row"`
+			} `json:"disk"`
+			Beside *struct {
+				Batches int `json:"batches"`
+			} `json:"probe_beside_first_stage"`
 			BLAS *struct {
 				Tried []struct {
 					Threads int     `json:"threads"`
@@ -451,6 +459,13 @@ func TestTrainOutOfCore(t *testing.T) {
 	if hotHalf.Prediction == nil || randHalf.Prediction == nil || !(randHalf.Prediction.Epoch.HitShare < hotHalf.Prediction.Epoch.HitShare) ||
 		!(randHalf.Store.Rows.SSDRows > hotHalf.Store.Rows.SSDRows) {
 		t.Errorf("random cache: %+v; hottest: %+v; want fewer hits predicted and measured", randHalf.Store, hotHalf.Store)
+	}
+	// The multistage loader measures its first stage as training runs it:
+	// macro-batches read beside a probe's batches.
+	if r := train("--cache-fraction", "0.3", "--loader", "multistage"); r.Prediction == nil || r.Prediction.Beside == nil || r.Prediction.Beside.Batches == 0 ||
+		r.Prediction.Disk == nil || !(r.Prediction.Disk.StageSPerRow > 0) || !(r.Prediction.Costs.BesideS > 0) ||
+		r.Prediction.Costs.StageOverlap < 0 || r.Prediction.Costs.StageOverlap > 1 || !(r.WithEpochDiskS > 0) {
+		t.Errorf("multistage out of core: prediction %+v; want the first stage measured beside a probe", r.Prediction)
 	}
 	if r := train("--probe-batches", "0"); r.Prediction != nil || r.PredictedEpochS != 0 || len(r.Checks) != 0 {
 		t.Errorf("--probe-batches 0 still predicted: %v s", r.PredictedEpochS)

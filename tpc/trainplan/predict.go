@@ -376,6 +376,9 @@ func firstStage(ctx context.Context, tr *trainer.Trainer, in PredictInput, c *tp
 	go func() {
 		defer close(done)
 		rr, rerr = tr.MeasureFirstStage(ctx2, time.Duration(secs*float64(time.Second)))
+		if rerr != nil {
+			cancel() // the probe beside it need not go on
+		}
 	}()
 	beside, perr := tr.Probe(ctx2, batches)
 	if perr != nil {
@@ -383,13 +386,16 @@ func firstStage(ctx context.Context, tr *trainer.Trainer, in PredictInput, c *tp
 	}
 	<-done
 	switch {
-	case perr != nil:
-		return perr
 	case rerr != nil:
 		return fmt.Errorf("measure the packed parts' read rate: %w", rerr)
+	case perr != nil:
+		return perr
 	}
+	// The process's CPU time held the probe's too; the first stage's
+	// shows in the probe's batches beside it.
+	rr.CPUSecondsPerRow = 0
 	p.Disk, p.Beside = &rr, &beside
-	c.DiskRowsPerS, c.DiskCPURowS, c.CheckRowS = rr.RowsPerS, rr.CPUSecondsPerRow, rr.CheckSecondsPerRow
+	c.DiskRowsPerS, c.CheckRowS = rr.RowsPerS, rr.CheckSecondsPerRow
 	c.ReadsAhead = true // the next epoch's first macro-batch is read while this one's last trains
 	c.StageOverlap = StageOverlap(rr)
 	c.BesideS = beside.BatchSeconds

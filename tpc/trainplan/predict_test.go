@@ -124,6 +124,21 @@ func TestDescribePredictionNamesTheProductsThreads(t *testing.T) {
 	}
 }
 
+// TestDescribePredictionNamesTheFirstStage: a multistage prediction out
+// of core says how its first stage overlapped and how slow the step ran
+// beside it.
+func TestDescribePredictionNamesTheFirstStage(t *testing.T) {
+	p := &Prediction{Loader: trainer.LoaderMultistage, Beside: &trainer.Probe{Batches: 40}}
+	p.Costs.StageOverlap, p.Costs.BesideS, p.Costs.ComputeS = 0.72, 0.1604, 0.125
+	p.Epoch.EpochS, p.Epoch.Bound = 3.9, "disk"
+	if got := p.Describe(); !strings.Contains(got, "first stage: 72% of the shorter of its reads and checks under the longer, compute 160.4 ms a batch beside it") {
+		t.Errorf("Describe = %q", got)
+	}
+	if got := (&Prediction{}).Describe(); strings.Contains(got, "first stage") {
+		t.Errorf("without a first stage: Describe = %q", got)
+	}
+}
+
 // TestProbeBatches: a default probe times at least MinProbeSeconds of
 // batches (at most ten times the batches asked); asked batches alone when
 // the minimum is off or the batches are slow.

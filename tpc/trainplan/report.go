@@ -283,6 +283,10 @@ func (p *Prediction) Describe() string {
 		s += fmt.Sprintf(", disk %.0f rows/s", p.Costs.DiskRowsPerS)
 	}
 	s += ")"
+	if p.Beside != nil {
+		s += fmt.Sprintf("; first stage: %.0f%% of the shorter of its reads and checks under the longer, compute %.1f ms a batch beside it",
+			100*p.Costs.StageOverlap, 1000*p.Costs.BesideS)
+	}
 	if b := p.BLAS; b != nil {
 		var tried []string
 		for i, t := range b.Tried {
