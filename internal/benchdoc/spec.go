@@ -279,7 +279,7 @@ var sections = []section{
 			"machine: `make gpu-bundle` here, then `.ci/gpu-check.sh` there. This machine has no GPU, so the " +
 			"figures are the recorded run's, carried verbatim.",
 		Target:   "Train's prediction within 10% of the median epoch on the GPU too (issue 33, acceptance line 1).",
-		Recorded: "cuda-h200-2026-11-27.md",
+		Recorded: "cuda-h200-2026-11-28.md",
 	},
 }
 
