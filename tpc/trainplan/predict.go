@@ -391,9 +391,7 @@ func firstStage(ctx context.Context, tr *trainer.Trainer, in PredictInput, c *tp
 	case perr != nil:
 		return perr
 	}
-	// The process's CPU time held the probe's too; the first stage's
-	// shows in the probe's batches beside it.
-	rr.CPUSecondsPerRow = 0
+	// The first stage's CPU time shows in the probe's batches beside it.
 	p.Disk, p.Beside = &rr, &beside
 	c.DiskRowsPerS, c.CheckRowS = rr.RowsPerS, rr.CheckSecondsPerRow
 	c.ReadsAhead = true // the next epoch's first macro-batch is read while this one's last trains

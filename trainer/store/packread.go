@@ -362,13 +362,29 @@ func (p *Packed) ReadParts(ctx context.Context, parts []PackedBatch, into *Parts
 	return st, err
 }
 
-// grow makes into's buffer hold at least need bytes: a new one, with a
-// quarter to spare, when it is smaller.
-func (into *PartsRead) grow(need int64) {
-	if int64(len(into.buf)) < need {
-		into.buf = alignedBytes(need + need/4)
-		hugepage.Advise(into.buf)
+// grow makes into's buffer hold at least need bytes (growAligned).
+func (into *PartsRead) grow(need int64) { into.buf = growAligned(into.buf, need) }
+
+// growAligned is buf when it holds need bytes, else a new buffer aligned
+// for direct IO with a quarter to spare, under huge pages.
+func growAligned(buf []byte, need int64) []byte {
+	if int64(len(buf)) >= need {
+		return buf
 	}
+	buf = alignedBytes(need + need/4)
+	hugepage.Advise(buf)
+	return buf
+}
+
+// batchBytes is at's rows and its pieces' stored bytes, over the
+// directories.
+func (p *Packed) batchBytes(at PackedBatch) (rows int, stored int64) {
+	for d := range p.m.Dirs {
+		_, n, _ := p.entryAt(at.Worker, at.Epoch, at.Batch, d)
+		rows += n
+		stored += layoutPiece(n, p.m.RowBytes).stored
+	}
+	return rows, stored
 }
 
 // readChunkBytes is how much of a macro-batch's pieces one read call of
@@ -555,17 +571,8 @@ func (p *Packed) startRead(ctx context.Context, at PackedBatch, slot int) *piece
 func (p *Packed) requests(at PackedBatch, buf []byte) ([]byte, []ioread.Request, int) {
 	m := p.m
 	dirs := len(m.Dirs)
-	var need int64
-	rows := 0
-	for d := range dirs {
-		_, n, _ := p.entryAt(at.Worker, at.Epoch, at.Batch, d)
-		need += layoutPiece(n, m.RowBytes).stored
-		rows += n
-	}
-	if int64(len(buf)) < need {
-		buf = alignedBytes(need + need/4)
-		hugepage.Advise(buf)
-	}
+	rows, need := p.batchBytes(at)
+	buf = growAligned(buf, need)
 	reqs := make([]ioread.Request, 0, dirs)
 	var off int64
 	for d := range dirs {
@@ -687,13 +694,8 @@ func (p *Packed) MeasureReads(ctx context.Context, d time.Duration) (ReadRate, e
 	// disk's time.
 	var most, mostStored int64
 	for b := range m.Batches[0] {
-		var rows, stored int64
-		for dir := range m.Dirs {
-			_, n, _ := p.entryAt(0, 0, b, dir)
-			rows += int64(n)
-			stored += layoutPiece(n, m.RowBytes).stored
-		}
-		most, mostStored = max(most, rows), max(mostStored, stored)
+		rows, stored := p.batchBytes(PackedBatch{Batch: b})
+		most, mostStored = max(most, int64(rows)), max(mostStored, stored)
 	}
 	dst := make([]float32, most*int64(p.s.dim))
 	hugepage.Advise(dst)
@@ -765,8 +767,9 @@ func (p *Packed) MeasureReads(ctx context.Context, d time.Duration) (ReadRate, e
 // CheckSecondsPerRow the checks', StageSecondsPerRow the macro-batches'
 // wall time a row: the reads and the checks as much as they overlapped
 // (each run's rows are checked while the later ones are read), a macro-batch
-// stalled past the rule of package stall left out. CPUSecondsPerRow is
-// the process's, reads and checks together. It reads into the buffers
+// stalled past the rule of package stall left out. CPUSecondsPerRow is 0:
+// the process's CPU time holds whatever runs beside (a probe, in
+// training). It reads into the buffers
 // into in turn (none: one of its own), each first made to hold any group
 // parts and filled once untimed: a caller then trains from them without
 // allocating or touching fresh pages.
@@ -784,10 +787,7 @@ func (p *Packed) MeasureParts(ctx context.Context, d time.Duration, group int, i
 	// The largest macro-batch: the group largest parts.
 	sizes := make([]int64, parts)
 	for b := range parts {
-		for dir := range m.Dirs {
-			_, n, _ := p.entryAt(0, 0, b, dir)
-			sizes[b] += layoutPiece(n, m.RowBytes).stored
-		}
+		_, sizes[b] = p.batchBytes(PackedBatch{Batch: b})
 	}
 	slices.Sort(sizes)
 	var most int64
@@ -798,16 +798,14 @@ func (p *Packed) MeasureParts(ctx context.Context, d time.Duration, group int, i
 		b.grow(most)
 	}
 	var (
-		cpu0, readS float64
-		cpuOK       bool
-		start       time.Time
-		each        []batchCost
-		next        int
-		macro       = make([]PackedBatch, group)
+		readS float64
+		start time.Time
+		each  []batchCost
+		next  int
+		macro = make([]PackedBatch, group)
 	)
 	for i := -len(into); i <= 0 || time.Since(start) < d; i++ {
 		if i == 0 {
-			cpu0, cpuOK = rusageSeconds(rusageProcess)
 			start = time.Now()
 		}
 		for j := range macro {
@@ -826,7 +824,7 @@ func (p *Packed) MeasureParts(ctx context.Context, d time.Duration, group int, i
 		rr.Reads += st.DeviceReads
 		each = append(each, batchCost{rows: st.Rows, check: st.CheckSeconds, wall: st.Seconds})
 	}
-	rr.finish(start, rusageProcess, cpu0, cpuOK)
+	rr.finish(start, rusageProcess, 0, false)
 	if rr.Rows > 0 && readS > 0 {
 		rr.RowsPerS = float64(rr.Rows) / readS
 		rr.CheckSecondsPerRow = perRowWithoutStalls(each, func(b batchCost) (float64, bool) { return b.check, true })
