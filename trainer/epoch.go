@@ -101,6 +101,17 @@ func (t *Trainer) runEpoch(ctx context.Context, rep Reporter) error {
 			return fmt.Errorf("epoch %d: %w", epoch+1, err)
 		}
 	}
+	// The loaders end on their own (the multistage loader's read ahead
+	// for the next epoch is kept, not cancelled): the wait is the
+	// epoch's, as each macro-batch's read is.
+	for _, l := range loads {
+		if err := l.Finish(); err != nil {
+			return fmt.Errorf("epoch %d: %w", epoch+1, err)
+		}
+	}
+	w := time.Since(waitStart).Seconds()
+	p.Wait += w
+	p.Seconds += w
 	// The evaluation uploads into worker 0's device slots: the loaders
 	// give back any they hold first.
 	stop()

@@ -43,6 +43,11 @@ type Batches interface {
 	// Release gives back what a batch holds (its buffer, its device
 	// slot) once the step is done with it; each batch once.
 	Release(Batch)
+	// Finish waits, once the epoch's batches are taken, for the loading
+	// to end on its own: a loader may still be reading for the next
+	// epoch (the multistage loader's first macro-batch), which Stop
+	// would throw away. It returns the loading's error, if any.
+	Finish() error
 	// Stop ends the loading, gives back what the batches never taken
 	// hold and waits for the loading's goroutines; it may be called
 	// again.

@@ -224,3 +224,44 @@ func TestMultistageReadsTheNextEpochAhead(t *testing.T) {
 		t.Errorf("after a resumed last epoch: read ahead %+v", mr.ahead)
 	}
 }
+
+// TestMultistageEpochKeepsItsReadAhead checks that an epoch ends once its
+// loading does: the next epoch's first macro-batch, read while this
+// epoch's last one trained, is kept for it however long the read takes,
+// and the run's last epoch reads nothing ahead.
+func TestMultistageEpochKeepsItsReadAhead(t *testing.T) {
+	const n = 1500
+	dir := synthDataset(t, n, 64)
+	d := load(t, dir)
+	s := materializeStore(t, dir, n, testMixes[0], 0)
+	o := smallOptions(nn.GraphSAGE)
+	o.BatchSize, o.Epochs, o.Loader = 48, 3, LoaderMultistage
+	o.Multistage = multistageFor(t, d, 6, 2, sample.Bitmap(s.InMemorySet()), 0)
+	if _, err := PackParts(context.Background(), s, o.Multistage, store.PackOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ms := *o.Multistage
+	var err error
+	if ms.Pieces, err = OpenParts(s, &ms); err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Pieces.Close()
+	o.Features, o.Multistage = StoreSource(s), &ms
+	tr := newOutOfCore(t, d.g, o, 2)
+	st := tr.workers[0].loader.(*multistageLoader).stages
+	for epoch := range o.Epochs {
+		if err := tr.runEpoch(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+		a := st.rows.ahead
+		if epoch+1 == o.Epochs {
+			if a != nil {
+				t.Errorf("after the last epoch: read ahead %+v, want nothing", a)
+			}
+			continue
+		}
+		if want := st.epochPlan(epoch + 1).macros[0].parts; a == nil || a.epoch != epoch+1 || !slices.Equal(a.parts, want) {
+			t.Fatalf("after epoch %d: read ahead %+v, want epoch %d's first macro-batch, parts %v", epoch+1, a, epoch+2, want)
+		}
+	}
+}

@@ -244,6 +244,18 @@ func (p *prefetchEpoch) Release(b Batch) {
 	}
 }
 
+// Finish waits for the loading to end on its own, giving back any batch
+// past the epoch's last (none is expected).
+func (p *prefetchEpoch) Finish() error {
+	for b := range p.out {
+		if b.err != nil {
+			return b.err
+		}
+		p.Release(b.Batch)
+	}
+	return nil
+}
+
 // Stop ends the epoch's goroutines and waits for them, giving back the
 // device slots of the batches never trained.
 func (p *prefetchEpoch) Stop() { p.stop() }
