@@ -66,6 +66,14 @@ type SynthOptions struct {
 	// survives); the share of same-class edges is then about
 	// Homophily + (1-Homophily)/Classes. 0 gives plain R-MAT.
 	Homophily float64
+	// Communities splits the classes into that many communities in all,
+	// Communities/Classes a class (rank r is in community r mod
+	// Communities, of class r mod Classes), and homophily moves an edge's
+	// destination into the source's community: a class is then many small
+	// communities, as a citation graph's subject is many fields, rather
+	// than one spanning the graph. 0 means Classes, one a class;
+	// otherwise a multiple of Classes, at most Nodes.
+	Communities int
 
 	// Features are the class centroid, a seeded random direction of norm
 	// Separation (orthogonal to the other centroids when Classes <=
@@ -82,6 +90,30 @@ type SynthOptions struct {
 	// means max(64 MiB, 8 bytes per vertex), which keeps the heap
 	// proportional to Nodes however many edges are drawn.
 	SortBufferBytes int64
+}
+
+// communities is the number of communities edges keep to.
+func (o *SynthOptions) communities() int {
+	if o.Communities == 0 {
+		return o.Classes
+	}
+	return o.Communities
+}
+
+// communitiesFlag is the source's --communities, where set.
+func (o *SynthOptions) communitiesFlag() string {
+	if o.Communities == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" --communities %d", o.Communities)
+}
+
+// communitiesNote names what homophily keeps an edge in.
+func (o *SynthOptions) communitiesNote() string {
+	if o.Communities == 0 || o.Communities == o.Classes {
+		return "class"
+	}
+	return fmt.Sprintf("community (%d communities, %d a class)", o.Communities, o.Communities/o.Classes)
 }
 
 // Synthetic graph models (SynthOptions.Model).
@@ -285,6 +317,8 @@ func (o *SynthOptions) resolve() error {
 		return bad("--rmat-a, --rmat-b, --rmat-c", "%v + %v + %v = %v (want at most 1: d = 1-a-b-c)", o.A, o.B, o.C, o.A+o.B+o.C)
 	case !prob(o.Homophily):
 		return bad("--homophily", "%v (want a probability, 0 to 1)", o.Homophily)
+	case o.Communities < 0 || (o.Communities > 0 && (o.Communities%o.Classes != 0 || int64(o.Communities) > o.Nodes)):
+		return bad("--communities", "%d (want 0, one a class, or a multiple of --classes %d up to --nodes %d)", o.Communities, o.Classes, o.Nodes)
 	case !(o.Separation > 0) || math.IsInf(o.Separation, 0):
 		return bad("--separation", "%v (want > 0)", o.Separation)
 	case !(o.NoiseSigma >= 0) || math.IsInf(o.NoiseSigma, 0):
@@ -372,14 +406,15 @@ func (f *feistel) inverse(y uint64) uint64 {
 // edgeGen draws edge i of the graph as a pure function of i. A model
 // (rankDrawer) draws both endpoints as ranks, where rank r has class
 // r mod Classes and the hubs sit at low ranks; homophily then moves the
-// destination into the source's class within its block of Classes
-// neighbouring ranks (so its expected degree barely changes), and ids
-// maps ranks to their final, scattered vertex ids.
+// destination into the source's community (by default its class) within
+// its block of that many neighbouring ranks (so its expected degree
+// barely changes), and ids maps ranks to their final, scattered vertex
+// ids.
 type edgeGen struct {
 	n         uint64
 	model     rankDrawer
 	homophily uint64 // threshold on 53 bits
-	classes   uint64
+	groups    uint64 // communities: rank r is in community r mod groups
 	key       uint64
 	ids       feistel // rank -> vertex id
 }
@@ -395,7 +430,7 @@ func newEdgeGen(opt *SynthOptions) *edgeGen {
 	g := &edgeGen{
 		n:         n,
 		homophily: uint64(math.Round(opt.Homophily * (1 << 53))),
-		classes:   uint64(opt.Classes),
+		groups:    uint64(opt.communities()),
 		key:       rng.Mix(opt.Seed ^ keyEdges),
 		ids:       newFeistel(n, opt.Seed^keyPermutation),
 	}
@@ -415,11 +450,11 @@ func (g *edgeGen) edge(i uint64) (u, v int32, ok bool) {
 	if g.homophily > 0 {
 		s += rng.Golden
 		if rng.Mix(s)>>11 < g.homophily {
-			// Keep rv's block of Classes consecutive ranks (so its
-			// popularity) but take the member of the source's class.
-			rv = rv - rv%g.classes + ru%g.classes
+			// Keep rv's block of consecutive ranks, one a community (so
+			// its popularity), but take the source's community's member.
+			rv = rv - rv%g.groups + ru%g.groups
 			if rv >= g.n {
-				rv -= g.classes // rv's block is not the first, so this stays >= 0
+				rv -= g.groups // rv's block is not the first, so this stays >= 0
 			}
 		}
 	}
@@ -616,12 +651,12 @@ func (r *synthRun) run() (*SynthSummary, error) {
 		// The options regenerate the same bytes.
 		Source: fmt.Sprintf("gnnplan dataset synth --nodes %d --edges %d --feature-dim %d --classes %d --train-fraction %v --val-fraction %v --test-fraction %v --seed %d %s --homophily %v --separation %v --noise-sigma %v",
 			n, r.opt.Edges, r.opt.FeatureDim, r.opt.Classes, r.opt.TrainFraction, r.opt.ValFraction, r.opt.TestFraction, r.opt.Seed,
-			r.opt.modelFlags(), r.opt.Homophily, r.opt.Separation, r.opt.NoiseSigma),
+			r.opt.modelFlags(), r.opt.Homophily, r.opt.Separation, r.opt.NoiseSigma) + r.opt.communitiesFlag(),
 		Notes: []string{
 			fmt.Sprintf("%s over %d vertices with seeded-permuted ids; %d undirected edges drawn, each stored both ways",
 				r.opt.modelString(), n, r.opt.Edges),
 			fmt.Sprintf("dropped %d self-loops and %d duplicate CSR entries", r.selfLoops, r.duplicates),
-			fmt.Sprintf("homophily %v: that share of edges has its destination moved into the source's class", r.opt.Homophily),
+			fmt.Sprintf("homophily %v: that share of edges has its destination moved into the source's %s", r.opt.Homophily, r.opt.communitiesNote()),
 			fmt.Sprintf("features: class centroid of norm %v plus N(0, %v^2) noise per dimension", r.opt.Separation, r.opt.NoiseSigma),
 		},
 	}

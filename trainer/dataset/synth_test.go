@@ -374,6 +374,9 @@ func TestSynthBadOptions(t *testing.T) {
 		{"NaN probability", func(o *SynthOptions) { o.A = math.NaN() }, "--rmat-a"},
 		{"probabilities over one", func(o *SynthOptions) { o.A, o.B, o.C = 0.5, 0.3, 0.3 }, "--rmat-a, --rmat-b, --rmat-c"},
 		{"homophily over one", func(o *SynthOptions) { o.Homophily = 1.5 }, "--homophily"},
+		{"communities not a multiple of the classes", func(o *SynthOptions) { o.Classes, o.Communities = 4, 6 }, "--communities"},
+		{"more communities than vertices", func(o *SynthOptions) { o.Classes, o.Communities = 4, 2000 }, "--communities"},
+		{"negative communities", func(o *SynthOptions) { o.Communities = -4 }, "--communities"},
 		{"negative noise", func(o *SynthOptions) { o.NoiseSigma = -1 }, "--noise-sigma"},
 		{"negative separation", func(o *SynthOptions) { o.Separation = -1 }, "--separation"},
 	} {
@@ -575,6 +578,61 @@ func TestSynthPowerLawIsRealistic(t *testing.T) {
 			slope := math.Log(ccdf(hi)/ccdf(lo)) / math.Log(float64(hi)/float64(lo))
 			if want := 1 - tc.exponent; math.Abs(slope-want) > 0.3 {
 				t.Errorf("degree CCDF slope %.2f between degrees %d and %d, want %.2f +- 0.3 for exponent %v", slope, lo, hi, want, tc.exponent)
+			}
+		})
+	}
+}
+
+// TestSynthCommunities checks --communities: with every edge kept in its
+// source's community the graph falls apart into one component a
+// community (bar a few stray vertices), each of one class.
+func TestSynthCommunities(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		communities int
+		want        int // components of at least 10 vertices
+	}{{"one a class", 0, 4}, {"eight a class", 32, 32}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			opt := smallSynth()
+			opt.Nodes, opt.Edges, opt.Classes, opt.Homophily, opt.Communities = 4000, 40000, 4, 1, tc.communities
+			out := filepath.Join(t.TempDir(), "g")
+			runSynth(t, opt, out)
+			g, err := LoadGraph(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := make([]bool, g.Meta.NumNodes)
+			large := 0
+			for v := range g.Meta.NumNodes {
+				if seen[v] {
+					continue
+				}
+				seen[v] = true
+				size, stack := 0, []int64{v}
+				for len(stack) > 0 {
+					u := stack[len(stack)-1]
+					stack = stack[:len(stack)-1]
+					size++
+					for _, w := range g.Neighbors(u) {
+						if g.Labels[w] != g.Labels[u] {
+							t.Fatalf("edge %d-%d joins classes %d and %d at homophily 1", u, w, g.Labels[u], g.Labels[w])
+						}
+						if !seen[w] {
+							seen[w] = true
+							stack = append(stack, int64(w))
+						}
+					}
+				}
+				if size >= 10 {
+					large++
+				}
+			}
+			if large != tc.want {
+				t.Errorf("%d components of at least 10 vertices, want %d", large, tc.want)
+			}
+			if m, _ := os.ReadFile(filepath.Join(out, "meta.json")); tc.communities > 0 && !strings.Contains(string(m), "--communities 32") {
+				t.Errorf("meta.json's source does not regenerate the communities: %s", m)
 			}
 		})
 	}
