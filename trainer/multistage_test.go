@@ -167,23 +167,7 @@ func TestMultistageBatches(t *testing.T) {
 // epoch), and the next epoch trains from it without reading it again; a
 // run resumed inside an epoch does not take it, and reads its own.
 func TestMultistageReadsTheNextEpochAhead(t *testing.T) {
-	const n = 1500
-	dir := synthDataset(t, n, 32)
-	d := load(t, dir)
-	s := materializeStore(t, dir, n, testMixes[0], 3)
-	o := smallOptions(nn.GraphSAGE)
-	o.BatchSize, o.Epochs, o.Loader = 48, 2, LoaderMultistage
-	ms := multistageFor(t, d, 6, 2, sample.Bitmap(s.InMemorySet()), 0)
-	if _, err := PackParts(context.Background(), s, ms, store.PackOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	var err error
-	if ms.Pieces, err = OpenParts(s, ms); err != nil {
-		t.Fatal(err)
-	}
-	defer ms.Pieces.Close()
-	o.Features, o.Multistage = StoreSource(s), ms
-	tr := newOutOfCore(t, d.g, o, 2)
+	tr := outOfCoreMultistage(t, 32, 3, 2)
 	l := tr.workers[0].loader.(*multistageLoader)
 	mr := l.stages.rows
 	// epoch runs the loader over epoch from batch first and returns the
@@ -230,24 +214,8 @@ func TestMultistageReadsTheNextEpochAhead(t *testing.T) {
 // epoch's last one trained, is kept for it however long the read takes,
 // and the run's last epoch reads nothing ahead.
 func TestMultistageEpochKeepsItsReadAhead(t *testing.T) {
-	const n = 1500
-	dir := synthDataset(t, n, 64)
-	d := load(t, dir)
-	s := materializeStore(t, dir, n, testMixes[0], 0)
-	o := smallOptions(nn.GraphSAGE)
-	o.BatchSize, o.Epochs, o.Loader = 48, 3, LoaderMultistage
-	o.Multistage = multistageFor(t, d, 6, 2, sample.Bitmap(s.InMemorySet()), 0)
-	if _, err := PackParts(context.Background(), s, o.Multistage, store.PackOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	ms := *o.Multistage
-	var err error
-	if ms.Pieces, err = OpenParts(s, &ms); err != nil {
-		t.Fatal(err)
-	}
-	defer ms.Pieces.Close()
-	o.Features, o.Multistage = StoreSource(s), &ms
-	tr := newOutOfCore(t, d.g, o, 2)
+	tr := outOfCoreMultistage(t, 64, 0, 3)
+	o := tr.opts
 	st := tr.workers[0].loader.(*multistageLoader).stages
 	for epoch := range o.Epochs {
 		if err := tr.runEpoch(context.Background(), nil); err != nil {
@@ -264,4 +232,29 @@ func TestMultistageEpochKeepsItsReadAhead(t *testing.T) {
 			t.Fatalf("after epoch %d: read ahead %+v, want epoch %d's first macro-batch, parts %v", epoch+1, a, epoch+2, want)
 		}
 	}
+}
+
+// outOfCoreMultistage is a trainer of epochs epochs on a 1500-vertex
+// graph of dim-d rows, all on SSD (the store's layout seeded with seed),
+// with the multistage loader reading its parts' packed pieces: 6 parts,
+// 2 a macro-batch.
+func outOfCoreMultistage(t *testing.T, dim int, seed uint64, epochs int) *Trainer {
+	t.Helper()
+	const n = 1500
+	dir := synthDataset(t, n, dim)
+	d := load(t, dir)
+	s := materializeStore(t, dir, n, testMixes[0], seed)
+	o := smallOptions(nn.GraphSAGE)
+	o.BatchSize, o.Epochs, o.Loader = 48, epochs, LoaderMultistage
+	ms := multistageFor(t, d, 6, 2, sample.Bitmap(s.InMemorySet()), 0)
+	if _, err := PackParts(context.Background(), s, ms, store.PackOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if ms.Pieces, err = OpenParts(s, ms); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ms.Pieces.Close() })
+	o.Features, o.Multistage = StoreSource(s), ms
+	return newOutOfCore(t, d.g, o, 2)
 }
