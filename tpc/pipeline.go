@@ -115,6 +115,58 @@ func PredictPipeline(c BatchCosts, hitShare, batches float64) (PipelinePredictio
 	return p, nil
 }
 
+// PredictPipelineReads is PredictPipeline for an epoch whose batches'
+// disk reads took reads seconds each (one entry a batch, in order; the
+// first's in the fill): each batch takes the longer of its compute time
+// and its gather time with its own reads, so a slow stretch of the disk
+// holds the step up and a fast one banks nothing, where one rate for
+// the epoch prices the longer of the two sums (docs/epoch-model.md).
+func PredictPipelineReads(c BatchCosts, hitShare float64, reads []float64) (PipelinePrediction, error) {
+	for i, r := range reads {
+		if !(r >= 0) || math.IsInf(r, 0) {
+			return PipelinePrediction{}, fmt.Errorf("predict: batch %d read for %g s", i+1, r)
+		}
+	}
+	n := float64(len(reads))
+	p, err := PredictPipeline(c, hitShare, n)
+	if err != nil || len(reads) == 0 {
+		return p, err
+	}
+	b := c.batch(hitShare)
+	gather := func(d float64) float64 {
+		if c.ReadsAhead {
+			return math.Max(b.copyS+b.checkS, d)
+		}
+		return b.copyS + d + b.checkS
+	}
+	first := b.copyS + reads[0] + b.checkS
+	if c.ReadsAhead {
+		first = math.Max(b.copyS, reads[0]) + b.checkS
+	}
+	fill := c.SampleS + first
+	if c.FillS > 0 {
+		fill = c.FillS + reads[0] + b.checkS
+	}
+	p.EpochS, p.GatherS, p.DiskS = fill+c.StepS+b.stolenS, 0, 0
+	bound := 0
+	for i, d := range reads {
+		g := gather(d)
+		p.GatherS += g
+		p.DiskS += d
+		if g > b.computeS {
+			bound++
+		}
+		if i > 0 {
+			p.EpochS += math.Max(b.computeS, g)
+		}
+	}
+	p.Bound = "compute"
+	if 2*bound > len(reads) {
+		p.Bound = "disk"
+	}
+	return p, nil
+}
+
 // pipelineBatch is one batch of the pipeline out of core, in seconds.
 type pipelineBatch struct {
 	copyS, diskS, checkS, stolenS float64

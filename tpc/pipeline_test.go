@@ -284,3 +284,51 @@ func TestPredictStages(t *testing.T) {
 		t.Errorf("disk rows without a rate: err %v", err)
 	}
 }
+
+// TestPredictPipelineReads prices an epoch batch by batch at the reads it
+// measured: reads at one steady rate give PredictPipeline's epoch at that
+// rate, and the same mean rate in a fast stretch and a slow one gives a
+// longer epoch, the slow stretch holding the step up.
+func TestPredictPipelineReads(t *testing.T) {
+	// A batch reads 10% of its 100 k rows from disk: 0.1 s at 100 k rows
+	// a second, as long as its compute.
+	c := BatchCosts{ComputeS: 0.1, SampleS: 0.01, StepS: 0.09, CopyRowS: 1e-7, InputRows: 100_000, DiskRowsPerS: 100_000}
+	steady := make([]float64, 20)
+	bursty := make([]float64, 20)
+	for i := range steady {
+		steady[i] = 0.1
+		bursty[i] = 0.05
+		if i >= 10 {
+			bursty[i] = 0.15
+		}
+	}
+	for _, ahead := range []bool{false, true} {
+		c.ReadsAhead = ahead
+		one, err := PredictPipeline(c, 0.9, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := PredictPipelineReads(c, 0.9, steady)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(got.EpochS-one.EpochS) > 1e-9 || math.Abs(got.DiskS-one.DiskS) > 1e-9 {
+			t.Errorf("reads ahead %v: steady reads give %v s (disk %v), one rate %v s (disk %v)", ahead, got.EpochS, got.DiskS, one.EpochS, one.DiskS)
+		}
+	}
+	// Read ahead: the fill samples and reads the first batch (0.06 s) and
+	// the last steps (0.09 s); nine batches at the compute's 0.1 s and
+	// ten at the slow reads' 0.15 s, where one rate gives 19 x 0.1 s.
+	got, err := PredictPipelineReads(c, 0.9, bursty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 0.06 + 9*0.1 + 10*0.15 + 0.09; math.Abs(got.EpochS-want) > 1e-9 {
+		t.Errorf("bursty reads: %v s, want %v", got.EpochS, want)
+	}
+	for _, bad := range [][]float64{{0.1, -1}, {math.NaN()}, {math.Inf(1)}} {
+		if _, err := PredictPipelineReads(c, 0.9, bad); err == nil {
+			t.Errorf("reads %v: no error", bad)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -142,13 +143,16 @@ func (ws workerSet) take(ctx context.Context, loads []Batches, held []Batch, epo
 
 // addLoads adds up what loading the step's batches measured.
 func (p *partialEpoch) addLoads(held []Batch) {
+	reads := 0.0
 	for _, b := range held {
 		if b.MiniBatch != nil {
 			p.Stages.Sample.add(b.Stats.Sample)
 			p.Stages.Gather.add(b.Stats.Gather)
 			p.Rows.Add(b.Stats.Rows)
+			reads = max(reads, b.Stats.Rows.ReadSeconds)
 		}
 	}
+	p.Reads = append(p.Reads, reads)
 }
 
 // finishEpoch evaluates the epoch t.run.Epoch just trained (when due),
@@ -190,7 +194,8 @@ func (t *Trainer) finishEpoch(ctx context.Context, rep Reporter) error {
 func (p *partialEpoch) stats(epoch int, tallied bool) EpochStats {
 	es := EpochStats{Epoch: epoch + 1, Seconds: p.Seconds, WaitSeconds: p.Wait, GatherSeconds: p.Gather,
 		ComputeSeconds: p.Compute, OptimizerSeconds: p.Optim, Stages: p.Stages, Rows: p.Rows, Batches: p.Batches,
-		Loss: p.LossSum / float64(max(p.Labeled, 1)), TrainAcc: float64(p.Correct) / float64(max(p.Labeled, 1)),
+		DiskReadS: readsIfAny(p.Reads),
+		Loss:      p.LossSum / float64(max(p.Labeled, 1)), TrainAcc: float64(p.Correct) / float64(max(p.Labeled, 1)),
 		ValAcc: Metric(math.NaN()), ValLoss: Metric(math.NaN()), TestAcc: Metric(math.NaN())}
 	if p.Seconds > 0 {
 		es.SamplesPerSecond = float64(p.Samples) / p.Seconds
@@ -200,6 +205,14 @@ func (p *partialEpoch) stats(epoch int, tallied bool) EpochStats {
 		es.Kernels = &k
 	}
 	return es
+}
+
+// readsIfAny is a copy of reads where one is above 0, else nil.
+func readsIfAny(reads []float64) []float64 {
+	if slices.ContainsFunc(reads, func(r float64) bool { return r > 0 }) {
+		return slices.Clone(reads)
+	}
+	return nil
 }
 
 // track updates the best validation epoch and the patience counter.

@@ -151,6 +151,10 @@ func TestOutOfCoreMatchesInMemory(t *testing.T) {
 							t.Errorf("epoch %d: loss %v, val loss %v, test %v; in memory %v, %v, %v", e+1, es.Loss, es.ValLoss, es.TestAcc, me.Loss, me.ValLoss, me.TestAcc)
 						}
 						rows.Add(es.Rows)
+						// Each step's reads, where the epoch read from disk.
+						if (es.Rows.ReadSeconds > 0) != (len(es.DiskReadS) == es.Batches) || (me.DiskReadS != nil) {
+							t.Errorf("epoch %d: %d steps' reads for %d steps, %.3g s of reads (in memory: %d)", e+1, len(es.DiskReadS), es.Batches, es.Rows.ReadSeconds, len(me.DiskReadS))
+						}
 					}
 					if !slices.Equal(params(tr), params(mem)) {
 						t.Error("parameters differ from the in-memory run's")

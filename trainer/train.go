@@ -138,6 +138,11 @@ type EpochStats struct {
 	Stages           Stages  `json:"stages"`
 	// Rows is where the batches' feature rows came from (out of core).
 	Rows GatherStats `json:"rows"`
+	// DiskReadS is each step's disk reads in seconds, in order (the
+	// slowest worker's; a multistage macro-batch's on its first batch),
+	// where any step read from disk: how the disk's rate moved inside the
+	// epoch.
+	DiskReadS []float64 `json:"disk_read_s,omitempty"`
 	// Kernels is the steps' kernel time by class (on the CPU backend;
 	// null on a device): the gather, forward, backward and optimizer
 	// stages taken apart.
@@ -278,6 +283,8 @@ type partialEpoch struct {
 	Labeled, Correct, Samples, Batches    int
 	Stages                                Stages
 	Rows                                  GatherStats
+	// Reads is each step's disk reads, seconds (its slowest worker's).
+	Reads []float64
 }
 
 // bestState tracks the best validation epoch (0: none evaluated yet).

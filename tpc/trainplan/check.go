@@ -2,6 +2,7 @@ package trainplan
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -35,6 +36,11 @@ type EpochCheck struct {
 	// error is the disk's rate moving, and how much the model.
 	DiskRowsPerS  float64     `json:"disk_rows_per_s,omitempty"`
 	WithEpochDisk *StageCheck `json:"with_epoch_disk,omitempty"`
+	// WithBatchReads is the prediction made again with each batch's own
+	// reads (trainer.EpochStats.DiskReadS; not for the multistage loader,
+	// priced a macro-batch at a time): where the disk's rate moved inside
+	// the epoch, the epoch at its one mean rate misses by more than this.
+	WithBatchReads *StageCheck `json:"with_batch_reads,omitempty"`
 }
 
 // Check compares e with the prediction; false when e is not a whole epoch
@@ -60,6 +66,14 @@ func (p *Prediction) Check(e trainer.EpochStats) (EpochCheck, bool) {
 		if again, err := p.at(pe.Batches, rate); err == nil {
 			s := newStageCheck(e.Seconds, again.EpochS)
 			c.WithEpochDisk = &s
+		}
+		if p.Loader != trainer.LoaderMultistage && len(e.DiskReadS) == e.Batches {
+			costs := p.Costs
+			costs.DiskRowsPerS = rate
+			if again, err := tpc.PredictPipelineReads(costs, pe.HitShare, e.DiskReadS); err == nil {
+				s := newStageCheck(e.Seconds, again.EpochS)
+				c.WithBatchReads = &s
+			}
 		}
 	}
 	return c, true
@@ -114,6 +128,9 @@ func (c EpochCheck) Line(outOfCore bool) string {
 	line := "  measured/predicted: " + strings.Join(parts, ", ")
 	if w := c.WithEpochDisk; w != nil {
 		line += fmt.Sprintf("; at this epoch's disk rate (%.0f rows/s) predicted %s (%+.1f%%)", c.DiskRowsPerS, tpc.FormatSeconds(w.PredictedS), w.ErrorPct)
+	}
+	if b := c.WithBatchReads; b != nil && c.WithEpochDisk != nil && math.Abs(b.PredictedS-c.WithEpochDisk.PredictedS) > 0.05*c.WithEpochDisk.PredictedS {
+		line += fmt.Sprintf("; at each batch's own reads %s (%+.1f%%): the disk's rate moved inside the epoch", tpc.FormatSeconds(b.PredictedS), b.ErrorPct)
 	}
 	return line
 }

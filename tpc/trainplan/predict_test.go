@@ -266,3 +266,42 @@ func TestBeyondCopy(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckPricesAnEpochAtItsBatchesReads: a packed epoch whose disk read
+// fast for half its batches and slowly for the rest is checked both at
+// its mean rate and at each batch's own reads, the latter longer and the
+// measured epoch's match; the multistage loader, priced a macro-batch at a
+// time, gets no batch-by-batch check.
+func TestCheckPricesAnEpochAtItsBatchesReads(t *testing.T) {
+	c := tpc.BatchCosts{ComputeS: 0.1, SampleS: 0.01, StepS: 0.09, CopyRowS: 1e-7, InputRows: 100_000, DiskRowsPerS: 100_000, ReadsAhead: true}
+	p := &Prediction{Costs: c, FullBatches: 20, Loader: trainer.LoaderPacked}
+	var err error
+	if p.Epoch, err = tpc.PredictPipeline(c, 0.9, 20); err != nil {
+		t.Fatal(err)
+	}
+	reads := make([]float64, 20)
+	for i := range reads {
+		reads[i] = 0.05
+		if i >= 10 {
+			reads[i] = 0.15
+		}
+	}
+	// 200 k disk rows read in 2 s: the mean rate is the one predicted.
+	e := trainer.EpochStats{Epoch: 2, Seconds: 2.55, Batches: 20, DiskReadS: reads,
+		Rows: trainer.GatherStats{Rows: 2_000_000, SSDRows: 200_000, ReadSeconds: 2}}
+	got, ok := p.Check(e)
+	if !ok || got.WithEpochDisk == nil || got.WithBatchReads == nil {
+		t.Fatalf("check %+v (ok %v): want both checks at the epoch's disk", got, ok)
+	}
+	if w, b := got.WithEpochDisk.PredictedS, got.WithBatchReads.PredictedS; math.Abs(b-2.55) > 1e-9 || !(b > w+0.4) {
+		t.Errorf("at the mean rate %v s, at each batch's reads %v s; want 2.55 s and the mean rate's 0.5 s shorter", w, b)
+	}
+	if line := got.Line(true); !strings.Contains(line, "each batch's own reads") {
+		t.Errorf("the epoch's line does not tell the disk's moving rate: %s", line)
+	}
+	p.Loader = trainer.LoaderMultistage
+	p.Macros, p.MacroRows = 4, 50_000
+	if got, ok := p.Check(e); ok && got.WithBatchReads != nil {
+		t.Errorf("a multistage epoch checked batch by batch: %+v", got.WithBatchReads)
+	}
+}
