@@ -269,7 +269,8 @@ var sections = []section{
 	},
 	{
 		ID: "loaders", Title: "Loaders out of core", Issues: "issue 37",
-		Measures: "`train --loader`, 8 GiB of features, cache 10%, against in memory (docs/loaders.md).",
+		Measures: "`train --loader`, 8 GiB of features, cache 10%, against in memory (docs/loaders.md): " +
+			"`go run ./internal/loaderbench -dataset D` runs the rounds and prints the table.",
 		Target:   "Best loader >= 0.8x in memory; predictions within 15% at the epoch's disk rate.",
 		Recorded: "loaders-2026-11-28-night.md",
 	},
