@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
+
+	"github.com/gnnplan/gnnplan/tpc"
 )
 
 // runResult is what the table needs of one `train -o json`.
@@ -17,10 +18,11 @@ type runResult struct {
 			UsefulBytes int64 `json:"useful_bytes"`
 		} `json:"rows"`
 	} `json:"epochs"`
-	MeasuredS  float64 `json:"measured_epoch_s"`
-	OneRateS   float64 `json:"predicted_with_epoch_disk_s"`
-	ByBatchS   float64 `json:"predicted_with_batch_reads_s"`
-	PredictedS float64 `json:"predicted_epoch_s"`
+	// MeasuredS is train's median epoch, the first left out where others
+	// follow (it pays for cold buffers).
+	MeasuredS float64 `json:"measured_epoch_s"`
+	OneRateS  float64 `json:"predicted_with_epoch_disk_s"`
+	ByBatchS  float64 `json:"predicted_with_batch_reads_s"`
 }
 
 func parseRun(data []byte) (runResult, error) {
@@ -28,27 +30,10 @@ func parseRun(data []byte) (runResult, error) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return r, fmt.Errorf("train's JSON: %w", err)
 	}
-	if len(r.Epochs) == 0 {
-		return r, fmt.Errorf("train's JSON has no epochs")
+	if len(r.Epochs) == 0 || !(r.MeasuredS > 0) {
+		return r, fmt.Errorf("train's JSON has no epochs or no measured epoch")
 	}
 	return r, nil
-}
-
-// epochS is the median of the epochs after the first (the first alone
-// where there is one): the first pays for cold buffers.
-func (r runResult) epochS() float64 {
-	var s []float64
-	for _, e := range r.Epochs {
-		s = append(s, e.Seconds)
-	}
-	if len(s) > 1 {
-		s = s[1:]
-	}
-	slices.Sort(s)
-	if n := len(s); n%2 == 0 {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
-	return s[len(s)/2]
 }
 
 // bytes is the mean device bytes an epoch read and the read amplification
@@ -65,13 +50,13 @@ func (r runResult) bytes() (perEpoch float64, amp float64) {
 	return float64(dev) / float64(len(r.Epochs)), float64(dev) / float64(useful)
 }
 
-// errorPct is measured's distance from predicted in percent of it, or ""
+// errorPct is measured's distance from predicted in percent of it, or "-"
 // without a prediction.
 func errorPct(measured, predicted float64) string {
-	if !(predicted > 0) || !(measured > 0) {
+	if !(predicted > 0) {
 		return "-"
 	}
-	return fmt.Sprintf("%+.1f%%", 100*(measured-predicted)/predicted)
+	return fmt.Sprintf("%+.1f%%", tpc.ErrorPct(measured, predicted))
 }
 
 // writeTable writes the Markdown table of rounds (each a run in memory and
@@ -83,8 +68,8 @@ func writeTable(w io.Writer, loaders []string, rounds []map[string]runResult) {
 	var memSum float64
 	var mem []string
 	for _, r := range rounds {
-		memSum += r["memory"].epochS()
-		mem = append(mem, fmt.Sprintf("%.2f s", r["memory"].epochS()))
+		memSum += r["memory"].MeasuredS
+		mem = append(mem, fmt.Sprintf("%.2f s", r["memory"].MeasuredS))
 	}
 	fmt.Fprintf(w, "| in memory | %s | 1 | - | - | - | - |\n", strings.Join(mem, ", "))
 	for _, l := range loaders {
@@ -92,9 +77,9 @@ func writeTable(w io.Writer, loaders []string, rounds []map[string]runResult) {
 		var sum, gb, amp float64
 		for _, r := range rounds {
 			run := r[l]
-			e := run.epochS()
+			e := run.MeasuredS
 			sum += e
-			xs = append(xs, fmt.Sprintf("%.2f", r["memory"].epochS()/e))
+			xs = append(xs, fmt.Sprintf("%.2f", r["memory"].MeasuredS/e))
 			one = append(one, errorPct(run.MeasuredS, run.OneRateS))
 			by = append(by, errorPct(run.MeasuredS, run.ByBatchS))
 			g, a := run.bytes()

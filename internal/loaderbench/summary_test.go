@@ -19,7 +19,7 @@ func runJSON(measured, oneRate, byBatch float64, dev, useful int64, secs ...floa
 }
 
 // TestWriteTable: each loader's throughput over in memory's by round and
-// pooled, from the median of the epochs after the first, its bytes an
+// pooled, from train's measured epoch, its bytes an
 // epoch and read amplification, and its errors at the epochs' one rate
 // and at each batch's reads ("-" where a run made no such prediction).
 func TestWriteTable(t *testing.T) {

@@ -129,10 +129,17 @@ func (c EpochCheck) Line(outOfCore bool) string {
 	if w := c.WithEpochDisk; w != nil {
 		line += fmt.Sprintf("; at this epoch's disk rate (%.0f rows/s) predicted %s (%+.1f%%)", c.DiskRowsPerS, tpc.FormatSeconds(w.PredictedS), w.ErrorPct)
 	}
-	if b := c.WithBatchReads; b != nil && c.WithEpochDisk != nil && math.Abs(b.PredictedS-c.WithEpochDisk.PredictedS) > 0.05*c.WithEpochDisk.PredictedS {
+	if b := c.WithBatchReads; b != nil && c.WithEpochDisk != nil && readsMoved(b.PredictedS, c.WithEpochDisk.PredictedS) {
 		line += fmt.Sprintf("; at each batch's own reads %s (%+.1f%%): the disk's rate moved inside the epoch", tpc.FormatSeconds(b.PredictedS), b.ErrorPct)
 	}
 	return line
+}
+
+// readsMoved says an epoch priced at each batch's own reads (byBatch)
+// differs from it at one mean rate (oneRate) by more than 5%: the disk's
+// rate moved inside it, worth telling the user.
+func readsMoved(byBatch, oneRate float64) bool {
+	return byBatch > 0 && math.Abs(byBatch-oneRate) > 0.05*oneRate
 }
 
 // MedianEpochSeconds is the median of the whole epochs' times (every

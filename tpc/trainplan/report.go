@@ -279,7 +279,7 @@ func (r *Report) writePredictionSummary(w io.Writer) {
 	if r.WithEpochDiskS > 0 {
 		fmt.Fprintf(w, "; at the disk rate the epochs read at (median %.0f rows/s, against %.0f before training) predicted %s: %+.1f%%",
 			r.EpochDiskRowsPerS, r.Prediction.Costs.DiskRowsPerS, tpc.FormatSeconds(r.WithEpochDiskS), tpc.ErrorPct(r.MeasuredEpochS, r.WithEpochDiskS))
-		if b := r.WithBatchReadsS; b > 0 && math.Abs(b-r.WithEpochDiskS) > 0.05*r.WithEpochDiskS {
+		if b := r.WithBatchReadsS; readsMoved(b, r.WithEpochDiskS) {
 			fmt.Fprintf(w, "; at each batch's own reads (the disk's rate moved inside the epochs) %s: %+.1f%%", tpc.FormatSeconds(b), tpc.ErrorPct(r.MeasuredEpochS, b))
 		}
 	}
